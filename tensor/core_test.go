@@ -1,0 +1,61 @@
+package tensor
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestHalfKnownBits(t *testing.T) {
+	for _, c := range []struct {
+		f  float32
+		h  F16
+		bf BF16
+	}{
+		{1, 0x3c00, 0x3f80},
+		{-2, 0xc000, 0xc000},
+		{0.5, 0x3800, 0x3f00},
+		{65504, 0x7bff, 0x4780}, // bf16 rounds 0x477fe000 up,
+		{1e6, 0x7c00, 0x4974},
+		{5.960464477539063e-08, 0x0001, 0x3380},
+		{0, 0, 0},
+	} {
+		require.Equal(t, c.h, F16FromFloat32(c.f), "f16 of %v", c.f)
+		require.Equal(t, c.bf, BF16FromFloat32(c.f), "bf16 of %v", c.f)
+		if c.h != 0x7c00 {
+			require.Equal(t, c.f, c.h.Float32())
+		}
+	}
+	// Ties round to even: 1 + 2^-11 is halfway between 1 and 1+2^-10.
+	require.Equal(t, F16(0x3c00), F16FromFloat32(1+1.0/2048))
+	require.Equal(t, F16(0x3c02), F16FromFloat32(1+3.0/2048))
+}
+
+func TestSeedExpandContiguous(t *testing.T) {
+	x := Ones(Float32, 2)
+	e, err := x.Expand(1, 2)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2}, e.Shape())
+	y := Ones(Float32, 2, 2)
+	e2, err := y.Expand(1, 2, 2)
+	require.NoError(t, err)
+	c := e2.Contiguous()
+	d, err := Data[float32](c)
+	require.NoError(t, err)
+	require.Equal(t, []float32{1, 1, 1, 1}, d)
+	col, _ := FromSlice([]int64{1, 2}, 2, 1)
+	ex, err := col.Expand(2, 3)
+	require.NoError(t, err)
+	require.False(t, ex.IsContiguous())
+	v, _ := Data[int64](ex.Contiguous())
+	require.Equal(t, []int64{1, 1, 1, 2, 2, 2}, v)
+}
+
+func TestDenseShares(t *testing.T) {
+	x := Zeros(Float64, 2, 3)
+	m, err := x.Dense()
+	require.NoError(t, err)
+	m.Set(1, 2, 7)
+	d, _ := Data[float64](x)
+	require.Equal(t, 7.0, d[5])
+}

@@ -1,0 +1,83 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Numel returns the number of elements of a tensor of the given shape, or an
+// error if a dimension is negative or the product overflows an int. Shapes
+// that come from files or peers go through Numel before any allocation.
+func Numel(shape []int) (int, error) {
+	n := 1
+	for i, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("tensor: shape %v: dimension %d is negative", shape, i)
+		}
+		hi, lo := bits.Mul64(uint64(n), uint64(d))
+		if hi != 0 || lo > math.MaxInt {
+			return 0, fmt.Errorf("tensor: shape %v: element count overflows", shape)
+		}
+		n = int(lo)
+	}
+	return n, nil
+}
+
+// NBytesOf returns the number of bytes a contiguous tensor of dtype dt and the
+// given shape needs, or an error for a bad shape, an invalid dtype or an
+// overflow.
+func NBytesOf(dt DType, shape []int) (int, error) {
+	if !dt.Valid() {
+		return 0, fmt.Errorf("tensor: invalid dtype %v", dt)
+	}
+	n, err := Numel(shape)
+	if err != nil {
+		return 0, err
+	}
+	hi, lo := bits.Mul64(uint64(n), uint64(dt.Size()))
+	if hi != 0 || lo > math.MaxInt {
+		return 0, fmt.Errorf("tensor: shape %v of %v: byte count overflows", shape, dt)
+	}
+	return int(lo), nil
+}
+
+// mustNumel is Numel for shapes a programmer wrote; it panics on a bad shape.
+func mustNumel(shape []int) int {
+	n, err := Numel(shape)
+	if err != nil {
+		panic(err.Error())
+	}
+	return n
+}
+
+// contiguousStrides returns the row-major strides, in elements, of shape.
+func contiguousStrides(shape []int) []int {
+	strides := make([]int, len(shape))
+	s := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		strides[i] = s
+		if shape[i] > 1 {
+			s *= shape[i]
+		}
+	}
+	return strides
+}
+
+// equalInts reports whether a and b hold the same values.
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// cloneInts returns a copy of s that is never nil.
+func cloneInts(s []int) []int {
+	return append(make([]int, 0, len(s)), s...)
+}

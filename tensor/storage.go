@@ -1,0 +1,111 @@
+package tensor
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// Storage is a flat, 8-byte aligned run of bytes that one or more tensors view.
+// Views made by Expand, Reshape, indexing or slicing share their Storage with
+// the tensor they come from.
+//
+// # Ownership
+//
+// A Storage made by NewStorage lives on the Go heap and is freed by the garbage
+// collector. A Storage made by NewExternalStorage wraps memory the Go runtime
+// does not manage (a memory-mapped file, an off-heap buffer): its owner frees it
+// with Release, exactly once; slices obtained from it (Bytes, Data, Dense) must
+// not be used after that. Release on a heap Storage only marks it released.
+type Storage struct {
+	mu       sync.RWMutex
+	buf      []byte
+	release  func() error
+	released bool
+	external bool
+}
+
+// NewStorage returns a zeroed heap Storage of n bytes, aligned to 8 bytes. It
+// panics if n is negative.
+func NewStorage(n int) *Storage {
+	if n < 0 {
+		panic(fmt.Sprintf("tensor: NewStorage: negative size %d", n))
+	}
+	return &Storage{buf: alignedBytes(n)}
+}
+
+// StorageOf returns a Storage that shares b. b's memory stays managed by the Go
+// garbage collector; the Storage keeps it alive.
+func StorageOf(b []byte) *Storage { return &Storage{buf: b} }
+
+// NewExternalStorage returns a Storage over memory that the Go runtime does not
+// manage, such as a memory mapping. release is called once, by the first call
+// to Release; it may be nil.
+func NewExternalStorage(b []byte, release func() error) *Storage {
+	return &Storage{buf: b, release: release, external: true}
+}
+
+// alignedBytes allocates n zero bytes on the Go heap, aligned to 8 bytes so
+// that every dtype's elements can be viewed in place.
+func alignedBytes(n int) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	words := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), n)
+}
+
+// Bytes returns the whole storage. It panics if the storage was released, since
+// the memory may no longer be mapped.
+func (s *Storage) Bytes() []byte {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.released {
+		panic("tensor: use of released storage")
+	}
+	return s.buf
+}
+
+// Len returns the size of the storage in bytes (0 once released).
+func (s *Storage) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.released {
+		return 0
+	}
+	return len(s.buf)
+}
+
+// External reports whether the storage's memory lies outside the Go heap.
+func (s *Storage) External() bool { return s.external }
+
+// Released reports whether Release has been called.
+func (s *Storage) Released() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.released
+}
+
+// Release frees the storage's memory if it is external and marks the storage
+// unusable. It is idempotent: later calls return nil and do nothing.
+func (s *Storage) Release() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return nil
+	}
+	s.released = true
+	s.buf = nil
+	if s.release != nil {
+		return s.release()
+	}
+	return nil
+}
+
+// checkLive returns an error if s was released.
+func (s *Storage) checkLive(op string) error {
+	if s.Released() {
+		return fmt.Errorf("tensor: %s: storage was released (closed memory map?)", op)
+	}
+	return nil
+}

@@ -1,0 +1,359 @@
+package tensor
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Tensor is a dense N-dimensional array of one DType. Its elements live in a
+// Storage, at a byte offset, laid out by strides counted in elements. Several
+// tensors may view the same Storage: a stride of 0 repeats an element, as
+// Expand does.
+//
+// Elements are stored little-endian, in the same bytes torch uses, so a
+// contiguous tensor's Bytes are exactly what Python tensordict writes to a file
+// or sends on the wire.
+type Tensor struct {
+	dtype   DType
+	shape   []int
+	strides []int // in elements
+	offset  int   // in bytes
+	st      *Storage
+}
+
+// Empty returns a contiguous tensor of dtype dt and the given shape, zeroed. A
+// tensor with no shape is a scalar (one element). Empty panics if dt is invalid
+// or a dimension is negative.
+func Empty(dt DType, shape ...int) *Tensor {
+	if !dt.Valid() {
+		panic(fmt.Sprintf("tensor: Empty: invalid dtype %v", dt))
+	}
+	n := mustNumel(shape)
+	nb, err := NBytesOf(dt, shape)
+	if err != nil {
+		panic(err.Error())
+	}
+	_ = n
+	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: NewStorage(nb)}
+}
+
+// Zeros returns a contiguous tensor of zeros. It panics like Empty.
+func Zeros(dt DType, shape ...int) *Tensor { return Empty(dt, shape...) }
+
+// FromStorage returns a tensor of dtype dt and the given shape that views st
+// contiguously from byte offset off. It returns an error if the view does not
+// fit in the storage, the shape is bad, or off is not aligned for dt.
+func FromStorage(dt DType, st *Storage, off int, shape ...int) (*Tensor, error) {
+	nb, err := NBytesOf(dt, shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.checkLive("FromStorage"); err != nil {
+		return nil, err
+	}
+	if off < 0 || off > st.Len() || nb > st.Len()-off {
+		return nil, fmt.Errorf("tensor: FromStorage: %v%v needs bytes [%d, %d), storage has %d", dt, shape, off, off+nb, st.Len())
+	}
+	if a := align(dt); off%a != 0 {
+		return nil, fmt.Errorf("tensor: FromStorage: offset %d is not a multiple of %d for %v", off, a, dt)
+	}
+	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), offset: off, st: st}, nil
+}
+
+// FromBytes returns a tensor of dtype dt and the given shape over b, which it
+// shares (no copy). b may be longer than the tensor needs; the extra bytes are
+// ignored. It returns an error if b is too short.
+func FromBytes(dt DType, b []byte, shape ...int) (*Tensor, error) {
+	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(align(dt)) != 0 {
+		// Copy misaligned input so typed views stay legal.
+		c := alignedBytes(len(b))
+		copy(c, b)
+		b = c
+	}
+	return FromStorage(dt, StorageOf(b), 0, shape...)
+}
+
+// FromSlice returns a tensor over data, which it shares (no copy). With no
+// shape the tensor is 1-D of length len(data); otherwise the shape's element
+// count must equal len(data).
+func FromSlice[T Elem](data []T, shape ...int) (*Tensor, error) {
+	if len(shape) == 0 {
+		shape = []int{len(data)}
+	}
+	n, err := Numel(shape)
+	if err != nil {
+		return nil, err
+	}
+	if n != len(data) {
+		return nil, fmt.Errorf("tensor: FromSlice: shape %v has %d elements, data has %d", shape, n, len(data))
+	}
+	dt := DTypeOf[T]()
+	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: StorageOf(asBytes(data))}, nil
+}
+
+// Data returns the elements of t as a []T that shares t's memory. t must be
+// contiguous and of the DType that T stores.
+func Data[T Elem](t *Tensor) ([]T, error) {
+	want := DTypeOf[T]()
+	if t.dtype != want {
+		return nil, fmt.Errorf("tensor: Data: tensor is %v, not %v", t.dtype, want)
+	}
+	b, err := t.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	return fromBytes[T](b, t.Numel()), nil
+}
+
+// align returns the alignment, in bytes, that typed views of dt need.
+func align(dt DType) int {
+	if s := dt.Size(); s < 8 {
+		return s
+	}
+	return 8
+}
+
+// DType returns the element type of t.
+func (t *Tensor) DType() DType { return t.dtype }
+
+// Shape returns a copy of t's shape.
+func (t *Tensor) Shape() []int { return cloneInts(t.shape) }
+
+// Strides returns a copy of t's strides, counted in elements.
+func (t *Tensor) Strides() []int { return cloneInts(t.strides) }
+
+// Dim returns the number of dimensions of t.
+func (t *Tensor) Dim() int { return len(t.shape) }
+
+// Size returns the length of dimension i; negative i counts from the end.
+// It panics if i is out of range.
+func (t *Tensor) Size(i int) int { return t.shape[t.normDim(i)] }
+
+// Numel returns the number of elements of t.
+func (t *Tensor) Numel() int {
+	n := 1
+	for _, d := range t.shape {
+		n *= d
+	}
+	return n
+}
+
+// NBytes returns the number of bytes the elements of t occupy when contiguous.
+func (t *Tensor) NBytes() int { return t.Numel() * t.dtype.Size() }
+
+// Storage returns the storage t views.
+func (t *Tensor) Storage() *Storage { return t.st }
+
+// Offset returns the byte offset of t's first element in its storage.
+func (t *Tensor) Offset() int { return t.offset }
+
+// normDim resolves a possibly negative dimension index, panicking when out of
+// range (a programming error).
+func (t *Tensor) normDim(i int) int {
+	if i < 0 {
+		i += len(t.shape)
+	}
+	if i < 0 || i >= len(t.shape) {
+		panic(fmt.Sprintf("tensor: dimension %d out of range for shape %v", i, t.shape))
+	}
+	return i
+}
+
+// IsContiguous reports whether t's elements are laid out row-major without
+// gaps or repeats, so that Bytes can return them in place.
+func (t *Tensor) IsContiguous() bool {
+	expect := 1
+	for i := len(t.shape) - 1; i >= 0; i-- {
+		if t.shape[i] == 1 {
+			continue
+		}
+		if t.shape[i] == 0 {
+			return true
+		}
+		if t.strides[i] != expect {
+			return false
+		}
+		expect *= t.shape[i]
+	}
+	return true
+}
+
+// Bytes returns the little-endian bytes of a contiguous tensor, sharing its
+// memory. It returns an error if t is not contiguous or its storage was
+// released.
+func (t *Tensor) Bytes() ([]byte, error) {
+	if err := t.st.checkLive("Bytes"); err != nil {
+		return nil, err
+	}
+	if !t.IsContiguous() {
+		return nil, fmt.Errorf("tensor: Bytes: %v tensor of shape %v is not contiguous (strides %v); call Contiguous first", t.dtype, t.shape, t.strides)
+	}
+	return t.st.Bytes()[t.offset : t.offset+t.NBytes() : t.offset+t.NBytes()], nil
+}
+
+// Contiguous returns t itself if it is contiguous, and otherwise a contiguous
+// copy of it in new heap storage.
+func (t *Tensor) Contiguous() *Tensor {
+	if t.IsContiguous() {
+		return t
+	}
+	return t.Clone()
+}
+
+// Clone returns a contiguous copy of t in new heap storage.
+func (t *Tensor) Clone() *Tensor {
+	out := Empty(t.dtype, t.shape...)
+	copyInto(out.st.Bytes()[:out.NBytes()], t)
+	return out
+}
+
+// CopyFrom copies the elements of src into t, in place. Both must have the
+// same dtype and shape; src may be any view, t may not repeat elements.
+func (t *Tensor) CopyFrom(src *Tensor) error {
+	if t.dtype != src.dtype || !equalInts(t.shape, src.shape) {
+		return fmt.Errorf("tensor: CopyFrom: destination %v%v, source %v%v", t.dtype, t.shape, src.dtype, src.shape)
+	}
+	if err := src.st.checkLive("CopyFrom"); err != nil {
+		return err
+	}
+	if dst, err := t.Bytes(); err == nil {
+		copyInto(dst, src)
+		return nil
+	}
+	tmp := src.Clone()
+	return scatterInto(t, tmp.st.Bytes()[:tmp.NBytes()])
+}
+
+// copyInto writes the elements of src, in row-major order, into dst, which
+// holds exactly src.NBytes() bytes.
+func copyInto(dst []byte, src *Tensor) {
+	es := src.dtype.Size()
+	sb := src.st.Bytes()
+	if src.IsContiguous() {
+		copy(dst, sb[src.offset:src.offset+src.NBytes()])
+		return
+	}
+	nd := len(src.shape)
+	if src.Numel() == 0 {
+		return
+	}
+	// Walk every index but the innermost; copy the innermost run at once when
+	// its stride is 1.
+	inner := src.shape[nd-1]
+	innerStride := src.strides[nd-1]
+	idx := make([]int, nd-1)
+	w := 0
+	for {
+		base := src.offset
+		for i, v := range idx {
+			base += v * src.strides[i] * es
+		}
+		if innerStride == 1 {
+			n := inner * es
+			copy(dst[w:w+n], sb[base:base+n])
+			w += n
+		} else {
+			for j := 0; j < inner; j++ {
+				p := base + j*innerStride*es
+				copy(dst[w:w+es], sb[p:p+es])
+				w += es
+			}
+		}
+		k := nd - 2
+		for ; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < src.shape[k] {
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
+}
+
+// scatterInto writes the row-major bytes src into the elements of the view t.
+func scatterInto(t *Tensor, src []byte) error {
+	es := t.dtype.Size()
+	db := t.st.Bytes()
+	n := t.Numel()
+	idx := make([]int, len(t.shape))
+	for e := 0; e < n; e++ {
+		p := t.offset
+		for i, v := range idx {
+			p += v * t.strides[i] * es
+		}
+		copy(db[p:p+es], src[e*es:(e+1)*es])
+		for k := len(idx) - 1; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < t.shape[k] {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	return nil
+}
+
+// Expand returns a view of t with the given shape, repeating size-1 dimensions
+// with stride 0 and adding new leading dimensions, like torch.Tensor.expand.
+// A size of -1 keeps that dimension. The result is not contiguous unless no
+// dimension grew.
+func (t *Tensor) Expand(shape ...int) (*Tensor, error) {
+	if len(shape) < len(t.shape) {
+		return nil, fmt.Errorf("tensor: Expand: shape %v has fewer dimensions than tensor shape %v", shape, t.shape)
+	}
+	lead := len(shape) - len(t.shape)
+	outShape := make([]int, len(shape))
+	outStrides := make([]int, len(shape))
+	for i, s := range shape {
+		if i < lead {
+			if s < 0 {
+				return nil, fmt.Errorf("tensor: Expand: new leading dimension %d of shape %v must be non-negative", i, shape)
+			}
+			outShape[i], outStrides[i] = s, 0
+			continue
+		}
+		cur := t.shape[i-lead]
+		switch {
+		case s == -1 || s == cur:
+			outShape[i], outStrides[i] = cur, t.strides[i-lead]
+		case cur == 1 && s >= 0:
+			outShape[i], outStrides[i] = s, 0
+		default:
+			return nil, fmt.Errorf("tensor: Expand: cannot expand shape %v to %v (dimension %d is %d, not 1)", t.shape, shape, i, cur)
+		}
+	}
+	return &Tensor{dtype: t.dtype, shape: outShape, strides: outStrides, offset: t.offset, st: t.st}, nil
+}
+
+// Reshape returns a tensor with the same elements in row-major order and the
+// given shape. One dimension may be -1 and is inferred. The result views t's
+// storage when t is contiguous, and is a copy otherwise.
+func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
+	shape = cloneInts(shape)
+	infer := -1
+	known := 1
+	for i, d := range shape {
+		switch {
+		case d == -1 && infer < 0:
+			infer = i
+		case d < 0:
+			return nil, fmt.Errorf("tensor: Reshape: invalid shape %v", shape)
+		default:
+			known *= d
+		}
+	}
+	n := t.Numel()
+	if infer >= 0 {
+		if known == 0 || n%known != 0 {
+			return nil, fmt.Errorf("tensor: Reshape: cannot infer -1 in %v for %d elements", shape, n)
+		}
+		shape[infer] = n / known
+	} else if known != n {
+		return nil, fmt.Errorf("tensor: Reshape: shape %v has %d elements, tensor %v has %d", shape, known, t.shape, n)
+	}
+	src := t.Contiguous()
+	return &Tensor{dtype: t.dtype, shape: shape, strides: contiguousStrides(shape), offset: src.offset, st: src.st}, nil
+}
