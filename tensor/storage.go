@@ -23,6 +23,7 @@ type Storage struct {
 	release  func() error
 	released bool
 	external bool
+	owner    any
 }
 
 // NewStorage returns a zeroed heap Storage of n bytes, aligned to 8 bytes. It
@@ -39,11 +40,15 @@ func NewStorage(n int) *Storage {
 func StorageOf(b []byte) *Storage { return &Storage{buf: b} }
 
 // NewExternalStorage returns a Storage over memory that the Go runtime does not
-// manage, such as a memory mapping. release is called once, by the first call
-// to Release; it may be nil.
-func NewExternalStorage(b []byte, release func() error) *Storage {
-	return &Storage{buf: b, release: release, external: true}
+// manage, such as a memory mapping. owner is any value the maker wants to find
+// again from the storage (package memmap keeps its file mapping there; see
+// Owner). release is called once, by the first call to Release; it may be nil.
+func NewExternalStorage(b []byte, owner any, release func() error) *Storage {
+	return &Storage{buf: b, release: release, external: true, owner: owner}
 }
+
+// Owner returns the owner value given to NewExternalStorage, or nil.
+func (s *Storage) Owner() any { return s.owner }
 
 // alignedBytes allocates n zero bytes on the Go heap, aligned to 8 bytes so
 // that every dtype's elements can be viewed in place.
