@@ -1,0 +1,270 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+// #include "shim.h"
+// #cgo noescape MPI_Bcast
+// #cgo nocallback MPI_Bcast
+import "C"
+
+import "unsafe"
+
+func (c *Comm) rootArgs(op string, root int) (C.MPI_Comm, error) {
+	h, err := c.handle(op)
+	if err != nil {
+		return h, err
+	}
+	if root < 0 || root >= c.size {
+		return h, argError(op, C.MPI_ERR_ROOT, "root %d out of range [0, %d)", root, c.size)
+	}
+	return h, nil
+}
+
+// Bcast sends buf from root to every other process of c, as MPI_Bcast.
+// Every process passes a buffer of the same length. Any length works:
+// beyond 2^31-1 elements a derived datatype describes the buffer.
+func Bcast[T Scalar](c *Comm, buf []T, root int) error {
+	const op = "MPI_Bcast"
+	h, err := c.rootArgs(op, root)
+	if err != nil {
+		return err
+	}
+	b := bufOf(buf)
+	dt, n, derived, err := b.dtype(op)
+	if err != nil {
+		return err
+	}
+	err = newError(op, C.MPI_Bcast(b.ptr, n, dt, C.int(root), h))
+	freeType(dt, derived)
+	return err
+}
+
+// Gather collects len(send) elements from every process of c into recv at
+// root, rank i's block at recv[i*len(send):], as MPI_Gather. At root, recv
+// must have Size()*len(send) elements; elsewhere it is ignored. At root,
+// send == nil gathers in place: root's block is already in recv.
+func Gather[T Scalar](c *Comm, send, recv []T, root int) error {
+	const op = "MPI_Gather"
+	h, err := c.rootArgs(op, root)
+	if err != nil {
+		return err
+	}
+	inplace := send == nil
+	n := len(send)
+	if c.rank == root {
+		if inplace {
+			if len(recv)%c.size != 0 {
+				return argError(op, C.MPI_ERR_BUFFER, "in place: receive buffer of %d elements is not a multiple of size %d", len(recv), c.size)
+			}
+			n = len(recv) / c.size
+		} else if len(recv) != n*c.size {
+			return argError(op, C.MPI_ERR_BUFFER, "receive buffer has %d elements, need %d×%d", len(recv), c.size, n)
+		}
+	} else if inplace {
+		return argError(op, C.MPI_ERR_BUFFER, "nil send buffer (in place) on rank %d, which is not root %d", c.rank, root)
+	}
+	cn, err := count32(op, n)
+	if err != nil {
+		return err
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return newError(op, C.tdmpi_gather(sb.ptr, cbool(inplace), cn, rb.ptr, cn, datatypes[sb.k], C.int(root), h))
+}
+
+// Allgather collects len(send) elements from every process of c into recv
+// on every process, rank i's block at recv[i*len(send):], as MPI_Allgather.
+// recv must have Size()*len(send) elements; send == nil works in place.
+func Allgather[T Scalar](c *Comm, send, recv []T) error {
+	const op = "MPI_Allgather"
+	h, err := c.handle(op)
+	if err != nil {
+		return err
+	}
+	inplace := send == nil
+	n := len(send)
+	if inplace {
+		if len(recv)%c.size != 0 {
+			return argError(op, C.MPI_ERR_BUFFER, "in place: receive buffer of %d elements is not a multiple of size %d", len(recv), c.size)
+		}
+		n = len(recv) / c.size
+	} else if len(recv) != n*c.size {
+		return argError(op, C.MPI_ERR_BUFFER, "receive buffer has %d elements, need %d×%d", len(recv), c.size, n)
+	}
+	cn, err := count32(op, n)
+	if err != nil {
+		return err
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return newError(op, C.tdmpi_allgather(sb.ptr, cbool(inplace), cn, rb.ptr, cn, datatypes[sb.k], h))
+}
+
+// Scatter sends block i of send, send[i*len(recv):(i+1)*len(recv)], from
+// root to rank i of c, as MPI_Scatter. At root, send must have
+// Size()*len(recv) elements; elsewhere it is ignored. At root, recv == nil
+// works in place: root's block stays in send.
+func Scatter[T Scalar](c *Comm, send, recv []T, root int) error {
+	const op = "MPI_Scatter"
+	h, err := c.rootArgs(op, root)
+	if err != nil {
+		return err
+	}
+	inplace := recv == nil
+	n := len(recv)
+	if c.rank == root {
+		if inplace {
+			if len(send)%c.size != 0 {
+				return argError(op, C.MPI_ERR_BUFFER, "in place: send buffer of %d elements is not a multiple of size %d", len(send), c.size)
+			}
+			n = len(send) / c.size
+		} else if len(send) != n*c.size {
+			return argError(op, C.MPI_ERR_BUFFER, "send buffer has %d elements, need %d×%d", len(send), c.size, n)
+		}
+	} else if inplace {
+		return argError(op, C.MPI_ERR_BUFFER, "nil receive buffer (in place) on rank %d, which is not root %d", c.rank, root)
+	}
+	cn, err := count32(op, n)
+	if err != nil {
+		return err
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return newError(op, C.tdmpi_scatter(sb.ptr, cn, rb.ptr, cbool(inplace), cn, datatypes[sb.k], C.int(root), h))
+}
+
+// Alltoall sends block j of send to rank j and receives rank j's block into
+// block j of recv, on every process of c, as MPI_Alltoall. send and recv
+// have the same length, a multiple of Size(); send == nil works in place.
+func Alltoall[T Scalar](c *Comm, send, recv []T) error {
+	const op = "MPI_Alltoall"
+	h, err := c.handle(op)
+	if err != nil {
+		return err
+	}
+	inplace := send == nil
+	if !inplace && len(send) != len(recv) {
+		return argError(op, C.MPI_ERR_BUFFER, "send buffer has %d elements, receive buffer %d", len(send), len(recv))
+	}
+	if len(recv)%c.size != 0 {
+		return argError(op, C.MPI_ERR_BUFFER, "buffer of %d elements is not a multiple of size %d", len(recv), c.size)
+	}
+	cn, err := count32(op, len(recv)/c.size)
+	if err != nil {
+		return err
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return newError(op, C.tdmpi_alltoall(sb.ptr, cbool(inplace), cn, rb.ptr, datatypes[rb.k], h))
+}
+
+// vlayout checks per-rank counts and displacements (in elements) against a
+// buffer of length n and converts them for MPI. nil displs means packed
+// blocks in rank order.
+func (c *Comm) vlayout(op, what string, counts, displs []int, n int) (cc, cd []C.int, err error) {
+	if len(counts) != c.size {
+		return nil, nil, argError(op, C.MPI_ERR_COUNT, "%s: %d counts for %d ranks", what, len(counts), c.size)
+	}
+	if displs != nil && len(displs) != c.size {
+		return nil, nil, argError(op, C.MPI_ERR_ARG, "%s: %d displacements for %d ranks", what, len(displs), c.size)
+	}
+	cc, cd = make([]C.int, c.size), make([]C.int, c.size)
+	off := 0
+	for i, k := range counts {
+		d := off
+		if displs != nil {
+			d = displs[i]
+		}
+		if k < 0 || k > maxInt32 || d < 0 || d > maxInt32 || d+k > n {
+			return nil, nil, argError(op, C.MPI_ERR_COUNT, "%s: rank %d block [%d, %d+%d) outside buffer of %d elements", what, i, d, d, k, n)
+		}
+		cc[i], cd[i] = C.int(k), C.int(d)
+		off = d + k
+	}
+	return cc, cd, nil
+}
+
+// Gatherv collects len(send) elements from each process of c into recv at
+// root, rank i's block at recv[displs[i]:displs[i]+counts[i]], as
+// MPI_Gatherv. counts and displs (in elements) matter at root only; nil
+// displs packs the blocks in rank order. At root, send == nil works in place.
+func Gatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, root int) error {
+	const op = "MPI_Gatherv"
+	h, err := c.rootArgs(op, root)
+	if err != nil {
+		return err
+	}
+	inplace := send == nil
+	if inplace && c.rank != root {
+		return argError(op, C.MPI_ERR_BUFFER, "nil send buffer (in place) on rank %d, which is not root %d", c.rank, root)
+	}
+	sn, err := count32(op, len(send))
+	if err != nil {
+		return err
+	}
+	var cc, cd []C.int
+	if c.rank == root {
+		if cc, cd, err = c.vlayout(op, "receive", counts, displs, len(recv)); err != nil {
+			return err
+		}
+		if !inplace && int(cc[c.rank]) != len(send) {
+			return argError(op, C.MPI_ERR_COUNT, "root sends %d elements but counts[%d] is %d", len(send), c.rank, cc[c.rank])
+		}
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return newError(op, C.tdmpi_gatherv(sb.ptr, cbool(inplace), sn, rb.ptr, cptr(cc), cptr(cd), datatypes[sb.k], C.int(root), h))
+}
+
+// Allgatherv collects len(send) elements from each process of c into recv
+// on every process, rank i's block at recv[displs[i]:displs[i]+counts[i]],
+// as MPI_Allgatherv. nil displs packs the blocks in rank order; send == nil
+// works in place.
+func Allgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int) error {
+	const op = "MPI_Allgatherv"
+	h, err := c.handle(op)
+	if err != nil {
+		return err
+	}
+	inplace := send == nil
+	cc, cd, err := c.vlayout(op, "receive", counts, displs, len(recv))
+	if err != nil {
+		return err
+	}
+	if !inplace && int(cc[c.rank]) != len(send) {
+		return argError(op, C.MPI_ERR_COUNT, "rank %d sends %d elements but counts[%d] is %d", c.rank, len(send), c.rank, cc[c.rank])
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return newError(op, C.tdmpi_allgatherv(sb.ptr, cbool(inplace), C.int(len(send)), rb.ptr, cptr(cc), cptr(cd), datatypes[rb.k], h))
+}
+
+// Scatterv sends send[displs[i]:displs[i]+counts[i]] from root to rank i
+// of c, which receives it into recv, as MPI_Scatterv. counts and displs (in
+// elements) matter at root only; nil displs packs the blocks in rank order.
+// At root, recv == nil works in place.
+func Scatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root int) error {
+	const op = "MPI_Scatterv"
+	h, err := c.rootArgs(op, root)
+	if err != nil {
+		return err
+	}
+	inplace := recv == nil
+	if inplace && c.rank != root {
+		return argError(op, C.MPI_ERR_BUFFER, "nil receive buffer (in place) on rank %d, which is not root %d", c.rank, root)
+	}
+	rn, err := count32(op, len(recv))
+	if err != nil {
+		return err
+	}
+	var cc, cd []C.int
+	if c.rank == root {
+		if cc, cd, err = c.vlayout(op, "send", counts, displs, len(send)); err != nil {
+			return err
+		}
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return newError(op, C.tdmpi_scatterv(sb.ptr, cptr(cc), cptr(cd), rb.ptr, cbool(inplace), rn, datatypes[rb.k], C.int(root), h))
+}
+
+func cptr(s []C.int) *C.int {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.SliceData(s)
+}

@@ -1,0 +1,182 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// ThreadLevel is an MPI thread support level.
+type ThreadLevel int
+
+// Thread support levels, in increasing order.
+const (
+	ThreadSingle     ThreadLevel = C.MPI_THREAD_SINGLE     // one thread only
+	ThreadFunneled   ThreadLevel = C.MPI_THREAD_FUNNELED   // only the initialising thread calls MPI
+	ThreadSerialized ThreadLevel = C.MPI_THREAD_SERIALIZED // any thread, one at a time
+	ThreadMultiple   ThreadLevel = C.MPI_THREAD_MULTIPLE   // any thread, concurrently
+)
+
+// String returns the MPI name of the level, such as "MPI_THREAD_MULTIPLE".
+func (l ThreadLevel) String() string {
+	switch l {
+	case ThreadSingle:
+		return "MPI_THREAD_SINGLE"
+	case ThreadFunneled:
+		return "MPI_THREAD_FUNNELED"
+	case ThreadSerialized:
+		return "MPI_THREAD_SERIALIZED"
+	case ThreadMultiple:
+		return "MPI_THREAD_MULTIPLE"
+	}
+	return fmt.Sprintf("ThreadLevel(%d)", int(l))
+}
+
+// Wildcards and special values.
+const (
+	AnySource int = C.MPI_ANY_SOURCE // receive from any rank
+	AnyTag    int = C.MPI_ANY_TAG    // receive with any tag
+	ProcNull  int = C.MPI_PROC_NULL  // the null process: communication with it completes at once
+	Undefined int = C.MPI_UNDEFINED  // Split colour of ranks that join no communicator; absent rank
+)
+
+// mainThread runs Init and Finalize on one locked OS thread: MPI requires
+// MPI_Finalize to be called by the thread that initialised MPI, and a
+// goroutine may move between threads unless it is locked to one.
+var mainThread struct {
+	once  sync.Once
+	calls chan func()
+}
+
+func onMainThread(f func()) {
+	mainThread.once.Do(func() {
+		mainThread.calls = make(chan func())
+		go func() {
+			runtime.LockOSThread() // never unlocked: this thread is MPI's main thread
+			for f := range mainThread.calls {
+				f()
+			}
+		}()
+	})
+	done := make(chan struct{})
+	mainThread.calls <- func() { f(); close(done) }
+	<-done
+}
+
+var envMu sync.Mutex
+
+// Init initialises MPI with thread level ThreadMultiple. It returns an error
+// if MPI was initialised before or provides a lower level.
+func Init() error {
+	got, err := InitThread(ThreadMultiple)
+	if err != nil {
+		return err
+	}
+	if got < ThreadMultiple {
+		return argError("MPI_Init_thread", C.MPI_ERR_OTHER, "provided thread level %v, need %v", got, ThreadMultiple)
+	}
+	return nil
+}
+
+// InitThread initialises MPI asking for thread support level, and returns
+// the level MPI provides. It sets MPI_ERRORS_RETURN on World and Self.
+// MPI_Init_thread runs on a dedicated locked OS thread, on which Finalize
+// runs too, so callers need not lock their own goroutine.
+func InitThread(level ThreadLevel) (ThreadLevel, error) {
+	if level < ThreadSingle || level > ThreadMultiple {
+		return 0, argError("MPI_Init_thread", C.MPI_ERR_ARG, "invalid thread level %d", int(level))
+	}
+	envMu.Lock()
+	defer envMu.Unlock()
+	if Initialized() {
+		return 0, argError("MPI_Init_thread", C.MPI_ERR_OTHER, "MPI is already initialised")
+	}
+	if Finalized() {
+		return 0, argError("MPI_Init_thread", C.MPI_ERR_OTHER, "MPI was finalised and cannot be initialised again")
+	}
+	var provided C.int
+	var err error
+	onMainThread(func() {
+		err = newError("MPI_Init_thread", C.MPI_Init_thread(nil, nil, C.int(level), &provided))
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range []*Comm{&world, &self} {
+		if err := c.setup(); err != nil {
+			return ThreadLevel(provided), err
+		}
+	}
+	return ThreadLevel(provided), nil
+}
+
+// Finalize finalises MPI, on the thread that initialised it. Every
+// communicator made by Dup, Split or CreateGroup should be freed first.
+func Finalize() error {
+	envMu.Lock()
+	defer envMu.Unlock()
+	if !Initialized() {
+		return argError("MPI_Finalize", C.MPI_ERR_OTHER, "MPI is not initialised")
+	}
+	if Finalized() {
+		return argError("MPI_Finalize", C.MPI_ERR_OTHER, "MPI is already finalised")
+	}
+	var err error
+	onMainThread(func() {
+		err = newError("MPI_Finalize", C.MPI_Finalize())
+	})
+	return err
+}
+
+// Initialized reports whether MPI has been initialised (even if it has
+// been finalised since).
+func Initialized() bool {
+	var flag C.int
+	C.MPI_Initialized(&flag)
+	return flag != 0
+}
+
+// Finalized reports whether MPI has been finalised.
+func Finalized() bool {
+	var flag C.int
+	C.MPI_Finalized(&flag)
+	return flag != 0
+}
+
+// Abort asks MPI to end every process of c's job with the given exit code.
+// The library never calls it; it is for programs that must stop a job.
+func Abort(c *Comm, code int) error {
+	h, err := c.handle("MPI_Abort")
+	if err != nil {
+		return err
+	}
+	return newError("MPI_Abort", C.MPI_Abort(h, C.int(code)))
+}
+
+// Wtime returns the elapsed wall-clock time in seconds since some time in
+// the past, as MPI_Wtime.
+func Wtime() float64 {
+	return float64(C.MPI_Wtime())
+}
+
+// LibraryVersion returns the MPI library's version string, such as
+// "Open MPI v4.1.4, ...".
+func LibraryVersion() string {
+	var buf [C.MPI_MAX_LIBRARY_VERSION_STRING + 1]C.char
+	var n C.int
+	if C.MPI_Get_library_version(&buf[0], &n) != C.MPI_SUCCESS {
+		return ""
+	}
+	s := C.GoStringN(&buf[0], n)
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == 0) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+

@@ -1,0 +1,82 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+// #include "shim.h"
+// #cgo noescape MPI_Mprobe
+// #cgo nocallback MPI_Mprobe
+// #cgo noescape MPI_Improbe
+// #cgo nocallback MPI_Improbe
+// #cgo noescape MPI_Mrecv
+// #cgo nocallback MPI_Mrecv
+import "C"
+
+// Message is a message matched by Mprobe or Improbe and removed from the
+// matching queue: no other receive can take it. Receive it with Mrecv,
+// exactly once.
+type Message struct {
+	h C.MPI_Message
+}
+
+// Mprobe blocks until a message from src with tag arrives, matches it, and
+// returns it with its status, as MPI_Mprobe. Safe with several goroutines
+// receiving on c: each matched message goes to exactly one caller.
+func Mprobe(c *Comm, src, tag int) (*Message, Status, error) {
+	const op = "MPI_Mprobe"
+	h, err := c.recvArgs(op, src, tag)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	var m C.MPI_Message
+	var st C.MPI_Status
+	if err := newError(op, C.MPI_Mprobe(C.int(src), C.int(tag), h, &m, &st)); err != nil {
+		return nil, Status{}, err
+	}
+	s, err := makeStatus(op, &st, kByte, 1)
+	return &Message{h: m}, s, err
+}
+
+// Improbe matches a message from src with tag if one has arrived, as
+// MPI_Improbe. It returns (nil, false, Status{}, nil) when there is none.
+func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
+	const op = "MPI_Improbe"
+	h, err := c.recvArgs(op, src, tag)
+	if err != nil {
+		return nil, false, Status{}, err
+	}
+	var m C.MPI_Message
+	var st C.MPI_Status
+	var flag C.int
+	if err := newError(op, C.MPI_Improbe(C.int(src), C.int(tag), h, &flag, &m, &st)); err != nil {
+		return nil, false, Status{}, err
+	}
+	if flag == 0 {
+		return nil, false, Status{}, nil
+	}
+	s, err := makeStatus(op, &st, kByte, 1)
+	return &Message{h: m}, true, s, err
+}
+
+// Mrecv receives the matched message m into buf, as MPI_Mrecv. buf must be
+// large enough (see Count); m is consumed and cannot be received again.
+func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
+	const op = "MPI_Mrecv"
+	if m == nil || m.h == messageNull {
+		return Status{}, argError(op, C.MPI_ERR_REQUEST, "nil or already received message")
+	}
+	b := bufOf(buf)
+	dt, n, derived, err := b.dtype(op)
+	if err != nil {
+		return Status{}, err
+	}
+	var st C.MPI_Status
+	h := m.h
+	rc := C.MPI_Mrecv(b.ptr, n, dt, &h, &st)
+	freeType(dt, derived)
+	m.h = messageNull
+	if err := newError(op, rc); err != nil {
+		return Status{}, err
+	}
+	return makeStatus(op, &st, b.k, b.size)
+}

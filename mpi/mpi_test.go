@@ -1,0 +1,33 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+)
+
+var bigFlag = flag.Bool("mpi.big", false, "run the 2.5 GiB message tests (also TDMPI_BIG=1)")
+
+// TestMain initialises MPI, runs the tests, and makes every rank exit with
+// the worst code of all ranks, so that ranks agree on the verdict.
+func TestMain(m *testing.M) {
+	if err := Init(); err != nil {
+		fmt.Fprintln(os.Stderr, "mpi test: Init:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	worst := []int32{int32(code)}
+	if err := Allreduce(World(), nil, worst, OpMax); err != nil {
+		fmt.Fprintln(os.Stderr, "mpi test: agreeing on the verdict:", err)
+		worst[0] = 3
+	}
+	if err := Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "mpi test: Finalize:", err)
+		worst[0] = max(worst[0], 4)
+	}
+	os.Exit(int(worst[0]))
+}

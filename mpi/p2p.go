@@ -1,0 +1,184 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+// #include "shim.h"
+// #cgo pkg-config: ompi-c
+// #cgo noescape MPI_Send
+// #cgo nocallback MPI_Send
+// #cgo noescape MPI_Recv
+// #cgo nocallback MPI_Recv
+// #cgo noescape MPI_Sendrecv
+// #cgo nocallback MPI_Sendrecv
+// #cgo noescape MPI_Probe
+// #cgo nocallback MPI_Probe
+// #cgo noescape MPI_Iprobe
+// #cgo nocallback MPI_Iprobe
+import "C"
+
+// checkDest validates a destination rank of c.
+func (c *Comm) checkDest(op string, dest int) error {
+	if dest == ProcNull {
+		return nil
+	}
+	if dest < 0 || dest >= c.size {
+		return argError(op, C.MPI_ERR_RANK, "destination rank %d out of range [0, %d)", dest, c.size)
+	}
+	return nil
+}
+
+// checkSource validates a source rank of c, which may be AnySource.
+func (c *Comm) checkSource(op string, src int) error {
+	if src == ProcNull || src == AnySource {
+		return nil
+	}
+	if src < 0 || src >= c.size {
+		return argError(op, C.MPI_ERR_RANK, "source rank %d out of range [0, %d)", src, c.size)
+	}
+	return nil
+}
+
+// checkTag validates a tag; AnyTag is allowed when any is true.
+func (c *Comm) checkTag(op string, tag int, any bool) error {
+	if any && tag == AnyTag {
+		return nil
+	}
+	if tag < 0 || tag > c.tagUB {
+		return argError(op, C.MPI_ERR_TAG, "tag %d out of range [0, %d]", tag, c.tagUB)
+	}
+	return nil
+}
+
+func (c *Comm) sendArgs(op string, dest, tag int) (C.MPI_Comm, error) {
+	h, err := c.handle(op)
+	if err != nil {
+		return h, err
+	}
+	if err := c.checkDest(op, dest); err != nil {
+		return h, err
+	}
+	return h, c.checkTag(op, tag, false)
+}
+
+func (c *Comm) recvArgs(op string, src, tag int) (C.MPI_Comm, error) {
+	h, err := c.handle(op)
+	if err != nil {
+		return h, err
+	}
+	if err := c.checkSource(op, src); err != nil {
+		return h, err
+	}
+	return h, c.checkTag(op, tag, true)
+}
+
+// Send sends buf to rank dest of c with the given tag, as MPI_Send. It
+// returns when buf may be reused. Any length works: beyond 2^31-1 elements
+// the message is still one message, described by a derived datatype.
+func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
+	const op = "MPI_Send"
+	h, err := c.sendArgs(op, dest, tag)
+	if err != nil {
+		return err
+	}
+	b := bufOf(buf)
+	dt, n, derived, err := b.dtype(op)
+	if err != nil {
+		return err
+	}
+	err = newError(op, C.MPI_Send(b.ptr, n, dt, C.int(dest), C.int(tag), h))
+	freeType(dt, derived)
+	return err
+}
+
+// Recv receives a message from rank src (or AnySource) of c with the given
+// tag (or AnyTag) into buf, as MPI_Recv. The message may be shorter than
+// buf; a longer one is an ErrTruncate error. The Status tells the sender,
+// the tag and the size.
+func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
+	const op = "MPI_Recv"
+	h, err := c.recvArgs(op, src, tag)
+	if err != nil {
+		return Status{}, err
+	}
+	b := bufOf(buf)
+	dt, n, derived, err := b.dtype(op)
+	if err != nil {
+		return Status{}, err
+	}
+	var st C.MPI_Status
+	err = newError(op, C.MPI_Recv(b.ptr, n, dt, C.int(src), C.int(tag), h, &st))
+	freeType(dt, derived)
+	if err != nil {
+		return Status{}, err
+	}
+	return makeStatus(op, &st, b.k, b.size)
+}
+
+// Sendrecv sends send to dest and receives into recv from src in one call,
+// as MPI_Sendrecv; it cannot deadlock against a matching Sendrecv. The
+// buffers must not overlap.
+func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, recvTag int) (Status, error) {
+	const op = "MPI_Sendrecv"
+	h, err := c.sendArgs(op, dest, sendTag)
+	if err != nil {
+		return Status{}, err
+	}
+	if _, err := c.recvArgs(op, src, recvTag); err != nil {
+		return Status{}, err
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	sdt, sn, sderived, err := sb.dtype(op)
+	if err != nil {
+		return Status{}, err
+	}
+	defer freeType(sdt, sderived)
+	rdt, rn, rderived, err := rb.dtype(op)
+	if err != nil {
+		return Status{}, err
+	}
+	defer freeType(rdt, rderived)
+	var st C.MPI_Status
+	if err := newError(op, C.MPI_Sendrecv(sb.ptr, sn, sdt, C.int(dest), C.int(sendTag),
+		rb.ptr, rn, rdt, C.int(src), C.int(recvTag), h, &st)); err != nil {
+		return Status{}, err
+	}
+	return makeStatus(op, &st, rb.k, rb.size)
+}
+
+// Probe blocks until a message from src with tag can be received, and
+// returns its status without receiving it, as MPI_Probe. With several
+// goroutines receiving on c, a later Recv may match another message: use
+// Mprobe and Mrecv instead.
+func Probe(c *Comm, src, tag int) (Status, error) {
+	const op = "MPI_Probe"
+	h, err := c.recvArgs(op, src, tag)
+	if err != nil {
+		return Status{}, err
+	}
+	var st C.MPI_Status
+	if err := newError(op, C.MPI_Probe(C.int(src), C.int(tag), h, &st)); err != nil {
+		return Status{}, err
+	}
+	return makeStatus(op, &st, kByte, 1)
+}
+
+// Iprobe reports whether a message from src with tag can be received now,
+// and its status if so, as MPI_Iprobe.
+func Iprobe(c *Comm, src, tag int) (bool, Status, error) {
+	const op = "MPI_Iprobe"
+	h, err := c.recvArgs(op, src, tag)
+	if err != nil {
+		return false, Status{}, err
+	}
+	var st C.MPI_Status
+	var flag C.int
+	if err := newError(op, C.MPI_Iprobe(C.int(src), C.int(tag), h, &flag, &st)); err != nil {
+		return false, Status{}, err
+	}
+	if flag == 0 {
+		return false, Status{}, nil
+	}
+	s, err := makeStatus(op, &st, kByte, 1)
+	return true, s, err
+}

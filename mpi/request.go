@@ -1,0 +1,256 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+// #include "shim.h"
+import "C"
+
+import (
+	"errors"
+	"runtime"
+	"unsafe"
+)
+
+// Request is a pending nonblocking operation made by Isend or Irecv. The
+// buffer of the operation stays pinned in memory, so the garbage collector
+// cannot move or free it, until the request completes through Wait, a
+// successful Test, WaitAll or WaitAny. The caller must not touch the buffer
+// before then.
+//
+// A Request must be used by one goroutine at a time; different requests
+// may be waited on concurrently. Wait on a completed request returns its
+// final status again.
+type Request struct {
+	h    C.MPI_Request
+	pin  runtime.Pinner
+	op   string
+	k    kind
+	size int
+	done bool
+	st   Status
+}
+
+func newRequest(op string, b buffer) *Request {
+	r := &Request{h: requestNull, op: op, k: b.k, size: b.size}
+	if b.ptr != nil {
+		r.pin.Pin(b.ptr)
+	}
+	return r
+}
+
+// Isend starts sending buf to dest with tag, as MPI_Isend, and returns a
+// request to complete with Wait or Test. buf must not be modified until then.
+func Isend[T Scalar](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	const op = "MPI_Isend"
+	h, err := c.sendArgs(op, dest, tag)
+	if err != nil {
+		return nil, err
+	}
+	b := bufOf(buf)
+	dt, n, derived, err := b.dtype(op)
+	if err != nil {
+		return nil, err
+	}
+	defer freeType(dt, derived) // MPI keeps the type alive until completion
+	r := newRequest(op, b)
+	var rh C.MPI_Request
+	if err := newError(op, C.MPI_Isend(b.ptr, n, dt, C.int(dest), C.int(tag), h, &rh)); err != nil {
+		r.pin.Unpin()
+		return nil, err
+	}
+	r.h = rh
+	return r, nil
+}
+
+// Irecv starts receiving a message from src with tag into buf, as
+// MPI_Irecv, and returns a request to complete with Wait or Test. buf must
+// not be read or written until then.
+func Irecv[T Scalar](c *Comm, buf []T, src, tag int) (*Request, error) {
+	const op = "MPI_Irecv"
+	h, err := c.recvArgs(op, src, tag)
+	if err != nil {
+		return nil, err
+	}
+	b := bufOf(buf)
+	dt, n, derived, err := b.dtype(op)
+	if err != nil {
+		return nil, err
+	}
+	defer freeType(dt, derived)
+	r := newRequest(op, b)
+	var rh C.MPI_Request
+	if err := newError(op, C.MPI_Irecv(b.ptr, n, dt, C.int(src), C.int(tag), h, &rh)); err != nil {
+		r.pin.Unpin()
+		return nil, err
+	}
+	r.h = rh
+	return r, nil
+}
+
+// finish records the completion of r with MPI status st.
+func (r *Request) finish(name string, st *C.MPI_Status) error {
+	r.done = true
+	r.pin.Unpin()
+	s, err := makeStatus(name, st, r.k, r.size)
+	r.st = s
+	return err
+}
+
+// Wait blocks until r completes, as MPI_Wait, and returns the status of a
+// receive (for a send, only Cancelled is meaningful).
+func (r *Request) Wait() (Status, error) {
+	const name = "MPI_Wait"
+	if r == nil {
+		return Status{}, argError(name, C.MPI_ERR_REQUEST, "nil request")
+	}
+	if r.done {
+		return r.st, nil
+	}
+	var st C.MPI_Status
+	h := r.h
+	rc := C.MPI_Wait(&h, &st)
+	r.h = h
+	if rc != C.MPI_SUCCESS {
+		if r.h == requestNull {
+			r.done = true
+			r.pin.Unpin()
+		}
+		return Status{}, newError(r.op+" (MPI_Wait)", rc)
+	}
+	err := r.finish(name, &st)
+	return r.st, err
+}
+
+// Test reports whether r has completed, as MPI_Test, and its status if so.
+func (r *Request) Test() (done bool, st Status, err error) {
+	const name = "MPI_Test"
+	if r == nil {
+		return false, Status{}, argError(name, C.MPI_ERR_REQUEST, "nil request")
+	}
+	if r.done {
+		return true, r.st, nil
+	}
+	var cst C.MPI_Status
+	var flag C.int
+	h := r.h
+	rc := C.MPI_Test(&h, &flag, &cst)
+	r.h = h
+	if rc != C.MPI_SUCCESS {
+		if r.h == requestNull {
+			r.done = true
+			r.pin.Unpin()
+		}
+		return false, Status{}, newError(r.op+" (MPI_Test)", rc)
+	}
+	if flag == 0 {
+		return false, Status{}, nil
+	}
+	err = r.finish(name, &cst)
+	return true, r.st, err
+}
+
+// Cancel asks MPI to cancel r, as MPI_Cancel. The request must still be
+// completed with Wait (or Test); its Status then reports Cancelled if the
+// cancellation succeeded, and the buffer is released.
+func (r *Request) Cancel() error {
+	const name = "MPI_Cancel"
+	if r == nil {
+		return argError(name, C.MPI_ERR_REQUEST, "nil request")
+	}
+	if r.done {
+		return nil
+	}
+	h := r.h
+	return newError(name, C.MPI_Cancel(&h))
+}
+
+// handles collects the MPI handles of reqs; completed and nil requests
+// become MPI_REQUEST_NULL.
+func handles(reqs []*Request) []C.MPI_Request {
+	hs := make([]C.MPI_Request, len(reqs))
+	for i, r := range reqs {
+		hs[i] = requestNull
+		if r != nil && !r.done {
+			hs[i] = r.h
+		}
+	}
+	return hs
+}
+
+// WaitAll blocks until every request of reqs completes, as MPI_Waitall.
+// nil and already completed requests are ignored. The status of each request
+// is then available from its Wait method. The error joins the errors of the
+// requests that failed.
+func WaitAll(reqs ...*Request) error {
+	const name = "MPI_Waitall"
+	if len(reqs) == 0 {
+		return nil
+	}
+	n, err := count32(name, len(reqs))
+	if err != nil {
+		return err
+	}
+	hs := handles(reqs)
+	sts := make([]C.MPI_Status, len(reqs))
+	rc := C.MPI_Waitall(n, unsafe.SliceData(hs), unsafe.SliceData(sts))
+	var errs []error
+	for i, r := range reqs {
+		if r == nil || r.done {
+			continue
+		}
+		r.h = hs[i]
+		if rc == C.MPI_ERR_IN_STATUS {
+			if e := C.tdmpi_status_error(&sts[i]); e != C.MPI_SUCCESS && e != C.MPI_ERR_PENDING {
+				errs = append(errs, newError(r.op+" (MPI_Waitall)", e))
+				if r.h == requestNull {
+					r.done = true
+					r.pin.Unpin()
+				}
+				continue
+			}
+		}
+		if r.h == requestNull {
+			if err := r.finish(name, &sts[i]); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if rc != C.MPI_SUCCESS && rc != C.MPI_ERR_IN_STATUS {
+		errs = append(errs, newError(name, rc))
+	}
+	return errors.Join(errs...)
+}
+
+// WaitAny blocks until one request of reqs completes, as MPI_Waitany, and
+// returns its index and status. nil and completed requests are ignored; if
+// there is no other, WaitAny returns index Undefined at once.
+func WaitAny(reqs ...*Request) (index int, st Status, err error) {
+	const name = "MPI_Waitany"
+	n, err := count32(name, len(reqs))
+	if err != nil {
+		return Undefined, Status{}, err
+	}
+	hs := handles(reqs)
+	var cst C.MPI_Status
+	var idx C.int
+	var ph *C.MPI_Request
+	if len(hs) > 0 {
+		ph = &hs[0]
+	}
+	rc := C.MPI_Waitany(n, ph, &idx, &cst)
+	if idx == C.MPI_UNDEFINED || idx < 0 || int(idx) >= len(reqs) {
+		return Undefined, Status{}, newError(name, rc)
+	}
+	r := reqs[idx]
+	r.h = hs[idx]
+	if rc != C.MPI_SUCCESS {
+		if r.h == requestNull {
+			r.done = true
+			r.pin.Unpin()
+		}
+		return int(idx), Status{}, newError(r.op+" (MPI_Waitany)", rc)
+	}
+	err = r.finish(name, &cst)
+	return int(idx), r.st, err
+}

@@ -1,0 +1,157 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+// shim.h holds the small static C helpers of package mpi. Open MPI's
+// predefined handles are macros over addresses of globals, so Go reaches them
+// through these functions, once, at package initialisation.
+
+#ifndef TDMPI_SHIM_H
+#define TDMPI_SHIM_H
+
+#include <mpi.h>
+#include <stdlib.h>
+
+static inline MPI_Comm tdmpi_comm_world(void) { return MPI_COMM_WORLD; }
+static inline MPI_Comm tdmpi_comm_self(void) { return MPI_COMM_SELF; }
+static inline MPI_Comm tdmpi_comm_null(void) { return MPI_COMM_NULL; }
+static inline MPI_Group tdmpi_group_null(void) { return MPI_GROUP_NULL; }
+static inline MPI_Request tdmpi_request_null(void) { return MPI_REQUEST_NULL; }
+static inline MPI_Message tdmpi_message_null(void) { return MPI_MESSAGE_NULL; }
+static inline MPI_Message tdmpi_message_no_proc(void) { return MPI_MESSAGE_NO_PROC; }
+static inline MPI_Errhandler tdmpi_errors_return(void) { return MPI_ERRORS_RETURN; }
+static inline MPI_Datatype tdmpi_datatype_null(void) { return MPI_DATATYPE_NULL; }
+
+// Datatype indices; must match the kind constants in types.go.
+static inline MPI_Datatype tdmpi_datatype(int k) {
+	switch (k) {
+	case 1: return MPI_C_BOOL;
+	case 2: return MPI_INT8_T;
+	case 3: return MPI_UINT8_T;
+	case 4: return MPI_INT16_T;
+	case 5: return MPI_UINT16_T;
+	case 6: return MPI_INT32_T;
+	case 7: return MPI_UINT32_T;
+	case 8: return MPI_INT64_T;
+	case 9: return MPI_UINT64_T;
+	case 10: return MPI_FLOAT;
+	case 11: return MPI_DOUBLE;
+	case 12: return MPI_C_FLOAT_COMPLEX;
+	case 13: return MPI_C_DOUBLE_COMPLEX;
+	case 14: return MPI_BYTE;
+	}
+	return MPI_DATATYPE_NULL;
+}
+
+// Op indices; must match the Op constants in op.go.
+static inline MPI_Op tdmpi_op(int k) {
+	switch (k) {
+	case 0: return MPI_SUM;
+	case 1: return MPI_PROD;
+	case 2: return MPI_MIN;
+	case 3: return MPI_MAX;
+	case 4: return MPI_LAND;
+	case 5: return MPI_LOR;
+	case 6: return MPI_LXOR;
+	case 7: return MPI_BAND;
+	case 8: return MPI_BOR;
+	case 9: return MPI_BXOR;
+	}
+	return MPI_OP_NULL;
+}
+
+// tdmpi_type_big builds a committed datatype describing n consecutive
+// elements of base, for n beyond INT_MAX (the BigMPI recipe): q blocks of
+// 2^30 elements followed by r leftover elements, joined by a struct type.
+static int tdmpi_type_big(MPI_Datatype base, MPI_Count n, MPI_Datatype *out) {
+	const MPI_Count chunk = (MPI_Count)1 << 30;
+	MPI_Count q = n / chunk, r = n % chunk;
+	MPI_Aint lb, ext;
+	MPI_Datatype blk = MPI_DATATYPE_NULL, vec = MPI_DATATYPE_NULL, rem = MPI_DATATYPE_NULL;
+	int rc = MPI_Type_get_extent(base, &lb, &ext);
+	if (rc != MPI_SUCCESS) return rc;
+	rc = MPI_Type_contiguous((int)chunk, base, &blk);
+	if (rc != MPI_SUCCESS) goto out;
+	rc = MPI_Type_contiguous((int)q, blk, &vec);
+	if (rc != MPI_SUCCESS) goto out;
+	if (r > 0) {
+		rc = MPI_Type_contiguous((int)r, base, &rem);
+		if (rc != MPI_SUCCESS) goto out;
+	}
+	{
+		int lens[2] = {1, 1};
+		MPI_Aint disps[2] = {0, (MPI_Aint)(q * chunk) * ext};
+		MPI_Datatype types[2] = {vec, rem};
+		rc = MPI_Type_create_struct(r > 0 ? 2 : 1, lens, disps, types, out);
+		if (rc != MPI_SUCCESS) goto out;
+	}
+	rc = MPI_Type_commit(out);
+	if (rc != MPI_SUCCESS) MPI_Type_free(out);
+out:
+	if (blk != MPI_DATATYPE_NULL) MPI_Type_free(&blk);
+	if (vec != MPI_DATATYPE_NULL) MPI_Type_free(&vec);
+	if (rem != MPI_DATATYPE_NULL) MPI_Type_free(&rem);
+	return rc;
+}
+
+static inline int tdmpi_type_free(MPI_Datatype t) { return MPI_Type_free(&t); }
+
+// Status accessors.
+static inline int tdmpi_status_source(const MPI_Status *s) { return s->MPI_SOURCE; }
+static inline int tdmpi_status_tag(const MPI_Status *s) { return s->MPI_TAG; }
+static inline int tdmpi_status_error(const MPI_Status *s) { return s->MPI_ERROR; }
+
+// tdmpi_status_bytes stores the number of bytes a status describes: elements
+// of base (the datatype the message was received or probed with) times size.
+static inline int tdmpi_status_bytes(const MPI_Status *s, MPI_Datatype base, long long size, long long *bytes, int *cancelled) {
+	MPI_Count n = 0;
+	int rc = MPI_Test_cancelled(s, cancelled);
+	if (rc != MPI_SUCCESS) return rc;
+	rc = MPI_Get_elements_x(s, base, &n);
+	if (rc != MPI_SUCCESS) return rc;
+	if (n == MPI_UNDEFINED) { *bytes = -1; return MPI_SUCCESS; }
+	*bytes = (long long)n * size;
+	return MPI_SUCCESS;
+}
+
+// Collective wrappers that substitute MPI_IN_PLACE, so Go never holds it.
+static inline int tdmpi_reduce(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm c) {
+	return MPI_Reduce(inplace ? MPI_IN_PLACE : s, r, n, dt, op, root, c);
+}
+static inline int tdmpi_allreduce(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
+	return MPI_Allreduce(inplace ? MPI_IN_PLACE : s, r, n, dt, op, c);
+}
+static inline int tdmpi_gather(const void *s, int inplace, int sn, void *r, int rn, MPI_Datatype dt, int root, MPI_Comm c) {
+	return MPI_Gather(inplace ? MPI_IN_PLACE : s, sn, dt, r, rn, dt, root, c);
+}
+static inline int tdmpi_allgather(const void *s, int inplace, int sn, void *r, int rn, MPI_Datatype dt, MPI_Comm c) {
+	return MPI_Allgather(inplace ? MPI_IN_PLACE : s, sn, dt, r, rn, dt, c);
+}
+static inline int tdmpi_scatter(const void *s, int sn, void *r, int inplace, int rn, MPI_Datatype dt, int root, MPI_Comm c) {
+	return MPI_Scatter(s, sn, dt, inplace ? MPI_IN_PLACE : r, rn, dt, root, c);
+}
+static inline int tdmpi_gatherv(const void *s, int inplace, int sn, void *r, const int *counts, const int *displs, MPI_Datatype dt, int root, MPI_Comm c) {
+	return MPI_Gatherv(inplace ? MPI_IN_PLACE : s, sn, dt, r, counts, displs, dt, root, c);
+}
+static inline int tdmpi_allgatherv(const void *s, int inplace, int sn, void *r, const int *counts, const int *displs, MPI_Datatype dt, MPI_Comm c) {
+	return MPI_Allgatherv(inplace ? MPI_IN_PLACE : s, sn, dt, r, counts, displs, dt, c);
+}
+static inline int tdmpi_scatterv(const void *s, const int *counts, const int *displs, void *r, int inplace, int rn, MPI_Datatype dt, int root, MPI_Comm c) {
+	return MPI_Scatterv(s, counts, displs, dt, inplace ? MPI_IN_PLACE : r, rn, dt, root, c);
+}
+static inline int tdmpi_alltoall(const void *s, int inplace, int n, void *r, MPI_Datatype dt, MPI_Comm c) {
+	return MPI_Alltoall(inplace ? MPI_IN_PLACE : s, n, dt, r, n, dt, c);
+}
+static inline int tdmpi_scan(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
+	return MPI_Scan(inplace ? MPI_IN_PLACE : s, r, n, dt, op, c);
+}
+
+// tdmpi_tag_ub reads MPI_TAG_UB: the attribute value is a pointer to int.
+static inline int tdmpi_tag_ub(MPI_Comm c, int *ub) {
+	int *p = NULL, flag = 0;
+	int rc = MPI_Comm_get_attr(c, MPI_TAG_UB, &p, &flag);
+	if (rc != MPI_SUCCESS) return rc;
+	*ub = (flag && p != NULL) ? *p : 32767;
+	return MPI_SUCCESS;
+}
+
+#endif
