@@ -1,0 +1,40 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+// Package hpc describes the environment a tdmpi process was started in: which
+// launcher started it (none, mpirun, srun, or a Slurm batch script), the rank
+// and size the launcher assigned, the Slurm job and step, the node list and
+// a node-local scratch directory.
+//
+// The description comes only from environment variables, read before MPI is
+// initialized, so it is cheap and never blocks:
+//
+//	env := hpc.Detect()
+//	fmt.Println(env) // "srun rank 1/4 local 1/2 job 812.0 nodes n[1-2] host n1 pmi pmix scratch /tmp/812"
+//
+// # Launchers
+//
+// Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK and their
+// LOCAL variants in every rank; MPICH's Hydra sets PMI_SIZE and PMI_RANK.
+// Both are reported as Mpirun, also when mpirun runs inside a Slurm
+// allocation. A process started by srun has SLURM_STEP_ID and
+// SLURM_PROCID; it is reported as Srun. A process inside a Slurm allocation
+// but outside any step (the batch script itself, or an salloc shell) is
+// SlurmBatch: it is one process, whatever the allocation's task count.
+// Anything else is a Singleton.
+//
+// # Wrong-PMI launches
+//
+// When srun's PMI plugin does not match the MPI library (srun --mpi=none for
+// an Open MPI program, for example), srun starts N copies of the program and
+// each initializes MPI as a singleton of size 1. Env.CheckSize recognizes
+// this: the launcher reports N > 1 ranks but MPI sees one. Package group runs
+// the check in group.Init.
+//
+// # Pure detection
+//
+// DetectFrom takes the variable lookup as a function, so tests and tools can
+// describe a fake environment:
+//
+//	env := hpc.DetectFrom(func(k string) string { return fake[k] })
+package hpc
