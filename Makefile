@@ -1,0 +1,208 @@
+# Makefile for tdmpi: install, build, run, test and benchmark, on one machine with mpirun
+# and inside a private single-node Slurm. `make help` lists the targets.
+#
+# On a fresh Debian 12 machine, as root, with Go and gcc:
+#   make run    installs Open MPI if missing, runs examples/$(MAIN_EXAMPLE) on 2 ranks
+#   make test   installs Open MPI, Slurm and munge if missing, runs the whole test suite
+#
+# Every variable below can be set on the command line: make test FUZZTIME=10s.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+# MPI jobs share two cores: never run two recipes at once, even under make -j.
+.NOTPARALLEL:
+.SUFFIXES:
+
+# Open MPI refuses to run as root without these two (containers, CI); the third lets
+# -np exceed the core count. Exported to every recipe, go test -exec and sbatch jobs.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export OMPI_MCA_rmaps_base_oversubscribe := 1
+
+GO ?= go
+# Where built programs go: $(BIN)/examples/NAME.
+BIN ?= bin
+export TDMPI_BIN := $(BIN)
+
+# The example `make run` builds and starts, a folder under examples/, and its rank count.
+MAIN_EXAMPLE ?= hello
+RUN_NP ?= 2
+# The example the Slurm jobs of slurm-test run.
+SLURM_EXAMPLE ?= $(MAIN_EXAMPLE)
+
+# Packages whose tests use MPI; they also run under mpirun. Patterns that match nothing
+# yet are dropped, so the list may name packages still being written.
+MPI_PKGS ?= ./mpi/... ./group/...
+# Packages whose tests also run once with BIG_ENV set (large messages, np 2).
+BIG_PKGS ?= ./mpi/...
+BIG_ENV ?= TDMPI_BIG=1
+# Packages the test-suite job of slurm-test runs, and with which launcher (srun or mpirun).
+SLURM_TEST_PKGS ?= $(MPI_PKGS)
+SLURM_TEST_LAUNCH ?= srun
+
+# Rank counts for the MPI test runs (4 is oversubscribed on two cores).
+TEST_NPS ?= 2 4
+MPIRUN ?= mpirun
+# Seconds mpirun lets one test binary or program run before aborting the job.
+MPI_TIMEOUT ?= 300
+# Seconds one whole step (a go test command) may take before timeout kills it.
+STEP_TIMEOUT ?= 1200
+# --bind-to none: a rank bound to one core sees GOMAXPROCS=1.
+MPIEXEC = $(MPIRUN) --bind-to none --timeout $(MPI_TIMEOUT)
+# Forces Open MPI onto TCP over loopback: the path messages take between nodes.
+TCP_FLAGS ?= --mca btl self,tcp --mca btl_tcp_if_include lo
+export TDMPI_TCP_FLAGS := $(TCP_FLAGS)
+# Time each fuzz target runs in `make fuzz` and `make test`.
+FUZZTIME ?= 60s
+# go test flags for benchmarks.
+BENCH ?= .
+BENCHTIME ?= 1s
+# Arguments of `tdmpi bench`, run by `make bench` once cmd/tdmpi exists.
+TDMPI_BENCH ?= $(wildcard cmd/tdmpi/main.go)
+TDMPI_BENCH_ARGS ?=
+# Which tests `make race` runs.
+RACE_RUN ?= .
+
+# The steps of `make test`, in order. All run; the summary names the failures.
+TEST_STEPS ?= test-unit test-mpi test-tcp test-big examples slurm-test fuzz lint
+
+# Debian packages: for building and running MPI programs, and for the local Slurm.
+DEPS_MPI := openmpi-bin libopenmpi-dev pkg-config
+DEPS_SLURM := slurm-wlm munge
+
+# pkgs_of turns package patterns into the import paths that exist now.
+pkgs_of = $(filter-out ./% .,$(shell $(GO) list -e $(1) 2>/dev/null))
+timeout = timeout -k 10 $(STEP_TIMEOUT)
+# go test under mpirun: one package at a time (-p 1), so jobs do not share the cores.
+mpi_test = $(timeout) $(GO) test -count=1 -p 1 -exec "$(MPIEXEC) $(2)" $(1)
+
+.PHONY: help
+help: ## list the targets
+	@echo "usage: make TARGET [VARIABLE=value ...]"
+	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | \
+		awk -F ':.*## ' '{ printf "  %-14s %s\n", $$1, $$2 }'
+	@echo "variables: MAIN_EXAMPLE=$(MAIN_EXAMPLE) MPI_PKGS='$(MPI_PKGS)' FUZZTIME=$(FUZZTIME) TEST_NPS='$(TEST_NPS)'"
+
+.PHONY: deps
+deps: ## install Open MPI and pkg-config with apt-get, if missing
+	@command -v $(GO) >/dev/null || { echo "make: $(GO) not found; install Go 1.26 first" >&2; exit 1; }
+	@hpc/scripts/deps.sh $(DEPS_MPI)
+
+.PHONY: deps-all
+deps-all: ## install Open MPI, pkg-config, Slurm and munge with apt-get, if missing
+	@command -v $(GO) >/dev/null || { echo "make: $(GO) not found; install Go 1.26 first" >&2; exit 1; }
+	@hpc/scripts/deps.sh $(DEPS_MPI) $(DEPS_SLURM)
+
+.PHONY: build
+build: deps ## go build and go vet every package
+	$(GO) build ./...
+	$(GO) vet ./...
+
+.PHONY: run
+run: deps ## build examples/MAIN_EXAMPLE and run it with mpirun -np RUN_NP
+	@mkdir -p $(BIN)/examples
+	$(GO) build -o $(BIN)/examples/$(MAIN_EXAMPLE) ./examples/$(MAIN_EXAMPLE)
+	timeout -k 10 90 $(MPIRUN) -np $(RUN_NP) --bind-to none --timeout 60 $(BIN)/examples/$(MAIN_EXAMPLE)
+
+.PHONY: test
+test: deps-all ## install what is missing, then run every step of TEST_STEPS
+	@t0=$$SECONDS; failed=(); times=(); \
+	for step in $(TEST_STEPS); do \
+		s=$$SECONDS; echo "=== make $$step"; \
+		if $(MAKE) --no-print-directory $$step; then r=ok; else r=FAIL; failed+=("$$step"); fi; \
+		times+=("$$(printf '%-5s %-12s %4d s' $$r $$step $$((SECONDS - s)))"); \
+	done; \
+	echo "=== test summary"; printf '  %s\n' "$${times[@]}"; \
+	if (( $${#failed[@]} )); then echo "=== FAIL: $${failed[*]} ($$((SECONDS - t0)) s)"; exit 1; fi; \
+	echo "=== PASS ($$((SECONDS - t0)) s)"
+
+.PHONY: test-unit
+test-unit: ## go test every package as a single process (MPI singleton)
+	$(timeout) $(GO) test -count=1 ./...
+
+.PHONY: test-mpi
+test-mpi: ## go test MPI_PKGS under mpirun at each rank count of TEST_NPS, shared memory
+	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
+	if [[ -z "$$pkgs" ]]; then echo "test-mpi: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
+	for np in $(TEST_NPS); do \
+		echo "--- np $$np: $$pkgs"; \
+		$(call mpi_test,$$pkgs,-np $$np); \
+	done
+
+.PHONY: test-tcp
+test-tcp: ## go test MPI_PKGS under mpirun -np 2 over TCP (loopback)
+	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
+	if [[ -z "$$pkgs" ]]; then echo "test-tcp: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
+	echo "--- np 2 tcp: $$pkgs"; \
+	$(call mpi_test,$$pkgs,-np 2 $(TCP_FLAGS))
+
+.PHONY: test-big
+test-big: ## go test BIG_PKGS under mpirun -np 2 with BIG_ENV (large messages)
+	@pkgs="$(call pkgs_of,$(BIG_PKGS))"; \
+	if [[ -z "$$pkgs" ]]; then echo "test-big: no package of '$(BIG_PKGS)' exists yet"; exit 0; fi; \
+	echo "--- np 2 $(BIG_ENV): $$pkgs"; \
+	env $(BIG_ENV) $(call mpi_test,$$pkgs,-np 2)
+
+.PHONY: examples-build
+examples-build: deps ## build every examples/*/ program into BIN/examples/
+	hpc/scripts/examples.sh build
+
+.PHONY: examples
+examples: deps ## run every example with its declared np (// np: N), shared memory and TCP
+	TDMPI_MPI_TIMEOUT=60 hpc/scripts/examples.sh run
+
+.PHONY: fuzz
+fuzz: ## fuzz every Fuzz target of the module for FUZZTIME each (found automatically)
+	hpc/scripts/fuzz.sh $(FUZZTIME)
+
+.PHONY: lint
+lint: ## gofmt -l must print nothing; go vet; bash -n on the shell scripts
+	@out=$$(gofmt -l .); \
+	if [[ -n "$$out" ]]; then echo "lint: gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
+	$(GO) vet ./...
+	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch .ci/run; do bash -n "$$f"; done
+
+.PHONY: race
+race: deps ## go test -race: every package alone, then MPI_PKGS under mpirun -np 2
+	$(timeout) $(GO) test -count=1 -race -run '$(RACE_RUN)' ./...
+	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
+	if [[ -z "$$pkgs" ]]; then echo "race: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
+	$(timeout) $(GO) test -count=1 -race -p 1 -run '$(RACE_RUN)' -exec "$(MPIEXEC) -np 2" $$pkgs
+
+.PHONY: bench
+bench: deps ## benchmarks of MPI_PKGS under mpirun -np 2, then tdmpi bench (once cmd/tdmpi exists)
+	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
+	if [[ -z "$$pkgs" ]]; then echo "bench: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
+	$(timeout) $(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem \
+		-exec "$(MPIEXEC) -np 2" $$pkgs
+ifneq ($(TDMPI_BENCH),)
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/tdmpi ./cmd/tdmpi
+	$(timeout) $(MPIEXEC) -np 2 $(BIN)/tdmpi bench $(TDMPI_BENCH_ARGS)
+endif
+
+.PHONY: slurm-up
+slurm-up: ## start the private single-node Slurm (hpc/scripts/slurm-local.sh up)
+	hpc/scripts/slurm-local.sh up
+	@echo 'use it with: eval "$$(hpc/scripts/slurm-local.sh env)"'
+
+.PHONY: slurm-down
+slurm-down: ## stop the private Slurm and wait for its daemons to exit
+	hpc/scripts/slurm-local.sh down
+
+.PHONY: slurm-status
+slurm-status: ## show the private Slurm's daemons and node
+	hpc/scripts/slurm-local.sh status
+
+.PHONY: slurm-test
+slurm-test: deps-all examples-build ## sbatch the job scripts of hpc/slurm/ (srun and mpirun) and check them
+	TDMPI_SLURM_TEST_PKGS="$(call pkgs_of,$(SLURM_TEST_PKGS))" \
+	TDMPI_SLURM_TEST_LAUNCH=$(SLURM_TEST_LAUNCH) \
+		$(timeout) hpc/scripts/slurm-test.sh $(SLURM_EXAMPLE)
+
+.PHONY: clean
+clean: ## remove built programs, job outputs and Go's test cache
+	rm -rf $(BIN)
+	rm -f tdmpi-*.out
+	$(GO) clean -testcache

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# examples.sh builds and runs the programs under examples/, each with its declared rank count.
+#
+# Usage:
+#   hpc/scripts/examples.sh list                  names of the examples, one a line
+#   hpc/scripts/examples.sh np NAME               the rank count NAME declares
+#   hpc/scripts/examples.sh build [NAME...]       go build each into $TDMPI_BIN/examples/NAME
+#   hpc/scripts/examples.sh run [NAME...]         build, then run each under mpirun on shared
+#                                                 memory and once more over TCP (loopback)
+#   hpc/scripts/examples.sh check NAME FILE       check FILE (a run's output) against NAME's
+#                                                 expectations
+#
+# An example is a folder examples/NAME/ with a main.go. main.go declares how to run and
+# check it with comment lines of this form, anywhere in the file:
+#
+#   // np: 2                          ranks to start (default 2)
+#   // expect: ^rank 0 of 2: ok$      an extended regular expression (grep -E) that must
+#                                     match at least one line of the combined output;
+#                                     repeat the line for more expectations
+#
+# A run passes when mpirun exits 0 and every expectation matches. The script prints one
+# line per run and exits non-zero if any failed.
+#
+# Environment: GO (go), MPIRUN (mpirun), TDMPI_BIN (bin), TDMPI_MPI_TIMEOUT (seconds a run
+# may take, default 60), TDMPI_TCP_FLAGS (the mpirun options of the TCP run).
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+GO=${GO:-go}
+MPIRUN=${MPIRUN:-mpirun}
+BIN=${TDMPI_BIN:-bin}
+TIMEOUT=${TDMPI_MPI_TIMEOUT:-60}
+TCP_FLAGS=${TDMPI_TCP_FLAGS:---mca btl self,tcp --mca btl_tcp_if_include lo}
+
+# meta NAME KEY prints the values of the `// KEY: value` lines of examples/NAME/main.go.
+meta() {
+	sed -n -E "s|^[[:space:]]*//[[:space:]]*$2:[[:space:]]*(.*[^[:space:]])[[:space:]]*\$|\1|p" "examples/$1/main.go"
+}
+
+list() {
+	local d
+	for d in examples/*/; do
+		[[ -f "$d/main.go" ]] && basename "$d"
+	done
+	return 0
+}
+
+np() {
+	local n
+	n=$(meta "$1" np | head -n 1)
+	n=${n:-2}
+	[[ "$n" =~ ^[1-9][0-9]*$ ]] || {
+		echo "examples: examples/$1/main.go: np must be a positive integer, not \"$n\"" >&2
+		return 2
+	}
+	echo "$n"
+}
+
+build() {
+	local name
+	mkdir -p "$BIN/examples"
+	for name in "$@"; do
+		"$GO" build -o "$BIN/examples/$name" "./examples/$name"
+	done
+}
+
+# check NAME FILE succeeds if every `// expect:` pattern of NAME matches a line of FILE.
+check() {
+	local pat ok=0
+	while IFS= read -r pat; do
+		if ! grep -E -q -- "$pat" "$2"; then
+			echo "examples: $1: no output line matches: $pat" >&2
+			ok=1
+		fi
+	done < <(meta "$1" expect)
+	return "$ok"
+}
+
+# run_one NAME LABEL MPIRUN-FLAGS... runs one example once and reports.
+run_one() {
+	local name=$1 label=$2 n out rc t0 ms
+	shift 2
+	n=$(np "$name")
+	out=$(mktemp)
+	t0=${EPOCHREALTIME/[.,]/}
+	rc=0
+	# shellcheck disable=SC2086 # the flags are words on purpose
+	timeout -k 10 $((TIMEOUT + 20)) "$MPIRUN" -np "$n" --bind-to none --timeout "$TIMEOUT" "$@" \
+		"$BIN/examples/$name" >"$out" 2>&1 || rc=$?
+	ms=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
+	if [[ $rc -eq 0 ]] && check "$name" "$out"; then
+		printf 'PASS  %-20s np=%s %-4s %d.%03d s\n' "$name" "$n" "$label" $((ms / 1000)) $((ms % 1000))
+		rm -f "$out"
+		return 0
+	fi
+	printf 'FAIL  %-20s np=%s %-4s exit %s; output:\n' "$name" "$n" "$label" "$rc"
+	sed 's/^/    /' "$out"
+	rm -f "$out"
+	return 1
+}
+
+run() {
+	local name failed=0
+	build "$@"
+	for name in "$@"; do
+		run_one "$name" shm || failed=1
+		# shellcheck disable=SC2086
+		run_one "$name" tcp $TCP_FLAGS || failed=1
+	done
+	return "$failed"
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+list) list ;;
+np) np "$1" ;;
+check) check "$1" "$2" ;;
+build | run)
+	if [[ $# -eq 0 ]]; then
+		mapfile -t names < <(list)
+		set -- "${names[@]}"
+	fi
+	if [[ $# -eq 0 ]]; then
+		echo "examples: no examples/*/main.go found" >&2
+		exit 1
+	fi
+	"$cmd" "$@"
+	;;
+*)
+	echo "usage: $0 list | np NAME | build [NAME...] | run [NAME...] | check NAME FILE" >&2
+	exit 2
+	;;
+esac
