@@ -179,4 +179,3 @@ func LibraryVersion() string {
 	}
 	return s
 }
-

@@ -126,4 +126,3 @@ func newError(op string, rc C.int) error {
 func argError(op string, class int, format string, args ...any) error {
 	return &Error{Op: op, Code: class, Class: class, Msg: className(class) + ": " + fmt.Sprintf(format, args...)}
 }
-
