@@ -1,0 +1,131 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMprobeConcurrent has every rank send msgs messages to every other rank
+// from several goroutines, while 8 goroutines per rank receive them with
+// Mprobe(AnySource, AnyTag) and Mrecv. Every message must arrive exactly
+// once, intact.
+func TestMprobeConcurrent(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	const msgs, receivers = 200, 8
+	r, s := c.Rank(), c.Size()
+	payload := func(src, seq int) []int64 {
+		p := make([]int64, 1+seq%17) // lengths vary, some zero-free
+		for i := range p {
+			p[i] = int64(src<<32 | seq<<8 | i)
+		}
+		return p
+	}
+
+	var remaining atomic.Int64
+	remaining.Store(int64(msgs * (s - 1)))
+	var mu sync.Mutex
+	seen := make(map[[2]int]int)
+	var wg sync.WaitGroup
+	errs := make(chan error, receivers+s)
+	for range receivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for remaining.Add(-1) >= 0 {
+				m, st, err := Mprobe(c, AnySource, AnyTag)
+				if err != nil {
+					errs <- err
+					return
+				}
+				buf := make([]int64, Count[int64](st))
+				st2, err := Mrecv(m, buf)
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, err = Mrecv(m, buf)
+				if !assert.ErrorIs(t, err, ErrRequest, "second Mrecv") {
+					return
+				}
+				assert.Equal(t, st.Source, st2.Source)
+				assert.Equal(t, st.Tag, st2.Tag)
+				assert.Equal(t, payload(st.Source, st.Tag), buf)
+				mu.Lock()
+				seen[[2]int{st.Source, st.Tag}]++
+				mu.Unlock()
+			}
+		}()
+	}
+	var swg sync.WaitGroup
+	for dest := range s {
+		if dest == r {
+			continue
+		}
+		swg.Add(1)
+		go func() {
+			defer swg.Done()
+			for seq := range msgs {
+				if err := Send(c, payload(r, seq), dest, seq); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	swg.Wait()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
+	assert.Len(t, seen, msgs*(s-1))
+	for k, n := range seen {
+		assert.Equal(t, 1, n, "message %v", k)
+	}
+	m, ok, _, err := Improbe(c, AnySource, AnyTag)
+	require.NoError(t, err)
+	assert.False(t, ok, "no message left")
+	assert.Nil(t, m)
+	require.NoError(t, c.Barrier())
+}
+
+func TestImprobe(t *testing.T) {
+	c := Self()
+	m, ok, _, err := Improbe(c, 0, 5)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Nil(t, m)
+	req, err := Isend(c, []complex64{1 + 2i, 3}, 0, 5)
+	require.NoError(t, err)
+	for !ok && err == nil {
+		m, ok, _, err = Improbe(c, 0, 5)
+	}
+	require.NoError(t, err)
+	buf := make([]complex64, 2)
+	st, err := Mrecv(m, buf)
+	require.NoError(t, err)
+	assert.Equal(t, []complex64{1 + 2i, 3}, buf)
+	assert.Equal(t, 2, Count[complex64](st))
+	_, err = req.Wait()
+	require.NoError(t, err)
+
+	_, err = Mrecv[int](nil, nil)
+	assert.ErrorIs(t, err, ErrRequest)
+}
+
+func TestMprobeProcNull(t *testing.T) {
+	m, st, err := Mprobe(World(), ProcNull, AnyTag)
+	require.NoError(t, err)
+	assert.Equal(t, ProcNull, st.Source)
+	st, err = Mrecv[int](m, nil)
+	require.NoError(t, err)
+	assert.Equal(t, ProcNull, st.Source)
+}

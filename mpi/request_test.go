@@ -1,0 +1,130 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// postSend starts a send of a buffer that nothing but the request refers
+// to: the request's pinning is all that keeps it alive.
+func postSend(t *testing.T, c *Comm, n, dest, tag int, val func(i int) float64) *Request {
+	buf := make([]float64, n)
+	for i := range buf {
+		buf[i] = val(i)
+	}
+	req, err := Isend(c, buf, dest, tag)
+	require.NoError(t, err)
+	return req
+}
+
+func TestIsendIrecvGC(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	const msgs, n = 12, 1 << 15 // 256 KiB each
+	r, s := c.Rank(), c.Size()
+	right, left := (r+1)%s, (r-1+s)%s
+	val := func(src, m int) func(int) float64 {
+		return func(i int) float64 { return float64(src*1000000 + m*10000 + i%9973) }
+	}
+
+	bufs := make([][]float64, msgs)
+	recvs := make([]*Request, msgs)
+	for m := range bufs {
+		bufs[m] = make([]float64, n)
+		req, err := Irecv(c, bufs[m], left, m)
+		require.NoError(t, err)
+		recvs[m] = req
+	}
+	runtime.GC()
+	sends := make([]*Request, msgs)
+	for m := range sends {
+		sends[m] = postSend(t, c, n, right, m, val(r, m))
+	}
+	// Churn the heap while the messages are in flight.
+	var junk [][]byte
+	for range 50 {
+		junk = append(junk, make([]byte, 1<<16))
+		if len(junk)%10 == 0 {
+			runtime.GC()
+		}
+	}
+	runtime.KeepAlive(junk)
+	runtime.GC()
+
+	// Complete the receives in three ways: WaitAny, Test polling, WaitAll.
+	seen := map[int]bool{}
+	for range 4 {
+		i, st, err := WaitAny(recvs...)
+		require.NoError(t, err)
+		assert.False(t, seen[i])
+		seen[i] = true
+		assert.Equal(t, i, st.Tag)
+		assert.Equal(t, left, st.Source)
+		assert.Equal(t, n, Count[float64](st))
+	}
+	polled := 0
+	for m := range recvs {
+		if seen[m] || polled == 4 {
+			continue
+		}
+		for {
+			done, st, err := recvs[m].Test()
+			require.NoError(t, err)
+			if done {
+				assert.Equal(t, m, st.Tag)
+				break
+			}
+			runtime.Gosched()
+		}
+		seen[m] = true
+		polled++
+	}
+	require.NoError(t, WaitAll(recvs...))
+	require.NoError(t, WaitAll(sends...))
+	for m, req := range recvs {
+		st, err := req.Wait() // completed: returns the final status again
+		require.NoError(t, err)
+		assert.Equal(t, m, st.Tag)
+		want := make([]float64, n)
+		f := val(left, m)
+		for i := range want {
+			want[i] = f(i)
+		}
+		assert.Equal(t, want, bufs[m], "message %d", m)
+	}
+	i, _, err := WaitAny(recvs...)
+	require.NoError(t, err)
+	assert.Equal(t, Undefined, i, "WaitAny of completed requests")
+}
+
+func TestRequestCancel(t *testing.T) {
+	c := Self()
+	buf := make([]int32, 4)
+	req, err := Irecv(c, buf, 0, 77)
+	require.NoError(t, err)
+	done, _, err := req.Test()
+	require.NoError(t, err)
+	assert.False(t, done)
+	require.NoError(t, req.Cancel())
+	st, err := req.Wait()
+	require.NoError(t, err)
+	assert.True(t, st.Cancelled())
+	require.NoError(t, req.Cancel(), "cancel of a completed request is a no-op")
+}
+
+func TestWaitAllNil(t *testing.T) {
+	assert.NoError(t, WaitAll())
+	assert.NoError(t, WaitAll(nil, nil))
+	i, _, err := WaitAny()
+	assert.NoError(t, err)
+	assert.Equal(t, Undefined, i)
+	var r *Request
+	_, err = r.Wait()
+	assert.ErrorIs(t, err, ErrRequest)
+}
