@@ -169,8 +169,7 @@ up() {
 	start_munged
 	if ! alive "$CTLD_PID" slurmctld || ! alive "$SLURMD_PID" slurmd; then
 		# Start from a clean configuration and state whenever a daemon has to start.
-		stop_pid "$SLURMD_PID" slurmd
-		stop_pid "$CTLD_PID" slurmctld
+		stop "$SLURMD_PID:slurmd" "$CTLD_PID:slurmctld"
 		write_conf
 		slurmctld -c -f "$CONF"
 		wait_for "$WAIT" "scontrol ping: UP" ctld_ok || {
@@ -187,32 +186,38 @@ up() {
 	log "up in $((SECONDS - t0)) s; export SLURM_CONF=$CONF"
 }
 
-# stop_pid PIDFILE NAME sends SIGTERM to the daemon and waits for it to exit (SIGKILL after 15 s).
-stop_pid() {
-	local pid i
-	alive "$1" "$2" || {
-		rm -f "$1"
-		return 0
-	}
-	pid=$(<"$1")
-	kill -TERM "$pid" 2>/dev/null || true
-	for ((i = 0; i < 75; i++)); do
-		[[ -d "/proc/$pid" ]] || break
-		sleep 0.2
+# stop PIDFILE:NAME... sends SIGTERM to each running daemon, then waits for all of them
+# to exit (each takes about 2 s), with SIGKILL for any still there after 15 s.
+stop() {
+	local item pidfile name pid i
+	local pids=() names=()
+	for item in "$@"; do
+		pidfile=${item%%:*} name=${item#*:}
+		if alive "$pidfile" "$name"; then
+			pid=$(<"$pidfile")
+			kill -TERM "$pid" 2>/dev/null || true
+			pids+=("$pid")
+			names+=("$name")
+		fi
+		rm -f "$pidfile"
 	done
-	if [[ -d "/proc/$pid" ]]; then
-		log "$2 ($pid) ignored SIGTERM for 15 s; sending SIGKILL"
-		kill -KILL "$pid" 2>/dev/null || true
-		sleep 0.2
-	fi
-	rm -f "$1"
-	log "stopped $2 ($pid)"
+	for i in "${!pids[@]}"; do
+		pid=${pids[$i]}
+		local deadline=$((SECONDS + 15))
+		while [[ -d "/proc/$pid" ]] && ((SECONDS < deadline)); do
+			sleep 0.1
+		done
+		if [[ -d "/proc/$pid" ]]; then
+			log "${names[$i]} ($pid) ignored SIGTERM for 15 s; sending SIGKILL"
+			kill -KILL "$pid" 2>/dev/null || true
+			sleep 0.2
+		fi
+		log "stopped ${names[$i]} ($pid)"
+	done
 }
 
 down() {
-	stop_pid "$SLURMD_PID" slurmd
-	stop_pid "$CTLD_PID" slurmctld
-	stop_pid "$MUNGE_PID" munged
+	stop "$SLURMD_PID:slurmd" "$CTLD_PID:slurmctld" "$MUNGE_PID:munged"
 	rm -f "$MUNGE_SOCKET" "$MUNGE_SOCKET.lock"
 }
 

@@ -40,8 +40,12 @@ if "$scripts/slurm-local.sh" status >/dev/null 2>&1; then
 	was_up=1
 fi
 outdir=$(mktemp -d /tmp/tdmpi-slurm-test.XXXXXX)
+jobs_submitted=()
 cleanup() {
 	local rc=$?
+	if [[ ${#jobs_submitted[@]} -gt 0 ]]; then
+		scancel "${jobs_submitted[@]}" 2>/dev/null || true
+	fi
 	if [[ $was_up -eq 0 && "${TDMPI_SLURM_KEEP:-0}" != 1 ]]; then
 		"$scripts/slurm-local.sh" down || true
 	fi
@@ -73,6 +77,7 @@ submit() {
 	local id t1=$SECONDS state code
 	id=$(sbatch --parsable --chdir="$root" --output="$out" "${sargs[@]}" "$script" "$@")
 	id=${id%%;*}
+	jobs_submitted+=("$id")
 	echo "slurm-test: submitted $name as job $id"
 	local deadline=$((SECONDS + wait))
 	while [[ -n "$(squeue -h -j "$id" 2>/dev/null || true)" ]]; do
@@ -119,6 +124,7 @@ if [[ -n "$pkgs" ]]; then
 	# shellcheck disable=SC2086 # the package list is words on purpose
 	if TDMPI_LAUNCH=${TDMPI_SLURM_TEST_LAUNCH:-srun} submit test-suite "$root/hpc/slurm/test-suite.sbatch" \
 		$((JOB_WAIT * 10)) --ntasks=2 --time=00:30:00 -- $pkgs; then
+		grep -E '^(ok|FAIL|\?) ' "$out" | sed 's/^/    /' || true
 		if grep -E -q '^(FAIL|panic:)' "$out" || ! grep -E -q '^ok ' "$out"; then
 			echo "slurm-test: test-suite job reports failures or no passing package; output:" >&2
 			sed 's/^/    /' "$out" >&2
