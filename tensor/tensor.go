@@ -200,100 +200,46 @@ func (t *Tensor) Contiguous() *Tensor {
 	return t.Clone()
 }
 
-// Clone returns a contiguous copy of t in new heap storage.
+// Clone returns a contiguous copy of t in new heap storage. It panics if t's
+// storage was released.
 func (t *Tensor) Clone() *Tensor {
 	out := Empty(t.dtype, t.shape...)
-	copyInto(out.st.Bytes()[:out.NBytes()], t)
+	rawCopy(out, t)
 	return out
 }
 
 // CopyFrom copies the elements of src into t, in place. Both must have the
-// same dtype and shape; src may be any view, t may not repeat elements.
+// same dtype and shape; src may be any view (even of t's own storage), t must
+// not repeat elements (no expanded dimensions).
 func (t *Tensor) CopyFrom(src *Tensor) error {
 	if t.dtype != src.dtype || !equalInts(t.shape, src.shape) {
 		return fmt.Errorf("tensor: CopyFrom: destination %v%v, source %v%v", t.dtype, t.shape, src.dtype, src.shape)
 	}
+	if err := t.st.checkLive("CopyFrom"); err != nil {
+		return err
+	}
 	if err := src.st.checkLive("CopyFrom"); err != nil {
 		return err
 	}
-	if dst, err := t.Bytes(); err == nil {
-		copyInto(dst, src)
-		return nil
+	if t.repeats() {
+		return fmt.Errorf("tensor: CopyFrom: destination of shape %v has strides %v that repeat elements", t.shape, t.strides)
 	}
-	tmp := src.Clone()
-	return scatterInto(t, tmp.st.Bytes()[:tmp.NBytes()])
-}
-
-// copyInto writes the elements of src, in row-major order, into dst, which
-// holds exactly src.NBytes() bytes.
-func copyInto(dst []byte, src *Tensor) {
-	es := src.dtype.Size()
-	sb := src.st.Bytes()
-	if src.IsContiguous() {
-		copy(dst, sb[src.offset:src.offset+src.NBytes()])
-		return
+	if src.st == t.st {
+		src = src.Clone()
 	}
-	nd := len(src.shape)
-	if src.Numel() == 0 {
-		return
-	}
-	// Walk every index but the innermost; copy the innermost run at once when
-	// its stride is 1.
-	inner := src.shape[nd-1]
-	innerStride := src.strides[nd-1]
-	idx := make([]int, nd-1)
-	w := 0
-	for {
-		base := src.offset
-		for i, v := range idx {
-			base += v * src.strides[i] * es
-		}
-		if innerStride == 1 {
-			n := inner * es
-			copy(dst[w:w+n], sb[base:base+n])
-			w += n
-		} else {
-			for j := 0; j < inner; j++ {
-				p := base + j*innerStride*es
-				copy(dst[w:w+es], sb[p:p+es])
-				w += es
-			}
-		}
-		k := nd - 2
-		for ; k >= 0; k-- {
-			idx[k]++
-			if idx[k] < src.shape[k] {
-				break
-			}
-			idx[k] = 0
-		}
-		if k < 0 {
-			return
-		}
-	}
-}
-
-// scatterInto writes the row-major bytes src into the elements of the view t.
-func scatterInto(t *Tensor, src []byte) error {
-	es := t.dtype.Size()
-	db := t.st.Bytes()
-	n := t.Numel()
-	idx := make([]int, len(t.shape))
-	for e := 0; e < n; e++ {
-		p := t.offset
-		for i, v := range idx {
-			p += v * t.strides[i] * es
-		}
-		copy(db[p:p+es], src[e*es:(e+1)*es])
-		for k := len(idx) - 1; k >= 0; k-- {
-			idx[k]++
-			if idx[k] < t.shape[k] {
-				break
-			}
-			idx[k] = 0
-		}
-	}
+	rawCopy(t, src)
 	return nil
+}
+
+// repeats reports whether some element of t is reached by two indices
+// (a stride-0 dimension of size above 1).
+func (t *Tensor) repeats() bool {
+	for i, s := range t.strides {
+		if s == 0 && t.shape[i] > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // Expand returns a view of t with the given shape, repeating size-1 dimensions
