@@ -1,0 +1,52 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+// Package group provides process groups over MPI communicators, the role
+// torch.distributed's process groups play for Python tensordict.
+//
+// # Starting and stopping
+//
+// Init starts MPI with thread level MULTIPLE and returns the world group,
+// the group of every rank the launcher started. Finalize stops MPI. Both
+// are called once per process, usually from main or TestMain:
+//
+//	g, err := group.Init()
+//	if err != nil {
+//		return err
+//	}
+//	defer group.Finalize()
+//
+// Init reads the launcher's environment with hpc.Detect and refuses to go
+// on when the launcher started several ranks but MPI sees a world of one:
+// every rank would then compute alone (see hpc.LaunchError).
+//
+// A second Init returns the world group of the first. After Finalize, MPI
+// cannot start again and Init returns an error. Finalize is idempotent.
+//
+// # Groups and communicators
+//
+// Every Group owns two communicators with the same ranks. Comm is the
+// user's: messages and collectives the program sends itself. LibComm is a
+// private duplicate for tdmpi's own protocol messages, so library traffic
+// never matches a user's receive, whatever its source and tag.
+//
+// New makes a subgroup of some ranks, like torch.distributed.new_group; only
+// the members call it. Split partitions a group by colour, as
+// MPI_Comm_split. Both return groups the caller frees with Free. WorldRank
+// and GroupRank translate ranks between a group and the world.
+//
+// # Concurrency
+//
+// A Group may be used from several goroutines at once. Protocols of several
+// messages on LibComm (a header then a payload, say) must not interleave
+// with another goroutine's protocol on the same group: run them inside
+// Exclusive (or between Lock and Unlock). As with any MPI communicator,
+// collective operations on a group must be called in the same order on
+// every rank.
+//
+// # Errors
+//
+// Errors name the operation and the rank: "group: New: rank 1 of 4:
+// ranks[2] = 7 is out of range [0,4)". Invalid arguments are found before
+// any MPI call, so a bad call returns at once instead of hanging.
+package group

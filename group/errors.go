@@ -1,0 +1,29 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package group
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors matched with errors.Is.
+var (
+	// ErrFreed is wrapped by the errors of operations on a freed group,
+	// or on any group after Finalize.
+	ErrFreed = errors.New("group is freed")
+
+	// ErrNotMember is wrapped by the errors of New when the caller is
+	// not among the ranks, and of GroupRank for a rank outside the group.
+	ErrNotMember = errors.New("not a member of the group")
+
+	// ErrNotInitialized is wrapped by the errors of operations that need
+	// Init first.
+	ErrNotInitialized = errors.New("MPI is not initialized: call group.Init")
+)
+
+// errorf returns an error "group: <op>: rank <r> of <n>: <message>".
+func (g *Group) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("group: %s: rank %d of %d: %w", op, g.rank, g.size, fmt.Errorf(format, args...))
+}

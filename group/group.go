@@ -1,0 +1,197 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package group
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tdmpi/tdmpi/hpc"
+	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// Group is a set of ranks that communicate: the world, or a subgroup made by
+// New or Split. It owns the user's communicator and a private duplicate for
+// library traffic. Its methods are safe for concurrent use, except Free.
+type Group struct {
+	comm  *mpi.Comm // the user's communicator
+	lib   *mpi.Comm // duplicate of comm for tdmpi's protocol messages
+	rank  int
+	size  int
+	world bool
+	seq   uint64 // creation order, for Finalize
+
+	proto sync.Mutex // held by Exclusive and Lock
+
+	mu    sync.Mutex // guards freed
+	freed bool
+}
+
+// newGroup makes a group of comm, duplicating it for the library. On error
+// it frees comm unless comm is the world; the error has no "group:" prefix,
+// for the caller to add.
+func newGroup(comm *mpi.Comm, world bool) (*Group, error) {
+	g := &Group{comm: comm, rank: comm.Rank(), size: comm.Size(), world: world}
+	lib, err := comm.Dup()
+	if err != nil {
+		if !world {
+			err = errors.Join(err, comm.Free())
+		}
+		return nil, fmt.Errorf("duplicating the communicator for library traffic: %w", err)
+	}
+	g.lib = lib
+	register(g)
+	return g, nil
+}
+
+// Rank returns the rank of the calling process in g, from 0 to Size()-1.
+func (g *Group) Rank() int { return g.rank }
+
+// Size returns the number of ranks in g.
+func (g *Group) Size() int { return g.size }
+
+// IsWorld reports whether g is the world group of Init.
+func (g *Group) IsWorld() bool { return g.world }
+
+// Comm returns the user's communicator of g, for the program's own
+// messages. It must not be freed; Free frees it.
+func (g *Group) Comm() *mpi.Comm { return g.comm }
+
+// LibComm returns g's private communicator for tdmpi's protocol messages.
+// It has the same ranks as Comm but its own message space: nothing sent on
+// Comm is received on LibComm, and the reverse. Programs should not use it.
+// Tags 31744 to 32767 on LibComm are reserved for this package.
+func (g *Group) LibComm() *mpi.Comm { return g.lib }
+
+// Env returns the launcher environment Init detected.
+func (g *Group) Env() hpc.Env {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	return state.env
+}
+
+// String describes g, for example "group rank 1 of 4" or "world rank 0 of 2".
+func (g *Group) String() string {
+	kind := "group"
+	if g.world {
+		kind = "world"
+	}
+	return fmt.Sprintf("%s rank %d of %d", kind, g.rank, g.size)
+}
+
+// live returns an error naming op if g is freed.
+func (g *Group) live(op string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.freed {
+		return g.errorf(op, "%w", ErrFreed)
+	}
+	return nil
+}
+
+// Barrier blocks until every rank of g has called it.
+func (g *Group) Barrier() error {
+	if err := g.live("Barrier"); err != nil {
+		return err
+	}
+	if err := g.comm.Barrier(); err != nil {
+		return g.errorf("Barrier", "%w", err)
+	}
+	return nil
+}
+
+// Lock takes g's protocol lock: while one goroutine holds it, no other
+// goroutine of this process runs a library protocol on g. Unlock releases
+// it. Prefer Exclusive.
+func (g *Group) Lock() { g.proto.Lock() }
+
+// Unlock releases the lock taken by Lock.
+func (g *Group) Unlock() { g.proto.Unlock() }
+
+// Exclusive runs f holding g's protocol lock and returns its error. Library
+// operations that exchange several messages on LibComm (a broadcast of a
+// header then a payload, for example) run inside Exclusive, so that another
+// goroutine's operation on the same group cannot interleave with them.
+func (g *Group) Exclusive(f func() error) error {
+	g.proto.Lock()
+	defer g.proto.Unlock()
+	return f()
+}
+
+// WorldRank returns the world rank of the process with rank groupRank in g.
+func (g *Group) WorldRank(groupRank int) (int, error) {
+	if err := g.live("WorldRank"); err != nil {
+		return 0, err
+	}
+	if groupRank < 0 || groupRank >= g.size {
+		return 0, g.errorf("WorldRank", "rank %d is out of range [0,%d)", groupRank, g.size)
+	}
+	if g.world {
+		return groupRank, nil
+	}
+	r, err := g.comm.TranslateRank(groupRank, mpi.World())
+	if err != nil {
+		return 0, g.errorf("WorldRank", "%w", err)
+	}
+	return r, nil
+}
+
+// GroupRank returns the rank in g of the process with world rank
+// worldRank. The error wraps ErrNotMember if that process is not in g.
+func (g *Group) GroupRank(worldRank int) (int, error) {
+	if err := g.live("GroupRank"); err != nil {
+		return 0, err
+	}
+	n := mpi.World().Size()
+	if worldRank < 0 || worldRank >= n {
+		return 0, g.errorf("GroupRank", "world rank %d is out of range [0,%d)", worldRank, n)
+	}
+	if g.world {
+		return worldRank, nil
+	}
+	r, err := mpi.World().TranslateRank(worldRank, g.comm)
+	if err != nil {
+		return 0, g.errorf("GroupRank", "%w", err)
+	}
+	if r == mpi.Undefined {
+		return 0, g.errorf("GroupRank", "world rank %d: %w", worldRank, ErrNotMember)
+	}
+	return r, nil
+}
+
+// Free releases g's communicators. It is collective over g: every rank of
+// g calls it, after its last use of g. Freeing a freed group does nothing.
+// The world group is freed by Finalize; Free on it returns an error.
+func (g *Group) Free() error {
+	if g.world {
+		return g.errorf("Free", "the world group is freed by Finalize")
+	}
+	return g.free()
+}
+
+func (g *Group) free() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.freed {
+		return nil
+	}
+	g.freed = true
+	unregister(g)
+	var errs []error
+	if err := g.lib.Free(); err != nil {
+		errs = append(errs, err)
+	}
+	if !g.world {
+		if err := g.comm.Free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return g.errorf("Free", "%w", err)
+	}
+	log.Logger().Debug().Stringer("group", g).Msg("group: freed")
+	return nil
+}

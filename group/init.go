@@ -1,0 +1,171 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package group
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tdmpi/tdmpi/hpc"
+	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// state is the process's MPI session.
+var state struct {
+	mu    sync.Mutex
+	world *Group
+	env   hpc.Env
+	owned bool // Init started MPI, so Finalize stops it
+	done  bool // Finalize ran
+
+	regMu sync.Mutex
+	seq   uint64
+	live  map[*Group]struct{} // groups not yet freed
+}
+
+func register(g *Group) {
+	state.regMu.Lock()
+	defer state.regMu.Unlock()
+	state.seq++
+	g.seq = state.seq
+	if state.live == nil {
+		state.live = make(map[*Group]struct{})
+	}
+	state.live[g] = struct{}{}
+}
+
+func unregister(g *Group) {
+	state.regMu.Lock()
+	defer state.regMu.Unlock()
+	delete(state.live, g)
+}
+
+// Init starts MPI with thread level mpi.ThreadMultiple and returns the world
+// group. It detects the launcher with hpc.Detect and returns an error, after
+// stopping MPI, if the launcher started several ranks but MPI sees a world
+// of one (a PMI mismatch; see hpc.LaunchError).
+//
+// A second Init returns the same world group; its options are ignored.
+// Init after Finalize returns an error: MPI cannot start twice in a
+// process. If MPI was started before, by mpi.Init, Init uses it and
+// Finalize leaves stopping it to the caller of mpi.Init.
+func Init(opts ...Option) (*Group, error) {
+	cfg := config{level: mpi.ThreadMultiple}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if state.world != nil {
+		return state.world, nil
+	}
+	if state.done || mpi.Finalized() {
+		return nil, errors.New("group: Init: MPI was finalized and cannot start again in this process")
+	}
+
+	env := hpc.Env{}
+	if cfg.env != nil {
+		env = *cfg.env
+	} else {
+		env = hpc.Detect()
+	}
+	if cfg.logger != nil {
+		log.SetBase(*cfg.logger)
+		log.SetLevel(cfg.logger.GetLevel())
+	}
+
+	owned := false
+	if !mpi.Initialized() {
+		got, err := mpi.InitThread(cfg.level)
+		if err != nil {
+			return nil, fmt.Errorf("group: Init (%v): %w", env, err)
+		}
+		owned = true
+		if got < cfg.level {
+			return nil, errors.Join(
+				fmt.Errorf("group: Init: MPI provides thread level %v, want %v", got, cfg.level),
+				finalizeMPI())
+		}
+	}
+	w := mpi.World()
+	rank, size := w.Rank(), w.Size()
+	if !cfg.noCheck {
+		if err := launchError(env, rank, size); err != nil {
+			if owned {
+				err = errors.Join(err, finalizeMPI())
+			}
+			return nil, err
+		}
+	}
+	log.SetRankSize(rank, size)
+	g, err := newGroup(w, true)
+	if err != nil {
+		err = fmt.Errorf("group: Init: rank %d of %d: %w", rank, size, err)
+		if owned {
+			err = errors.Join(err, finalizeMPI())
+		}
+		return nil, err
+	}
+	state.world, state.env, state.owned = g, env, owned
+	log.Logger().Debug().Stringer("env", env).Str("mpi", mpi.LibraryVersion()).Msg("group: Init")
+	return g, nil
+}
+
+// launchError returns an error if env says the launcher started more than
+// one rank but MPI sees a world of one.
+func launchError(env hpc.Env, rank, size int) error {
+	if err := env.CheckSize(size); err != nil {
+		return fmt.Errorf("group: Init: rank %d of %d: %w", rank, size, err)
+	}
+	return nil
+}
+
+func finalizeMPI() error {
+	state.done = true
+	if err := mpi.Finalize(); err != nil {
+		return fmt.Errorf("group: Finalize: %w", err)
+	}
+	return nil
+}
+
+// Finalize frees every group not yet freed, newest first, then stops MPI. Every goroutine must have finished its MPI work. Finalize
+// without Init, and a second Finalize, do nothing.
+func Finalize() error {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if state.world == nil {
+		return nil
+	}
+	state.regMu.Lock()
+	groups := make([]*Group, 0, len(state.live))
+	for g := range state.live {
+		groups = append(groups, g)
+	}
+	state.regMu.Unlock()
+	slices.SortFunc(groups, func(a, b *Group) int { return cmp.Compare(b.seq, a.seq) }) // newest first
+
+	var errs []error
+	for _, g := range groups {
+		if err := g.free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	state.world = nil
+	if state.owned {
+		errs = append(errs, finalizeMPI())
+	}
+	state.done = true
+	return errors.Join(errs...)
+}
+
+// World returns the world group, or nil before Init and after Finalize.
+func World() *Group {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	return state.world
+}
