@@ -51,6 +51,11 @@ func (c *Comm) setup() error {
 		return err
 	}
 	c.rank, c.size, c.tagUB = int(r), int(s), int(ub)
+	if c.tagUB < 0 {
+		// The attribute is only sure to be on World (set up first); the
+		// bound is the same for every communicator of the process.
+		c.tagUB = max(world.tagUB, 32767)
+	}
 	return nil
 }
 

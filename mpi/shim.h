@@ -146,11 +146,12 @@ static inline int tdmpi_scan(const void *s, int inplace, void *r, int n, MPI_Dat
 }
 
 // tdmpi_tag_ub reads MPI_TAG_UB: the attribute value is a pointer to int.
+// It stores -1 if c has no such attribute (only MPI_COMM_WORLD is sure to).
 static inline int tdmpi_tag_ub(MPI_Comm c, int *ub) {
 	int *p = NULL, flag = 0;
 	int rc = MPI_Comm_get_attr(c, MPI_TAG_UB, &p, &flag);
 	if (rc != MPI_SUCCESS) return rc;
-	*ub = (flag && p != NULL) ? *p : 32767;
+	*ub = (flag && p != NULL) ? *p : -1;
 	return MPI_SUCCESS;
 }
 
