@@ -1,0 +1,34 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+// Package wire is the binary header that starts every tdmpi protocol
+// message: InitRemote, Send/Recv, broadcast and the collectives.
+//
+// The header is transport information only. It is kept apart from the
+// tensordict metadata (the JSON tree of leaves and non-tensor data), so that
+// the schema never carries fields such as the total byte count, as Python
+// tensordict's does.
+//
+// A header is Size bytes, little-endian:
+//
+//	offset size field
+//	     0    4 magic "TDMP"
+//	     4    1 format version (Version)
+//	     5    1 message kind (Kind)
+//	     6    2 flags (Flags)
+//	     8    8 total storage bytes (int64)
+//	    16    8 metadata length in bytes (int64)
+//	    24    4 tensorclass name length in bytes (uint32)
+//	    28    4 payload tag (int32)
+//	    32    8 structure hash (uint64)
+//	    40    8 chunk size of the storage payload (int64)
+//	    48    8 number of tensor leaves (int64)
+//	    56    8 reserved, zero
+//
+// A frame is a header followed by the tensorclass name, the metadata and,
+// when FlagInline is set, the storage itself.
+//
+// Everything read from a peer is untrusted: Parse checks every field
+// against Limits before a caller allocates anything, so a peer claiming a
+// terabyte gets an error, not an out-of-memory crash.
+package wire

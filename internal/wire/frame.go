@@ -1,0 +1,52 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package wire
+
+import "fmt"
+
+// Frame is a parsed message: a header and the sections that follow it,
+// each a subslice of the message (nothing is copied).
+type Frame struct {
+	Header
+	Class  []byte // tensorclass name, empty for a plain TensorDict
+	Meta   []byte // metadata
+	Inline []byte // the storage when FlagInline is set, else nil
+}
+
+// ParseFrame parses a whole message: the header, checked against lim, and
+// the sections it announces, which must fill msg exactly.
+func ParseFrame(msg []byte, lim Limits) (Frame, error) {
+	h, err := Parse(msg, lim)
+	if err != nil {
+		return Frame{}, err
+	}
+	// Each section is bounded by the limits, so the sum cannot overflow.
+	if want := Size + h.Body(); int64(len(msg)) != want {
+		return Frame{}, &HeaderError{Field: "length", Reason: fmt.Sprintf("message of %d bytes, header announces %d", len(msg), want)}
+	}
+	f := Frame{Header: h}
+	p := msg[Size:]
+	f.Class, p = p[:h.ClassLen:h.ClassLen], p[h.ClassLen:]
+	f.Meta, p = p[:h.MetaLen:h.MetaLen], p[h.MetaLen:]
+	if h.Flags&FlagInline != 0 {
+		f.Inline = p[:h.Total:h.Total]
+	}
+	return f, nil
+}
+
+// AppendFrame appends a header for h followed by class, meta and inline to
+// b. It sets h.ClassLen and h.MetaLen from the sections, and FlagInline and
+// h.Total when inline is not nil.
+func AppendFrame(b []byte, h *Header, class string, meta, inline []byte) []byte {
+	h.ClassLen = len(class)
+	h.MetaLen = int64(len(meta))
+	if inline != nil {
+		h.Flags |= FlagInline
+		h.Total = int64(len(inline))
+	}
+	b = Append(b, h)
+	b = append(b, class...)
+	b = append(b, meta...)
+	return append(b, inline...)
+}

@@ -1,0 +1,45 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package wire
+
+// Default limits.
+const (
+	DefaultMaxTotal  = 64 << 30 // 64 GiB of storage
+	DefaultMaxMeta   = 64 << 20 // 64 MiB of metadata
+	DefaultMaxClass  = 4 << 10  // 4 KiB tensorclass name
+	DefaultMaxInline = 64 << 20 // 64 MiB of storage inside the header message
+)
+
+// Limits bound what a received header may announce. A zero or negative
+// field takes its default; a receiver lowers them (or raises MaxTotal) to
+// suit its memory. MaxMeta and MaxInline are capped at MaxChunk and
+// MaxClass at 1 MiB, since each travels in one message.
+type Limits struct {
+	MaxTotal  int64 // largest storage, in bytes
+	MaxMeta   int64 // largest metadata, in bytes
+	MaxClass  int   // longest tensorclass name, in bytes
+	MaxInline int64 // largest storage carried inside the header message
+}
+
+// DefaultLimits returns the default limits.
+func DefaultLimits() Limits { return Limits{}.withDefaults() }
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxTotal <= 0 {
+		l.MaxTotal = DefaultMaxTotal
+	}
+	if l.MaxMeta <= 0 {
+		l.MaxMeta = DefaultMaxMeta
+	}
+	if l.MaxClass <= 0 {
+		l.MaxClass = DefaultMaxClass
+	}
+	if l.MaxInline <= 0 {
+		l.MaxInline = DefaultMaxInline
+	}
+	l.MaxMeta = min(l.MaxMeta, MaxChunk)
+	l.MaxInline = min(l.MaxInline, MaxChunk)
+	l.MaxClass = min(l.MaxClass, 1<<20)
+	return l
+}
