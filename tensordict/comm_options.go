@@ -1,0 +1,173 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/wire"
+)
+
+// RemoteOption configures a communication method: InitRemote,
+// FromRemoteInit, Send, Recv, ISend, IRecv and the collectives. Options a
+// method has no use for are ignored by it.
+type RemoteOption func(*remoteOptions)
+
+// remoteOptions is the resolved form of a list of RemoteOptions.
+type remoteOptions struct {
+	group        *group.Group    // never nil after resolve when MPI runs
+	ctx          context.Context // never nil after resolve
+	broadcast    bool
+	device       string
+	memmap       string // file prefix for WithMemmap, "" for memory
+	maxBytes     int64  // largest storage accepted from a peer, 0 for the default
+	tag          int    // first per-leaf tag
+	pseudoRand   bool
+	consolidated bool
+	err          error // the first invalid option
+}
+
+// WithGroup makes the operation run on group g instead of the world group.
+// Ranks given to the operation (dst, src, root) are then ranks of g.
+func WithGroup(g *group.Group) RemoteOption {
+	return func(o *remoteOptions) {
+		if g == nil {
+			o.fail(errors.New("WithGroup: nil group"))
+			return
+		}
+		o.group = g
+	}
+}
+
+// WithBroadcast makes InitRemote and FromRemoteInit use a broadcast over
+// the group instead of a point-to-point message: every rank of the group
+// calls one of them, the source InitRemote (its dst argument is ignored)
+// and every other rank FromRemoteInit, like tensordict's use_broadcast.
+func WithBroadcast() RemoteOption {
+	return func(o *remoteOptions) { o.broadcast = true }
+}
+
+// WithContext bounds the operation by ctx: a receive still waiting for its
+// sender when ctx ends returns an error wrapping ctx.Err(). Messages
+// already under way are completed first, so a peer is never left with
+// half a transfer. Collectives check ctx only before they start.
+func WithContext(ctx context.Context) RemoteOption {
+	return func(o *remoteOptions) {
+		if ctx == nil {
+			o.fail(errors.New("WithContext: nil context"))
+			return
+		}
+		o.ctx = ctx
+	}
+}
+
+// WithDevice names the device of received storage, as tensordict's device
+// argument. Only "cpu" (or "") is supported; any other device makes the
+// operation return an error.
+func WithDevice(device string) RemoteOption {
+	return func(o *remoteOptions) {
+		if device != "" && device != "cpu" {
+			o.fail(fmt.Errorf("WithDevice: device %q is not supported, tdmpi keeps tensors on the cpu", device))
+			return
+		}
+		o.device = "cpu"
+	}
+}
+
+// WithMemmap makes FromRemoteInit receive the storage straight into a
+// memory-mapped file named prefix instead of memory. See FromRemoteInit for
+// the file's layout.
+func WithMemmap(prefix string) RemoteOption {
+	return func(o *remoteOptions) {
+		if prefix == "" {
+			o.fail(errors.New("WithMemmap: empty prefix"))
+			return
+		}
+		o.memmap = prefix
+	}
+}
+
+// WithMaxBytes sets the largest storage, in bytes, that a receive accepts
+// from a peer (default 64 GiB). A peer announcing more gets the receive an
+// error before anything is allocated.
+func WithMaxBytes(n int64) RemoteOption {
+	return func(o *remoteOptions) {
+		if n <= 0 {
+			o.fail(fmt.Errorf("WithMaxBytes: %d is not positive", n))
+			return
+		}
+		o.maxBytes = n
+	}
+}
+
+// WithTag sets the tag of the first per-leaf message of Send, Recv, ISend
+// and IRecv (tensordict's init_tag, default 0); later leaves use the
+// following tags. Tags must stay below MaxUserTag.
+func WithTag(initTag int) RemoteOption {
+	return func(o *remoteOptions) {
+		if initTag < 0 || initTag >= MaxUserTag {
+			o.fail(fmt.Errorf("WithTag: tag %d is out of range [0, %d)", initTag, MaxUserTag))
+			return
+		}
+		o.tag = initTag
+	}
+}
+
+// WithPseudoRandTags makes per-leaf messages use tensordict's pseudo-random
+// tag sequence (pseudo_rand=True) instead of consecutive tags: each tag is
+// IntGenerator of the previous tag plus one, starting from the WithTag tag.
+func WithPseudoRandTags() RemoteOption {
+	return func(o *remoteOptions) { o.pseudoRand = true }
+}
+
+// WithConsolidated makes Send, Recv, ISend and IRecv move the whole
+// consolidated storage in one message (tensordict's consolidated=True)
+// instead of one message per leaf. The receiver must be consolidated with
+// the sender's layout, as the result of FromRemoteInit is.
+func WithConsolidated() RemoteOption {
+	return func(o *remoteOptions) { o.consolidated = true }
+}
+
+// fail records the first invalid option.
+func (o *remoteOptions) fail(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// resolveRemoteOptions applies opts over the defaults: the world group and
+// a background context. The group is nil only when MPI is not running;
+// check reports that and any invalid option.
+func resolveRemoteOptions(opts []RemoteOption) remoteOptions {
+	o := remoteOptions{ctx: context.Background()}
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	if o.group == nil {
+		o.group = group.World()
+	}
+	return o
+}
+
+// check returns an error naming op if an option was invalid or there is no
+// group to run on.
+func (o *remoteOptions) check(op string) error {
+	if o.err != nil {
+		return fmt.Errorf("tensordict: %s: %w", op, o.err)
+	}
+	if o.group == nil {
+		return fmt.Errorf("tensordict: %s: %w", op, group.ErrNotInitialized)
+	}
+	return nil
+}
+
+// limits returns the bounds for headers received from peers.
+func (o *remoteOptions) limits() wire.Limits {
+	return wire.Limits{MaxTotal: o.maxBytes}
+}
