@@ -23,10 +23,10 @@ const (
 	// [0, 10000).
 	MaxUserTag = 28672
 
-	tagInitHeader = MaxUserTag + iota // InitRemote/FromRemoteInit headers
-	tagSendHeader                     // Send/Recv headers
-	tagTestHostile                    // reserved for tests
-	tagHeaderEnd  = MaxUserTag + 64
+	tagInitHeader  = MaxUserTag + iota // InitRemote/FromRemoteInit headers
+	tagSendHeader                      // Send/Recv headers
+	tagTestHostile                     // reserved for tests
+	tagHeaderEnd   = MaxUserTag + 64
 
 	// Payload tags when MPI_TAG_UB is the portable minimum 32767.
 	tagSmallPayloadBase = tagHeaderEnd
