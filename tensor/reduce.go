@@ -1,0 +1,137 @@
+package tensor
+
+import (
+	"math"
+	"math/cmplx"
+
+	"gonum.org/v1/gonum/floats"
+)
+
+// chunksF64 calls fn with the elements of t, in row-major order, converted
+// to float64 (the real part of complex ones), a chunk at a time. Contiguous
+// float64 tensors are passed in place, in one call.
+func (t *Tensor) chunksF64(fn func([]float64)) {
+	x := t.Contiguous()
+	n := x.Numel()
+	if n == 0 {
+		return
+	}
+	if x.dtype == Float64 {
+		fn(elems[float64](x)[:n])
+		return
+	}
+	buf := make([]float64, min(n, convChunk))
+	for i := 0; i < n; i += convChunk {
+		b := buf[:min(convChunk, n-i)]
+		readF64(x, i, b)
+		fn(b)
+	}
+}
+
+// Sum returns the sum of t's elements, accumulated in float64 (bools count
+// as 0 and 1; int64 values beyond 2^53 are rounded). For a complex tensor it
+// is the real part of the sum; see SumComplex. The sum of an empty tensor is
+// 0. Sum panics if t's storage was released.
+func (t *Tensor) Sum() float64 {
+	s := 0.0
+	t.chunksF64(func(b []float64) { s += floats.Sum(b) })
+	return s
+}
+
+// SumComplex returns the sum of t's elements as a complex128, for any dtype.
+// It panics if t's storage was released.
+func (t *Tensor) SumComplex() complex128 {
+	if !t.dtype.IsComplex() {
+		return complex(t.Sum(), 0)
+	}
+	x := t.Contiguous()
+	n := x.Numel()
+	var s complex128
+	buf := make([]complex128, min(n, convChunk))
+	for i := 0; i < n; i += convChunk {
+		b := buf[:min(convChunk, n-i)]
+		readC128(x, i, b)
+		for _, v := range b {
+			s += v
+		}
+	}
+	return s
+}
+
+// Mean returns Sum divided by the number of elements: NaN for an empty
+// tensor. For a complex tensor it is the real part of the mean.
+func (t *Tensor) Mean() float64 {
+	n := t.Numel()
+	if n == 0 {
+		return math.NaN()
+	}
+	return t.Sum() / float64(n)
+}
+
+// Max returns the largest element of t as a float64 (the largest real part,
+// for a complex tensor). It is NaN if an element is NaN, as in torch, or if t
+// is empty. Max panics if t's storage was released.
+func (t *Tensor) Max() float64 { return t.extreme(floats.Max, math.Max) }
+
+// Min returns the smallest element of t, like Max.
+func (t *Tensor) Min() float64 { return t.extreme(floats.Min, math.Min) }
+
+func (t *Tensor) extreme(of func([]float64) float64, pick func(x, y float64) float64) float64 {
+	m, seen := math.NaN(), false
+	t.chunksF64(func(b []float64) {
+		if math.IsNaN(m) && seen {
+			return
+		}
+		var v float64
+		if floats.HasNaN(b) {
+			v = math.NaN()
+		} else {
+			v = of(b)
+		}
+		if !seen {
+			m, seen = v, true
+			return
+		}
+		m = pick(m, v)
+	})
+	return m
+}
+
+// AllClose reports whether every pair of broadcast elements of t and o
+// satisfies |t - o| <= atol + rtol*|o|, like torch.allclose: values are
+// compared as float64 (complex ones by the modulus of their difference),
+// infinities of the same sign are close, NaN is close to nothing. It
+// returns an error if the shapes do not broadcast or a storage was released.
+func (t *Tensor) AllClose(o *Tensor, rtol, atol float64) (bool, error) {
+	dt := Float64
+	if t.dtype.IsComplex() || o.dtype.IsComplex() {
+		dt = Complex128
+	}
+	p, err := prepare("AllClose", t, o, dt)
+	if err != nil {
+		return false, err
+	}
+	res := Empty(Bool, p.shape...)
+	if dt == Float64 {
+		map2(elems[bool](res), elems[float64](p.a), elems[float64](p.b), p.shape, p.sa, p.sb, func(x, y float64) bool {
+			if x == y {
+				return true
+			}
+			if math.IsInf(x, 0) || math.IsInf(y, 0) {
+				return false
+			}
+			return math.Abs(x-y) <= atol+rtol*math.Abs(y)
+		})
+	} else {
+		map2(elems[bool](res), elems[complex128](p.a), elems[complex128](p.b), p.shape, p.sa, p.sb, func(x, y complex128) bool {
+			if x == y {
+				return true
+			}
+			if cmplx.IsInf(x) || cmplx.IsInf(y) {
+				return false
+			}
+			return cmplx.Abs(x-y) <= atol+rtol*cmplx.Abs(y)
+		})
+	}
+	return res.All(), nil
+}
