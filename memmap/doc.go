@@ -1,0 +1,44 @@
+// Package memmap provides memory-mapped tensors and the on-disk format of
+// saved TensorDicts, compatible with Python tensordict's MemoryMappedTensor
+// and its memmap directories.
+//
+// # Memory-mapped tensors
+//
+// FromTensor, Empty, Zeros, Full and FromFile return ordinary
+// *tensor.Tensor values whose Storage is a memory mapping owned by a *File.
+// A tensor file holds the elements in row-major order, little-endian, with
+// no header: exactly tensordict's "<key>.memmap" files. Dtype and shape live
+// in the caller's hands or in meta.json.
+//
+// With an empty filename the mapping is anonymous: an unlinked file in
+// /dev/shm (or os.TempDir when /dev/shm is short of room). Named files are
+// created exclusively unless ExistsOK is given, and symbolic links are
+// refused. A tensor with no elements creates no file.
+//
+// FromFile maps a file this process may write with MAP_SHARED, so writes
+// from other processes that map it are seen, and writes through the tensor
+// reach the file; a read-only file (or the Private option) is mapped
+// copy-on-write.
+//
+// The Go runtime does not manage mapped memory: Close unmaps it (after
+// which the tensor reports "storage was released" errors instead of
+// crashing), Flush makes changes durable (msync), Filename and Is inspect a
+// tensor. A mapping that is never closed lives until the process exits.
+//
+// # meta.json and file names
+//
+// Each node of a saved TensorDict is a directory with a meta.json. ReadMeta
+// and ParseMeta read one whatever its JSON spacing, keeping member order and
+// refusing files larger than MaxMetaSize; TensorDictMeta and NonTensorMeta
+// interpret and write it, field for field as tensordict does with Python's
+// standard json module (", " and ": " separators, ensure_ascii). WriteMeta
+// replaces a meta.json atomically.
+//
+// EncodeKey and DecodeKey map entry keys to file names exactly as
+// tensordict 0.13 and later do (percent-encoding of characters unsafe in
+// file names); an encoded key never escapes its directory. LegacyName gives
+// the unencoded name older versions used, when it is safe to look for.
+//
+// Package memmap knows nothing of TensorDict itself: package tensordict
+// builds Memmap and LoadMemmap on it.
+package memmap

@@ -1,0 +1,28 @@
+package memmap
+
+// Option configures the constructors of this package.
+type Option func(*options)
+
+type options struct {
+	existsOK bool
+	private  bool
+}
+
+// ExistsOK lets FromTensor, Empty, Zeros and Full overwrite an existing
+// regular file (tensordict's existsok=True). Without it a file is created
+// exclusively, and an existing one is an error. A symbolic link is refused
+// either way.
+func ExistsOK() Option { return func(o *options) { o.existsOK = true } }
+
+// Private makes FromFile map the file copy-on-write (MAP_PRIVATE) even when it
+// is writable: the tensor can be modified, but the changes stay in this
+// process and never reach the file.
+func Private() Option { return func(o *options) { o.private = true } }
+
+func collect(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
