@@ -1,0 +1,143 @@
+package tensordict
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// boolFull returns a bool tensor of the given shape filled with v.
+func boolFull(v bool, shape []int) *tensor.Tensor {
+	f := 0.0
+	if v {
+		f = 1
+	}
+	return tensor.Full(tensor.Bool, f, shape...)
+}
+
+// Eq compares td and o entry by entry, like Python tensordict's td == other:
+// both must have the same keys at every level (in any order), and the result
+// has td's structure with a bool tensor per leaf (tensor.Eq, which
+// broadcasts and promotes dtypes). A non-tensor entry gives a bool tensor of
+// the batch size, all true when the values are equal.
+func (td *TensorDict) Eq(o *TensorDict) (*TensorDict, error) {
+	return td.compare("Eq", nil, o, (*tensor.Tensor).Eq, true)
+}
+
+// Ne is the element-wise negation of Eq.
+func (td *TensorDict) Ne(o *TensorDict) (*TensorDict, error) {
+	return td.compare("Ne", nil, o, (*tensor.Tensor).Ne, false)
+}
+
+func (td *TensorDict) compare(op string, prefix Key, o *TensorDict, fn func(a, b *tensor.Tensor) (*tensor.Tensor, error), eq bool) (*TensorDict, error) {
+	if o == nil {
+		return nil, fmt.Errorf("tensordict: %s: nil tensordict", op)
+	}
+	if len(td.entries) != len(o.entries) {
+		return nil, fmt.Errorf("tensordict: %s: at %v: key sets differ: %v vs %v", op, keyOrRoot(prefix), td.names(), o.names())
+	}
+	out := newTD(td.batch)
+	out.class = td.class
+	for i := range td.entries {
+		e := &td.entries[i]
+		k := prefix.child(e.name)
+		j, ok := o.index[e.name]
+		if !ok {
+			return nil, fmt.Errorf("tensordict: %s: key %v missing from the other tensordict (keys %v vs %v)", op, k, td.names(), o.names())
+		}
+		f := &o.entries[j]
+		if e.kind != f.kind {
+			return nil, fmt.Errorf("tensordict: %s: key %v is a %v here and a %v in the other tensordict", op, k, e.kind, f.kind)
+		}
+		switch e.kind {
+		case kindTensor:
+			r, err := fn(e.t, f.t)
+			if err != nil {
+				return nil, fmt.Errorf("tensordict: %s: key %v: %w", op, k, err)
+			}
+			out.add(e.name, entry{kind: kindTensor, t: r})
+		case kindTD:
+			sub, err := e.td.compare(op, k, f.td, fn, eq)
+			if err != nil {
+				return nil, err
+			}
+			out.add(e.name, entry{kind: kindTD, td: sub})
+		case kindNonTensor:
+			out.add(e.name, entry{kind: kindTensor, t: boolFull(equalValues(e.v, f.v) == eq, td.batch)})
+		}
+	}
+	return out, nil
+}
+
+// names returns the entry names of td, sorted, for messages.
+func (td *TensorDict) names() []string {
+	out := make([]string, len(td.entries))
+	for i := range td.entries {
+		out[i] = td.entries[i].name
+	}
+	slices.Sort(out)
+	return out
+}
+
+// keyOrRoot prints k, or "root" for the empty key.
+func keyOrRoot(k Key) string {
+	if len(k) == 0 {
+		return "root"
+	}
+	return k.String()
+}
+
+// EqScalar compares every leaf with v element-wise (like td == v in Python)
+// and returns a TensorDict of bool tensors with td's structure. A non-tensor
+// entry gives a bool tensor of the batch size, true when the value is the
+// number v.
+func (td *TensorDict) EqScalar(v float64) *TensorDict {
+	return td.scalarCompare(v, (*tensor.Tensor).EqScalar, true)
+}
+
+// NeScalar is the element-wise negation of EqScalar.
+func (td *TensorDict) NeScalar(v float64) *TensorDict {
+	return td.scalarCompare(v, (*tensor.Tensor).NeScalar, false)
+}
+
+func (td *TensorDict) scalarCompare(v float64, fn func(*tensor.Tensor, float64) *tensor.Tensor, eq bool) *TensorDict {
+	out := newTD(td.batch)
+	out.class = td.class
+	for i := range td.entries {
+		e := &td.entries[i]
+		switch e.kind {
+		case kindTensor:
+			out.add(e.name, entry{kind: kindTensor, t: fn(e.t, v)})
+		case kindTD:
+			out.add(e.name, entry{kind: kindTD, td: e.td.scalarCompare(v, fn, eq)})
+		case kindNonTensor:
+			out.add(e.name, entry{kind: kindTensor, t: boolFull(equalValues(e.v, v) == eq, td.batch)})
+		}
+	}
+	return out
+}
+
+// All reports whether every element of every tensor leaf, at every level, is
+// non-zero (true for a TensorDict without leaves), like Python's
+// bool(td.all()). Non-tensor values are not considered.
+func (td *TensorDict) All() bool {
+	err := td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
+		if !n.entries[j].t.All() {
+			return errStop
+		}
+		return nil
+	})
+	return err == nil
+}
+
+// Any reports whether some element of some tensor leaf is non-zero.
+func (td *TensorDict) Any() bool {
+	err := td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
+		if n.entries[j].t.Any() {
+			return errStop
+		}
+		return nil
+	})
+	return err != nil
+}

@@ -1,0 +1,216 @@
+package tensordict
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// SaveConsolidated writes td to filename in Python tensordict's consolidated
+// single-file format, the one consolidate(filename=...) writes and
+// TensorDict.from_consolidated(filename) reads: the consolidated storage
+// (see Consolidate), then the metadata JSON (see ConsolidatedMetadata), then
+// the JSON's length as a little-endian int64. Leaves are streamed to the file
+// without building the storage in memory. A TensorDict with a class name also
+// gets a top-level "_tensorclass_type" member, which Python's reader does not
+// expect; plain TensorDicts stay readable by Python.
+//
+// The file is written under a temporary name in the same folder and renamed
+// into place, so readers never see a partial file.
+func (td *TensorDict) SaveConsolidated(filename string) (err error) {
+	var (
+		meta  []byte
+		write func(w *bufio.Writer) error
+	)
+	if td.IsConsolidated() {
+		if meta, err = td.ConsolidatedMetadata(); err != nil {
+			return err
+		}
+		st := td.cons.st
+		write = func(w *bufio.Writer) error {
+			_, err := w.Write(st.Bytes())
+			return err
+		}
+	} else {
+		p, err := makePlan("SaveConsolidated", td, 0, false)
+		if err != nil {
+			return err
+		}
+		if meta, err = encodeMetadata(p); err != nil {
+			return err
+		}
+		write = func(w *bufio.Writer) error { return streamLeaves(w, p) }
+	}
+	if td.class != "" {
+		meta = append(meta[:len(meta)-1], `,"_tensorclass_type":`...)
+		meta = append(appendString(meta, td.class), '}')
+	}
+
+	f, err := os.CreateTemp(filepath.Dir(filename), "."+filepath.Base(filename)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("tensordict: SaveConsolidated: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			err = fmt.Errorf("tensordict: SaveConsolidated %s: %w", filename, err)
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err = write(w); err != nil {
+		return err
+	}
+	if _, err = w.Write(meta); err != nil {
+		return err
+	}
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(meta)))
+	if _, err = w.Write(n[:]); err != nil {
+		return err
+	}
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), filename)
+}
+
+// streamLeaves writes the storage of plan p to w.
+func streamLeaves(w *bufio.Writer, p *plan) error {
+	var zeros [8]byte
+	for _, l := range p.flatten() {
+		t := l.t.Contiguous()
+		b, err := t.Bytes()
+		if err != nil {
+			return fmt.Errorf("leaf %q: %w", l.name, err)
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if _, err := w.Write(zeros[:l.pad]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitConsolidated splits the bytes of a consolidated file into the storage
+// length and the metadata JSON, checking the trailer.
+func splitConsolidated(data []byte, cfg readConfig) (stLen int, meta []byte, err error) {
+	if len(data) < 8 {
+		return 0, nil, fmt.Errorf("file is %d bytes, too short for the 8-byte length trailer", len(data))
+	}
+	end := len(data) - 8
+	n := binary.LittleEndian.Uint64(data[end:])
+	if n > uint64(end) {
+		return 0, nil, fmt.Errorf("metadata length %d exceeds the %d bytes before the trailer", n, end)
+	}
+	if n > uint64(cfg.maxMetaBytes) {
+		return 0, nil, fmt.Errorf("metadata is %d bytes, limit %d", n, cfg.maxMetaBytes)
+	}
+	stLen = end - int(n)
+	return stLen, data[stLen:end], nil
+}
+
+// mapping is a read-only file mapped copy-on-write.
+type mapping struct {
+	path string
+	data []byte
+}
+
+// LoadConsolidated reads a file written by SaveConsolidated or by Python
+// tensordict's consolidate(filename=...). It memory-maps the file privately
+// (copy-on-write: writes to the leaves never reach the file) instead of
+// reading it, so loading costs the metadata parse only. The file is checked
+// like FromConsolidated's input, with the same options.
+//
+// The leaves view the mapping until Release is called on the result; a
+// loaded TensorDict that is dropped without Release keeps its mapping (and
+// address space) until the process ends.
+func LoadConsolidated(filename string, opts ...ConsolidatedOption) (*TensorDict, error) {
+	cfg := newReadConfig(opts)
+	f, err := os.Open(filename)
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: LoadConsolidated: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: LoadConsolidated: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("tensordict: LoadConsolidated %s: not a regular file", filename)
+	}
+	size := fi.Size()
+	if size < 8 {
+		return nil, fmt.Errorf("tensordict: LoadConsolidated %s: file is %d bytes, too short for the 8-byte length trailer", filename, size)
+	}
+	if size > int64(^uint(0)>>1) {
+		return nil, fmt.Errorf("tensordict: LoadConsolidated %s: file of %d bytes is too large to map", filename, size)
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: LoadConsolidated %s: mmap: %w", filename, err)
+	}
+	td, err := fromConsolidatedBytes(data, &mapping{path: filename, data: data}, func() error { return syscall.Munmap(data) }, cfg)
+	if err != nil {
+		syscall.Munmap(data)
+		return nil, fmt.Errorf("tensordict: LoadConsolidated %s: %w", filename, err)
+	}
+	return td, nil
+}
+
+// fromConsolidatedBytes rebuilds a TensorDict over the whole bytes of a
+// consolidated file. The storage is external, owned by owner, and freed by
+// release.
+func fromConsolidatedBytes(data []byte, owner any, release func() error, cfg readConfig) (*TensorDict, error) {
+	stLen, meta, err := splitConsolidated(data, cfg)
+	if err != nil {
+		return nil, err
+	}
+	root, class, err := decodeMetadata(meta, stLen, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := tensor.NewExternalStorage(data[:stLen:stLen], owner, release)
+	td, err := buildFromMeta(root, st)
+	if err != nil {
+		return nil, err
+	}
+	td.cons.base, td.cons.end = 0, stLen
+	td.class = class
+	return td, nil
+}
+
+// Release frees every storage outside the Go heap that td's leaves view,
+// such as the mapping of LoadConsolidated; heap storages are left to the
+// garbage collector. td and every tensor viewing those storages must not be
+// used afterwards (their accessors return errors). Release is idempotent.
+func (td *TensorDict) Release() error {
+	seen := map[*tensor.Storage]bool{}
+	var errs []error
+	rel := func(st *tensor.Storage) {
+		if st == nil || seen[st] || !st.External() {
+			return
+		}
+		seen[st] = true
+		errs = append(errs, st.Release())
+	}
+	if td.cons != nil {
+		rel(td.cons.st)
+	}
+	td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
+		rel(n.entries[j].t.Storage())
+		return nil
+	})
+	return errors.Join(errs...)
+}

@@ -1,0 +1,247 @@
+package tensordict
+
+import (
+	"fmt"
+
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// batchDim resolves a possibly negative batch dimension of td.
+func (td *TensorDict) batchDim(op string, dim int) (int, error) {
+	d := dim
+	if d < 0 {
+		d += len(td.batch)
+	}
+	if d < 0 || d >= len(td.batch) {
+		return 0, fmt.Errorf("tensordict: %s: dimension %d out of range for batch size %v", op, dim, td.batch)
+	}
+	return d, nil
+}
+
+// indexed rebuilds td with every leaf mapped by fn and batch sizes by nb,
+// wrapping errors with the key.
+func (td *TensorDict) indexed(op string, nb func([]int) []int, fn func(*tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
+	return td.rebuild(op, nil, nb, func(k Key, t *tensor.Tensor) (*tensor.Tensor, error) {
+		r, err := fn(t)
+		if err != nil {
+			return nil, fmt.Errorf("tensordict: %s: key %v (shape %v): %w", op, k, t.Shape(), err)
+		}
+		return r, nil
+	})
+}
+
+// Index returns td[i]: the entries at position i of the first batch
+// dimension, which is removed (negative i counts from the end). Leaves are
+// views, not copies.
+func (td *TensorDict) Index(i int) (*TensorDict, error) {
+	return td.IndexDim(0, i)
+}
+
+// IndexDim returns the entries at position i of batch dimension dim, which is
+// removed, like torch.select (Index is IndexDim(0, i)). Leaves are views.
+func (td *TensorDict) IndexDim(dim, i int) (*TensorDict, error) {
+	d, err := td.batchDim("Index", dim)
+	if err != nil {
+		return nil, err
+	}
+	n := td.batch[d]
+	if i < -n || i >= n {
+		return nil, fmt.Errorf("tensordict: Index: index %d out of range for dimension %d of batch size %v", i, d, td.batch)
+	}
+	nb := func(b []int) []int { return append(append(make([]int, 0, len(b)-1), b[:d]...), b[d+1:]...) }
+	return td.indexed("Index", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Select(d, i) })
+}
+
+// sliceLen returns the length of Python's range(n)[start:stop:step], step > 0.
+func sliceLen(n, start, stop, step int) int {
+	norm := func(v int) int {
+		if v < 0 {
+			v += n
+		}
+		return min(max(v, 0), n)
+	}
+	start, stop = norm(start), norm(stop)
+	if stop <= start {
+		return 0
+	}
+	return (stop - start + step - 1) / step
+}
+
+// Slice returns td[..., start:stop:step, ...] along batch dimension dim, with
+// Python's slice semantics (negative bounds count from the end, bounds are
+// clamped; use math.MaxInt as stop for "to the end"). step must be positive.
+// Leaves are views.
+func (td *TensorDict) Slice(dim, start, stop, step int) (*TensorDict, error) {
+	d, err := td.batchDim("Slice", dim)
+	if err != nil {
+		return nil, err
+	}
+	if step <= 0 {
+		return nil, fmt.Errorf("tensordict: Slice: step %d must be positive", step)
+	}
+	size := sliceLen(td.batch[d], start, stop, step)
+	nb := func(b []int) []int {
+		out := append([]int(nil), b...)
+		out[d] = size
+		return out
+	}
+	return td.indexed("Slice", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Slice(d, start, stop, step) })
+}
+
+// IndexSelect returns the entries at positions idx of the first batch
+// dimension, in that order (indices may repeat; negative ones count from the
+// end), like td[idx] with an index list. Leaves are new contiguous tensors.
+func (td *TensorDict) IndexSelect(idx []int) (*TensorDict, error) {
+	if len(td.batch) == 0 {
+		return nil, fmt.Errorf("tensordict: IndexSelect: tensordict has no batch dimension")
+	}
+	n := td.batch[0]
+	for _, i := range idx {
+		if i < -n || i >= n {
+			return nil, fmt.Errorf("tensordict: IndexSelect: index %d out of range for batch size %v", i, td.batch)
+		}
+	}
+	nb := func(b []int) []int {
+		out := append([]int(nil), b...)
+		out[0] = len(idx)
+		return out
+	}
+	return td.indexed("IndexSelect", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.IndexSelect(0, idx) })
+}
+
+// Mask returns the entries where mask is true, like td[mask] in Python: mask
+// is a bool tensor whose shape equals the leading mask.Dim() batch
+// dimensions; they are replaced by one dimension, the number of true
+// elements. Leaves are new contiguous tensors.
+func (td *TensorDict) Mask(mask *tensor.Tensor) (*TensorDict, error) {
+	if mask == nil {
+		return nil, fmt.Errorf("tensordict: Mask: nil mask")
+	}
+	ms := mask.Shape()
+	if mask.DType() != tensor.Bool {
+		return nil, fmt.Errorf("tensordict: Mask: mask is %v%v, want bool", mask.DType(), ms)
+	}
+	if len(ms) == 0 || !hasPrefix(td.batch, ms) {
+		return nil, fmt.Errorf("tensordict: Mask: mask shape %v does not match the leading batch dimensions of %v", ms, td.batch)
+	}
+	vals, err := tensor.Data[bool](mask.Contiguous())
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: Mask: %w", err)
+	}
+	count := 0
+	for _, v := range vals {
+		if v {
+			count++
+		}
+	}
+	md := len(ms)
+	nb := func(b []int) []int { return append([]int{count}, b[md:]...) }
+	return td.indexed("Mask", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.MaskSelect(mask) })
+}
+
+// Stack joins TensorDicts of the same structure and batch size along a new
+// batch dimension dim (from -(n+1) to n for n batch dimensions), like
+// torch.stack of TensorDicts: each leaf is stacked (new storage) and nested
+// TensorDicts are stacked recursively. Non-tensor values must be equal in
+// every input. It returns an error naming the first key that differs.
+func Stack(tds []*TensorDict, dim int) (*TensorDict, error) {
+	if len(tds) == 0 {
+		return nil, fmt.Errorf("tensordict: Stack: no tensordicts")
+	}
+	for i, o := range tds {
+		if o == nil {
+			return nil, fmt.Errorf("tensordict: Stack: tensordict %d is nil", i)
+		}
+	}
+	bd := len(tds[0].batch)
+	d := dim
+	if d < 0 {
+		d += bd + 1
+	}
+	if d < 0 || d > bd {
+		return nil, fmt.Errorf("tensordict: Stack: dimension %d out of range for batch size %v", dim, tds[0].batch)
+	}
+	return stackAt(nil, tds, d, bd)
+}
+
+func stackAt(prefix Key, tds []*TensorDict, d, bd int) (*TensorDict, error) {
+	first := tds[0]
+	for i, o := range tds[1:] {
+		if !equalInts(o.batch, first.batch) {
+			return nil, fmt.Errorf("tensordict: Stack: at %v: tensordict %d has batch size %v, tensordict 0 has %v", keyOrRoot(prefix), i+1, o.batch, first.batch)
+		}
+		if len(o.entries) != len(first.entries) {
+			return nil, fmt.Errorf("tensordict: Stack: at %v: tensordict %d has keys %v, tensordict 0 has %v", keyOrRoot(prefix), i+1, o.names(), first.names())
+		}
+	}
+	nb := make([]int, 0, len(first.batch)+1)
+	nb = append(append(append(nb, first.batch[:d]...), len(tds)), first.batch[d:]...)
+	out := newTD(nb)
+	out.class = first.class
+	parts := make([]*entry, len(tds))
+	for i := range first.entries {
+		e := &first.entries[i]
+		k := prefix.child(e.name)
+		for n, o := range tds {
+			j, ok := o.index[e.name]
+			if !ok {
+				return nil, fmt.Errorf("tensordict: Stack: key %v missing from tensordict %d", k, n)
+			}
+			if parts[n] = &o.entries[j]; parts[n].kind != e.kind {
+				return nil, fmt.Errorf("tensordict: Stack: key %v is a %v in tensordict %d and a %v in tensordict 0", k, parts[n].kind, n, e.kind)
+			}
+		}
+		switch e.kind {
+		case kindTensor:
+			ts := make([]*tensor.Tensor, len(tds))
+			for n, p := range parts {
+				ts[n] = p.t
+			}
+			st, err := tensor.Stack(ts, d)
+			if err != nil {
+				return nil, fmt.Errorf("tensordict: Stack: key %v: %w", k, err)
+			}
+			out.add(e.name, entry{kind: kindTensor, t: st})
+		case kindTD:
+			subs := make([]*TensorDict, len(tds))
+			for n, p := range parts {
+				subs[n] = p.td
+			}
+			sub, err := stackAt(k, subs, d, bd)
+			if err != nil {
+				return nil, err
+			}
+			out.add(e.name, entry{kind: kindTD, td: sub})
+		case kindNonTensor:
+			for n, p := range parts {
+				if !equalValues(p.v, e.v) {
+					return nil, fmt.Errorf("tensordict: Stack: non-tensor key %v differs between tensordict 0 and %d (only equal values can be stacked)", k, n)
+				}
+			}
+			out.add(e.name, entry{kind: kindNonTensor, v: cloneValue(e.v)})
+		}
+	}
+	return out, nil
+}
+
+// equalInts reports whether a and b hold the same values.
+func equalInts(a, b []int) bool {
+	return len(a) == len(b) && hasPrefix(a, b)
+}
+
+// Unbind splits td along batch dimension dim into td.BatchSize()[dim]
+// TensorDicts with that dimension removed, like torch.unbind. Leaves are
+// views. Stack(td.Unbind(dim), dim) equals td.
+func (td *TensorDict) Unbind(dim int) ([]*TensorDict, error) {
+	d, err := td.batchDim("Unbind", dim)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*TensorDict, td.batch[d])
+	for i := range out {
+		if out[i], err = td.IndexDim(d, i); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

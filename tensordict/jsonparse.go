@@ -1,0 +1,440 @@
+package tensordict
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// jsonParser is a small strict JSON reader for untrusted metadata. It reads
+// objects member by member, in document order, so the metadata's key order
+// survives, and it bounds nesting depth. It never panics on any input.
+type jsonParser struct {
+	data     []byte
+	pos      int
+	depth    int
+	maxDepth int
+}
+
+var errEOF = errors.New("unexpected end of JSON")
+
+func (p *jsonParser) errf(format string, args ...any) error {
+	return fmt.Errorf("JSON offset %d: %s", p.pos, fmt.Sprintf(format, args...))
+}
+
+func (p *jsonParser) ws() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte without consuming it.
+func (p *jsonParser) peek() (byte, error) {
+	p.ws()
+	if p.pos >= len(p.data) {
+		return 0, fmt.Errorf("JSON offset %d: %w", p.pos, errEOF)
+	}
+	return p.data[p.pos], nil
+}
+
+func (p *jsonParser) expect(c byte) error {
+	got, err := p.peek()
+	if err != nil {
+		return err
+	}
+	if got != c {
+		return p.errf("want %q, found %q", c, got)
+	}
+	p.pos++
+	return nil
+}
+
+func (p *jsonParser) enter() error {
+	p.depth++
+	if p.depth > p.maxDepth {
+		return p.errf("nesting deeper than %d", p.maxDepth)
+	}
+	return nil
+}
+
+// object reads an object, calling member for each key with the parser
+// positioned at the value, which member must consume.
+func (p *jsonParser) object(member func(key string) error) error {
+	if err := p.expect('{'); err != nil {
+		return err
+	}
+	if err := p.enter(); err != nil {
+		return err
+	}
+	c, err := p.peek()
+	if err != nil {
+		return err
+	}
+	if c == '}' {
+		p.pos++
+		p.depth--
+		return nil
+	}
+	for {
+		key, err := p.str()
+		if err != nil {
+			return err
+		}
+		if err := p.expect(':'); err != nil {
+			return err
+		}
+		if err := member(key); err != nil {
+			return err
+		}
+		c, err := p.peek()
+		if err != nil {
+			return err
+		}
+		p.pos++
+		switch c {
+		case ',':
+			continue
+		case '}':
+			p.depth--
+			return nil
+		default:
+			p.pos--
+			return p.errf("want ',' or '}', found %q", c)
+		}
+	}
+}
+
+// array reads an array, calling elem with the parser positioned at each
+// element, which elem must consume.
+func (p *jsonParser) array(elem func(i int) error) error {
+	if err := p.expect('['); err != nil {
+		return err
+	}
+	if err := p.enter(); err != nil {
+		return err
+	}
+	c, err := p.peek()
+	if err != nil {
+		return err
+	}
+	if c == ']' {
+		p.pos++
+		p.depth--
+		return nil
+	}
+	for i := 0; ; i++ {
+		if err := elem(i); err != nil {
+			return err
+		}
+		c, err := p.peek()
+		if err != nil {
+			return err
+		}
+		p.pos++
+		switch c {
+		case ',':
+			continue
+		case ']':
+			p.depth--
+			return nil
+		default:
+			p.pos--
+			return p.errf("want ',' or ']', found %q", c)
+		}
+	}
+}
+
+// str reads a string.
+func (p *jsonParser) str() (string, error) {
+	if err := p.expect('"'); err != nil {
+		return "", err
+	}
+	start := p.pos
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			s := p.data[start:p.pos]
+			p.pos++
+			if !utf8.Valid(s) {
+				return "", p.errf("string is not valid UTF-8")
+			}
+			return string(s), nil
+		case c == '\\':
+			return p.strEscaped(start)
+		case c < 0x20:
+			return "", p.errf("control character in string")
+		}
+		p.pos++
+	}
+	return "", fmt.Errorf("JSON offset %d: %w", p.pos, errEOF)
+}
+
+// strEscaped finishes a string that holds escapes, from its first byte start.
+func (p *jsonParser) strEscaped(start int) (string, error) {
+	out := append([]byte(nil), p.data[start:p.pos]...)
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			if !utf8.Valid(out) {
+				return "", p.errf("string is not valid UTF-8")
+			}
+			return string(out), nil
+		case c < 0x20:
+			return "", p.errf("control character in string")
+		case c != '\\':
+			out = append(out, c)
+			p.pos++
+			continue
+		}
+		if p.pos+1 >= len(p.data) {
+			break
+		}
+		e := p.data[p.pos+1]
+		p.pos += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := p.hex4()
+			if !ok {
+				return "", p.errf("bad \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
+					p.pos += 2
+					if r2, ok = p.hex4(); !ok {
+						return "", p.errf("bad \\u escape")
+					}
+				}
+				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError && r2 >= 0 && !utf16.IsSurrogate(r2) {
+					out = utf8.AppendRune(out, utf8.RuneError)
+					r = r2
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return "", p.errf("bad escape \\%c", e)
+		}
+	}
+	return "", fmt.Errorf("JSON offset %d: %w", p.pos, errEOF)
+}
+
+func (p *jsonParser) hex4() (rune, bool) {
+	if p.pos+4 > len(p.data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.data[p.pos : p.pos+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	p.pos += 4
+	return r, true
+}
+
+// number reads a JSON number's text and reports whether it is an integer (no
+// fraction or exponent).
+func (p *jsonParser) number() (text []byte, isInt bool, err error) {
+	p.ws()
+	start := p.pos
+	d := p.data
+	i := p.pos
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(d) && d[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return nil, false, p.errf("invalid number")
+	}
+	isInt = true
+	if i < len(d) && d[i] == '.' {
+		i++
+		isInt = false
+		if digits() == 0 {
+			return nil, false, p.errf("invalid number")
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		isInt = false
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return nil, false, p.errf("invalid number")
+		}
+	}
+	p.pos = i
+	return d[start:i], isInt, nil
+}
+
+// integer reads a JSON integer that fits an int.
+func (p *jsonParser) integer() (int, error) {
+	text, isInt, err := p.number()
+	if err != nil {
+		return 0, err
+	}
+	if !isInt {
+		return 0, p.errf("want an integer, found %s", text)
+	}
+	v, err := strconv.ParseInt(string(text), 10, strconv.IntSize)
+	if err != nil {
+		return 0, p.errf("integer %s out of range", text)
+	}
+	return int(v), nil
+}
+
+// ints reads an array of non-negative integers.
+func (p *jsonParser) ints(what string) ([]int, error) {
+	out := []int{}
+	err := p.array(func(int) error {
+		v, err := p.integer()
+		if err != nil {
+			return err
+		}
+		if v < 0 {
+			return p.errf("%s has negative entry %d", what, v)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// literal consumes the literal word.
+func (p *jsonParser) literal(word string) error {
+	p.ws()
+	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
+		return p.errf("invalid literal")
+	}
+	p.pos += len(word)
+	return nil
+}
+
+// null consumes a null if one is next and reports whether it did.
+func (p *jsonParser) null() bool {
+	c, err := p.peek()
+	if err != nil || c != 'n' {
+		return false
+	}
+	return p.literal("null") == nil
+}
+
+// boolean reads true or false.
+func (p *jsonParser) boolean() (bool, error) {
+	c, err := p.peek()
+	if err != nil {
+		return false, err
+	}
+	if c == 't' {
+		return true, p.literal("true")
+	}
+	return false, p.literal("false")
+}
+
+// value reads any JSON value into the canonical non-tensor form: nil, bool,
+// string, int64 (integers that fit), float64, []any, map[string]any.
+func (p *jsonParser) value() (any, error) {
+	c, err := p.peek()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c == '{':
+		m := map[string]any{}
+		err := p.object(func(k string) error {
+			if _, dup := m[k]; dup {
+				return p.errf("duplicate key %q", k)
+			}
+			v, err := p.value()
+			m[k] = v
+			return err
+		})
+		return m, err
+	case c == '[':
+		s := []any{}
+		err := p.array(func(int) error {
+			v, err := p.value()
+			s = append(s, v)
+			return err
+		})
+		return s, err
+	case c == '"':
+		return p.str()
+	case c == 't' || c == 'f':
+		return p.boolean()
+	case c == 'n':
+		return nil, p.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		text, isInt, err := p.number()
+		if err != nil {
+			return nil, err
+		}
+		if isInt {
+			if v, err := strconv.ParseInt(string(text), 10, 64); err == nil {
+				return v, nil
+			}
+		}
+		f, err := strconv.ParseFloat(string(text), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return nil, p.errf("number %s out of range", text)
+		}
+		return f, nil
+	}
+	return nil, p.errf("unexpected %q", c)
+}
+
+// skip consumes any JSON value.
+func (p *jsonParser) skip() error {
+	_, err := p.value()
+	return err
+}
+
+// end returns an error if anything but white space is left.
+func (p *jsonParser) end() error {
+	p.ws()
+	if p.pos != len(p.data) {
+		return p.errf("trailing data after the JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package tensordict
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// KeysOption changes what Keys and Items list.
+type KeysOption func(*keysConfig)
+
+type keysConfig struct {
+	nested     bool
+	leavesOnly bool
+	sorted     bool
+}
+
+// IncludeNested makes Keys and Items descend into nested TensorDicts and list
+// their entries with full keys, depth first: a nested TensorDict is listed
+// before its entries.
+func IncludeNested() KeysOption { return func(c *keysConfig) { c.nested = true } }
+
+// LeavesOnly makes Keys and Items list tensor leaves only, leaving out nested
+// TensorDicts and non-tensor values (as Python tensordict's leaves_only does
+// with NonTensorData).
+func LeavesOnly() KeysOption { return func(c *keysConfig) { c.leavesOnly = true } }
+
+// Sorted makes Keys and Items list keys sorted by their parts joined with
+// ".", as Python tensordict's sort=True does, instead of in insertion order.
+func Sorted() KeysOption { return func(c *keysConfig) { c.sorted = true } }
+
+// Item is one entry listed by Items. Exactly one of Tensor, TD and the
+// non-tensor Value is set, as Kind says.
+type Item struct {
+	Key    Key
+	Tensor *tensor.Tensor // a tensor leaf
+	TD     *TensorDict    // a nested TensorDict
+	Value  any            // a non-tensor value, when IsNonTensor
+	// IsNonTensor reports that the entry is a non-tensor value (which may be
+	// nil, so Value alone cannot tell).
+	IsNonTensor bool
+}
+
+// Keys returns the keys of td. By default it lists the top-level entries of
+// every kind in insertion order; see IncludeNested, LeavesOnly and Sorted.
+func (td *TensorDict) Keys(opts ...KeysOption) []Key {
+	items := td.Items(opts...)
+	out := make([]Key, len(items))
+	for i, it := range items {
+		out[i] = it.Key
+	}
+	return out
+}
+
+// Items returns the entries of td with their keys, chosen and ordered like
+// Keys.
+func (td *TensorDict) Items(opts ...KeysOption) []Item {
+	var c keysConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	var out []Item
+	td.walkItems(nil, &c, &out)
+	if c.sorted {
+		sort.SliceStable(out, func(i, j int) bool {
+			return strings.Join(out[i].Key, ".") < strings.Join(out[j].Key, ".")
+		})
+	}
+	return out
+}
+
+func (td *TensorDict) walkItems(prefix Key, c *keysConfig, out *[]Item) {
+	for i := range td.entries {
+		e := &td.entries[i]
+		k := prefix.child(e.name)
+		switch e.kind {
+		case kindTensor:
+			*out = append(*out, Item{Key: k, Tensor: e.t})
+		case kindNonTensor:
+			if !c.leavesOnly {
+				*out = append(*out, Item{Key: k, Value: e.v, IsNonTensor: true})
+			}
+		case kindTD:
+			if !c.leavesOnly {
+				*out = append(*out, Item{Key: k, TD: e.td})
+			}
+			if c.nested {
+				e.td.walkItems(k, c, out)
+			}
+		}
+	}
+}
+
+// walkLeaves calls fn for every tensor leaf, depth first in insertion order,
+// with the node holding it and its index there. It stops at the first error.
+func (td *TensorDict) walkLeaves(prefix Key, fn func(k Key, node *TensorDict, j int) error) error {
+	for i := range td.entries {
+		e := &td.entries[i]
+		switch e.kind {
+		case kindTensor:
+			if err := fn(prefix.child(e.name), td, i); err != nil {
+				return err
+			}
+		case kindTD:
+			if err := e.td.walkLeaves(prefix.child(e.name), fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,346 @@
+package tensordict
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// leafFunc maps one tensor leaf for rebuild; returning nil drops the leaf.
+type leafFunc func(k Key, t *tensor.Tensor) (*tensor.Tensor, error)
+
+// rebuild returns a new TensorDict shaped like td: batch size newBatch(td's),
+// each tensor leaf replaced by fn's result, nested TensorDicts rebuilt the same
+// way and non-tensor values deep-copied. Results are checked against the new
+// batch sizes. The class name is kept; lock, consolidation and memmap state
+// are not.
+func (td *TensorDict) rebuild(op string, prefix Key, newBatch func([]int) []int, fn leafFunc) (*TensorDict, error) {
+	out := newTD(newBatch(td.batch))
+	out.class = td.class
+	out.entries = make([]entry, 0, len(td.entries))
+	for i := range td.entries {
+		e := &td.entries[i]
+		switch e.kind {
+		case kindTensor:
+			k := prefix.child(e.name)
+			t, err := fn(k, e.t)
+			if err != nil {
+				return nil, err
+			}
+			if t == nil {
+				continue
+			}
+			if s := t.Shape(); !hasPrefix(s, out.batch) {
+				return nil, fmt.Errorf("tensordict: %s: key %v: result shape %v does not start with batch size %v", op, k, s, out.batch)
+			}
+			out.add(e.name, entry{kind: kindTensor, t: t})
+		case kindTD:
+			sub, err := e.td.rebuild(op, prefix.child(e.name), newBatch, fn)
+			if err != nil {
+				return nil, err
+			}
+			out.add(e.name, entry{kind: kindTD, td: sub})
+		case kindNonTensor:
+			out.add(e.name, entry{kind: kindNonTensor, v: cloneValue(e.v)})
+		}
+	}
+	return out, nil
+}
+
+// sameBatch is the newBatch function of rebuilds that keep batch sizes.
+func sameBatch(b []int) []int { return b }
+
+// Apply returns a new TensorDict whose tensor leaves are fn's results for
+// td's leaves, visited depth first in insertion order. A nil result drops the
+// leaf; an error stops Apply and is returned. Results must keep the batch
+// size as their leading dimensions. Nested TensorDicts and non-tensor values
+// are kept (non-tensor values are copied).
+func (td *TensorDict) Apply(fn func(Key, *tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
+	return td.rebuild("Apply", nil, sameBatch, fn)
+}
+
+// mustRebuild is rebuild for leaf functions that cannot fail.
+func (td *TensorDict) mustRebuild(op string, fn func(*tensor.Tensor) *tensor.Tensor) *TensorDict {
+	out, err := td.rebuild(op, nil, sameBatch, func(_ Key, t *tensor.Tensor) (*tensor.Tensor, error) { return fn(t), nil })
+	if err != nil {
+		panic("tensordict: " + op + ": " + err.Error())
+	}
+	return out
+}
+
+// Clone returns a deep copy of td: every leaf copied into new contiguous
+// storage, non-tensor values copied. Like Python tensordict, the clone is not
+// locked, consolidated or memory-mapped; it keeps the class name.
+func (td *TensorDict) Clone() *TensorDict {
+	return td.mustRebuild("Clone", (*tensor.Tensor).Clone)
+}
+
+// IsContiguous reports whether every tensor leaf is contiguous.
+func (td *TensorDict) IsContiguous() bool {
+	err := td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
+		if !n.entries[j].t.IsContiguous() {
+			return errStop
+		}
+		return nil
+	})
+	return err == nil
+}
+
+// errStop ends a walk early.
+var errStop = fmt.Errorf("tensordict: stop")
+
+// Contiguous returns td itself if every leaf is contiguous, and otherwise a
+// new TensorDict whose leaves are contiguous (copies of the leaves that were
+// not, the others shared).
+func (td *TensorDict) Contiguous() *TensorDict {
+	if td.IsContiguous() {
+		return td
+	}
+	return td.mustRebuild("Contiguous", (*tensor.Tensor).Contiguous)
+}
+
+// To returns a new TensorDict with every tensor leaf converted to dtype dt
+// (leaves already of dtype dt are shared, not copied).
+func (td *TensorDict) To(dt tensor.DType) *TensorDict {
+	return td.mustRebuild("To", func(t *tensor.Tensor) *tensor.Tensor {
+		if t.DType() == dt {
+			return t
+		}
+		return t.To(dt)
+	})
+}
+
+// Expand returns a view of td with batch size shape, like Python tensordict's
+// expand: shape ends with the current batch dimensions (a size-1 dimension may
+// grow, -1 keeps a size) and may add leading ones. Each leaf becomes a
+// stride-0 view; call Contiguous before sending or saving the result.
+func (td *TensorDict) Expand(shape ...int) (*TensorDict, error) {
+	bd := len(td.batch)
+	if len(shape) < bd {
+		return nil, fmt.Errorf("tensordict: Expand: shape %v has fewer dimensions than batch size %v", shape, td.batch)
+	}
+	lead := len(shape) - bd
+	nb := append([]int(nil), shape...)
+	for i, s := range shape {
+		if i < lead {
+			if s < 0 {
+				return nil, fmt.Errorf("tensordict: Expand: shape %v: new dimension %d is negative", shape, i)
+			}
+			continue
+		}
+		cur := td.batch[i-lead]
+		switch {
+		case s == -1:
+			nb[i] = cur
+		case s == cur || (cur == 1 && s >= 0):
+		default:
+			return nil, fmt.Errorf("tensordict: Expand: cannot expand batch size %v to %v (dimension %d is %d, not 1)", td.batch, shape, i, cur)
+		}
+	}
+	newBatch := func(b []int) []int { return append(append(make([]int, 0, len(b)+lead), nb...), b[bd:]...) }
+	return td.rebuild("Expand", nil, newBatch, func(k Key, t *tensor.Tensor) (*tensor.Tensor, error) {
+		s := t.Shape()
+		x, err := t.Expand(append(append(make([]int, 0, len(s)+lead), nb...), s[bd:]...)...)
+		if err != nil {
+			return nil, fmt.Errorf("tensordict: Expand: key %v: %w", k, err)
+		}
+		return x, nil
+	})
+}
+
+// Update merges the entries of o into td: tensor leaves and non-tensor values
+// are set (shared, not copied) and nested TensorDicts are merged key by key,
+// creating missing levels. On error, the entries merged so far stay. On a
+// locked td, only existing entries can be updated.
+func (td *TensorDict) Update(o *TensorDict) error {
+	if o == nil {
+		return fmt.Errorf("tensordict: Update: nil tensordict")
+	}
+	return td.update(nil, o)
+}
+
+func (td *TensorDict) update(prefix Key, o *TensorDict) error {
+	for i := range o.entries {
+		e := &o.entries[i]
+		k := prefix.child(e.name)
+		var err error
+		switch e.kind {
+		case kindTensor:
+			err = td.Set(k, e.t)
+		case kindNonTensor:
+			err = td.SetNonTensor(k, e.v)
+		case kindTD:
+			if _, err = td.GetTD(k); err != nil {
+				if err = td.SetTD(k, newTD(e.td.batch)); err != nil {
+					return fmt.Errorf("tensordict: Update: %w", err)
+				}
+			}
+			err = td.update(k, e.td)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyTree is a set of keys arranged by parts; a node with whole set selects
+// the entire entry.
+type keyTree struct {
+	whole bool
+	sub   map[string]*keyTree
+}
+
+func buildKeyTree(keys []Key) *keyTree {
+	root := &keyTree{}
+	for _, k := range keys {
+		n := root
+		for _, p := range k {
+			if n.sub == nil {
+				n.sub = make(map[string]*keyTree)
+			}
+			c := n.sub[p]
+			if c == nil {
+				c = &keyTree{}
+				n.sub[p] = c
+			}
+			n = c
+		}
+		n.whole = true
+	}
+	return root
+}
+
+// Select returns a new TensorDict holding only the entries named by keys
+// (nested keys select inside nested TensorDicts), in td's order. Tensors are
+// shared, not copied. It returns an error naming the first key td lacks.
+func (td *TensorDict) Select(keys ...Key) (*TensorDict, error) {
+	for _, k := range keys {
+		if _, _, err := td.find("Select", k); err != nil {
+			return nil, err
+		}
+	}
+	return td.filter(buildKeyTree(keys), true), nil
+}
+
+// Exclude returns a new TensorDict without the entries named by keys; keys
+// that td lacks are ignored. Tensors are shared, not copied.
+func (td *TensorDict) Exclude(keys ...Key) *TensorDict {
+	for _, k := range keys {
+		if len(k) == 0 {
+			return td.filter(&keyTree{}, false)
+		}
+	}
+	return td.filter(buildKeyTree(keys), false)
+}
+
+// filter keeps (keep=true) or drops the entries named by kt.
+func (td *TensorDict) filter(kt *keyTree, keep bool) *TensorDict {
+	out := newTD(td.batch)
+	for i := range td.entries {
+		e := td.entries[i]
+		c := kt.sub[e.name]
+		switch {
+		case c == nil:
+			if keep {
+				continue
+			}
+		case c.whole:
+			if !keep {
+				continue
+			}
+		default: // a key below this entry
+			if e.kind != kindTD {
+				if keep {
+					continue
+				}
+				break
+			}
+			e.td = e.td.filter(c, keep)
+		}
+		if e.kind == kindNonTensor {
+			e.v = cloneValue(e.v)
+		}
+		out.add(e.name, e)
+	}
+	return out
+}
+
+// FlattenKeys returns a new TensorDict with every nested entry moved to the
+// top level under its key parts joined by sep ("a","b" -> "a.b" for sep ".").
+// Empty nested TensorDicts are kept, under their joined name. Tensors are
+// shared. It returns an error if two joined names collide.
+func (td *TensorDict) FlattenKeys(sep string) (*TensorDict, error) {
+	out := newTD(td.batch)
+	out.class = td.class
+	var err error
+	td.flattenInto(out, nil, sep, &err)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (td *TensorDict) flattenInto(out *TensorDict, prefix Key, sep string, errp *error) {
+	for i := range td.entries {
+		e := td.entries[i]
+		k := prefix.child(e.name)
+		if e.kind == kindTD && len(e.td.entries) > 0 {
+			e.td.flattenInto(out, k, sep, errp)
+			if *errp != nil {
+				return
+			}
+			continue
+		}
+		name := strings.Join(k, sep)
+		if _, dup := out.index[name]; dup {
+			*errp = fmt.Errorf("tensordict: FlattenKeys: key %v and another key both flatten to %q", k, name)
+			return
+		}
+		if e.kind == kindTD {
+			e.td = newTD(e.td.batch)
+		}
+		if e.kind == kindNonTensor {
+			e.v = cloneValue(e.v)
+		}
+		out.add(name, e)
+	}
+}
+
+// UnflattenKeys is the inverse of FlattenKeys: it returns a new TensorDict in
+// which every top-level key containing sep is split into nested keys, creating
+// nested TensorDicts with the batch size of td. Tensors are shared. It returns
+// an error if two keys conflict (such as "a" a tensor and "a.b").
+func (td *TensorDict) UnflattenKeys(sep string) (*TensorDict, error) {
+	if sep == "" {
+		return nil, fmt.Errorf("tensordict: UnflattenKeys: empty separator")
+	}
+	out := newTD(td.batch)
+	out.class = td.class
+	for i := range td.entries {
+		e := &td.entries[i]
+		k := Key(strings.Split(e.name, sep))
+		var err error
+		switch e.kind {
+		case kindTensor:
+			err = out.Set(k, e.t)
+		case kindNonTensor:
+			err = out.SetNonTensor(k, e.v)
+		case kindTD:
+			var sub *TensorDict
+			if sub, err = e.td.UnflattenKeys(sep); err != nil {
+				return nil, err
+			}
+			if _, gerr := out.GetTD(k); gerr == nil {
+				err = out.update(k, sub)
+			} else {
+				err = out.SetTD(k, sub)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tensordict: UnflattenKeys: entry %q: %w", e.name, err)
+		}
+	}
+	return out, nil
+}

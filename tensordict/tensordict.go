@@ -1,0 +1,508 @@
+package tensordict
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// Errors that the methods of TensorDict wrap, so callers can test for them
+// with errors.Is.
+var (
+	// ErrNotFound is wrapped by errors about a key that has no entry.
+	ErrNotFound = errors.New("key not found")
+	// ErrLocked is wrapped by errors about adding or removing an entry of a
+	// locked TensorDict.
+	ErrLocked = errors.New("tensordict is locked")
+	// ErrKind is wrapped by errors about an entry of the wrong kind, such as
+	// Get of a nested TensorDict or GetTD of a tensor.
+	ErrKind = errors.New("wrong kind of entry")
+)
+
+// kind is what an entry holds.
+type kind uint8
+
+const (
+	kindTensor    kind = iota + 1 // a *tensor.Tensor leaf
+	kindTD                        // a nested *TensorDict
+	kindNonTensor                 // a JSON-able Go value
+)
+
+func (k kind) String() string {
+	switch k {
+	case kindTensor:
+		return "tensor"
+	case kindTD:
+		return "tensordict"
+	case kindNonTensor:
+		return "non-tensor value"
+	}
+	return "nothing"
+}
+
+// entry is one named value of a TensorDict node.
+type entry struct {
+	name string
+	kind kind
+	t    *tensor.Tensor
+	td   *TensorDict
+	v    any
+}
+
+// TensorDict is an ordered tree of named tensors that share leading batch
+// dimensions. Each entry is a tensor leaf, a nested TensorDict (whose batch
+// size starts with its parent's), or a non-tensor value (a string, number,
+// bool, nil, or slice or string-keyed map of those, as Python tensordict's
+// NonTensorData).
+//
+// Entries keep their insertion order. A TensorDict is not safe for concurrent
+// use when one goroutine mutates it, exactly like a Go map; concurrent reads
+// are safe.
+type TensorDict struct {
+	batch     []int
+	entries   []entry
+	index     map[string]int
+	locked    bool
+	class     string     // tensorclass name, "" for a plain TensorDict
+	savedPath string     // memmap prefix, kept for memmap.go
+	cons      *consState // set by Consolidate and FromConsolidated
+}
+
+// New returns an empty TensorDict with the given batch size. It panics if a
+// dimension is negative (a programming error).
+func New(batchSize ...int) *TensorDict {
+	for i, d := range batchSize {
+		if d < 0 {
+			panic(fmt.Sprintf("tensordict: New: batch size %v: dimension %d is negative", batchSize, i))
+		}
+	}
+	return newTD(batchSize)
+}
+
+// newTD returns an empty TensorDict holding a copy of batch.
+func newTD(batch []int) *TensorDict {
+	return &TensorDict{batch: append(make([]int, 0, len(batch)), batch...), index: make(map[string]int)}
+}
+
+// BatchSize returns a copy of the batch size: the leading dimensions every
+// leaf shares.
+func (td *TensorDict) BatchSize() []int { return append(make([]int, 0, len(td.batch)), td.batch...) }
+
+// BatchDims returns the number of batch dimensions.
+func (td *TensorDict) BatchDims() int { return len(td.batch) }
+
+// Numel returns the number of elements of the batch: the product of the batch
+// size (1 for an empty batch size).
+func (td *TensorDict) Numel() int {
+	n := 1
+	for _, d := range td.batch {
+		n *= d
+	}
+	return n
+}
+
+// Len returns the number of top-level entries.
+func (td *TensorDict) Len() int { return len(td.entries) }
+
+// ClassName returns the tensorclass name the TensorDict was built from or is
+// to be rebuilt as (see RegisterClass), or "" for a plain TensorDict.
+func (td *TensorDict) ClassName() string { return td.class }
+
+// SetClassName records the tensorclass name of td (see RegisterClass and
+// FromStruct). An empty name makes td a plain TensorDict.
+func (td *TensorDict) SetClassName(name string) { td.class = name }
+
+// setSavedPath records the memmap prefix td was saved to or loaded from.
+func (td *TensorDict) setSavedPath(p string) { td.savedPath = p }
+
+// savedPathValue returns the memmap prefix recorded by setSavedPath.
+func (td *TensorDict) savedPathValue() string { return td.savedPath }
+
+// validKey returns an error if k has no parts.
+func validKey(op string, k Key) error {
+	if len(k) == 0 {
+		return fmt.Errorf("tensordict: %s: empty key", op)
+	}
+	return nil
+}
+
+// find returns the node holding the last part of k and the entry index
+// there, or an error naming k. It does not allocate when k is found.
+func (td *TensorDict) find(op string, k Key) (*TensorDict, int, error) {
+	if len(k) == 0 {
+		return nil, -1, validKey(op, k)
+	}
+	node := td
+	for i := 0; i < len(k)-1; i++ {
+		j, ok := node.index[k[i]]
+		if !ok {
+			return nil, -1, fmt.Errorf("tensordict: %s: key %v: %w (no entry %v)", op, k, ErrNotFound, k[:i+1])
+		}
+		e := &node.entries[j]
+		if e.kind != kindTD {
+			return nil, -1, fmt.Errorf("tensordict: %s: key %v: entry %v is a %v, not a tensordict: %w", op, k, k[:i+1], e.kind, ErrKind)
+		}
+		node = e.td
+	}
+	j, ok := node.index[k[len(k)-1]]
+	if !ok {
+		return nil, -1, fmt.Errorf("tensordict: %s: key %v: %w", op, k, ErrNotFound)
+	}
+	return node, j, nil
+}
+
+// Has reports whether k names an entry of any kind.
+func (td *TensorDict) Has(k Key) bool {
+	_, _, err := td.find("Has", k)
+	return err == nil
+}
+
+// Get returns the tensor leaf named k. The result shares memory with the
+// TensorDict. Get of a nested key does not allocate.
+func (td *TensorDict) Get(k Key) (*tensor.Tensor, error) {
+	node, j, err := td.find("Get", k)
+	if err != nil {
+		return nil, err
+	}
+	e := &node.entries[j]
+	if e.kind != kindTensor {
+		return nil, fmt.Errorf("tensordict: Get: key %v is a %v, not a tensor: %w", k, e.kind, ErrKind)
+	}
+	return e.t, nil
+}
+
+// GetTD returns the nested TensorDict named k (the same object, not a copy).
+func (td *TensorDict) GetTD(k Key) (*TensorDict, error) {
+	node, j, err := td.find("GetTD", k)
+	if err != nil {
+		return nil, err
+	}
+	e := &node.entries[j]
+	if e.kind != kindTD {
+		return nil, fmt.Errorf("tensordict: GetTD: key %v is a %v, not a tensordict: %w", k, e.kind, ErrKind)
+	}
+	return e.td, nil
+}
+
+// GetNonTensor returns the non-tensor value named k, in the canonical form
+// SetNonTensor stores (see SetNonTensor).
+func (td *TensorDict) GetNonTensor(k Key) (any, error) {
+	node, j, err := td.find("GetNonTensor", k)
+	if err != nil {
+		return nil, err
+	}
+	e := &node.entries[j]
+	if e.kind != kindNonTensor {
+		return nil, fmt.Errorf("tensordict: GetNonTensor: key %v is a %v, not a non-tensor value: %w", k, e.kind, ErrKind)
+	}
+	return e.v, nil
+}
+
+// parentFor walks k[:len(k)-1] for a write. It returns the deepest existing
+// node, the number of parts of k it consumed, and the batch size a new entry
+// under k must start with. Missing levels are not created.
+func (td *TensorDict) parentFor(op string, k Key) (node *TensorDict, depth int, err error) {
+	node = td
+	for depth = 0; depth < len(k)-1; depth++ {
+		j, ok := node.index[k[depth]]
+		if !ok {
+			return node, depth, nil
+		}
+		e := &node.entries[j]
+		if e.kind != kindTD {
+			return nil, 0, fmt.Errorf("tensordict: %s: key %v: entry %v is a %v, cannot hold nested entries", op, k, k[:depth+1], e.kind)
+		}
+		node = e.td
+	}
+	return node, depth, nil
+}
+
+// makeLevels creates the missing nested levels k[depth:len(k)-1] below node
+// and returns the node that will hold k's last part.
+func makeLevels(op string, k Key, node *TensorDict, depth int) (*TensorDict, error) {
+	for ; depth < len(k)-1; depth++ {
+		if node.locked {
+			return nil, fmt.Errorf("tensordict: %s: key %v: cannot add %v: %w", op, k, k[:depth+1], ErrLocked)
+		}
+		sub := newTD(node.batch)
+		node.add(k[depth], entry{kind: kindTD, td: sub})
+		node = sub
+	}
+	return node, nil
+}
+
+// add appends or replaces the entry name in td.
+func (td *TensorDict) add(name string, e entry) {
+	e.name = name
+	if j, ok := td.index[name]; ok {
+		td.entries[j] = e
+		return
+	}
+	td.index[name] = len(td.entries)
+	td.entries = append(td.entries, e)
+}
+
+// checkWrite returns an error if writing an entry of kind kd named name into
+// node is refused by its lock.
+func checkWrite(op string, k Key, node *TensorDict, name string, kd kind) error {
+	if !node.locked {
+		return nil
+	}
+	j, ok := node.index[name]
+	if !ok {
+		return fmt.Errorf("tensordict: %s: key %v: cannot add a new entry: %w", op, k, ErrLocked)
+	}
+	if old := node.entries[j].kind; old != kd {
+		return fmt.Errorf("tensordict: %s: key %v: cannot replace a %v by a %v: %w", op, k, old, kd, ErrLocked)
+	}
+	return nil
+}
+
+// hasPrefix reports whether shape starts with prefix.
+func hasPrefix(shape, prefix []int) bool {
+	if len(shape) < len(prefix) {
+		return false
+	}
+	for i, d := range prefix {
+		if shape[i] != d {
+			return false
+		}
+	}
+	return true
+}
+
+// Set stores the tensor v under k, creating missing nested levels (which take
+// the batch size of their parent). v's leading dimensions must equal the
+// batch size of the TensorDict that holds it. An existing entry named k is
+// replaced; v is stored as is, not copied. On a locked TensorDict, Set may
+// only replace an existing tensor leaf.
+func (td *TensorDict) Set(k Key, v *tensor.Tensor) error {
+	if err := validKey("Set", k); err != nil {
+		return err
+	}
+	if v == nil {
+		return fmt.Errorf("tensordict: Set: key %v: nil tensor", k)
+	}
+	node, depth, err := td.parentFor("Set", k)
+	if err != nil {
+		return err
+	}
+	if shape := v.Shape(); !hasPrefix(shape, node.batch) {
+		return fmt.Errorf("tensordict: Set: key %v: tensor shape %v does not start with batch size %v", k, shape, node.batch)
+	}
+	if depth == len(k)-1 {
+		if err := checkWrite("Set", k, node, k[depth], kindTensor); err != nil {
+			return err
+		}
+	}
+	if node, err = makeLevels("Set", k, node, depth); err != nil {
+		return err
+	}
+	node.add(k[len(k)-1], entry{kind: kindTensor, t: v})
+	return nil
+}
+
+// SetTD stores sub as the nested TensorDict k (the same object, not a copy),
+// creating missing levels. sub's batch size must start with the batch size of
+// the TensorDict that holds it.
+func (td *TensorDict) SetTD(k Key, sub *TensorDict) error {
+	if err := validKey("SetTD", k); err != nil {
+		return err
+	}
+	if sub == nil {
+		return fmt.Errorf("tensordict: SetTD: key %v: nil tensordict", k)
+	}
+	if sub == td {
+		return fmt.Errorf("tensordict: SetTD: key %v: a tensordict cannot contain itself", k)
+	}
+	node, depth, err := td.parentFor("SetTD", k)
+	if err != nil {
+		return err
+	}
+	if !hasPrefix(sub.batch, node.batch) {
+		return fmt.Errorf("tensordict: SetTD: key %v: batch size %v does not start with parent batch size %v", k, sub.batch, node.batch)
+	}
+	if sub.contains(td) {
+		return fmt.Errorf("tensordict: SetTD: key %v: the tensordict would contain itself", k)
+	}
+	if depth == len(k)-1 {
+		if err := checkWrite("SetTD", k, node, k[depth], kindTD); err != nil {
+			return err
+		}
+	}
+	if node, err = makeLevels("SetTD", k, node, depth); err != nil {
+		return err
+	}
+	node.add(k[len(k)-1], entry{kind: kindTD, td: sub})
+	return nil
+}
+
+// contains reports whether x is td or one of its nested TensorDicts.
+func (td *TensorDict) contains(x *TensorDict) bool {
+	if td == x {
+		return true
+	}
+	for i := range td.entries {
+		if e := &td.entries[i]; e.kind == kindTD && e.td.contains(x) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetNonTensor stores a non-tensor value under k, creating missing levels.
+// v must be JSON-able: nil, a bool, a string, a number (not NaN or
+// infinite), or a slice, array or string-keyed map of those. It is stored in
+// canonical form: integers as int64 (uint64 above MaxInt64 as float64),
+// floats as float64, slices as []any and maps as map[string]any, so a value
+// read back with GetNonTensor, or after a consolidated round trip, is the
+// same. Python tensordict stores such values as NonTensorData.
+func (td *TensorDict) SetNonTensor(k Key, v any) error {
+	if err := validKey("SetNonTensor", k); err != nil {
+		return err
+	}
+	cv, err := canonical(v, 0)
+	if err != nil {
+		return fmt.Errorf("tensordict: SetNonTensor: key %v: %w", k, err)
+	}
+	node, depth, err := td.parentFor("SetNonTensor", k)
+	if err != nil {
+		return err
+	}
+	if depth == len(k)-1 {
+		if err := checkWrite("SetNonTensor", k, node, k[depth], kindNonTensor); err != nil {
+			return err
+		}
+	}
+	if node, err = makeLevels("SetNonTensor", k, node, depth); err != nil {
+		return err
+	}
+	node.add(k[len(k)-1], entry{kind: kindNonTensor, v: cv})
+	return nil
+}
+
+// SetInPlace copies v into the existing tensor leaf k, which keeps its
+// storage (so a consolidated or memory-mapped TensorDict stays so). v must
+// have the leaf's shape; a different dtype is converted. It is allowed on a
+// locked TensorDict.
+func (td *TensorDict) SetInPlace(k Key, v *tensor.Tensor) error {
+	dst, err := td.Get(k)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return fmt.Errorf("tensordict: SetInPlace: key %v: nil tensor", k)
+	}
+	if v.DType() != dst.DType() {
+		v = v.To(dst.DType())
+	}
+	if err := dst.CopyFrom(v); err != nil {
+		return fmt.Errorf("tensordict: SetInPlace: key %v: %w", k, err)
+	}
+	return nil
+}
+
+// Del removes the entry k (of any kind). It returns an error wrapping
+// ErrNotFound if there is none, and one wrapping ErrLocked if the
+// TensorDict holding it is locked.
+func (td *TensorDict) Del(k Key) error {
+	node, j, err := td.find("Del", k)
+	if err != nil {
+		return err
+	}
+	if node.locked {
+		return fmt.Errorf("tensordict: Del: key %v: %w", k, ErrLocked)
+	}
+	node.remove(j)
+	return nil
+}
+
+// remove deletes entry j, keeping the others in order.
+func (td *TensorDict) remove(j int) {
+	delete(td.index, td.entries[j].name)
+	copy(td.entries[j:], td.entries[j+1:])
+	td.entries[len(td.entries)-1] = entry{}
+	td.entries = td.entries[:len(td.entries)-1]
+	for i := j; i < len(td.entries); i++ {
+		td.index[td.entries[i].name] = i
+	}
+}
+
+// SetBatchSize changes the batch size of td, and of its nested TensorDicts
+// whose batch size equals td's, after checking that every entry fits.
+func (td *TensorDict) SetBatchSize(shape ...int) error {
+	for i, d := range shape {
+		if d < 0 {
+			return fmt.Errorf("tensordict: SetBatchSize: batch size %v: dimension %d is negative", shape, i)
+		}
+	}
+	if err := td.checkBatch(nil, shape); err != nil {
+		return fmt.Errorf("tensordict: SetBatchSize: %w", err)
+	}
+	td.setBatch(shape)
+	return nil
+}
+
+// checkBatch returns an error naming the first entry (below prefix) that does
+// not fit batch size shape.
+func (td *TensorDict) checkBatch(prefix Key, shape []int) error {
+	old := td.batch
+	for i := range td.entries {
+		e := &td.entries[i]
+		switch e.kind {
+		case kindTensor:
+			if s := e.t.Shape(); !hasPrefix(s, shape) {
+				return fmt.Errorf("key %v: tensor shape %v does not start with batch size %v", prefix.child(e.name), s, shape)
+			}
+		case kindTD:
+			sub := e.td.batch
+			if len(sub) == len(old) {
+				if err := e.td.checkBatch(prefix.child(e.name), shape); err != nil {
+					return err
+				}
+			} else if !hasPrefix(sub, shape) {
+				return fmt.Errorf("key %v: batch size %v does not start with batch size %v", prefix.child(e.name), sub, shape)
+			}
+		}
+	}
+	return nil
+}
+
+// setBatch sets the batch size of td and of nested TensorDicts that shared
+// its old batch size.
+func (td *TensorDict) setBatch(shape []int) {
+	old := len(td.batch)
+	td.batch = append(make([]int, 0, len(shape)), shape...)
+	for i := range td.entries {
+		if e := &td.entries[i]; e.kind == kindTD && len(e.td.batch) == old {
+			e.td.setBatch(shape)
+		}
+	}
+}
+
+// Lock forbids adding and removing entries of td and of every nested
+// TensorDict; tensor leaves may still be replaced or written in place
+// (SetInPlace). It returns td.
+func (td *TensorDict) Lock() *TensorDict {
+	td.setLocked(true)
+	return td
+}
+
+// Unlock undoes Lock on td and every nested TensorDict. It returns td.
+func (td *TensorDict) Unlock() *TensorDict {
+	td.setLocked(false)
+	return td
+}
+
+func (td *TensorDict) setLocked(v bool) {
+	td.locked = v
+	for i := range td.entries {
+		if e := &td.entries[i]; e.kind == kindTD {
+			e.td.setLocked(v)
+		}
+	}
+}
+
+// IsLocked reports whether td is locked.
+func (td *TensorDict) IsLocked() bool { return td.locked }
