@@ -224,21 +224,6 @@ func TestSelf(t *testing.T) {
 	}
 }
 
-// childEnv is the environment without the variables of this process's own
-// MPI job, so that a child mpirun starts a fresh job.
-func childEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "OMPI_") && !strings.HasPrefix(k, "OMPI_ALLOW_RUN_AS_ROOT") ||
-			strings.HasPrefix(k, "PMIX_") || strings.HasPrefix(k, "OPAL_") || strings.HasPrefix(k, "ORTE_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
-
 func TestEndToEnd(t *testing.T) {
 	if os.Getenv("MPITEST_SELF") != "" {
 		t.Skip("already a child")
@@ -269,7 +254,7 @@ func TestEndToEnd(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, mpirun, "-np", "2", "--oversubscribe", "--bind-to", "none",
 				"--timeout", "50", os.Args[0], "-test.run", "^TestSelf$", "-test.count", "1")
-			cmd.Env = childEnv("MPITEST_SELF="+test.mode, "TDMPI_TEST_AGREE_TIMEOUT=2s",
+			cmd.Env = CleanEnv("MPITEST_SELF="+test.mode, "TDMPI_TEST_AGREE_TIMEOUT=2s",
 				"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 			start := time.Now()
 			out, err := cmd.CombinedOutput()
@@ -283,4 +268,17 @@ func TestEndToEnd(t *testing.T) {
 			t.Logf("child job ended in %v", elapsed.Round(time.Millisecond))
 		})
 	}
+}
+
+func TestCleanEnv(t *testing.T) {
+	t.Setenv("OMPI_COMM_WORLD_SIZE", "2")
+	t.Setenv("PMIX_RANK", "1")
+	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+	t.Setenv("MPITEST_KEEP", "yes")
+	env := strings.Join(CleanEnv("EXTRA=1"), "\n") + "\n"
+	assert.NotContains(t, env, "OMPI_COMM_WORLD_SIZE=")
+	assert.NotContains(t, env, "PMIX_RANK=")
+	assert.Contains(t, env, "OMPI_ALLOW_RUN_AS_ROOT=1\n")
+	assert.Contains(t, env, "MPITEST_KEEP=yes\n")
+	assert.True(t, strings.HasSuffix(env, "EXTRA=1\n"))
 }

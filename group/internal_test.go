@@ -1,0 +1,117 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package group
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/hpc"
+)
+
+// These tests need no MPI: they check the decisions made before any MPI call.
+
+func TestLaunchError(t *testing.T) {
+	fake := func(vars map[string]string) hpc.Env {
+		return hpc.DetectFrom(func(k string) string { return vars[k] })
+	}
+	for _, test := range []struct {
+		name    string
+		env     hpc.Env
+		size    int
+		wantErr string
+	}{
+		{"singleton", fake(nil), 1, ""},
+		{"mpirun 2 sees 2", fake(map[string]string{"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1"}), 2, ""},
+		{"mpirun 2 sees 1", fake(map[string]string{"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1"}), 1,
+			"group: Init: rank 0 of 1: hpc: mpirun started 2 ranks but MPI sees a world of 1"},
+		{"srun 2 no pmi", fake(map[string]string{"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "0", "SLURM_NTASKS": "2", "SLURM_PROCID": "1"}), 1,
+			"launch with srun --mpi=pmix"},
+		{"srun 4 pmix sees 4", fake(map[string]string{"SLURM_JOB_ID": "5", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "4", "PMIX_RANK": "0"}), 4, ""},
+		{"sbatch script ntasks 2", fake(map[string]string{"SLURM_JOB_ID": "5", "SLURM_NTASKS": "2"}), 1, ""},
+	} {
+		err := launchError(test.env, 0, test.size)
+		if test.wantErr == "" {
+			assert.NoError(t, err, test.name)
+			continue
+		}
+		require.Error(t, err, test.name)
+		assert.Contains(t, err.Error(), test.wantErr, test.name)
+		var le *hpc.LaunchError
+		assert.True(t, errors.As(err, &le), test.name)
+	}
+}
+
+func TestCheckRanks(t *testing.T) {
+	g := &Group{rank: 1, size: 4}
+	for _, test := range []struct {
+		ranks   []int
+		wantErr string
+	}{
+		{[]int{1}, ""},
+		{[]int{3, 1, 0}, ""},
+		{[]int{0, 1, 2, 3}, ""},
+		{nil, "group: New: rank 1 of 4: empty rank list"},
+		{[]int{1, 4}, "group: New: rank 1 of 4: ranks[1] = 4 is out of range [0,4)"},
+		{[]int{-1, 1}, "ranks[0] = -1 is out of range [0,4)"},
+		{[]int{1, 2, 1}, "ranks[2] = 1 repeats ranks[0]"},
+		{[]int{0, 2}, "ranks [0 2] do not hold the caller's rank 1"},
+	} {
+		err := g.checkRanks(test.ranks)
+		if test.wantErr == "" {
+			assert.NoError(t, err, "ranks %v", test.ranks)
+			continue
+		}
+		require.Error(t, err, "ranks %v", test.ranks)
+		assert.Contains(t, err.Error(), test.wantErr)
+	}
+	assert.ErrorIs(t, g.checkRanks([]int{0}), ErrNotMember)
+}
+
+func TestCreateTag(t *testing.T) {
+	seen := map[int]bool{}
+	for _, ranks := range [][]int{{0}, {1}, {0, 1}, {1, 0}, {0, 2}, {0, 1, 2, 3}} {
+		tag := createTag(ranks)
+		assert.GreaterOrEqual(t, tag, createTagBase)
+		assert.Less(t, tag, createTagBase+createTagCount)
+		assert.LessOrEqual(t, tag, 32767, "MPI guarantees tags up to 32767 only")
+		assert.Equal(t, tag, createTag(ranks), "deterministic")
+		seen[tag] = true
+	}
+	assert.Greater(t, len(seen), 3, "different lists mostly get different tags")
+}
+
+func TestExclusiveAndLock(t *testing.T) {
+	g := &Group{}
+	inside := 0
+	maxInside := 0
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 100 {
+				_ = g.Exclusive(func() error {
+					inside++
+					maxInside = max(maxInside, inside)
+					inside--
+					return nil
+				})
+				g.Lock()
+				inside++
+				maxInside = max(maxInside, inside)
+				inside--
+				g.Unlock()
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	assert.Equal(t, 1, maxInside)
+	want := errors.New("from f")
+	assert.Same(t, want, g.Exclusive(func() error { return want }))
+}
