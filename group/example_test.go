@@ -1,0 +1,95 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package group_test
+
+import (
+	"fmt"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// Start MPI, then reduce over the world. Run with any number of ranks:
+// go run . or mpirun -np 4 ./prog.
+func Example() {
+	g, err := group.Init()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// In a program: defer group.Finalize()
+
+	sum := []int{g.Rank()}
+	if err := mpi.Allreduce(g.Comm(), nil, sum, mpi.OpSum); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(sum[0] == g.Size()*(g.Size()-1)/2)
+	// Output:
+	// true
+}
+
+// Each rank makes the subgroup of itself alone; only members call New.
+func ExampleGroup_New() {
+	g := group.World()
+	self, err := g.New([]int{g.Rank()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer self.Free()
+	w, _ := self.WorldRank(0)
+	fmt.Println(self.Size(), self.Rank(), w == g.Rank())
+
+	_, err = g.New([]int{g.Size()})
+	fmt.Println(err != nil)
+	// Output:
+	// 1 0 true
+	// true
+}
+
+// Split the world into even and odd ranks.
+func ExampleGroup_Split() {
+	g := group.World()
+	half, err := g.Split(g.Rank()%2, g.Rank())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer half.Free()
+	w, _ := half.WorldRank(half.Rank())
+	fmt.Println(w == g.Rank(), half.Rank() == g.Rank()/2)
+	// Output:
+	// true true
+}
+
+// Exclusive keeps a two-message protocol on the library communicator
+// together when several goroutines use the same group.
+func ExampleGroup_Exclusive() {
+	g := group.World()
+	err := g.Exclusive(func() error {
+		if g.Size() < 2 {
+			return nil
+		}
+		hdr, data := []int64{3}, []float64{1, 2, 3}
+		switch g.Rank() {
+		case 0:
+			if err := mpi.Send(g.LibComm(), hdr, 1, 1); err != nil {
+				return err
+			}
+			return mpi.Send(g.LibComm(), data, 1, 2)
+		case 1:
+			if _, err := mpi.Recv(g.LibComm(), hdr, 0, 1); err != nil {
+				return err
+			}
+			buf := make([]float64, hdr[0])
+			_, err := mpi.Recv(g.LibComm(), buf, 0, 2)
+			return err
+		}
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// <nil>
+}
