@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"unicode/utf8"
 )
 
 // maxValueDepth bounds the nesting of non-tensor values stored by
@@ -21,7 +22,12 @@ func canonical(v any, depth int) (any, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
-	case bool, string, int64:
+	case bool, int64:
+		return x, nil
+	case string:
+		if !utf8.ValidString(x) {
+			return nil, fmt.Errorf("non-tensor string %q is not valid UTF-8", x)
+		}
 		return x, nil
 	case int:
 		return int64(x), nil
@@ -43,6 +49,9 @@ func canonical(v any, depth int) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
+			if !utf8.ValidString(k) {
+				return nil, fmt.Errorf("non-tensor map key %q is not valid UTF-8", k)
+			}
 			c, err := canonical(e, depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("field %q: %w", k, err)
@@ -61,7 +70,7 @@ func canonicalReflect(rv reflect.Value, depth int) (any, error) {
 	case reflect.Bool:
 		return rv.Bool(), nil
 	case reflect.String:
-		return rv.String(), nil
+		return canonical(rv.String(), depth)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return rv.Int(), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
@@ -97,6 +106,9 @@ func canonicalReflect(rv reflect.Value, depth int) (any, error) {
 		out := make(map[string]any, rv.Len())
 		it := rv.MapRange()
 		for it.Next() {
+			if !utf8.ValidString(it.Key().String()) {
+				return nil, fmt.Errorf("non-tensor map key %q is not valid UTF-8", it.Key().String())
+			}
 			c, err := canonical(it.Value().Interface(), depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("field %q: %w", it.Key().String(), err)

@@ -1,0 +1,64 @@
+// Package tensordict provides TensorDict, an ordered tree of named tensors
+// that share leading batch dimensions: the Go port of Python tensordict's
+// TensorDict, with its consolidated format, tensorclasses, memory-mapped
+// saving and distributed communication over MPI.
+//
+// # Keys and entries
+//
+// An entry is a tensor leaf (*tensor.Tensor), a nested TensorDict or a
+// non-tensor value (a JSON-able Go value, Python's NonTensorData). A Key
+// names an entry; K("a", "b") is the nested key ("a", "b") of Python. Set
+// creates missing nested levels, and checks that each leaf's leading
+// dimensions equal the batch size of the TensorDict that holds it. Entries
+// keep insertion order; Keys lists them depth first, a nested TensorDict
+// before its entries, like Python's keys(include_nested=True).
+//
+//	td := tensordict.New(2)
+//	td.Set(tensordict.K("a", "b"), tensor.Ones(tensor.Float32, 2))
+//	td.Set(tensordict.K("c"), tensor.Ones(tensor.Float32, 2))
+//	td.Keys() // a, c
+//
+// Operations that transform a whole TensorDict (Expand, Contiguous, Clone,
+// To, Apply, Index, Slice, Mask, IndexSelect, Stack, Unbind, Eq, EqScalar)
+// return a new TensorDict; leaves are views where torch makes views.
+//
+// # Locking
+//
+// Lock forbids adding and removing entries (Set of a new key, Del) at every
+// level; SetInPlace still writes into existing leaves. A locked TensorDict
+// is what a receiver keeps when it reuses a consolidated buffer.
+//
+// # Consolidation
+//
+// Consolidate packs every leaf, depth first in insertion order, into one
+// byte storage, each leaf's little-endian bytes padded with zeros to a
+// multiple of 8, and describes them with Python tensordict's consolidated
+// metadata tree (ConsolidatedMetadata), as JSON. Layout computes that
+// metadata and the storage size without copying, ConsolidateInto packs into
+// a caller's buffer, and FromConsolidated rebuilds a TensorDict of views over
+// a storage. SaveConsolidated and LoadConsolidated use the single-file format
+// of Python's consolidate(filename=...): [storage][metadata JSON][int64 LE
+// length]. Files and peers are untrusted: FromConsolidated and
+// LoadConsolidated check every field before use and bound what they
+// allocate. Signature, StructureHash and DiffStructure compare structures,
+// so that peers can detect a mismatch instead of reinterpreting bytes.
+//
+// # Tensorclasses
+//
+// A Go struct whose exported fields are *tensor.Tensor, nested structs (or
+// pointers to them), *TensorDict or non-tensor values is a tensorclass:
+// FromStruct turns it into a TensorDict, ToStruct and As turn a TensorDict
+// back into it. Entries are named after the fields or by the tag
+// `td:"name"`; `td:"-"` skips a field; a []int field tagged `td:",batch"`
+// holds the batch size (else WithBatchSize, else empty; nested structs
+// without one take their parent's). RegisterClass names a struct type, and a
+// TensorDict built from it remembers that name (ClassName), which travels
+// with it (as Python's _tensorclass_type), so that a receiver can rebuild the
+// right type with Lookup or Instantiate.
+//
+// # Concurrency
+//
+// A TensorDict is not safe for concurrent use if any goroutine mutates it
+// (Set, Del, Lock, SetInPlace ...), exactly like a Go map; concurrent reads
+// are safe.
+package tensordict
