@@ -46,6 +46,8 @@ TEST_NPS ?= 2 4
 MPIRUN ?= mpirun
 # Seconds mpirun lets one test binary or program run before aborting the job.
 MPI_TIMEOUT ?= 300
+# Seconds mpirun lets one example run (make examples).
+EXAMPLE_TIMEOUT ?= 60
 # Seconds one whole step (a go test command) may take before timeout kills it.
 STEP_TIMEOUT ?= 1200
 # --bind-to none: a rank bound to one core sees GOMAXPROCS=1.
@@ -61,7 +63,8 @@ BENCHTIME ?= 1s
 # Arguments of `tdmpi bench`, run by `make bench` once cmd/tdmpi exists.
 TDMPI_BENCH ?= $(wildcard cmd/tdmpi/main.go)
 TDMPI_BENCH_ARGS ?=
-# Which tests `make race` runs.
+# Which packages (alone, then MPI_PKGS under mpirun) and tests `make race` runs.
+RACE_PKGS ?= ./...
 RACE_RUN ?= .
 
 # The steps of `make test`, in order. All run; the summary names the failures.
@@ -150,7 +153,7 @@ examples-build: deps ## build every examples/*/ program into BIN/examples/
 
 .PHONY: examples
 examples: deps ## run every example with its declared np (// np: N), shared memory and TCP
-	TDMPI_MPI_TIMEOUT=60 hpc/scripts/examples.sh run
+	TDMPI_MPI_TIMEOUT=$(EXAMPLE_TIMEOUT) hpc/scripts/examples.sh run
 
 .PHONY: fuzz
 fuzz: ## fuzz every Fuzz target of the module for FUZZTIME each (found automatically)
@@ -164,8 +167,8 @@ lint: ## gofmt -l must print nothing; go vet; bash -n on the shell scripts
 	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch .ci/run; do bash -n "$$f"; done
 
 .PHONY: race
-race: deps ## go test -race: every package alone, then MPI_PKGS under mpirun -np 2
-	$(timeout) $(GO) test -count=1 -race -run '$(RACE_RUN)' ./...
+race: deps ## go test -race: RACE_PKGS alone, then MPI_PKGS under mpirun -np 2
+	$(timeout) $(GO) test -count=1 -race -run '$(RACE_RUN)' $(RACE_PKGS)
 	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
 	if [[ -z "$$pkgs" ]]; then echo "race: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
 	$(timeout) $(GO) test -count=1 -race -p 1 -run '$(RACE_RUN)' -exec "$(MPIEXEC) -np 2" $$pkgs

@@ -26,7 +26,8 @@ scripts=$root/hpc/scripts
 example=${1:-hello}
 BIN=${TDMPI_BIN:-bin}
 JOB_WAIT=${TDMPI_SLURM_JOB_WAIT:-120}
-prog=$root/$BIN/examples/$example
+[[ "$BIN" == /* ]] || BIN=$root/$BIN
+prog=$BIN/examples/$example
 
 [[ -x "$prog" ]] || {
 	echo "slurm-test: $prog does not exist; run: hpc/scripts/examples.sh build $example" >&2
