@@ -4,8 +4,10 @@
 # Usage: hpc/scripts/slurm-local.sh up|down|status|env
 #
 #   up      start munged, slurmctld and slurmd (if not already running), then wait
-#           until munge answers, `scontrol ping` says UP and the node is idle
-#   down    stop the three daemons through their pid files and wait for them to exit
+#           until munge answers, `scontrol ping` says UP and sinfo shows the node idle
+#           (or busy with jobs, when the cluster was already up)
+#   down    cancel the cluster's jobs, then stop the three daemons through their pid
+#           files and wait for them to exit
 #   status  print which daemons run, the node state and the SLURM_CONF to use
 #   env     print `export SLURM_CONF=...`, for: eval "$(hpc/scripts/slurm-local.sh env)"
 #
@@ -70,7 +72,9 @@ wait_for() {
 
 munge_ok() { munge -n --socket="$MUNGE_SOCKET" | unmunge --socket="$MUNGE_SOCKET"; }
 ctld_ok() { scontrol ping | grep -q 'is UP'; }
-node_idle() { [[ "$(sinfo -h -N -o '%t' | sort -u)" == idle ]]; }
+# node_ready succeeds when the node is up: idle on a fresh cluster, or running jobs
+# (mix, alloc, comp) on one in use; down, drained or not responding (*) all fail.
+node_ready() { [[ "$(sinfo -h -N -o '%t' | sort -u)" =~ ^(idle|mix|alloc|comp)$ ]]; }
 
 require() {
 	[[ "$(id -u)" -eq 0 ]] || die "must run as root (SlurmUser=root, munged runs as user munge)"
@@ -160,7 +164,7 @@ up() {
 	require
 	local t0=$SECONDS
 	if alive "$MUNGE_PID" munged && alive "$CTLD_PID" slurmctld && alive "$SLURMD_PID" slurmd &&
-		munge_ok >/dev/null 2>&1 && ctld_ok && node_idle; then
+		munge_ok >/dev/null 2>&1 && ctld_ok && node_ready; then
 		log "already up ($CONF)"
 		return 0
 	fi
@@ -178,7 +182,7 @@ up() {
 		}
 		slurmd -f "$CONF"
 	fi
-	wait_for "$WAIT" "node idle in sinfo" node_idle || {
+	wait_for "$WAIT" "node idle in sinfo" node_ready || {
 		sinfo -N >&2 || true
 		tail -n 20 "$BASE/log/slurmd.log" >&2 || true
 		die "node did not become idle"
@@ -216,7 +220,21 @@ stop() {
 	done
 }
 
+# cancel_jobs cancels every job of the cluster and waits (at most 15 s) until none is
+# left, so that stopping slurmd leaves no job step or rank behind.
+cancel_jobs() {
+	alive "$CTLD_PID" slurmctld || return 0
+	[[ -n "$(squeue -h -o %i 2>/dev/null || true)" ]] || return 0
+	log "cancelling jobs: $(squeue -h -o %i | tr '\n' ' ')"
+	scancel --partition=debug 2>/dev/null || true
+	local deadline=$((SECONDS + 15))
+	while [[ -n "$(squeue -h -o %i 2>/dev/null || true)" ]] && ((SECONDS < deadline)); do
+		sleep 0.2
+	done
+}
+
 down() {
+	cancel_jobs
 	stop "$SLURMD_PID:slurmd" "$CTLD_PID:slurmctld" "$MUNGE_PID:munged"
 	rm -f "$MUNGE_SOCKET" "$MUNGE_SOCKET.lock"
 }
