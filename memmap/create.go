@@ -37,6 +37,9 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 		}
 		if filename != "" {
 			if abs, err := filepath.Abs(filename); err == nil && abs == f.path {
+				if !t.IsContiguous() || t.Offset() != 0 {
+					return nil, fmt.Errorf("memmap: FromTensor %s: the tensor is a strided or offset view of that same file; copy it first", abs)
+				}
 				return t, nil
 			}
 		}
@@ -53,7 +56,7 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 	if fd == nil {
 		return f.newTensor(src.DType(), src.Shape())
 	}
-	defer fd.Close()
+	defer fd.close()
 	if src.IsContiguous() {
 		// write(2) into the page cache is faster than faulting in fresh
 		// pages of a mapping and copying into them.
@@ -61,11 +64,11 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 		if err != nil {
 			return nil, cleanup(f, fd, fmt.Errorf("memmap: FromTensor: %w", err))
 		}
-		if _, err := fd.WriteAt(b, 0); err != nil {
+		if _, err := fd.f.WriteAt(b, 0); err != nil {
 			return nil, cleanup(f, fd, fmt.Errorf("memmap: FromTensor: writing %s: %w", f.describe(), err))
 		}
 	}
-	if err := f.mapFd(fd, nb, false); err != nil {
+	if err := f.mapFd(fd.f, nb, false); err != nil {
 		return nil, cleanup(f, fd, err)
 	}
 	out, err := f.newTensor(src.DType(), src.Shape())
@@ -77,6 +80,10 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 			_ = out.Storage().Release()
 			return nil, cleanup(f, fd, fmt.Errorf("memmap: FromTensor: %w", err))
 		}
+	}
+	if err := fd.commit(f); err != nil {
+		_ = out.Storage().Release()
+		return nil, cleanup(f, fd, err)
 	}
 	return out, nil
 }
@@ -95,8 +102,11 @@ func Empty(dt tensor.DType, filename string, shape []int, opts ...Option) (*tens
 		return nil, err
 	}
 	if fd != nil {
-		defer fd.Close()
-		if err := f.mapFd(fd, nb, false); err != nil {
+		defer fd.close()
+		if err := f.mapFd(fd.f, nb, false); err != nil {
+			return nil, cleanup(f, fd, err)
+		}
+		if err := fd.commit(f); err != nil {
 			return nil, cleanup(f, fd, err)
 		}
 	}
@@ -171,11 +181,36 @@ func FromFile(filename string, dt tensor.DType, shape []int, opts ...Option) (*t
 	return f.newTensor(dt, shape)
 }
 
+// newFd is a file being made for a new tensor. When an existing file is
+// overwritten (ExistsOK), the new content goes to a temporary file that
+// commit renames over the old one, so that mappings of the old file stay
+// valid and the old content is replaced all at once.
+type newFd struct {
+	f    *os.File
+	tmp  string // temporary name to rename to the File's path, or ""
+	path string
+}
+
+func (n *newFd) close() { n.f.Close() }
+
+// commit puts the file in place: a no-op unless it replaces an existing one.
+func (n *newFd) commit(f *File) error {
+	if n.tmp == "" {
+		return nil
+	}
+	if err := os.Rename(n.tmp, n.path); err != nil {
+		return fmt.Errorf("memmap: replacing %s: %w", n.path, err)
+	}
+	n.tmp = ""
+	return nil
+}
+
 // newFile prepares the File for a new tensor of nb bytes. For nb == 0 it
-// creates nothing and returns a nil *os.File. Otherwise it returns the open
-// file, sized to nb bytes (named files are created exclusively unless
-// o.existsOK; anonymous ones are unlinked at once).
-func newFile(filename string, nb int, op string, o options) (*File, *os.File, error) {
+// creates nothing and returns a nil *newFd. Otherwise the file is open and
+// sized to nb bytes: named files are created exclusively, or with
+// o.existsOK written under a temporary name when the file exists; anonymous
+// ones are unlinked at once.
+func newFile(filename string, nb int, op string, o options) (*File, *newFd, error) {
 	if filename == "" {
 		f := &File{}
 		if nb == 0 {
@@ -185,7 +220,7 @@ func newFile(filename string, nb int, op string, o options) (*File, *os.File, er
 		if err != nil {
 			return nil, nil, fmt.Errorf("memmap: %s: %w", op, err)
 		}
-		return f, fd, nil
+		return f, &newFd{f: fd}, nil
 	}
 	abs, err := filepath.Abs(filename)
 	if err != nil {
@@ -197,50 +232,55 @@ func newFile(filename string, nb int, op string, o options) (*File, *os.File, er
 		// loader rebuilds it from its metadata.
 		return f, nil, nil
 	}
-	fd, err := createFile(abs, op, o.existsOK)
+	nf, err := createFile(abs, op, o.existsOK)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := fd.Truncate(int64(nb)); err != nil {
-		fd.Close()
+	if err := nf.f.Truncate(int64(nb)); err != nil {
+		nf.f.Close()
+		nf.remove()
 		return nil, nil, fmt.Errorf("memmap: %s %s: sizing to %d bytes: %w", op, abs, nb, err)
 	}
-	return f, fd, nil
+	return f, nf, nil
 }
 
-// createFile creates path exclusively (O_CREAT|O_EXCL), or, with existsOK,
-// opens an existing regular file and empties it. Symbolic links are refused.
-func createFile(path, op string, existsOK bool) (*os.File, error) {
-	const base = os.O_RDWR | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	fd, err := os.OpenFile(path, base|os.O_CREATE|os.O_EXCL, 0o666)
+// remove deletes the file n created.
+func (n *newFd) remove() {
+	if n.tmp != "" {
+		os.Remove(n.tmp)
+	} else if n.path != "" {
+		os.Remove(n.path)
+	}
+}
+
+// createFile creates path exclusively (O_CREAT|O_EXCL), or, with existsOK
+// and an existing regular file there, a temporary file beside it to be
+// renamed over it. Symbolic links are refused.
+func createFile(path, op string, existsOK bool) (*newFd, error) {
+	const flags = os.O_RDWR | os.O_CREATE | os.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := os.OpenFile(path, flags, 0o666)
 	if err == nil {
-		return fd, nil
+		return &newFd{f: fd, path: path}, nil
 	}
 	if !errors.Is(err, fs.ErrExist) {
 		return nil, openError(op, path, err)
 	}
-	if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("memmap: %s: %w", op, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, fmt.Errorf("memmap: %s %s: refusing to write through a symbolic link", op, path)
-	}
-	if !existsOK {
+	case !existsOK:
 		return nil, fmt.Errorf("memmap: %s %s: file already exists (pass ExistsOK to overwrite)", op, path)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("memmap: %s %s: not a regular file (%v)", op, path, fi.Mode().Type())
 	}
-	fd, err = os.OpenFile(path, base, 0)
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return nil, openError(op, path, err)
-	}
-	fi, err := fd.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("not a regular file (%v)", fi.Mode().Type())
-	}
-	if err == nil {
-		err = fd.Truncate(0)
-	}
-	if err != nil {
-		fd.Close()
 		return nil, fmt.Errorf("memmap: %s %s: %w", op, path, err)
 	}
-	return fd, nil
+	return &newFd{f: tmp, tmp: tmp.Name(), path: path}, nil
 }
 
 // openError reports a failed open, naming symbolic links plainly.
@@ -292,12 +332,10 @@ func (f *File) mapFd(fd *os.File, n int, private bool) error {
 	return nil
 }
 
-// cleanup undoes a half-made File after err: unmaps it and removes a file it
-// created. It returns err.
-func cleanup(f *File, fd *os.File, err error) error {
+// cleanup undoes a half-made File after err: unmaps it and removes the file
+// it created. It returns err.
+func cleanup(f *File, fd *newFd, err error) error {
 	_ = f.unmap()
-	if f.path != "" {
-		_ = os.Remove(f.path)
-	}
+	fd.remove()
 	return err
 }

@@ -108,7 +108,7 @@ func TestExclusiveCreateAndExistsOK(t *testing.T) {
 	defer Close(z)
 	d, err := tensor.Data[int16](z)
 	require.NoError(t, err)
-	assert.Equal(t, []int16{0, 0, 0, 0, 0}, d, "ExistsOK truncates the old content")
+	assert.Equal(t, []int16{0, 0, 0, 0, 0}, d, "ExistsOK replaces the old content")
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.EqualValues(t, 10, fi.Size())
@@ -252,4 +252,37 @@ func TestEmptyBadArguments(t *testing.T) {
 	assert.ErrorContains(t, err, "invalid dtype")
 	_, err = Empty(tensor.Float32, filepath.Join(t.TempDir(), "no", "dir", "x"), []int{2})
 	assert.ErrorContains(t, err, "no such file")
+}
+
+func TestExistsOKKeepsOldMappingsValid(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.memmap")
+	old, err := Full(tensor.Int32, 5, path, []int{1000})
+	require.NoError(t, err)
+	defer Close(old)
+	nw, err := Full(tensor.Int32, 6, path, []int{10}, ExistsOK())
+	require.NoError(t, err)
+	defer Close(nw)
+	od, err := tensor.Data[int32](old)
+	require.NoError(t, err)
+	assert.Equal(t, int32(5), od[999], "the old mapping keeps its file")
+	again, err := FromFile(path, tensor.Int32, []int{10})
+	require.NoError(t, err)
+	defer Close(again)
+	ad, _ := tensor.Data[int32](again)
+	assert.Equal(t, int32(6), ad[9])
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, ents, 1, "no temporary file is left")
+}
+
+func TestFromTensorRefusesOverwritingItsOwnView(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.memmap")
+	m, err := Full(tensor.Int64, 1, path, []int{4, 1})
+	require.NoError(t, err)
+	defer Close(m)
+	ex, err := m.Expand(4, 3)
+	require.NoError(t, err)
+	_, err = FromTensor(ex, path, ExistsOK())
+	assert.ErrorContains(t, err, "view of that same file")
 }

@@ -481,7 +481,14 @@ func convertNumbers(v any) (any, error) {
 // the same directory, synced, then renamed over path, and the directory
 // synced. After a crash, path holds either its old content or data, never a
 // part of it. A symbolic link at path is refused.
-func WriteMeta(path string, data []byte) error {
+func WriteMeta(path string, data []byte) error { return writeMeta(path, data, true) }
+
+// WriteMetaNoSync is WriteMeta without the syncs: the rename still makes
+// the change all at once for other processes, but a power failure may lose
+// or garble it.
+func WriteMetaNoSync(path string, data []byte) error { return writeMeta(path, data, false) }
+
+func writeMeta(path string, data []byte, sync bool) error {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return fmt.Errorf("memmap: %s: refusing to replace a symbolic link", path)
 	}
@@ -501,8 +508,10 @@ func WriteMeta(path string, data []byte) error {
 	if err := tmp.Chmod(0o644); err != nil {
 		return fail(err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
+	if sync {
+		if err := tmp.Sync(); err != nil {
+			return fail(err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fail(err)
@@ -510,6 +519,9 @@ func WriteMeta(path string, data []byte) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("memmap: writing %s: %w", path, err)
+	}
+	if !sync {
+		return nil
 	}
 	return SyncDir(dir)
 }

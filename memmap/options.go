@@ -9,9 +9,12 @@ type options struct {
 }
 
 // ExistsOK lets FromTensor, Empty, Zeros and Full overwrite an existing
-// regular file (tensordict's existsok=True). Without it a file is created
-// exclusively, and an existing one is an error. A symbolic link is refused
-// either way.
+// regular file (tensordict's existsok=True). The new content is written
+// under a temporary name in the same directory and renamed over the old
+// file, so the file changes all at once and tensors still mapping the old
+// file keep their content. Without ExistsOK a file is created exclusively
+// (O_CREAT|O_EXCL), and an existing one is an error. A symbolic link is
+// refused either way.
 func ExistsOK() Option { return func(o *options) { o.existsOK = true } }
 
 // Private makes FromFile map the file copy-on-write (MAP_PRIVATE) even when it

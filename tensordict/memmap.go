@@ -1,0 +1,385 @@
+package tensordict
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/tdmpi/tdmpi/memmap"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// Memmap returns a locked copy of td whose tensors are memory-mapped files in
+// the directory prefix, written in Python tensordict's layout so that
+// TensorDict.load_memmap reads it and LoadMemmap reads what Python writes
+// (see package memmap for the format):
+//
+//	prefix/meta.json           batch size, entries in order
+//	prefix/<key>.memmap        one file per tensor leaf, raw little-endian
+//	prefix/<key>/meta.json     one directory per nested TensorDict, and per
+//	                           non-tensor value (NonTensorData)
+//
+// Keys are file-name encoded (memmap.EncodeKey), so any key, "a/b" or ".."
+// included, names a file inside its directory. The keys "shape", "device"
+// and "_type" clash with meta.json's own members and are refused.
+//
+// Several goroutines write the tensor files (MemmapWorkers). The write is
+// crash-safe: tensor files are written and synced first, then each
+// meta.json is written under a temporary name, synced and renamed into
+// place, children before parents and the root last. A Memmap interrupted at
+// any point leaves a directory that either loads as td or does not load.
+//
+// An empty prefix maps every leaf anonymously (shared memory, no files, no
+// metadata). The result is a new TensorDict; td is unchanged.
+func (td *TensorDict) Memmap(prefix string, opts ...MemmapOption) (*TensorDict, error) {
+	return td.memmapTo("Memmap", prefix, false, false, memmapOptions(opts))
+}
+
+// MemmapInPlace is Memmap that replaces td's own leaves by their
+// memory-mapped copies and locks td, like tensordict's memmap_. It returns
+// td. Leaves already mapped to their target file are kept as they are.
+func (td *TensorDict) MemmapInPlace(prefix string, opts ...MemmapOption) (*TensorDict, error) {
+	return td.memmapTo("MemmapInPlace", prefix, true, false, memmapOptions(opts))
+}
+
+// MemmapLike is Memmap without copying the tensors' content: every file is
+// allocated with the leaf's size and reads as zeros (tensordict's
+// memmap_like). Non-tensor values are written as they are.
+func (td *TensorDict) MemmapLike(prefix string, opts ...MemmapOption) (*TensorDict, error) {
+	return td.memmapTo("MemmapLike", prefix, false, true, memmapOptions(opts))
+}
+
+// SavedPath returns the directory td was saved to by Memmap or loaded from by
+// LoadMemmap, or "" (also for an anonymous Memmap).
+func (td *TensorDict) SavedPath() string { return td.savedPathValue() }
+
+// IsMemmap reports whether td is locked and every tensor leaf, nested ones
+// included, is memory-mapped (see package memmap). Unlocking td makes it
+// false, as in tensordict. A TensorDict without leaves is memory-mapped when
+// it is locked and has a saved path.
+func (td *TensorDict) IsMemmap() bool {
+	if !td.locked {
+		return false
+	}
+	leaves := 0
+	ok := td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
+		leaves++
+		if !memmap.Is(n.entries[j].t) {
+			return errNotMapped
+		}
+		return nil
+	}) == nil
+	return ok && (leaves > 0 || td.savedPathValue() != "")
+}
+
+var errNotMapped = errors.New("not memory-mapped")
+
+// mmNode is one directory of a Memmap in progress.
+type mmNode struct {
+	src  *TensorDict
+	dst  *TensorDict
+	dir  string // "" for an anonymous Memmap
+	meta memmap.TensorDictMeta
+	kids []*mmNode
+	nts  []mmNonTensor
+}
+
+// mmNonTensor is one NonTensorData directory to write.
+type mmNonTensor struct {
+	dir  string
+	data []byte
+}
+
+// mmLeaf is one tensor file to write.
+type mmLeaf struct {
+	key  Key
+	src  *tensor.Tensor
+	path string // "" for an anonymous mapping
+	node *TensorDict
+	idx  int
+	out  *tensor.Tensor
+}
+
+func (td *TensorDict) memmapTo(op, prefix string, inPlace, like bool, cfg memmapConfig) (*TensorDict, error) {
+	if prefix != "" {
+		abs, err := filepath.Abs(prefix)
+		if err != nil {
+			return nil, fmt.Errorf("tensordict: %s: %w", op, err)
+		}
+		prefix = abs
+	}
+	var leaves []*mmLeaf
+	root, err := planMemmap(op, td, nil, prefix, inPlace, &leaves, 0)
+	if err != nil {
+		return nil, err
+	}
+	if prefix != "" {
+		if err := prepareDirs(op, root, cfg.existsOK, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeLeaves(op, leaves, like, cfg); err != nil {
+		return nil, err
+	}
+	for _, l := range leaves {
+		l.node.entries[l.idx].t = l.out
+	}
+	if prefix != "" {
+		if err := writeMetas(op, root, cfg); err != nil {
+			for _, l := range leaves {
+				if l.out != l.src {
+					_ = memmap.Close(l.out)
+				}
+				l.node.entries[l.idx].t = l.src
+			}
+			return nil, err
+		}
+	}
+	root.dst.Lock()
+	setSavedPaths(root)
+	return root.dst, nil
+}
+
+// maxMemmapDepth bounds the nesting Memmap and LoadMemmap follow.
+const maxMemmapDepth = 1000
+
+// planMemmap builds the directory tree for td and the list of leaves to
+// write, and the destination TensorDicts (td itself in place).
+func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, leaves *[]*mmLeaf, depth int) (*mmNode, error) {
+	if depth > maxMemmapDepth {
+		return nil, fmt.Errorf("tensordict: %s: key %v: nested deeper than %d levels", op, key, maxMemmapDepth)
+	}
+	n := &mmNode{src: td, dir: dir}
+	n.meta = memmap.TensorDictMeta{BatchSize: td.BatchSize(), Device: "cpu"}
+	if inPlace {
+		n.dst = td
+	} else {
+		n.dst = newTD(td.batch)
+		n.dst.class = td.class
+	}
+	for i := range td.entries {
+		e := &td.entries[i]
+		k := key.child(e.name)
+		if dir != "" {
+			if memmap.IsReservedKey(e.name) {
+				return nil, fmt.Errorf("tensordict: %s: key %v: %q is a member of meta.json and cannot name an entry", op, k, e.name)
+			}
+			if !utf8.ValidString(e.name) {
+				return nil, fmt.Errorf("tensordict: %s: key %v: not valid UTF-8, cannot be written to meta.json", op, k)
+			}
+		}
+		sub := ""
+		switch e.kind {
+		case kindTensor:
+			if e.t.Storage().Released() {
+				return nil, fmt.Errorf("tensordict: %s: key %v: storage was released", op, k)
+			}
+			if dir != "" {
+				sub = memmap.KeyPath(dir, e.name, ".memmap")
+				n.meta.Entries = append(n.meta.Entries, memmap.Entry{Key: e.name,
+					Leaf: &memmap.Leaf{Device: "cpu", Shape: e.t.Shape(), DType: e.t.DType()}})
+			}
+			j := i
+			if !inPlace {
+				j = len(n.dst.entries)
+				n.dst.add(e.name, entry{kind: kindTensor, t: e.t})
+			}
+			*leaves = append(*leaves, &mmLeaf{key: k, src: e.t, path: sub, node: n.dst, idx: j})
+		case kindTD:
+			if dir != "" {
+				sub = memmap.KeyPath(dir, e.name, "")
+				n.meta.Entries = append(n.meta.Entries, memmap.Entry{Key: e.name, Kind: memmap.KindTensorDict})
+			}
+			kid, err := planMemmap(op, e.td, k, sub, inPlace, leaves, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.kids = append(n.kids, kid)
+			if !inPlace {
+				n.dst.add(e.name, entry{kind: kindTD, td: kid.dst})
+			}
+		case kindNonTensor:
+			if dir != "" {
+				data, err := memmap.MarshalPython(e.v)
+				if err != nil {
+					return nil, fmt.Errorf("tensordict: %s: key %v: %w", op, k, err)
+				}
+				n.meta.Entries = append(n.meta.Entries, memmap.Entry{Key: e.name, Kind: memmap.KindNonTensorData})
+				n.nts = append(n.nts, mmNonTensor{dir: memmap.KeyPath(dir, e.name, ""), data: data})
+			}
+			if !inPlace {
+				n.dst.add(e.name, entry{kind: kindNonTensor, v: e.v})
+			}
+		}
+	}
+	return n, nil
+}
+
+// prepareDirs creates the node directories, refusing symbolic links and
+// non-directories, and checks for (or, with existsOK, removes) the meta.json
+// files of an earlier save, top-down, before any data is written.
+func prepareDirs(op string, n *mmNode, existsOK, root bool) error {
+	dirs := []string{n.dir}
+	for _, nt := range n.nts {
+		dirs = append(dirs, nt.dir)
+	}
+	for i, d := range dirs {
+		if err := makeDir(op, d, root && i == 0); err != nil {
+			return err
+		}
+		meta := filepath.Join(d, memmap.MetaFile)
+		if _, err := os.Lstat(meta); err == nil {
+			if !existsOK {
+				return fmt.Errorf("tensordict: %s: %s already exists (pass MemmapExistsOK to overwrite)", op, meta)
+			}
+			if err := os.Remove(meta); err != nil {
+				return fmt.Errorf("tensordict: %s: %w", op, err)
+			}
+			if err := memmap.SyncDir(d); err != nil {
+				return fmt.Errorf("tensordict: %s: %w", op, err)
+			}
+		}
+	}
+	for _, k := range n.kids {
+		if err := prepareDirs(op, k, existsOK, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeDir creates dir (and its parents) if needed. Only the root directory,
+// which the caller names, may be a symbolic link.
+func makeDir(op, dir string, root bool) error {
+	fi, err := os.Lstat(dir)
+	if err == nil && root && fi.Mode()&fs.ModeSymlink != 0 {
+		fi, err = os.Stat(dir)
+	}
+	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("tensordict: %s: refusing to write through symbolic link %s", op, dir)
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("tensordict: %s: %s exists and is not a directory", op, dir)
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("tensordict: %s: %w", op, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("tensordict: %s: %w", op, err)
+	}
+	return nil
+}
+
+// writeLeaves writes every leaf's file with cfg.workers goroutines, and
+// syncs it. On error the mappings made so far are closed.
+func writeLeaves(op string, leaves []*mmLeaf, like bool, cfg memmapConfig) error {
+	var mopts []memmap.Option
+	if cfg.existsOK {
+		mopts = append(mopts, memmap.ExistsOK())
+	}
+	jobs := make(chan *mmLeaf)
+	errs := make([]error, len(leaves))
+	index := make(map[*mmLeaf]int, len(leaves))
+	for i, l := range leaves {
+		index[l] = i
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < min(cfg.workers, len(leaves)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range jobs {
+				errs[index[l]] = writeLeaf(l, like, cfg.noSync, mopts)
+			}
+		}()
+	}
+	for _, l := range leaves {
+		jobs <- l
+	}
+	close(jobs)
+	wg.Wait()
+	var all []error
+	for i, err := range errs {
+		if err != nil {
+			all = append(all, fmt.Errorf("tensordict: %s: key %v: %w", op, leaves[i].key, err))
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	for _, l := range leaves {
+		if l.out != nil && l.out != l.src {
+			_ = memmap.Close(l.out)
+		}
+	}
+	return errors.Join(all...)
+}
+
+// writeLeaf writes and syncs one tensor file.
+func writeLeaf(l *mmLeaf, like, noSync bool, opts []memmap.Option) error {
+	var (
+		out *tensor.Tensor
+		err error
+	)
+	if like {
+		out, err = memmap.Empty(l.src.DType(), l.path, l.src.Shape(), opts...)
+	} else {
+		out, err = memmap.FromTensor(l.src, l.path, opts...)
+	}
+	if err != nil {
+		return err
+	}
+	l.out = out
+	if !noSync && l.path != "" && out.Numel() > 0 {
+		return memmap.Flush(out)
+	}
+	return nil
+}
+
+// writeMetas writes the meta.json files of n's subtree, children first.
+func writeMetas(op string, n *mmNode, cfg memmapConfig) error {
+	for _, k := range n.kids {
+		if err := writeMetas(op, k, cfg); err != nil {
+			return err
+		}
+	}
+	for _, nt := range n.nts {
+		text, err := (&memmap.NonTensorMeta{Data: nt.data}).Marshal()
+		if err != nil {
+			return fmt.Errorf("tensordict: %s: %w", op, err)
+		}
+		if err := writeMetaFile(filepath.Join(nt.dir, memmap.MetaFile), text, cfg.noSync); err != nil {
+			return fmt.Errorf("tensordict: %s: %w", op, err)
+		}
+	}
+	text, err := n.meta.Marshal()
+	if err != nil {
+		return fmt.Errorf("tensordict: %s: %s: %w", op, n.dir, err)
+	}
+	if err := writeMetaFile(filepath.Join(n.dir, memmap.MetaFile), text, cfg.noSync); err != nil {
+		return fmt.Errorf("tensordict: %s: %w", op, err)
+	}
+	return nil
+}
+
+// writeMetaFile writes a meta.json crash-safely (memmap.WriteMeta), without
+// the syncs under MemmapNoSync.
+func writeMetaFile(path string, text []byte, noSync bool) error {
+	if noSync {
+		return memmap.WriteMetaNoSync(path, text)
+	}
+	return memmap.WriteMeta(path, text)
+}
+
+// setSavedPaths records each node's directory on its TensorDict.
+func setSavedPaths(n *mmNode) {
+	n.dst.setSavedPath(n.dir)
+	for _, k := range n.kids {
+		setSavedPaths(k)
+	}
+}

@@ -1,0 +1,235 @@
+package tensordict
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/tdmpi/tdmpi/memmap"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// LoadMemmap loads the TensorDict saved in the directory prefix by Memmap or
+// by Python tensordict's memmap / save (tensordict 0.6 and later, robust or
+// legacy file names). Tensor leaves are memory-mapped, not read: loading
+// costs a few system calls per leaf, whatever the data's size. Files this
+// process may write are mapped shared (see CopyOnWrite). The result is
+// locked, and its SavedPath is prefix.
+//
+// A directory written by someone else is not trusted. Keys are looked up
+// through their encoded file names only, so no key reaches outside its
+// directory; symbolic links, files shorter than their tensor, shapes that
+// overflow, unknown dtypes, missing files, meta.json files larger than
+// memmap.MaxMetaSize and malformed JSON are errors that name the file.
+// Python-only content is refused with an error too: pickled non-tensor data,
+// nested (jagged) tensors, lazy stacks and tensorclasses.
+//
+// SubPath loads a nested TensorDict alone; loading its directory directly
+// does the same.
+func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
+	var cfg loadConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	dir, err := filepath.Abs(prefix)
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
+	}
+	for _, part := range cfg.subPath {
+		next, err := childDir(dir, part)
+		if err != nil {
+			return nil, fmt.Errorf("tensordict: LoadMemmap: subpath %v: %w", Key(cfg.subPath), err)
+		}
+		dir = next
+	}
+	var mopts []memmap.Option
+	if cfg.private {
+		mopts = append(mopts, memmap.Private())
+	}
+	l := &loader{opts: mopts}
+	td, err := l.loadTD(dir, nil, 0)
+	if err != nil {
+		for _, t := range l.mapped {
+			_ = memmap.Close(t)
+		}
+		return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
+	}
+	td.Lock()
+	return td, nil
+}
+
+// loader holds the state of one LoadMemmap.
+type loader struct {
+	opts   []memmap.Option
+	mapped []*tensor.Tensor // to close on failure
+}
+
+// childDir returns the directory of the nested collection key in dir: its
+// encoded name, or its legacy raw name when only that exists and is safe.
+// The directory must hold a meta.json and must not be a symbolic link.
+func childDir(dir, key string) (string, error) {
+	p := memmap.KeyPath(dir, key, "")
+	if _, err := os.Lstat(filepath.Join(p, memmap.MetaFile)); err != nil {
+		if legacy, ok := memmap.LegacyName(key); ok {
+			lp := filepath.Join(dir, legacy)
+			if _, err := os.Lstat(filepath.Join(lp, memmap.MetaFile)); err == nil {
+				p = lp
+			}
+		}
+	}
+	fi, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("entry %q: directory %s is missing", key, p)
+	case err != nil:
+		return "", err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "", fmt.Errorf("entry %q: %s is a symbolic link", key, p)
+	case !fi.IsDir():
+		return "", fmt.Errorf("entry %q: %s is not a directory", key, p)
+	}
+	return p, nil
+}
+
+// leafFile returns the file of the tensor leaf key in dir, encoded or
+// legacy; ok is false when neither exists.
+func leafFile(dir, key string) (path string, ok bool, err error) {
+	p := memmap.KeyPath(dir, key, ".memmap")
+	_, err = os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		if legacy, safe := memmap.LegacyName(key); safe {
+			lp := filepath.Join(dir, legacy+".memmap")
+			if _, lerr := os.Lstat(lp); lerr == nil {
+				return lp, true, nil
+			}
+		}
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, err
+	}
+	return p, true, nil
+}
+
+// loadTD loads the TensorDict node in dir. batch is the parent's batch size
+// (nil at the top), which the node's must start with.
+func (l *loader) loadTD(dir string, parentBatch []int, depth int) (*TensorDict, error) {
+	if depth > maxMemmapDepth {
+		return nil, fmt.Errorf("%s: nested deeper than %d levels", dir, maxMemmapDepth)
+	}
+	m, err := memmap.ReadMeta(filepath.Join(dir, memmap.MetaFile))
+	if err != nil {
+		return nil, err
+	}
+	if m.Type != memmap.TypeTensorDict {
+		return nil, fmt.Errorf("%s: _type %q is not a TensorDict%s", m.Path, m.Type, unsupportedHint(m.Type))
+	}
+	tm, err := m.TensorDict()
+	if err != nil {
+		return nil, err
+	}
+	if !hasPrefix(tm.BatchSize, parentBatch) {
+		return nil, fmt.Errorf("%s: batch size %v does not start with the parent's %v", m.Path, tm.BatchSize, parentBatch)
+	}
+	td := newTD(tm.BatchSize)
+	td.setSavedPath(dir)
+	for _, e := range tm.Entries {
+		if _, dup := td.index[e.Key]; dup {
+			return nil, fmt.Errorf("%s: duplicate entry %q", m.Path, e.Key)
+		}
+		if e.Leaf != nil {
+			t, err := l.loadLeaf(dir, m.Path, e.Key, e.Leaf, tm.BatchSize)
+			if err != nil {
+				return nil, err
+			}
+			td.add(e.Key, entry{kind: kindTensor, t: t})
+			continue
+		}
+		sub, err := childDir(dir, e.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Path, err)
+		}
+		if err := l.loadChild(td, sub, e.Key, depth); err != nil {
+			return nil, err
+		}
+	}
+	return td, nil
+}
+
+// loadLeaf maps the tensor leaf key of the node dir described by leaf.
+func (l *loader) loadLeaf(dir, metaPath, key string, leaf *memmap.Leaf, batch []int) (*tensor.Tensor, error) {
+	if leaf.IsNested {
+		return nil, fmt.Errorf("%s: entry %q is a nested (jagged) tensor, which tdmpi does not support", metaPath, key)
+	}
+	if !hasPrefix(leaf.Shape, batch) {
+		return nil, fmt.Errorf("%s: entry %q: shape %v does not start with batch size %v", metaPath, key, leaf.Shape, batch)
+	}
+	path, ok, err := leafFile(dir, key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: entry %q: %w", metaPath, key, err)
+	}
+	n, _ := tensor.Numel(leaf.Shape) // checked by memmap
+	if !ok && n > 0 {
+		return nil, fmt.Errorf("%s: entry %q: tensor file %s is missing", metaPath, key, path)
+	}
+	t, err := memmap.FromFile(path, leaf.DType, leaf.Shape, l.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: entry %q: %w", metaPath, key, err)
+	}
+	l.mapped = append(l.mapped, t)
+	return t, nil
+}
+
+// loadChild loads the collection in directory sub as entry key of td.
+func (l *loader) loadChild(td *TensorDict, sub, key string, depth int) error {
+	m, err := memmap.ReadMeta(filepath.Join(sub, memmap.MetaFile))
+	if err != nil {
+		return err
+	}
+	switch m.Type {
+	case memmap.TypeTensorDict:
+		child, err := l.loadTD(sub, td.batch, depth+1)
+		if err != nil {
+			return err
+		}
+		td.add(key, entry{kind: kindTD, td: child})
+	case memmap.TypeNonTensorData:
+		nt, err := m.NonTensor()
+		if err != nil {
+			return err
+		}
+		if nt.Data == nil {
+			if _, err := os.Lstat(filepath.Join(sub, "other.pickle")); err == nil {
+				return fmt.Errorf("%s: the data of entry %q is pickled (other.pickle); tdmpi does not read pickle", m.Path, key)
+			}
+			return fmt.Errorf("%s: entry %q has no \"data\" member", m.Path, key)
+		}
+		v, err := memmap.DecodeData(nt.Data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Path, err)
+		}
+		cv, err := canonical(v, 0)
+		if err != nil {
+			return fmt.Errorf("%s: entry %q: %w", m.Path, key, err)
+		}
+		td.add(key, entry{kind: kindNonTensor, v: cv})
+	default:
+		return fmt.Errorf("%s: entry %q has _type %q%s", m.Path, key, m.Type, unsupportedHint(m.Type))
+	}
+	return nil
+}
+
+// unsupportedHint explains the Python classes LoadMemmap cannot load.
+func unsupportedHint(typ string) string {
+	switch typ {
+	case memmap.TypeLazyStacked:
+		return ", a lazy stack, which tdmpi does not load"
+	case memmap.TypeNonTensorStack:
+		return ", a stack of non-tensor data, which tdmpi does not load"
+	case "":
+		return ", no class"
+	}
+	return ", which tdmpi does not load (tensorclasses are not supported)"
+}
