@@ -205,6 +205,9 @@ func pack(buf []byte, p *plan, zeroPads bool) error {
 			tasks = append(tasks, copyTask{l: l, from: from, to: min(from+chunkSize, l.nbytes)})
 		}
 	}
+	if len(tasks) == 0 {
+		return nil
+	}
 	workers := runtime.GOMAXPROCS(0)
 	if p.total < parallelThreshold || workers < 2 || len(tasks) < 2 {
 		workers = 1
