@@ -87,7 +87,8 @@ func createTag(ranks []int) int {
 // Split partitions g by color, as MPI_Comm_split: the ranks that give the
 // same color form a new group, ordered by key and then by rank in g. Every
 // rank of g calls Split. A rank that gives mpi.Undefined as color joins no
-// group and gets (nil, nil); other colors must not be negative.
+// group and gets (nil, nil); other colors must not be negative. Split takes
+// g's protocol lock, so it must not be called inside Exclusive.
 func (g *Group) Split(color, key int) (*Group, error) {
 	if err := g.live("Split"); err != nil {
 		return nil, err

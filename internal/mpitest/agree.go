@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime"
 	"time"
 
 	"github.com/tdmpi/tdmpi/mpi"
@@ -106,7 +107,7 @@ func (h *harness) agree(name string, verdict int64) ([]int64, error) {
 // and returns an error wrapping errTimeout.
 func wait(deadline time.Time, timeout time.Duration, reqs []*mpi.Request) error {
 	pause := 20 * time.Microsecond
-	for {
+	for spin := 0; ; spin++ {
 		pending := 0
 		for i, r := range reqs {
 			if r == nil {
@@ -134,6 +135,11 @@ func wait(deadline time.Time, timeout time.Duration, reqs []*mpi.Request) error 
 				}
 			}
 			return fmt.Errorf("%w after %v: %d requests still pending", errTimeout, time.Since(deadline.Add(-timeout)).Round(time.Millisecond), pending)
+		}
+		if spin < 200 {
+			// Peers usually answer within microseconds: yield before sleeping.
+			runtime.Gosched()
+			continue
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 5*time.Millisecond)

@@ -282,3 +282,23 @@ func TestCleanEnv(t *testing.T) {
 	assert.Contains(t, env, "MPITEST_KEEP=yes\n")
 	assert.True(t, strings.HasSuffix(env, "EXTRA=1\n"))
 }
+
+// TestAgreeCost measures one agreement round, which every multi-rank test
+// pays once.
+func TestAgreeCost(t *testing.T) {
+	g := Need(t, 2)
+	hh := dupHarness(t, g, 10*time.Second)
+	const rounds = 200
+	start := time.Now()
+	for i := range rounds {
+		all, err := hh.agree("TestAgreeCost", int64(i%2))
+		require.NoError(t, err)
+		require.Len(t, all, g.Size())
+		for _, v := range all {
+			require.EqualValues(t, i%2, v)
+		}
+	}
+	per := time.Since(start) / rounds
+	t.Logf("rank %d of %d: %v per agreement", g.Rank(), g.Size(), per)
+	assert.Less(t, per, 50*time.Millisecond)
+}
