@@ -1,0 +1,250 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// link is one point-to-point operation in progress: the method, the group,
+// its library communicator and the peer, for messages and errors.
+type link struct {
+	op   string // "InitRemote", "Recv", ...
+	g    *group.Group
+	c    *mpi.Comm
+	peer int    // group rank of the other side
+	dir  string // "to" or "from"
+	o    remoteOptions
+}
+
+// newLink resolves opts for op and checks the peer rank.
+func newLink(op string, peer int, dir string, opts []RemoteOption) (*link, error) {
+	o := resolveRemoteOptions(opts)
+	if err := o.check(op); err != nil {
+		return nil, err
+	}
+	l := &link{op: op, g: o.group, c: o.group.LibComm(), peer: peer, dir: dir, o: o}
+	if o.broadcast {
+		if peer < 0 || peer >= l.g.Size() {
+			return nil, l.errorf("root rank %d is out of range [0, %d)", peer, l.g.Size())
+		}
+		return l, nil
+	}
+	switch {
+	case peer < 0 || peer >= l.g.Size():
+		return nil, l.errorf("rank %d is out of range [0, %d)", peer, l.g.Size())
+	case peer == l.g.Rank():
+		return nil, l.errorf("rank %d is the caller itself", peer)
+	}
+	return l, nil
+}
+
+// errorf returns "tensordict: <op>: rank <r> of <n>, <dir> rank <peer>: <msg>".
+func (l *link) errorf(format string, args ...any) error {
+	return fmt.Errorf("tensordict: %s: rank %d of %d, %s rank %d: %w",
+		l.op, l.g.Rank(), l.g.Size(), l.dir, l.peer, fmt.Errorf(format, args...))
+}
+
+// Polling of a receive bounded by a context: Improbe is tried spinAttempts
+// times, then between sleeps that double from minSleep up to maxSleep.
+const (
+	spinAttempts = 200
+	minSleep     = 2 * time.Microsecond
+	maxSleep     = time.Millisecond
+)
+
+// probe matches the next message from src with tag on c. If ctx can end,
+// it polls with Improbe, backing off, and returns ctx's error (wrapped by
+// the caller) when ctx ends first; nothing is then consumed.
+func probe(ctx context.Context, c *mpi.Comm, src, tag int) (*mpi.Message, mpi.Status, error) {
+	if ctx.Done() == nil {
+		return mpi.Mprobe(c, src, tag)
+	}
+	sleep := minSleep
+	for i := 0; ; i++ {
+		m, ok, st, err := mpi.Improbe(c, src, tag)
+		if err != nil || ok {
+			return m, st, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, mpi.Status{}, err
+		}
+		if i < spinAttempts {
+			continue
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, mpi.Status{}, ctx.Err()
+		case <-t.C:
+		}
+		sleep = min(2*sleep, maxSleep)
+	}
+}
+
+// discard receives the matched message m into nothing, which consumes it:
+// MPI reports a truncation, which is the expected outcome.
+func discard(m *mpi.Message) error {
+	_, err := mpi.Mrecv(m, []byte(nil))
+	if err != nil && !errors.Is(err, mpi.ErrTruncate) {
+		return err
+	}
+	return nil
+}
+
+// drain consumes, in order, one message from src for each tag of tags, so
+// that a sender whose data this side refused is not left blocked.
+func drain(c *mpi.Comm, src int, tags ...int) error {
+	for _, tag := range tags {
+		m, _, err := mpi.Mprobe(c, src, tag)
+		if err != nil {
+			return err
+		}
+		if err := discard(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drainChunks consumes the n payload messages on tag.
+func drainChunks(c *mpi.Comm, src, tag int, n int64) error {
+	for ; n > 0; n-- {
+		if err := drain(c, src, tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendChunks sends b to dst on tag in messages of at most wire.MaxChunk
+// bytes; an empty b sends nothing.
+func sendChunks(c *mpi.Comm, b []byte, dst, tag int) error {
+	for off := 0; off < len(b); off += wire.MaxChunk {
+		if err := mpi.Send(c, b[off:min(off+wire.MaxChunk, len(b))], dst, tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recvChunks receives b from src on tag, in the chunks sendChunks sent,
+// checking the size of each.
+func recvChunks(c *mpi.Comm, b []byte, src, tag int) error {
+	for off := 0; off < len(b); off += wire.MaxChunk {
+		part := b[off:min(off+wire.MaxChunk, len(b))]
+		st, err := mpi.Recv(c, part, src, tag)
+		if err != nil {
+			return err
+		}
+		if st.Bytes() != int64(len(part)) {
+			return fmt.Errorf("payload chunk at byte %d: got %d bytes, want %d", off, st.Bytes(), len(part))
+		}
+	}
+	return nil
+}
+
+// metaAlign pads meta with JSON white space so that a frame's storage,
+// which follows the header, the class name and the metadata, starts 8-byte
+// aligned in an 8-byte aligned buffer.
+func metaAlign(meta []byte, classLen int) []byte {
+	for (wire.Size+classLen+len(meta))%8 != 0 {
+		meta = append(meta, ' ')
+	}
+	return meta
+}
+
+// alignedBuf returns n zero bytes, 8-byte aligned, on the Go heap.
+func alignedBuf(n int) []byte { return tensor.NewStorage(n).Bytes() }
+
+// sendPlan is what InitRemote sends: the storage, the metadata and the
+// class name of a TensorDict laid out for consolidation.
+type sendPlan struct {
+	class  string
+	meta   []byte // metadata JSON, padded by metaAlign
+	total  int
+	leaves int
+	// storage is the consolidated storage when td already has one in the
+	// planned layout; otherwise nil, and pack fills a buffer from p.
+	storage []byte
+	p       *plan
+}
+
+// planSend lays out td for sending, without copying any data.
+func planSend(op string, td *TensorDict) (*sendPlan, error) {
+	p, err := makePlan(op, td, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := encodeMetadata(p)
+	if err != nil {
+		return nil, err
+	}
+	sp := &sendPlan{class: td.class, total: p.total, p: p, leaves: len(p.flatten())}
+	sp.meta = metaAlign(meta, len(sp.class))
+	if c := td.cons; c != nil && c.base == 0 && c.end == c.st.Len() && c.end == p.total && inPlannedLayout(p, c.st) {
+		sp.storage = c.st.Bytes()
+	}
+	return sp, nil
+}
+
+// inPlannedLayout reports whether every leaf of p views st at its planned
+// offset, so that st's bytes are the consolidated storage.
+func inPlannedLayout(p *plan, st *tensor.Storage) bool {
+	if st.Released() {
+		return false
+	}
+	for _, l := range p.flatten() {
+		if l.t.Storage() != st || l.t.Offset() != l.start || !l.t.IsContiguous() {
+			return false
+		}
+	}
+	return true
+}
+
+// packInto writes the consolidated storage of sp into buf (len sp.total).
+func (sp *sendPlan) packInto(buf []byte) error {
+	if sp.storage != nil {
+		copy(buf, sp.storage)
+		return nil
+	}
+	return pack(buf, sp.p, true)
+}
+
+// bytes returns the consolidated storage of sp, packing it if needed.
+func (sp *sendPlan) bytes() ([]byte, error) {
+	if sp.storage != nil {
+		return sp.storage, nil
+	}
+	buf := alignedBuf(sp.total)
+	if err := pack(buf, sp.p, false); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// aligned8 reports whether b starts at an 8-byte aligned address.
+func aligned8(b []byte) bool {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 == 0
+}
+
+// fnv64 returns the 64-bit FNV-1a hash of b. It does not allocate.
+func fnv64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}

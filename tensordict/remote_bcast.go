@@ -1,0 +1,180 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// bcastInlineMax is the largest storage a broadcast carries in the same
+// message as the metadata.
+const bcastInlineMax = 64 << 10
+
+// InitRemote and FromRemoteInit with WithBroadcast run these steps on every
+// rank, holding the group's protocol lock:
+//
+//  1. the root broadcasts the wire header (wire.Size bytes);
+//  2. every rank checks it against its limits and the ranks agree (one
+//     Allreduce) that all accept it, else all return an error;
+//  3. the root broadcasts the class name, the metadata and, when small,
+//     the storage, in one message;
+//  4. when the storage is separate: the ranks agree that all could decode
+//     the metadata and allocate the storage, then the root broadcasts it
+//     in chunks of at most 1 GiB.
+
+// bcastSend is the root's side.
+func (l *link) bcastSend(td *TensorDict) error {
+	return l.g.Exclusive(func() error {
+		h, body, payload, err := bcastPrepare(l, td)
+		var hdr [wire.Size]byte
+		if err == nil {
+			wire.Put(hdr[:], &h)
+		}
+		if berr := mpi.Bcast(l.c, hdr[:], l.peer); berr != nil {
+			return l.errorf("broadcasting the header: %w", errors.Join(berr, err))
+		}
+		if err := l.agree(err); err != nil {
+			return err
+		}
+		if err := mpi.Bcast(l.c, body, l.peer); err != nil {
+			return l.errorf("broadcasting the metadata: %w", err)
+		}
+		if h.Flags&wire.FlagInline != 0 {
+			return nil
+		}
+		if err := l.agree(nil); err != nil {
+			return err
+		}
+		if err := bcastChunks(l.c, payload, l.peer); err != nil {
+			return l.errorf("broadcasting %d bytes of storage: %w", len(payload), err)
+		}
+		return nil
+	})
+}
+
+// bcastPrepare lays td out for a broadcast: the header, the body (class
+// name, metadata and inline storage) and the separate payload, if any.
+func bcastPrepare(l *link, td *TensorDict) (h wire.Header, body, payload []byte, err error) {
+	if err := l.o.ctx.Err(); err != nil {
+		return h, nil, nil, err
+	}
+	sp, err := planSend(l.op, td)
+	if err != nil {
+		return h, nil, nil, err
+	}
+	h = wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: fnv64(sp.meta),
+		Leaves: int64(sp.leaves), Total: int64(sp.total), ClassLen: len(sp.class), MetaLen: int64(len(sp.meta))}
+	inline := sp.total <= bcastInlineMax
+	n := len(sp.class) + len(sp.meta)
+	if inline {
+		h.Flags |= wire.FlagInline
+		n += sp.total
+	} else {
+		h.Chunk = wire.MaxChunk
+	}
+	if err := h.Check(senderLimits); err != nil {
+		return h, nil, nil, err
+	}
+	body = alignedBuf(n)
+	off := copy(body, sp.class)
+	off += copy(body[off:], sp.meta)
+	if inline {
+		err = sp.packInto(body[off:])
+	} else {
+		payload, err = sp.bytes()
+	}
+	return h, body, payload, err
+}
+
+// bcastRecv is the side of every other rank.
+func (l *link) bcastRecv() (*TensorDict, error) {
+	var td *TensorDict
+	err := l.g.Exclusive(func() error {
+		var hdr [wire.Size]byte
+		if err := mpi.Bcast(l.c, hdr[:], l.peer); err != nil {
+			return l.errorf("receiving the header: %w", err)
+		}
+		h, err := wire.Parse(hdr[:], l.o.limits())
+		if err == nil && h.Kind != wire.KindBroadcast {
+			err = fmt.Errorf("header of a %v message, want %v", h.Kind, wire.KindBroadcast)
+		}
+		if err == nil {
+			err = l.o.ctx.Err()
+		}
+		if err := l.agree(err); err != nil {
+			return err
+		}
+		body := alignedBuf(int(h.Body()))
+		if err := mpi.Bcast(l.c, body, l.peer); err != nil {
+			return l.errorf("receiving the metadata: %w", err)
+		}
+		class := body[:h.ClassLen]
+		meta := body[h.ClassLen : int64(h.ClassLen)+h.MetaLen]
+		var inline []byte
+		if h.Flags&wire.FlagInline != 0 {
+			inline = body[int64(h.ClassLen)+h.MetaLen:]
+		}
+		st, finish, err := l.storageFor(h.Total, inline, meta)
+		if err == nil {
+			td, err = FromConsolidated(st, meta)
+			if err != nil {
+				err = errors.Join(err, finish(false))
+			}
+		}
+		if inline == nil {
+			if err := l.agree(err); err != nil {
+				return err
+			}
+			if err := bcastChunks(l.c, st.Bytes(), l.peer); err != nil {
+				return l.errorf("receiving %d bytes of storage: %w", h.Total, errors.Join(err, finish(false)))
+			}
+		} else if err != nil {
+			return l.errorf("%w", err)
+		}
+		if err := finish(true); err != nil {
+			return l.errorf("%w", err)
+		}
+		if len(class) > 0 {
+			td.class = string(class)
+		}
+		return nil
+	})
+	return td, err
+}
+
+// agree tells every rank of the group whether all of them can go on. local
+// is this rank's own error or nil. If some rank failed, agree returns the
+// local error on a rank that failed and, elsewhere, an error naming the
+// lowest failing rank.
+func (l *link) agree(local error) error {
+	size := l.g.Size()
+	first := []int32{int32(size)}
+	if local != nil {
+		first[0] = int32(l.g.Rank())
+	}
+	if err := mpi.Allreduce(l.c, nil, first, mpi.OpMin); err != nil {
+		return l.errorf("agreeing to go on: %w", errors.Join(err, local))
+	}
+	switch {
+	case local != nil:
+		return l.errorf("%w", local)
+	case int(first[0]) < size:
+		return l.errorf("rank %d of the group could not go on (its own error says why)", first[0])
+	}
+	return nil
+}
+
+// bcastChunks broadcasts b from root in pieces of at most wire.MaxChunk.
+func bcastChunks(c *mpi.Comm, b []byte, root int) error {
+	for off := 0; off < len(b); off += wire.MaxChunk {
+		if err := mpi.Bcast(c, b[off:min(off+wire.MaxChunk, len(b))], root); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,272 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// initInlineMax is the largest storage InitRemote sends inside its header
+// message; larger ones follow in separate payload messages.
+const initInlineMax = 64 << 10
+
+// drainIdle is how long a receive that refused a header waits for each
+// payload message it drains before giving up on the rest.
+const drainIdle = 2 * time.Second
+
+// InitRemote sends td to rank dst of the group, which builds a copy of it
+// with FromRemoteInit, as tensordict's init_remote. Options: WithGroup,
+// WithBroadcast, WithContext (checked before sending).
+//
+// td is laid out as Consolidate would (every leaf's bytes, 8-byte aligned,
+// depth first in insertion order) and travels as one header message (the
+// wire header, the tensorclass name and the consolidated metadata JSON)
+// followed by the storage: inside the same message when it is at most 64
+// KiB, else in messages of at most 1 GiB on a tag unique to this transfer,
+// so that concurrent InitRemote calls between the same ranks never mix.
+// All messages use the group's library communicator. If td is already
+// consolidated its storage is sent as is; otherwise it is packed into a
+// buffer first.
+//
+// With WithBroadcast every rank of the group takes part: the caller is the
+// source, dst is ignored, and every other rank calls FromRemoteInit with
+// WithBroadcast and this rank as src.
+func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
+	o := resolveRemoteOptions(opts)
+	if o.broadcast && o.group != nil {
+		dst = o.group.Rank()
+	}
+	l, err := newLink("InitRemote", dst, "to", opts)
+	if err != nil {
+		return err
+	}
+	if l.o.broadcast {
+		l.dir = "root"
+		return l.bcastSend(td)
+	}
+	if err := l.o.ctx.Err(); err != nil {
+		return l.errorf("%w", err)
+	}
+	sp, err := planSend(l.op, td)
+	if err != nil {
+		return l.errorf("%w", err)
+	}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: fnv64(sp.meta), Leaves: int64(sp.leaves)}
+	if sp.total <= initInlineMax {
+		frame := alignedBuf(wire.Size + len(sp.class) + len(sp.meta) + sp.total)
+		off := fillFrame(frame, &h, sp)
+		if err := sp.packInto(frame[off:]); err != nil {
+			return l.errorf("%w", err)
+		}
+		if err := mpi.Send(l.c, frame, dst, tagInitHeader); err != nil {
+			return l.errorf("sending the header and storage: %w", err)
+		}
+		return nil
+	}
+	h.Total, h.Chunk, h.PayloadTag = int64(sp.total), wire.MaxChunk, nextPayloadTag(l.c)
+	if err := h.Check(senderLimits); err != nil {
+		return l.errorf("%w", err)
+	}
+	payload, err := sp.bytes()
+	if err != nil {
+		return l.errorf("%w", err)
+	}
+	frame := wire.AppendFrame(nil, &h, sp.class, sp.meta, nil)
+	if err := mpi.Send(l.c, frame, dst, tagInitHeader); err != nil {
+		return l.errorf("sending the header: %w", err)
+	}
+	if err := sendChunks(l.c, payload, dst, h.PayloadTag); err != nil {
+		return l.errorf("sending %d bytes of storage: %w", sp.total, err)
+	}
+	return nil
+}
+
+// senderLimits checks what a sender puts in a header: the receiver's
+// limits are not known, so only the structural ones apply.
+var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax}
+
+// fillFrame writes the header h (with its inline storage size and section
+// lengths from sp), the class name and the metadata at the start of frame,
+// and returns the offset of the inline storage.
+func fillFrame(frame []byte, h *wire.Header, sp *sendPlan) int {
+	h.ClassLen, h.MetaLen = len(sp.class), int64(len(sp.meta))
+	h.Total = int64(sp.total)
+	h.Flags |= wire.FlagInline
+	wire.Put(frame, h)
+	off := wire.Size
+	off += copy(frame[off:], sp.class)
+	off += copy(frame[off:], sp.meta)
+	return off
+}
+
+// FromRemoteInit receives the TensorDict that rank src of the group sends
+// with InitRemote, as tensordict's from_remote_init. Options: WithGroup,
+// WithBroadcast, WithContext, WithMaxBytes, WithDevice, WithMemmap.
+//
+// Everything from the peer is checked before use: the header against the
+// limits (WithMaxBytes, 64 GiB by default) before any allocation, the
+// metadata as FromConsolidated checks it. The storage is allocated once and
+// received in place; every leaf of the result views it, so the result is
+// consolidated and a later Recv with WithConsolidated into it moves one
+// message with no allocation. Non-tensor values, nesting, batch sizes and
+// the lock state arrive as they were; a memory-mapped leaf of the sender
+// arrives as an ordinary leaf; a tensorclass keeps its class name (see
+// FromRemoteInitAs).
+//
+// With WithContext, a receive still waiting for the header when the
+// context ends returns an error wrapping ctx.Err(); once the header has
+// arrived the transfer runs to its end.
+//
+// With WithMemmap(prefix), the storage is received straight into the
+// memory-mapped file prefix/consolidated.td, which then holds tensordict's
+// consolidated single-file format: the storage, the metadata JSON, and the
+// JSON length as a little-endian int64 (Python's
+// TensorDict.from_consolidated reads it). The leaves of the result view
+// the mapping; nothing is copied after the receive.
+func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
+	l, err := newLink("FromRemoteInit", src, "from", opts)
+	if err != nil {
+		return nil, err
+	}
+	if l.o.broadcast {
+		l.dir = "root"
+		if src == l.g.Rank() {
+			return nil, l.errorf("the root of a broadcast calls InitRemote, not FromRemoteInit")
+		}
+		return l.bcastRecv()
+	}
+	return l.recvInit()
+}
+
+// recvInit is the point-to-point receiving side of InitRemote.
+func (l *link) recvInit() (*TensorDict, error) {
+	lim := l.o.limits()
+	m, st, err := probe(l.o.ctx, l.c, l.peer, tagInitHeader)
+	if err != nil {
+		return nil, l.errorf("waiting for the header: %w", err)
+	}
+	full := lim.Resolve()
+	maxFrame := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, initInlineMax)
+	if n := st.Bytes(); n < wire.Size || n > maxFrame {
+		err := l.refuseOversized(m, n, maxFrame)
+		return nil, l.errorf("%w", err)
+	}
+	frame := alignedBuf(int(st.Bytes()))
+	if _, err := mpi.Mrecv(m, frame); err != nil {
+		return nil, l.errorf("receiving the header: %w", err)
+	}
+	f, err := wire.ParseFrame(frame, lim)
+	if err != nil {
+		return nil, l.errorf("%w", errors.Join(err, l.drainRefused(frame)))
+	}
+	if f.Kind != wire.KindInit {
+		return nil, l.errorf("%w", errors.Join(fmt.Errorf("header of a %v message, want %v", f.Kind, wire.KindInit), l.drainPayload(&f.Header)))
+	}
+	stor, finish, err := l.storageFor(f.Total, f.Inline, f.Meta)
+	if err != nil {
+		return nil, l.errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
+	}
+	td, err := FromConsolidated(stor, f.Meta)
+	if err != nil {
+		return nil, l.errorf("%w", errors.Join(err, l.drainPayload(&f.Header), finish(false)))
+	}
+	if f.Inline == nil && f.Total > 0 {
+		if err := recvChunks(l.c, stor.Bytes(), l.peer, f.PayloadTag); err != nil {
+			return nil, l.errorf("receiving %d bytes of storage: %w", f.Total, errors.Join(err, finish(false)))
+		}
+	}
+	if err := finish(true); err != nil {
+		return nil, l.errorf("%w", err)
+	}
+	if len(f.Class) > 0 {
+		td.class = string(f.Class)
+	}
+	return td, nil
+}
+
+// refuseOversized consumes a header message of n bytes that exceeds
+// maxFrame (or is shorter than a header), draining the payload its header
+// announces when that header is readable, and returns the error to report.
+func (l *link) refuseOversized(m *mpi.Message, n, maxFrame int64) error {
+	var head [wire.Size]byte
+	_, rerr := mpi.Mrecv(m, head[:])
+	if rerr != nil && !errors.Is(rerr, mpi.ErrTruncate) {
+		return fmt.Errorf("header message of %d bytes: %w", n, rerr)
+	}
+	if n < wire.Size {
+		return fmt.Errorf("header message of %d bytes is shorter than a header: %w", n, wire.ErrHeader)
+	}
+	err := fmt.Errorf("header message of %d bytes is outside [%d, %d]: %w", n, wire.Size, maxFrame, wire.ErrLimit)
+	return errors.Join(err, l.drainRefused(head[:]))
+}
+
+// drainRefused drains the payload announced by a header this side refused
+// (over its limits, say), so that a well-behaved sender is not left
+// blocked. It reads the header with no size limit but drains only payload
+// messages that actually arrive, waiting at most drainIdle for each.
+func (l *link) drainRefused(frame []byte) error {
+	h, err := wire.Parse(frame, wire.Limits{MaxTotal: math.MaxInt64})
+	if err != nil || h.Flags&wire.FlagInline != 0 {
+		return nil
+	}
+	for n := h.Chunks(); n > 0; n-- {
+		deadline := time.Now().Add(drainIdle)
+		for {
+			m, ok, _, err := mpi.Improbe(l.c, l.peer, h.PayloadTag)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if err := discard(m); err != nil {
+					return err
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return nil
+}
+
+// drainPayload drains the separate payload of a valid header.
+func (l *link) drainPayload(h *wire.Header) error {
+	if h.Flags&wire.FlagInline != 0 {
+		return nil
+	}
+	if err := drainChunks(l.c, l.peer, h.PayloadTag, h.Chunks()); err != nil {
+		return fmt.Errorf("draining the refused payload: %w", err)
+	}
+	return nil
+}
+
+// storageFor returns the storage a received TensorDict of total bytes
+// lives in: inline (the frame's aligned tail) when the storage came in the
+// header message, else a new heap buffer, or with WithMemmap a mapped file
+// (inline bytes are copied into it). finish completes the file (true) or
+// removes it (false).
+func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, func(ok bool) error, error) {
+	noop := func(bool) error { return nil }
+	if l.o.memmap != "" {
+		return createMemmapStorage(l.o.memmap, total, inline, meta)
+	}
+	if inline != nil {
+		if len(inline) > 0 && !aligned8(inline) {
+			b := alignedBuf(len(inline))
+			copy(b, inline)
+			inline = b
+		}
+		return tensor.StorageOf(inline), noop, nil
+	}
+	return tensor.NewStorage(int(total)), noop, nil
+}
