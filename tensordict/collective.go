@@ -1,0 +1,155 @@
+package tensordict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// The collective operations (Broadcast, AllReduce, Reduce, AllGather,
+// Scatter, GatherAndStack) share the plumbing of this file. Each is called
+// by every rank of a group, in the same order on every rank, as MPI
+// collectives are. Each runs on the group's library communicator, holding
+// the group's protocol lock, so collectives of several goroutines on one
+// group never interleave.
+//
+// None of them hangs on a rank's bad input. Anything one rank finds wrong
+// before the payload moves (a leaf that cannot be reduced, a peer's header
+// over the limits, a context already done, a different structure) is made
+// known to every rank by a small agreement collective, and then every rank
+// returns an error. Once payload moves, the collective runs to its end.
+
+// coll is one collective call in progress on one rank.
+type coll struct {
+	op   string // the method name, for errors: "AllReduce"
+	g    *group.Group
+	c    *mpi.Comm // the group's library communicator
+	rank int
+	size int
+	ctx  context.Context
+	lim  wire.Limits
+}
+
+// errorf returns an error "tensordict: <op>: rank <r> of <n>: <message>".
+func (cl *coll) errorf(format string, args ...any) error {
+	return fmt.Errorf("tensordict: %s: rank %d of %d: %w", cl.op, cl.rank, cl.size, fmt.Errorf(format, args...))
+}
+
+// wrap returns err prefixed like errorf, or nil.
+func (cl *coll) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return cl.errorf("%w", err)
+}
+
+// checkRoot returns an error naming what if r is not a rank of the group.
+// Every rank passes the same root, so every rank returns the same error.
+func (cl *coll) checkRoot(what string, r int) error {
+	if r < 0 || r >= cl.size {
+		return cl.errorf("%s %d is out of range [0, %d)", what, r, cl.size)
+	}
+	return nil
+}
+
+// runCollective resolves opts, takes the group's protocol lock and runs f.
+func runCollective(op string, opts []RemoteOption, f func(cl *coll) error) error {
+	o := resolveRemoteOptions(opts)
+	if err := o.check(op); err != nil {
+		return err
+	}
+	g := o.group
+	cl := &coll{op: op, g: g, c: g.LibComm(), rank: g.Rank(), size: g.Size(), ctx: o.ctx, lim: fullLimits(o.limits())}
+	return g.Exclusive(func() error { return f(cl) })
+}
+
+// maxReportedError bounds the text of a rank's error that agree passes to
+// the other ranks.
+const maxReportedError = 1024
+
+// PeerError is returned by a collective on the ranks that were ready when
+// another rank of the group was not: its own error is passed to all.
+type PeerError struct {
+	Op   string // the collective, such as "AllReduce"
+	Rank int    // the group rank that failed
+	Msg  string // its error text, truncated to 1 KiB
+}
+
+// Error returns "rank <r> failed: <its error>". The collective returns it
+// wrapped with its own name and rank.
+func (e *PeerError) Error() string {
+	return fmt.Sprintf("rank %d failed: %s", e.Rank, e.Msg)
+}
+
+// agree makes every rank learn whether some rank failed before the payload
+// moved. local is this rank's own error, or nil, without the
+// "tensordict: <op>" prefix. If no rank failed, agree returns nil on every
+// rank. Otherwise a failing rank returns its own error and every other rank
+// returns a *PeerError carrying the error text of the lowest failing rank,
+// both wrapped with the op and the rank.
+func (cl *coll) agree(local error) error {
+	first := []int32{int32(cl.size)}
+	if local != nil {
+		first[0] = int32(cl.rank)
+	}
+	if err := mpi.Allreduce(cl.c, nil, first, mpi.OpMin); err != nil {
+		return cl.errorf("agreeing on failures: %w", errors.Join(err, local))
+	}
+	return cl.spread(int(first[0]), local)
+}
+
+// spread returns nil if r == size (nobody failed), else passes rank r's
+// error text to every rank, as agree does.
+func (cl *coll) spread(r int, local error) error {
+	if r >= cl.size {
+		return nil
+	}
+	msg := make([]byte, maxReportedError)
+	if r == cl.rank {
+		copy(msg, local.Error())
+	}
+	if err := mpi.Bcast(cl.c, msg, r); err != nil {
+		return cl.errorf("passing rank %d's error: %w", r, err)
+	}
+	if local != nil {
+		return cl.wrap(local)
+	}
+	n := 0
+	for n < len(msg) && msg[n] != 0 {
+		n++
+	}
+	return cl.errorf("%w", &PeerError{Op: cl.op, Rank: r, Msg: string(msg[:n])})
+}
+
+// ctxErr returns the context's error, wrapped, if it is done. Collectives
+// check it before they start, inside the agreement: MPI cannot cancel a
+// collective that is under way.
+func (cl *coll) ctxErr() error {
+	if err := cl.ctx.Err(); err != nil {
+		return cl.errorf("%w", err)
+	}
+	return nil
+}
+
+// fullLimits returns l with its unset fields at the wire defaults, so that
+// they can bound FromConsolidated too.
+func fullLimits(l wire.Limits) wire.Limits {
+	d := wire.DefaultLimits()
+	if l.MaxTotal <= 0 {
+		l.MaxTotal = d.MaxTotal
+	}
+	if l.MaxMeta <= 0 {
+		l.MaxMeta = d.MaxMeta
+	}
+	if l.MaxClass <= 0 {
+		l.MaxClass = d.MaxClass
+	}
+	if l.MaxInline <= 0 {
+		l.MaxInline = d.MaxInline
+	}
+	return l
+}

@@ -1,0 +1,239 @@
+package tensordict
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// bcastFirst is the size of the first message of Broadcast. A TensorDict
+// whose header, class name, metadata and storage fit in it travels in that
+// one message; larger ones follow in more messages.
+const bcastFirst = 8 << 10
+
+// bcastPrefix is the part of the first message before the frame: status
+// (0 ok, 1 the source failed and an error text follows), frame length, and
+// whether more messages follow.
+const bcastPrefix = 24
+
+// Broadcast sends src's td to every rank of the group, like tensordict's
+// broadcast: every rank calls it, and every rank returns a consolidated
+// TensorDict equal to src's (its keys, batch sizes, lock state, non-tensor
+// values and tensorclass name). The receivers' own td is ignored (it may be
+// nil). On src the result is td itself if td is consolidated, else
+// td.Consolidate(); on the others, a new TensorDict whose leaves view one
+// storage, so that Send and Recv with WithConsolidated work on it.
+//
+// The source broadcasts a wire header, the class name and the consolidated
+// metadata (JSON), then the storage, in pieces of at most 1 GiB. A small
+// TensorDict (under 8 KiB in all) goes in a single broadcast. The
+// receivers check the header against their limits (WithMaxBytes) before
+// they allocate anything; if a receiver refuses, every rank returns an
+// error and nothing more is sent.
+//
+// Options: WithGroup, WithContext (checked before the storage moves),
+// WithMaxBytes.
+func (td *TensorDict) Broadcast(src int, opts ...RemoteOption) (*TensorDict, error) {
+	var out *TensorDict
+	err := runCollective("Broadcast", opts, func(cl *coll) error {
+		if err := cl.checkRoot("src", src); err != nil {
+			return err
+		}
+		var err error
+		if cl.rank == src {
+			out, err = cl.bcastSend(td)
+		} else {
+			out, err = cl.bcastRecv(src)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// bcastSend is Broadcast on the source rank.
+func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
+	first := make([]byte, bcastFirst)
+	tdc, frame, storage, err := bcastFrame(cl, td)
+	if err != nil {
+		// Tell the receivers, which are waiting for the first message.
+		binary.LittleEndian.PutUint64(first, 1)
+		copy(first[bcastPrefix:], err.Error())
+		if berr := mpi.Bcast(cl.c, first, cl.rank); berr != nil {
+			return nil, cl.errorf("%w (and telling the other ranks failed: %v)", err, berr)
+		}
+		return nil, cl.wrap(err)
+	}
+	more := len(frame) > bcastFirst-bcastPrefix || len(storage) > 0
+	binary.LittleEndian.PutUint64(first[8:], uint64(len(frame)))
+	if more {
+		binary.LittleEndian.PutUint64(first[16:], 1)
+	}
+	n := copy(first[bcastPrefix:], frame)
+	if err := mpi.Bcast(cl.c, first, cl.rank); err != nil {
+		return nil, cl.errorf("broadcasting the header: %w", err)
+	}
+	if !more {
+		return tdc, nil
+	}
+	if err := cl.agree(cl.ctx.Err()); err != nil {
+		return nil, err
+	}
+	if err := cl.bcastBytes(frame[n:], cl.rank); err != nil {
+		return nil, cl.errorf("broadcasting the metadata: %w", err)
+	}
+	if err := cl.bcastBytes(storage, cl.rank); err != nil {
+		return nil, cl.errorf("broadcasting the storage: %w", err)
+	}
+	return tdc, nil
+}
+
+// bcastFrame consolidates td and encodes its frame: the header, class name
+// and metadata, with the storage inline when all of it fits in the first
+// message. It returns the storage to send separately, or nil.
+func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, frame, storage []byte, err error) {
+	if td == nil {
+		return nil, nil, nil, fmt.Errorf("nil tensordict on the source rank")
+	}
+	if err := cl.ctx.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	tdc, err = td.Consolidate()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	meta, err := tdc.ConsolidatedMetadata()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st := tdc.ConsolidatedStorage().Bytes()
+	class := tdc.ClassName()
+	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Leaves: int64(countTensorLeaves(tdc))}
+	var inline []byte
+	if wire.Size+len(class)+len(meta)+len(st) <= bcastFirst-bcastPrefix {
+		inline = st
+		if inline == nil {
+			inline = []byte{}
+		}
+	} else {
+		h.Total = int64(len(st))
+		if len(st) > 0 {
+			h.Chunk = wire.MaxChunk
+		}
+		storage = st
+	}
+	frame = wire.AppendFrame(make([]byte, 0, wire.Size+len(class)+len(meta)+len(inline)), &h, class, meta, inline)
+	return tdc, frame, storage, nil
+}
+
+// countLeaves returns the number of tensor leaves of td.
+func countTensorLeaves(td *TensorDict) int {
+	n := 0
+	_ = td.walkLeaves(nil, func(Key, *TensorDict, int) error { n++; return nil })
+	return n
+}
+
+// bcastRecv is Broadcast on a receiving rank.
+func (cl *coll) bcastRecv(src int) (*TensorDict, error) {
+	first := make([]byte, bcastFirst)
+	if err := mpi.Bcast(cl.c, first, src); err != nil {
+		return nil, cl.errorf("receiving the header from rank %d: %w", src, err)
+	}
+	body := first[bcastPrefix:]
+	if binary.LittleEndian.Uint64(first) != 0 {
+		return nil, cl.errorf("%w", &PeerError{Op: cl.op, Rank: src, Msg: nulTerminated(body)})
+	}
+	frameLen := binary.LittleEndian.Uint64(first[8:])
+	more := binary.LittleEndian.Uint64(first[16:]) != 0
+	h, err := wire.Parse(body, cl.lim)
+	if err == nil && h.Kind != wire.KindBroadcast {
+		err = fmt.Errorf("rank %d sent a %v message, not a broadcast", src, h.Kind)
+	}
+	if err == nil && uint64(wire.Size+h.Body()) != frameLen {
+		err = fmt.Errorf("rank %d announced a frame of %d bytes, its header %d", src, frameLen, wire.Size+h.Body())
+	}
+	if err == nil && !more && frameLen > uint64(len(body)) {
+		err = fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, len(body))
+	}
+	if err == nil && more && h.Flags&wire.FlagInline != 0 {
+		err = fmt.Errorf("rank %d sent inline storage and more messages", src)
+	}
+	if !more {
+		if err != nil {
+			return nil, cl.errorf("from rank %d: %w", src, err)
+		}
+		if err := cl.ctx.Err(); err != nil {
+			return nil, cl.wrap(err)
+		}
+		f, err := wire.ParseFrame(body[:frameLen], cl.lim)
+		if err != nil {
+			return nil, cl.errorf("from rank %d: %w", src, err)
+		}
+		// Copy the storage so that its leaves are 8-byte aligned.
+		st := tensor.NewStorage(len(f.Inline))
+		copy(st.Bytes(), f.Inline)
+		return cl.rebuild(src, st, f.Meta, string(f.Class))
+	}
+	if err == nil {
+		err = cl.ctx.Err()
+	}
+	if err := cl.agree(err); err != nil {
+		return nil, err
+	}
+	frame := make([]byte, frameLen)
+	n := copy(frame, body)
+	if err := cl.bcastBytes(frame[n:], src); err != nil {
+		return nil, cl.errorf("receiving the metadata from rank %d: %w", src, err)
+	}
+	f, err := wire.ParseFrame(frame, cl.lim)
+	st := tensor.NewStorage(int(h.Total))
+	if berr := cl.bcastBytes(st.Bytes(), src); berr != nil {
+		return nil, cl.errorf("receiving the storage from rank %d: %w", src, berr)
+	}
+	if err != nil {
+		return nil, cl.errorf("from rank %d: %w", src, err)
+	}
+	if f.Inline != nil {
+		return nil, cl.errorf("from rank %d: inline storage in a frame of %d bytes", src, frameLen)
+	}
+	return cl.rebuild(src, st, f.Meta, string(f.Class))
+}
+
+// rebuild makes the TensorDict a peer sent: meta over st, with class name
+// class.
+func (cl *coll) rebuild(from int, st *tensor.Storage, meta []byte, class string) (*TensorDict, error) {
+	td, err := FromConsolidated(st, meta, WithMaxMetadataBytes(int(cl.lim.MaxMeta)))
+	if err != nil {
+		return nil, cl.errorf("from rank %d: %w", from, err)
+	}
+	if class != "" {
+		td.SetClassName(class)
+	}
+	return td, nil
+}
+
+// bcastBytes broadcasts b from root in pieces of at most wire.MaxChunk
+// bytes. Every rank passes a b of the same length.
+func (cl *coll) bcastBytes(b []byte, root int) error {
+	for off := 0; off < len(b); off += wire.MaxChunk {
+		if err := mpi.Bcast(cl.c, b[off:min(off+wire.MaxChunk, len(b))], root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cString returns b up to its first zero byte.
+func nulTerminated(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}

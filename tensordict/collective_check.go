@@ -1,0 +1,220 @@
+package tensordict
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// StructureError is returned by AllReduce, Reduce and GatherAndStack on
+// every rank when the ranks' TensorDicts differ in structure: keys, dtypes
+// or shapes of their tensor leaves, or batch size. The check runs before
+// any payload moves, so no rank is left waiting.
+type StructureError struct {
+	Op   string // the collective, such as "AllReduce"
+	Ref  int    // the rank whose structure the others were compared with
+	Rank int    // the first rank whose structure differs from Ref's
+	// Key is the first differing leaf in sorted depth-first order, or nil
+	// when the batch sizes differ.
+	Key    Key
+	Detail string // what differs, such as "float32[3] on rank 2, float32[4] on rank 0"
+}
+
+// Error returns a message naming the ranks and the key.
+func (e *StructureError) Error() string {
+	where := "batch size"
+	if e.Key != nil {
+		where = "key " + e.Key.String()
+	}
+	return fmt.Sprintf("structure of rank %d differs from rank %d at %s: %s", e.Rank, e.Ref, where, e.Detail)
+}
+
+// leafDesc describes one tensor leaf for the structure check.
+type leafDesc struct {
+	Key   Key          `json:"k"`
+	DType tensor.DType `json:"-"`
+	Name  string       `json:"d"`
+	Shape []int        `json:"s"`
+}
+
+// structDesc is the structure the ranks compare: the batch size and the
+// tensor leaves in sorted depth-first order.
+type structDesc struct {
+	Batch  []int      `json:"b"`
+	Leaves []leafDesc `json:"l"`
+}
+
+// compareKeys orders keys part by part, which is tensordict's sorted
+// depth-first order: a nested TensorDict's leaves come where its name sorts
+// among its siblings.
+func compareKeys(a, b Key) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := strings.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return len(a) - len(b)
+}
+
+// sortedLeaves returns td's tensor leaves in sorted depth-first order, the
+// order every rank reduces them in, whatever order they were inserted in.
+func sortedLeaves(td *TensorDict) []Item {
+	items := td.Items(IncludeNested(), LeavesOnly())
+	slices.SortStableFunc(items, func(a, b Item) int { return compareKeys(a.Key, b.Key) })
+	return items
+}
+
+// describe returns the structure of td, given its sorted leaves.
+func describeStructure(td *TensorDict, leaves []Item) structDesc {
+	d := structDesc{Batch: td.BatchSize(), Leaves: make([]leafDesc, len(leaves))}
+	for i, it := range leaves {
+		dt := it.Tensor.DType()
+		d.Leaves[i] = leafDesc{Key: it.Key, DType: dt, Name: dt.String(), Shape: it.Tensor.Shape()}
+	}
+	return d
+}
+
+// encode returns the JSON encoding of d, which the ranks hash and, on a
+// mismatch, exchange.
+func (d structDesc) encode() []byte {
+	b, err := json.Marshal(d)
+	if err != nil {
+		// Keys are strings and shapes ints: Marshal cannot fail.
+		panic("tensordict: encoding a structure description: " + err.Error())
+	}
+	return b
+}
+
+// hash64 returns the FNV-1a hash of b.
+func fnvHash64(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// describeLeaf formats a leaf as "float32[3 4]".
+func describeLeaf(l leafDesc) string { return fmt.Sprintf("%s%v", l.Name, l.Shape) }
+
+// diff compares d, the structure of rank me, with ref, the structure of
+// rank r. It returns the first differing key (nil for the batch size) and
+// a description, or ok true when they are the same.
+func (d structDesc) diff(me int, ref structDesc, r int) (k Key, detail string, ok bool) {
+	if !slices.Equal(d.Batch, ref.Batch) {
+		return nil, fmt.Sprintf("%v on rank %d, %v on rank %d", d.Batch, me, ref.Batch, r), false
+	}
+	i, j := 0, 0
+	for i < len(d.Leaves) || j < len(ref.Leaves) {
+		var c int
+		switch {
+		case i == len(d.Leaves):
+			c = 1
+		case j == len(ref.Leaves):
+			c = -1
+		default:
+			c = compareKeys(d.Leaves[i].Key, ref.Leaves[j].Key)
+		}
+		switch {
+		case c < 0:
+			return d.Leaves[i].Key, fmt.Sprintf("%s on rank %d, missing on rank %d", describeLeaf(d.Leaves[i]), me, r), false
+		case c > 0:
+			return ref.Leaves[j].Key, fmt.Sprintf("missing on rank %d, %s on rank %d", me, describeLeaf(ref.Leaves[j]), r), false
+		}
+		a, b := d.Leaves[i], ref.Leaves[j]
+		if a.Name != b.Name || !slices.Equal(a.Shape, b.Shape) {
+			return a.Key, fmt.Sprintf("%s on rank %d, %s on rank %d", describeLeaf(a), me, describeLeaf(b), r), false
+		}
+		i++
+		j++
+	}
+	return nil, "", true
+}
+
+// Bounds of the exchange that explains a structure mismatch. They are
+// constants, not limits a caller sets, so that every rank makes the same
+// decision from the same numbers.
+const (
+	maxDescBytes = 64 << 20 // largest reference description broadcast
+	diffSlot     = 4 << 10  // bytes per rank of the gathered differences
+)
+
+// slotDiff is one rank's difference as exchanged in a diffSlot.
+type slotDiff struct {
+	Key    Key    `json:"k"`
+	Detail string `json:"d"`
+}
+
+// explainMismatch runs on every rank once the structure hashes disagreed.
+// It broadcasts the reference rank's description, lets each rank compare
+// its own with it, gathers the differences, and returns the same
+// *StructureError on every rank: the lowest differing rank's.
+func (cl *coll) explainMismatch(mine structDesc, ref int) error {
+	var enc []byte
+	if cl.rank == ref {
+		enc = mine.encode()
+	}
+	n := []int64{int64(len(enc))}
+	if err := mpi.Bcast(cl.c, n, ref); err != nil {
+		return cl.errorf("structures differ; broadcasting rank %d's structure: %w", ref, err)
+	}
+	if n[0] < 0 || n[0] > maxDescBytes {
+		return cl.errorf("structures differ between ranks (rank %d's description of %d bytes is too long to compare)", ref, n[0])
+	}
+	if cl.rank != ref {
+		enc = make([]byte, n[0])
+	}
+	if err := mpi.Bcast(cl.c, enc, ref); err != nil {
+		return cl.errorf("structures differ; broadcasting rank %d's structure: %w", ref, err)
+	}
+	slot := make([]byte, diffSlot)
+	if cl.rank != ref {
+		var rd structDesc
+		var sd slotDiff
+		ok := false
+		if err := json.Unmarshal(enc, &rd); err != nil {
+			sd.Detail = fmt.Sprintf("cannot decode rank %d's structure: %v", ref, err)
+		} else {
+			sd.Key, sd.Detail, ok = mine.diff(cl.rank, rd, ref)
+		}
+		if !ok {
+			b, _ := json.Marshal(sd)
+			if len(b) > diffSlot-8 {
+				b, _ = json.Marshal(slotDiff{Detail: clipText(sd.Detail, diffSlot/2)})
+			}
+			binary.LittleEndian.PutUint64(slot, uint64(len(b)))
+			copy(slot[8:], b)
+		}
+	}
+	all := make([]byte, diffSlot*cl.size)
+	if err := mpi.Allgather(cl.c, slot, all); err != nil {
+		return cl.errorf("structures differ; gathering differences: %w", err)
+	}
+	for r := range cl.size {
+		s := all[r*diffSlot : (r+1)*diffSlot]
+		m := binary.LittleEndian.Uint64(s)
+		if m == 0 {
+			continue
+		}
+		var sd slotDiff
+		if m > diffSlot-8 || json.Unmarshal(s[8:8+m], &sd) != nil {
+			sd.Detail = "(undecodable difference)"
+		}
+		return cl.errorf("%w", &StructureError{Op: cl.op, Ref: ref, Rank: r, Key: sd.Key, Detail: sd.Detail})
+	}
+	// The hashes differed but no rank found a difference: the descriptions
+	// are equal yet hash differently, which cannot happen with one build.
+	return cl.errorf("structure hashes differ between ranks but their descriptions match (different tdmpi versions?)")
+}
+
+// truncate returns s cut to at most n bytes.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

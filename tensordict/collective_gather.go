@@ -1,0 +1,146 @@
+package tensordict
+
+import (
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// AllGather collects every rank's td on every rank, like tensordict's
+// all_gather: it returns one TensorDict per rank of the group, in rank
+// order, this rank's own included (rebuilt from the gathered copy, like the
+// others). The ranks' TensorDicts may differ in structure and size. Every
+// rank of the group calls it.
+//
+// Each rank lays its td out as a consolidated block (storage, class name,
+// metadata); the ranks exchange the blocks' sizes, check them against their
+// limits (WithMaxBytes bounds the sum of the storages), and gather the
+// blocks with one MPI_Allgatherv, without padding. Every result is
+// consolidated, its leaves views into the one gathered buffer: nothing is
+// copied after the transfer.
+//
+// Options: WithGroup, WithContext (checked before the blocks move),
+// WithMaxBytes.
+func (td *TensorDict) AllGather(opts ...RemoteOption) ([]*TensorDict, error) {
+	var out []*TensorDict
+	err := runCollective("AllGather", opts, func(cl *coll) error {
+		b, local := cl.prepareBlock(td)
+		mine := b.info(local)
+		infos := make([]int64, infoLen*cl.size)
+		if err := mpi.Allgather(cl.c, mine[:], infos); err != nil {
+			return cl.errorf("gathering sizes: %w", err)
+		}
+		if r := cl.firstFailed(infos); r < cl.size {
+			return cl.spread(r, local)
+		}
+		displs, counts, words, lerr := cl.layoutBlocks(infos, nil)
+		var buf []uint64
+		if lerr == nil {
+			buf = make([]uint64, words)
+			lerr = b.pack(buf[displs[cl.rank] : displs[cl.rank]+counts[cl.rank]])
+		}
+		if err := cl.agree(lerr); err != nil {
+			return err
+		}
+		if err := mpi.Allgatherv(cl.c, nil, buf, counts, displs); err != nil {
+			return cl.errorf("gathering blocks: %w", err)
+		}
+		out = make([]*TensorDict, cl.size)
+		for r := range cl.size {
+			td, err := cl.unpack(r, infos[r*infoLen:(r+1)*infoLen], buf[displs[r]:displs[r]+counts[r]])
+			if err != nil {
+				return err
+			}
+			out[r] = td
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GatherAndStack collects every rank's td on rank dst and stacks them
+// along a new leading batch dimension, in rank order: on dst it returns a
+// TensorDict of batch size [Size, td's batch size...] whose entry i comes
+// from rank i; on the other ranks it returns nil. Every rank of the group
+// calls it.
+//
+// This departs from tensordict's gather_and_stack, which needs dst's own
+// TensorDict to have leading dimension Size-1 already and overwrites it in
+// place with the stack of the other ranks' (and pickles whole
+// TensorDicts). Here td is left alone on every rank and the result is new.
+//
+// The ranks' TensorDicts must have the same structure (batch size, keys,
+// dtypes, shapes); it is checked first, as AllReduce does, and a mismatch
+// makes every rank return a *StructureError naming the first differing
+// key. Non-tensor values must be equal on every rank, which only dst
+// checks, when it stacks. Options: WithGroup, WithContext, WithMaxBytes.
+func (td *TensorDict) GatherAndStack(dst int, opts ...RemoteOption) (*TensorDict, error) {
+	var out *TensorDict
+	err := runCollective("GatherAndStack", opts, func(cl *coll) error {
+		if err := cl.checkRoot("dst", dst); err != nil {
+			return err
+		}
+		b, local := cl.prepareBlock(td)
+		var leaves []Item
+		if td != nil {
+			leaves = sortedLeaves(td)
+		}
+		if _, err := cl.checkSame(td, leaves, dst, local); err != nil {
+			return err
+		}
+		mine := b.info(nil)
+		var infos []int64
+		if cl.rank == dst {
+			infos = make([]int64, infoLen*cl.size)
+		}
+		// Every rank but dst packs its block before sending the sizes, so
+		// that a failure to pack is caught by the agreement below.
+		var own []uint64
+		var lerr error
+		if cl.rank != dst {
+			own = make([]uint64, blockWords(mine[:]))
+			lerr = b.pack(own)
+		}
+		if err := mpi.Gather(cl.c, mine[:], infos, dst); err != nil {
+			return cl.errorf("gathering sizes: %w", err)
+		}
+		var displs, counts []int
+		var buf []uint64
+		if cl.rank == dst {
+			var words int
+			displs, counts, words, lerr = cl.layoutBlocks(infos, nil)
+			if lerr == nil {
+				buf = make([]uint64, words)
+				lerr = b.pack(buf[displs[dst] : displs[dst]+counts[dst]])
+			}
+		}
+		if err := cl.agree(lerr); err != nil {
+			return err
+		}
+		if err := mpi.Gatherv(cl.c, own, buf, counts, displs, dst); err != nil {
+			return cl.errorf("gathering blocks: %w", err)
+		}
+		if cl.rank != dst {
+			return nil
+		}
+		tds := make([]*TensorDict, cl.size)
+		for r := range cl.size {
+			td, err := cl.unpack(r, infos[r*infoLen:(r+1)*infoLen], buf[displs[r]:displs[r]+counts[r]])
+			if err != nil {
+				return err
+			}
+			tds[r] = td
+		}
+		st, err := Stack(tds, 0)
+		if err != nil {
+			return cl.wrap(err)
+		}
+		out = st
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

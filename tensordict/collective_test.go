@@ -1,0 +1,476 @@
+package tensordict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// full returns a tensor of dtype dt and shape filled with v; complex
+// dtypes get v + v·i.
+func collFull(t testing.TB, dt tensor.DType, v float64, shape ...int) *tensor.Tensor {
+	t.Helper()
+	switch dt {
+	case tensor.Complex64:
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		s := make([]complex64, n)
+		for i := range s {
+			s[i] = complex(float32(v), float32(v))
+		}
+		x, err := tensor.FromSlice(s, shape...)
+		require.NoError(t, err)
+		return x
+	case tensor.Complex128:
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		s := make([]complex128, n)
+		for i := range s {
+			s[i] = complex(v, v)
+		}
+		x, err := tensor.FromSlice(s, shape...)
+		require.NoError(t, err)
+		return x
+	}
+	return tensor.Full(dt, v, shape...)
+}
+
+// requireAll fails unless every element of x equals v (v + v·i for complex
+// dtypes).
+func collRequireAll(t testing.TB, x *tensor.Tensor, v float64, msg string) {
+	t.Helper()
+	if x.DType().IsComplex() {
+		collRequireAllC(t, x, complex(v, v), msg)
+		return
+	}
+	require.True(t, x.EqScalar(v).All(), "%s: want all %v, got %v", msg, v, x)
+}
+
+// requireAllC fails unless every element of the complex tensor x equals v.
+func collRequireAllC(t testing.TB, x *tensor.Tensor, v complex128, msg string) {
+	t.Helper()
+	switch x.DType() {
+	case tensor.Complex64:
+		s, err := tensor.Data[complex64](x.Contiguous())
+		require.NoError(t, err)
+		for i, c := range s {
+			require.Equal(t, complex64(v), c, "%s: element %d", msg, i)
+		}
+	case tensor.Complex128:
+		s, err := tensor.Data[complex128](x.Contiguous())
+		require.NoError(t, err)
+		for i, c := range s {
+			require.Equal(t, v, c, "%s: element %d", msg, i)
+		}
+	default:
+		t.Fatalf("%s: %v is not complex", msg, x.DType())
+	}
+}
+
+func collFactorial(n int) float64 {
+	f := 1.0
+	for i := 2; i <= n; i++ {
+		f *= float64(i)
+	}
+	return f
+}
+
+// seedLike builds the seed TensorDict of the design (nested keys, a
+// non-tensor value) with leaves filled with v.
+func collSeed(t testing.TB, v float64) *TensorDict {
+	t.Helper()
+	td := New(2)
+	require.NoError(t, td.Set(K("a", "b"), tensor.Full(tensor.Float32, v, 2)))
+	require.NoError(t, td.Set(K("c"), tensor.Full(tensor.Int64, v, 2, 3)))
+	require.NoError(t, td.Set(K("d", "e", "f"), tensor.Full(tensor.Float64, v, 2, 2)))
+	require.NoError(t, td.SetNonTensor(K("label"), "hello"))
+	require.NoError(t, td.SetNonTensor(K("d", "info"), map[string]any{"n": 3}))
+	return td
+}
+
+func collCheckSeed(t testing.TB, td *TensorDict, v float64, n int) {
+	t.Helper()
+	require.NotNil(t, td)
+	assert.Equal(t, []int{2}, td.BatchSize())
+	for _, k := range []Key{K("a", "b"), K("c"), K("d", "e", "f")} {
+		x, err := td.Get(k)
+		require.NoError(t, err)
+		collRequireAll(t, x, v, k.String())
+	}
+	x, err := td.Get(K("d", "e", "f"))
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 2}, x.Shape())
+	lbl, err := td.GetNonTensor(K("label"))
+	require.NoError(t, err)
+	assert.Equal(t, "hello", lbl)
+	info, err := td.GetNonTensor(K("d", "info"))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"n": int64(3)}, info)
+	big, err := td.Get(K("big"))
+	if n > 0 {
+		require.NoError(t, err)
+		assert.Equal(t, []int{2, n}, big.Shape())
+		collRequireAll(t, big, v, "big")
+	} else {
+		assert.ErrorIs(t, err, ErrNotFound)
+	}
+}
+
+func TestCollectiveBroadcast(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	for _, tc := range []struct {
+		name string
+		big  int // elements per row of an extra float32 leaf "big"
+	}{
+		{"small", 0},         // one message
+		{"large", 1 << 12},   // header, then metadata and storage
+		{"storage", 3 << 20}, // 24 MiB of storage
+	} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			for _, src := range []int{0, g.Size() - 1} {
+				var td *TensorDict
+				if g.Rank() == src {
+					td = collSeed(t, 7)
+					if tc.big > 0 {
+						require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, 7, 2, tc.big)))
+					}
+					td.SetClassName("tensordict.testing.MyDistData")
+				} else {
+					td = New(5) // ignored
+				}
+				got, err := td.Broadcast(src)
+				require.NoError(t, err, "src %d", src)
+				collCheckSeed(t, got, 7, tc.big)
+				assert.Equal(t, "tensordict.testing.MyDistData", got.ClassName())
+				assert.True(t, got.IsConsolidated())
+			}
+		})
+	}
+}
+
+func TestCollectiveBroadcastErrors(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	mpitest.Run(t, "nil source", func(t *testing.T) {
+		_, err := (*TensorDict)(nil).Broadcast(0)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "Broadcast")
+		if g.Rank() != 0 {
+			var pe *PeerError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, 0, pe.Rank)
+		}
+	})
+	mpitest.Run(t, "bad root", func(t *testing.T) {
+		_, err := New().Broadcast(g.Size())
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "out of range")
+	})
+	mpitest.Run(t, "over the limit", func(t *testing.T) {
+		td := New()
+		if g.Rank() == 0 {
+			require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Uint8, 1<<20)))
+		}
+		var opts []RemoteOption
+		if g.Rank() == g.Size()-1 {
+			opts = append(opts, WithMaxBytes(1000))
+		}
+		got, err := td.Broadcast(0, opts...)
+		require.Error(t, err)
+		assert.Nil(t, got)
+		assert.Contains(t, err.Error(), "limit")
+	})
+	mpitest.Run(t, "after the errors", func(t *testing.T) {
+		// The group still works: nothing was left half sent.
+		got, err := collSeed(t, float64(g.Rank()+1)).Broadcast(0)
+		require.NoError(t, err)
+		collCheckSeed(t, got, 1, 0)
+	})
+}
+
+// collDTypes are the dtypes every reduction test covers.
+var collDTypes = []tensor.DType{
+	tensor.Bool, tensor.Uint8, tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64,
+	tensor.Float16, tensor.BFloat16, tensor.Float32, tensor.Float64, tensor.Complex64, tensor.Complex128,
+}
+
+// want returns the result of op over the values rank+1 of n ranks.
+func collWant(op ReduceOp, n int) float64 {
+	switch op {
+	case ReduceSum:
+		return float64(n * (n + 1) / 2)
+	case ReduceProd:
+		return collFactorial(n)
+	case ReduceMin:
+		return 1
+	}
+	return float64(n)
+}
+
+func TestCollectiveAllReduce(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	for _, op := range []ReduceOp{ReduceSum, ReduceProd, ReduceMin, ReduceMax} {
+		for _, dt := range collDTypes {
+			if dt == tensor.Bool || dt.IsComplex() && (op == ReduceMin || op == ReduceMax) {
+				continue
+			}
+			mpitest.Run(t, fmt.Sprintf("%v/%v", op, dt), func(t *testing.T) {
+				// Insertion order depends on the rank; reduction order must not.
+				td := New(3)
+				keys := []Key{K("x"), K("n", "y"), K("n", "z", "w")}
+				if r%2 == 1 {
+					keys = []Key{K("n", "z", "w"), K("x"), K("n", "y")}
+				}
+				for _, k := range keys {
+					require.NoError(t, td.Set(k, collFull(t, dt, float64(r+1), 3, len(k))))
+				}
+				require.NoError(t, td.Set(K("other"), tensor.Full(tensor.Float64, float64(r+1), 3)))
+				require.NoError(t, td.AllReduce(op))
+				for _, k := range keys {
+					x, err := td.Get(k)
+					require.NoError(t, err)
+					if dt.IsComplex() && op == ReduceProd {
+						// The product of k+k·i over k = 1..n.
+						p := complex128(1)
+						for k := 1; k <= n; k++ {
+							p *= complex(float64(k), float64(k))
+						}
+						collRequireAllC(t, x, p, k.String())
+					} else {
+						collRequireAll(t, x, collWant(op, n), k.String())
+					}
+				}
+				x, err := td.Get(K("other"))
+				require.NoError(t, err)
+				collRequireAll(t, x, collWant(op, n), "other")
+			})
+		}
+	}
+}
+
+func TestCollectiveAllReduceConsolidated(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	for _, dt := range collDTypes {
+		mpitest.Run(t, dt.String(), func(t *testing.T) {
+			td := New(2)
+			// Odd sizes, so that leaves are padded in the storage.
+			require.NoError(t, td.Set(K("a"), collFull(t, dt, float64(r+1), 2, 3)))
+			require.NoError(t, td.Set(K("b", "c"), collFull(t, dt, float64(r+1), 2, 1)))
+			require.NoError(t, td.SetNonTensor(K("tag"), "kept"))
+			tdc, err := td.Consolidate()
+			require.NoError(t, err)
+			st := tdc.ConsolidatedStorage()
+			require.NoError(t, tdc.AllReduce(ReduceSum))
+			assert.Same(t, st, tdc.ConsolidatedStorage(), "reduced in place")
+			for _, k := range []Key{K("a"), K("b", "c")} {
+				x, err := tdc.Get(k)
+				require.NoError(t, err)
+				if dt == tensor.Bool {
+					collRequireAll(t, x, 1, k.String())
+				} else {
+					collRequireAll(t, x, collWant(ReduceSum, n), k.String())
+				}
+			}
+			tag, err := tdc.GetNonTensor(K("tag"))
+			require.NoError(t, err)
+			assert.Equal(t, "kept", tag)
+		})
+	}
+}
+
+func TestCollectiveAllReduceBool(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	r := g.Rank()
+	for _, tc := range []struct {
+		op   ReduceOp
+		want float64
+	}{
+		{ReduceSum, 1}, {ReduceMax, 1}, {ReduceProd, 0}, {ReduceMin, 0},
+	} {
+		mpitest.Run(t, tc.op.String(), func(t *testing.T) {
+			td := New()
+			v := 0.0
+			if r == 1 {
+				v = 1 // true on rank 1 only: or is true, and is false
+			}
+			require.NoError(t, td.Set(K("m"), tensor.Full(tensor.Bool, v, 5)))
+			require.NoError(t, td.Set(K("f"), tensor.Full(tensor.Float32, 1, 5))) // mixed dtypes: per leaf
+			require.NoError(t, td.AllReduce(tc.op))
+			x, err := td.Get(K("m"))
+			require.NoError(t, err)
+			collRequireAll(t, x, tc.want, "m")
+		})
+	}
+}
+
+func TestCollectiveReduce(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	for _, dst := range []int{0, n - 1} {
+		mpitest.Run(t, fmt.Sprintf("dst%d", dst), func(t *testing.T) {
+			td := collSeed(t, float64(r+1))
+			require.NoError(t, td.Set(K("h"), collFull(t, tensor.Float16, float64(r+1), 2, 5)))
+			require.NoError(t, td.Reduce(dst, ReduceProd))
+			if r == dst {
+				collCheckSeed(t, td, collFactorial(n), 0)
+				x, err := td.Get(K("h"))
+				require.NoError(t, err)
+				collRequireAll(t, x, collFactorial(n), "h")
+			} else {
+				collCheckSeed(t, td, float64(r+1), 0)
+			}
+		})
+	}
+}
+
+func TestCollectiveReduceErrors(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	mpitest.Run(t, "complex max", func(t *testing.T) {
+		td := New()
+		require.NoError(t, td.Set(K("z"), collFull(t, tensor.Complex64, 1, 2)))
+		err := td.AllReduce(ReduceMax)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "key z")
+		assert.Contains(t, err.Error(), "complex")
+	})
+	mpitest.Run(t, "expanded leaf on one rank", func(t *testing.T) {
+		td := New(4)
+		x := tensor.Full(tensor.Float32, 1, 1, 3)
+		if r == n-1 {
+			var err error
+			x, err = x.Expand(4, 3)
+			require.NoError(t, err)
+		} else {
+			x = tensor.Full(tensor.Float32, 1, 4, 3)
+		}
+		require.NoError(t, td.Set(K("e"), x))
+		err := td.AllReduce(ReduceSum)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "key e")
+		if r != n-1 {
+			var pe *PeerError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, n-1, pe.Rank)
+		}
+	})
+	mpitest.Run(t, "bad dst", func(t *testing.T) {
+		err := New().Reduce(-1, ReduceSum)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "dst -1")
+	})
+}
+
+func TestCollectiveStructureMismatch(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	base := func() *TensorDict {
+		td := New(2)
+		require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Float32, 1, 2)))
+		require.NoError(t, td.Set(K("x", "y"), tensor.Full(tensor.Float32, 1, 2, 4)))
+		require.NoError(t, td.Set(K("z"), tensor.Full(tensor.Int32, 1, 2)))
+		return td
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(td *TensorDict)
+		key    Key
+	}{
+		{"shape", func(td *TensorDict) { require.NoError(t, td.Set(K("x", "y"), tensor.Full(tensor.Float32, 1, 2, 3))) }, K("x", "y")},
+		{"dtype", func(td *TensorDict) { require.NoError(t, td.Set(K("z"), tensor.Full(tensor.Int64, 1, 2))) }, K("z")},
+		{"missing", func(td *TensorDict) { require.NoError(t, td.Del(K("x", "y"))) }, K("x", "y")},
+		{"extra", func(td *TensorDict) { require.NoError(t, td.Set(K("b"), tensor.Full(tensor.Float32, 1, 2))) }, K("b")},
+		{"batch", func(td *TensorDict) { require.NoError(t, td.SetBatchSize()) }, nil},
+	} {
+		for _, op := range []string{"AllReduce", "Reduce", "GatherAndStack"} {
+			mpitest.Run(t, tc.name+"/"+op, func(t *testing.T) {
+				td := base()
+				odd := n - 1 // the rank that differs
+				if r == odd {
+					tc.change(td)
+				}
+				var err error
+				switch op {
+				case "AllReduce":
+					err = td.AllReduce(ReduceSum)
+				case "Reduce":
+					err = td.Reduce(0, ReduceSum)
+				case "GatherAndStack":
+					_, err = td.GatherAndStack(0)
+				}
+				require.Error(t, err)
+				var se *StructureError
+				require.ErrorAs(t, err, &se, "%v", err)
+				assert.Equal(t, odd, se.Rank)
+				assert.Equal(t, 0, se.Ref)
+				assert.Equal(t, tc.key, se.Key)
+				assert.Contains(t, err.Error(), op)
+				// Nothing was reduced.
+				a, gerr := td.Get(K("a"))
+				require.NoError(t, gerr)
+				collRequireAll(t, a, 1, "a")
+			})
+		}
+	}
+}
+
+func TestCollectiveSubgroup(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	// The odd ranks and the even ranks form two groups.
+	var ranks []int
+	for i := r % 2; i < n; i += 2 {
+		ranks = append(ranks, i)
+	}
+	sub, err := g.New(ranks)
+	if !assert.NoError(t, err) {
+		return
+	}
+	defer func() { assert.NoError(t, sub.Free()) }()
+	td := New()
+	require.NoError(t, td.Set(K("v"), tensor.Full(tensor.Int64, float64(r), 1)))
+	require.NoError(t, td.AllReduce(ReduceSum, WithGroup(sub)))
+	sum := 0
+	for _, x := range ranks {
+		sum += x
+	}
+	x, err := td.Get(K("v"))
+	require.NoError(t, err)
+	collRequireAll(t, x, float64(sum), "v")
+
+	got, err := td.Broadcast(sub.Size()-1, WithGroup(sub))
+	require.NoError(t, err)
+	y, err := got.Get(K("v"))
+	require.NoError(t, err)
+	collRequireAll(t, y, float64(sum), "v")
+}
+
+func TestCollectiveCancelledContext(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if g.Rank() == 0 {
+		cancel()
+	}
+	td := New()
+	require.NoError(t, td.Set(K("v"), tensor.Full(tensor.Float32, 1, 1)))
+	err := td.AllReduce(ReduceSum, WithContext(ctx))
+	require.Error(t, err)
+	if g.Rank() == 0 {
+		assert.True(t, errors.Is(err, context.Canceled))
+	}
+	x, _ := td.Get(K("v"))
+	collRequireAll(t, x, 1, "v")
+}
