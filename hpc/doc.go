@@ -25,11 +25,15 @@
 //
 // # Wrong-PMI launches
 //
-// When srun's PMI plugin does not match the MPI library (srun --mpi=none for
-// an Open MPI program, for example), srun starts N copies of the program and
-// each initializes MPI as a singleton of size 1. Env.CheckSize recognizes
-// this: the launcher reports N > 1 ranks but MPI sees one. Package group runs
-// the check in group.Init.
+// When the launcher's PMI does not match the MPI library, a launcher may
+// start N copies of the program that each initialize MPI as a singleton of
+// size 1. Env.CheckSize recognizes this: the launcher reports N > 1 ranks
+// but MPI sees one. Package group runs the check in group.Init.
+//
+// Some libraries fail earlier: Debian's Open MPI 4.1 under srun --mpi=none
+// aborts inside MPI_Init with its own message ("OMPI was not built with
+// SLURM's PMI support"), before any Go code can report it. Use
+// srun --mpi=pmix with Open MPI.
 //
 // # Pure detection
 //

@@ -57,7 +57,9 @@ type Env struct {
 
 	// Scratch is a node-local directory for temporary files: the first of
 	// $SLURM_TMPDIR, $TMPDIR, /dev/shm (if it is a directory) and
-	// os.TempDir().
+	// os.TempDir(). It follows each process's environment, which can differ
+	// between ranks of one node (Slurm 22.05's srun sets TMPDIR for task 0
+	// only): ranks that share files there should agree on one path first.
 	Scratch string
 }
 
