@@ -31,7 +31,7 @@
 // never matches a user's receive, whatever its source and tag.
 //
 // New makes a subgroup of some ranks, like torch.distributed.new_group; only
-// the members call it. Split partitions a group by colour, as
+// the members call it. Split partitions a group by color, as
 // MPI_Comm_split. Both return groups the caller frees with Free. WorldRank
 // and GroupRank translate ranks between a group and the world.
 //

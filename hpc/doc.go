@@ -10,7 +10,7 @@
 // initialized, so it is cheap and never blocks:
 //
 //	env := hpc.Detect()
-//	fmt.Println(env) // "srun rank 1/4 local 1/2 job 812.0 nodes n[1-2] host n1 pmi pmix scratch /tmp/812"
+//	fmt.Println(env) // srun rank 1/4 local 1/2 job 812 step 0 nodes n[1-2] host n1 pmi pmix scratch /tmp
 //
 // # Launchers
 //
