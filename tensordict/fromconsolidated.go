@@ -83,7 +83,6 @@ type metaNode struct {
 	nts      []ntMeta
 	leaves   []leafMeta
 	children []childMeta
-	seen     map[string]struct{}
 }
 
 // metaDecoder reads a metadata tree.
@@ -122,19 +121,10 @@ func (d *metaDecoder) count(path Key, name string) error {
 	return nil
 }
 
-// claim records name in node n, refusing duplicates.
-func (n *metaNode) claim(name string) error {
-	if _, dup := n.seen[name]; dup {
-		return fmt.Errorf("key %v: defined twice", n.path.child(name))
-	}
-	n.seen[name] = struct{}{}
-	return nil
-}
-
 // node reads one metadata level at key path.
 func (d *metaDecoder) node(path Key, top bool) (*metaNode, error) {
 	p := &d.p
-	n := &metaNode{path: path, names: -1, seen: map[string]struct{}{}}
+	n := &metaNode{path: path, names: -1}
 	where := func() string {
 		if len(path) == 0 {
 			return "root"
@@ -158,9 +148,6 @@ func (d *metaDecoder) node(path Key, top bool) (*metaNode, error) {
 				if err := d.count(path, name); err != nil {
 					return err
 				}
-				if err := n.claim(name); err != nil {
-					return err
-				}
 				v, err := d.nonTensor(path.child(name))
 				if err != nil {
 					return err
@@ -171,9 +158,6 @@ func (d *metaDecoder) node(path Key, top bool) (*metaNode, error) {
 		case key == "leaves":
 			return p.object(func(name string) error {
 				if err := d.count(path, name); err != nil {
-					return err
-				}
-				if err := n.claim(name); err != nil {
 					return err
 				}
 				l, err := d.leaf(path, name)
@@ -198,9 +182,6 @@ func (d *metaDecoder) node(path Key, top bool) (*metaNode, error) {
 			return p.skip()
 		default:
 			if err := d.count(path, key); err != nil {
-				return err
-			}
-			if err := n.claim(key); err != nil {
 				return err
 			}
 			c, err := d.node(path.child(key), false)
@@ -449,10 +430,19 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 
 // buildFromMeta makes the TensorDict of a validated metadata node over st.
 func buildFromMeta(n *metaNode, st *tensor.Storage) (*TensorDict, error) {
-	td := newTD(n.batch)
-	td.entries = make([]entry, 0, len(n.nts)+len(n.leaves)+len(n.children))
+	size := len(n.nts) + len(n.leaves) + len(n.children)
+	td := &TensorDict{batch: n.batch, entries: make([]entry, 0, size), index: make(map[string]int, size)}
+	add := func(name string, e entry) error {
+		if _, dup := td.index[name]; dup {
+			return fmt.Errorf("key %v: defined twice", n.path.child(name))
+		}
+		td.add(name, e)
+		return nil
+	}
 	for _, nt := range n.nts {
-		td.add(nt.name, entry{kind: kindNonTensor, v: nt.v})
+		if err := add(nt.name, entry{kind: kindNonTensor, v: nt.v}); err != nil {
+			return nil, err
+		}
 	}
 	slices.SortStableFunc(n.leaves, func(a, b leafMeta) int { return cmp.Compare(a.start, b.start) })
 	slices.SortStableFunc(n.children, func(a, b childMeta) int {
@@ -481,7 +471,9 @@ func buildFromMeta(n *metaNode, st *tensor.Storage) (*TensorDict, error) {
 			if err != nil {
 				return nil, fmt.Errorf("leaf %v: %w", n.path.child(l.name), err)
 			}
-			td.add(l.name, entry{kind: kindTensor, t: t})
+			if err := add(l.name, entry{kind: kindTensor, t: t}); err != nil {
+				return nil, err
+			}
 			if first < 0 {
 				first = l.start
 			}
@@ -494,7 +486,9 @@ func buildFromMeta(n *metaNode, st *tensor.Storage) (*TensorDict, error) {
 		if err != nil {
 			return nil, err
 		}
-		td.add(c.name, entry{kind: kindTD, td: sub})
+		if err := add(c.name, entry{kind: kindTD, td: sub}); err != nil {
+			return nil, err
+		}
 		if sub.cons.end > sub.cons.base {
 			if first < 0 {
 				first = sub.cons.base

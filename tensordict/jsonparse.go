@@ -326,7 +326,7 @@ func (p *jsonParser) integer() (int, error) {
 
 // ints reads an array of non-negative integers.
 func (p *jsonParser) ints(what string) ([]int, error) {
-	out := []int{}
+	out := make([]int, 0, 4)
 	err := p.array(func(int) error {
 		v, err := p.integer()
 		if err != nil {
