@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -473,4 +474,186 @@ func TestCollectiveCancelledContext(t *testing.T) {
 	}
 	x, _ := td.Get(K("v"))
 	collRequireAll(t, x, 1, "v")
+}
+
+// rankTD returns a TensorDict whose structure and values depend on rank r:
+// r+1 rows, leaves filled with r+1, a non-tensor value naming the rank.
+func rankTD(t testing.TB, r int) *TensorDict {
+	t.Helper()
+	td := New(r + 1)
+	require.NoError(t, td.Set(K("a", "b"), tensor.Full(tensor.Float32, float64(r+1), r+1, 3)))
+	require.NoError(t, td.Set(K("i"), tensor.Full(tensor.Int16, float64(r+1), r+1)))
+	if r%2 == 1 {
+		require.NoError(t, td.Set(K("odd"), tensor.Full(tensor.Float16, float64(r+1), r+1, 1<<10)))
+	}
+	require.NoError(t, td.SetNonTensor(K("who"), fmt.Sprintf("rank %d", r)))
+	return td
+}
+
+func checkRankTD(t testing.TB, td *TensorDict, r int) {
+	t.Helper()
+	require.NotNil(t, td, "rank %d", r)
+	assert.Equal(t, []int{r + 1}, td.BatchSize())
+	keys := []Key{K("a", "b"), K("i")}
+	if r%2 == 1 {
+		keys = append(keys, K("odd"))
+	} else {
+		assert.False(t, td.Has(K("odd")))
+	}
+	for _, k := range keys {
+		x, err := td.Get(k)
+		require.NoError(t, err)
+		assert.Equal(t, r+1, x.Shape()[0])
+		collRequireAll(t, x, float64(r+1), fmt.Sprintf("rank %d key %v", r, k))
+	}
+	who, err := td.GetNonTensor(K("who"))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("rank %d", r), who)
+}
+
+func TestCollectiveAllGather(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	td := rankTD(t, r)
+	td.SetClassName(fmt.Sprintf("cls%d", r))
+	all, err := td.AllGather()
+	require.NoError(t, err)
+	require.Len(t, all, n)
+	// Every result views the one gathered buffer, in rank order.
+	prev := uintptr(0)
+	for i, got := range all {
+		checkRankTD(t, got, i)
+		assert.True(t, got.IsConsolidated())
+		assert.Equal(t, fmt.Sprintf("cls%d", i), got.ClassName())
+		b := got.ConsolidatedStorage().Bytes()
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		if i > 0 {
+			assert.Greater(t, p, prev, "rank %d's storage follows rank %d's", i, i-1)
+			assert.Less(t, p-prev, uintptr(1<<20), "rank %d's storage is in the gathered buffer", i)
+		}
+		prev = p
+	}
+	// The source is untouched.
+	checkRankTD(t, td, r)
+}
+
+func TestCollectiveAllGatherEmptyAndLimits(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	mpitest.Run(t, "empty", func(t *testing.T) {
+		all, err := New().AllGather()
+		require.NoError(t, err)
+		require.Len(t, all, n)
+		for _, td := range all {
+			assert.Equal(t, 0, td.Len())
+		}
+	})
+	mpitest.Run(t, "limit on one rank", func(t *testing.T) {
+		var opts []RemoteOption
+		if r == 0 {
+			opts = append(opts, WithMaxBytes(64))
+		}
+		td := New()
+		require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Float64, 100)))
+		all, err := td.AllGather(opts...)
+		require.Error(t, err)
+		assert.Nil(t, all)
+		assert.Contains(t, err.Error(), "limit")
+		if r != 0 {
+			var pe *PeerError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, 0, pe.Rank)
+		}
+	})
+	mpitest.Run(t, "nil on one rank", func(t *testing.T) {
+		td := New()
+		if r == n-1 {
+			td = nil
+		}
+		_, err := td.AllGather()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "nil tensordict")
+	})
+}
+
+func TestCollectiveScatter(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	for _, src := range []int{0, n - 1} {
+		mpitest.Run(t, fmt.Sprintf("src%d", src), func(t *testing.T) {
+			var tds []*TensorDict
+			if r == src {
+				for i := range n {
+					tds = append(tds, rankTD(t, i))
+				}
+			}
+			got, err := (*TensorDict)(nil).Scatter(src, tds)
+			require.NoError(t, err)
+			checkRankTD(t, got, r)
+			assert.True(t, got.IsConsolidated())
+		})
+	}
+	mpitest.Run(t, "wrong count", func(t *testing.T) {
+		var tds []*TensorDict
+		if r == 0 {
+			tds = []*TensorDict{New()}
+		}
+		_, err := New().Scatter(0, tds)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "Scatter")
+		if r == 0 {
+			assert.Contains(t, err.Error(), fmt.Sprintf("1 tensordicts for %d ranks", n))
+		} else {
+			var pe *PeerError
+			require.ErrorAs(t, err, &pe)
+		}
+	})
+	mpitest.Run(t, "limit on one rank", func(t *testing.T) {
+		var tds []*TensorDict
+		if r == 0 {
+			for range n {
+				td := New()
+				require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Float64, 100)))
+				tds = append(tds, td)
+			}
+		}
+		var opts []RemoteOption
+		if r == n-1 {
+			opts = append(opts, WithMaxBytes(64))
+		}
+		_, err := New().Scatter(0, tds, opts...)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "limit")
+	})
+}
+
+func TestCollectiveGatherAndStack(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	for _, dst := range []int{0, n - 1} {
+		mpitest.Run(t, fmt.Sprintf("dst%d", dst), func(t *testing.T) {
+			td := collSeed(t, float64(r+1))
+			got, err := td.GatherAndStack(dst)
+			require.NoError(t, err)
+			if r != dst {
+				assert.Nil(t, got)
+				return
+			}
+			require.NotNil(t, got)
+			assert.Equal(t, []int{n, 2}, got.BatchSize())
+			x, err := got.Get(K("d", "e", "f"))
+			require.NoError(t, err)
+			assert.Equal(t, []int{n, 2, 2}, x.Shape())
+			y, err := got.Get(K("c"))
+			require.NoError(t, err)
+			for i := range n {
+				row, err := y.Select(0, i)
+				require.NoError(t, err)
+				collRequireAll(t, row, float64(i+1), fmt.Sprintf("row %d", i))
+			}
+			lbl, err := got.GetNonTensor(K("label"))
+			require.NoError(t, err)
+			assert.Equal(t, "hello", lbl)
+		})
+	}
 }
