@@ -1,0 +1,311 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"weak"
+
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// p2pLeaf is one tensor leaf of a TensorDict, in storage order, as Send and
+// Recv see it.
+type p2pLeaf struct {
+	node *TensorDict // the node holding the leaf
+	idx  int         // its entry index there
+	t    *tensor.Tensor
+	key  Key
+	off  int // byte offset in the consolidated layout
+	n    int // bytes of data
+}
+
+// p2pState is what Send and Recv keep per TensorDict between calls, so that
+// the steady state encodes nothing and allocates nothing: the leaves, the
+// layout, the structure hashes, the metadata and the message buffers. It
+// is rebuilt when the TensorDict's leaves change.
+type p2pState struct {
+	mu         sync.Mutex
+	leaves     []p2pLeaf // storage order: depth first, insertion order
+	sorted     []int     // leaves indices in tensordict's sorted order
+	total      int       // consolidated storage size
+	st         *tensor.Storage
+	base       int    // the layout's offset in st
+	consHash   uint64 // structure in storage order (Signature)
+	sortedHash uint64 // structure in sorted order, batch sizes ignored
+	meta       []byte // consolidated metadata (Layout), padded by metaAlign
+	contiguous Key    // the first non-contiguous leaf, or nil
+
+	sframe []byte // outgoing header frame: header, metadata, inline room
+	rframe []byte // incoming header frame
+	stage  []byte // consolidated bytes when st is nil
+
+	tags      []int // per-leaf tags for tagInit/tagPseudo
+	tagInit   int
+	tagPseudo bool
+}
+
+// p2pStates maps a TensorDict (weakly) to its *p2pState.
+var p2pStates sync.Map
+
+// p2pStateOf returns td's state, locked, building or rebuilding it as
+// needed. The caller unlocks it.
+func p2pStateOf(op string, td *TensorDict) (*p2pState, error) {
+	w := weak.Make(td)
+	v, ok := p2pStates.Load(w)
+	if !ok {
+		var loaded bool
+		v, loaded = p2pStates.LoadOrStore(w, &p2pState{})
+		if !loaded {
+			runtime.AddCleanup(td, func(w weak.Pointer[TensorDict]) { p2pStates.Delete(w) }, w)
+		}
+	}
+	s := v.(*p2pState)
+	s.mu.Lock()
+	if s.leaves != nil && s.valid(td) {
+		return s, nil
+	}
+	if err := s.build(op, td); err != nil {
+		s.leaves = nil
+		s.mu.Unlock()
+		return nil, err
+	}
+	return s, nil
+}
+
+// valid reports whether td still holds exactly the leaves s was built
+// from, in the same places. It does not allocate.
+func (s *p2pState) valid(td *TensorDict) bool {
+	i := 0
+	if !s.same(td, &i) || i != len(s.leaves) {
+		return false
+	}
+	return s.st == nil || !s.st.Released()
+}
+
+func (s *p2pState) same(td *TensorDict, i *int) bool {
+	for j := range td.entries {
+		e := &td.entries[j]
+		switch e.kind {
+		case kindTensor:
+			if *i >= len(s.leaves) {
+				return false
+			}
+			l := &s.leaves[*i]
+			if l.node != td || l.idx != j || l.t != e.t {
+				return false
+			}
+			*i++
+		case kindTD:
+			if !s.same(e.td, i) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// build (re)computes s for td.
+func (s *p2pState) build(op string, td *TensorDict) error {
+	meta, total, err := Layout(td)
+	if err != nil {
+		return err
+	}
+	s.leaves = s.leaves[:0]
+	s.contiguous = nil
+	off := 0
+	var walk func(prefix Key, n *TensorDict)
+	walk = func(prefix Key, n *TensorDict) {
+		for j := range n.entries {
+			e := &n.entries[j]
+			switch e.kind {
+			case kindTensor:
+				k := prefix.child(e.name)
+				nb := e.t.NBytes()
+				s.leaves = append(s.leaves, p2pLeaf{node: n, idx: j, t: e.t, key: k, off: off, n: nb})
+				off += nb + padTo8(nb)
+				if s.contiguous == nil && !e.t.IsContiguous() {
+					s.contiguous = k
+				}
+			case kindTD:
+				walk(prefix.child(e.name), e.td)
+			}
+		}
+	}
+	walk(nil, td)
+	if s.leaves == nil {
+		s.leaves = []p2pLeaf{}
+	}
+	if off != total {
+		return fmt.Errorf("tensordict: %s: layout of %d bytes, leaves sum to %d", op, total, off)
+	}
+	s.total = total
+	s.meta = metaAlign(meta, 0)
+	s.st, s.base = nil, 0
+	if c := td.cons; c != nil && !c.st.Released() && c.base+total <= c.st.Len() {
+		s.st, s.base = c.st, c.base
+		for _, l := range s.leaves {
+			if l.t.Storage() != c.st || l.t.Offset() != c.base+l.off || !l.t.IsContiguous() {
+				s.st, s.base = nil, 0
+				break
+			}
+		}
+	}
+	s.sorted = make([]int, len(s.leaves))
+	for i := range s.sorted {
+		s.sorted[i] = i
+	}
+	slices.SortStableFunc(s.sorted, func(a, b int) int { return keyCompare(s.leaves[a].key, s.leaves[b].key) })
+	s.consHash = structureOf(td).hash()
+	s.sortedHash = s.hashSorted()
+	s.sframe, s.rframe, s.stage, s.tags = nil, nil, nil, nil
+	return nil
+}
+
+// keyCompare orders keys part by part: tensordict's sorted depth-first
+// order, where a nested TensorDict's leaves sit where its name sorts.
+func keyCompare(a, b Key) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := strings.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// hashSorted hashes the keys, dtypes and shapes of the leaves in sorted
+// order.
+func (s *p2pState) hashSorted() uint64 {
+	var b []byte
+	num := func(v int) { b = binary.LittleEndian.AppendUint64(b, uint64(v)) }
+	str := func(v string) { num(len(v)); b = append(b, v...) }
+	num(len(s.sorted))
+	for _, i := range s.sorted {
+		l := &s.leaves[i]
+		num(len(l.key))
+		for _, p := range l.key {
+			str(p)
+		}
+		str(l.t.DType().String())
+		num(l.t.Dim())
+		for d := range l.t.Dim() {
+			num(l.t.Size(d))
+		}
+	}
+	return fnv64(b)
+}
+
+// payload returns the consolidated bytes of the TensorDict: a view of its
+// storage, or the staging buffer, packed from the leaves when pack is true.
+func (s *p2pState) payload(pack bool) ([]byte, error) {
+	if s.st != nil {
+		return s.st.Bytes()[s.base : s.base+s.total : s.base+s.total], nil
+	}
+	if s.stage == nil {
+		s.stage = alignedBuf(s.total)
+	}
+	if pack {
+		for i := range s.leaves {
+			if err := s.copyLeaf(i, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s.stage, nil
+}
+
+// unstage copies the staging buffer into the leaves.
+func (s *p2pState) unstage() error {
+	if s.st != nil {
+		return nil
+	}
+	for i := range s.leaves {
+		if err := s.copyLeaf(i, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyLeaf copies leaf i into the staging buffer (out) or back (!out).
+func (s *p2pState) copyLeaf(i int, out bool) error {
+	l := &s.leaves[i]
+	area := s.stage[l.off : l.off+l.n]
+	if l.t.IsContiguous() {
+		b, err := l.t.Bytes()
+		if err != nil {
+			return fmt.Errorf("key %v: %w", l.key, err)
+		}
+		if out {
+			copy(area, b)
+		} else {
+			copy(b, area)
+		}
+		return nil
+	}
+	view, err := tensor.FromBytes(l.t.DType(), area, l.t.Shape()...)
+	if err == nil {
+		if out {
+			err = view.CopyFrom(l.t)
+		} else {
+			err = l.t.CopyFrom(view)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("key %v: %w", l.key, err)
+	}
+	return nil
+}
+
+// leafTags returns the per-leaf tags for initTag and pseudoRand, cached.
+func (s *p2pState) leafTags(initTag int, pseudoRand bool) ([]int, error) {
+	if s.tags == nil || s.tagInit != initTag || s.tagPseudo != pseudoRand {
+		s.tags = leafTags(make([]int, 0, len(s.leaves)), len(s.leaves), initTag, pseudoRand)
+		s.tagInit, s.tagPseudo = initTag, pseudoRand
+	}
+	if n := len(s.tags); n > 0 && s.tags[n-1] >= MaxUserTag {
+		return nil, fmt.Errorf("%d leaves from tag %d need tags up to %d, beyond the last user tag %d", n, initTag, s.tags[n-1], MaxUserTag-1)
+	}
+	return s.tags, nil
+}
+
+// headerTag is the tag of the header message: the first leaf's tag, or the
+// initial tag of a TensorDict with no leaves. Sent first on that tag, the
+// header always precedes the leaf, since MPI does not reorder messages of
+// one sender on one tag.
+func headerTag(tags []int, initTag int) int {
+	if len(tags) > 0 {
+		return tags[0]
+	}
+	return initTag
+}
+
+// sendFrame returns the outgoing frame buffer holding the metadata after
+// room for the header, with inline more bytes of room after it.
+func (s *p2pState) sendFrame(inline int) []byte {
+	n := wire.Size + len(s.meta) + inline
+	if cap(s.sframe) < n {
+		s.sframe = alignedBuf(n)
+		copy(s.sframe[wire.Size:], s.meta)
+	}
+	return s.sframe[:n]
+}
+
+// recvFrame returns the incoming frame buffer, with room for a frame of
+// the expected size plus slack for a peer whose metadata is longer.
+func (s *p2pState) recvFrame(inline int) []byte {
+	n := wire.Size + len(s.meta) + inline
+	n += max(len(s.meta), 1024)
+	if cap(s.rframe) < n {
+		s.rframe = alignedBuf(n)
+	}
+	return s.rframe[:cap(s.rframe)]
+}
