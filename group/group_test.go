@@ -185,7 +185,7 @@ func TestSplit(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, sub)
 	defer func() { assert.NoError(t, sub.Free()) }()
-	var same []int // ranks of my colour, by decreasing rank
+	var same []int // ranks of my color, by decreasing rank
 	for i := n - 1; i >= 0; i-- {
 		if i%2 == r%2 {
 			same = append(same, i)
