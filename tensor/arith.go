@@ -117,22 +117,8 @@ func (t *Tensor) arith(op arithOp, o *Tensor) (*Tensor, error) {
 	return out, nil
 }
 
-// arithFunc returns the function computing op on values of type T.
-func arithFunc[T number](op arithOp) func(x, y T) T {
-	switch op {
-	case opAdd:
-		return func(x, y T) T { return x + y }
-	case opSub:
-		return func(x, y T) T { return x - y }
-	case opMul:
-		return func(x, y T) T { return x * y }
-	default:
-		return func(x, y T) T { return x / y }
-	}
-}
-
 func arith2[T number](op arithOp, out *Tensor, p *operands) {
-	map2(elems[T](out), elems[T](p.a), elems[T](p.b), p.shape, p.sa, p.sb, arithFunc[T](op))
+	arithRows(op, elems[T](out), elems[T](p.a), elems[T](p.b), p.shape, p.sa, p.sb)
 }
 
 // AddInPlace sets t to t + o, element by element; o must broadcast to t's
@@ -220,5 +206,5 @@ func (t *Tensor) arithInPlace(op arithOp, o *Tensor) error {
 }
 
 func arithInPlace2[T number](op arithOp, t *Tensor, p *operands) {
-	apply2(elems[T](t), elems[T](p.b), t.shape, t.strides, p.sb, arithFunc[T](op))
+	arithInPlaceRows(op, elems[T](t), elems[T](p.b), t.shape, t.strides, p.sb)
 }

@@ -91,9 +91,7 @@ func (t *Tensor) compare(op cmpOp, o *Tensor) (*Tensor, error) {
 
 // cmp2 compares the prepared operands of an ordered type T.
 func cmp2[T realNum](op cmpOp, out []bool, p *operands) {
-	map2(out, elems[T](p.a), elems[T](p.b), p.shape, p.sa, p.sb, func(x, y T) bool {
-		return holds(op, x, y)
-	})
+	cmpRows(op, out, elems[T](p.a), elems[T](p.b), p.shape, p.sa, p.sb)
 }
 
 // cmpComplex2 compares complex operands lexicographically.
@@ -166,55 +164,51 @@ func (t *Tensor) GeScalar(v float64) *Tensor { return t.compareScalar(opGe, v) }
 func (t *Tensor) compareScalar(op cmpOp, v float64) *Tensor {
 	out := Empty(Bool, t.shape...)
 	res := elems[bool](out)
-	iv, integral := int64(v), false
-	if v >= -(1<<63) && v < 1<<63 && v == math.Trunc(v) {
-		integral = true
-	}
+	x := t
 	switch t.dtype {
 	case Bool:
-		cmpScalar(t, op, res, func(x bool) float64 { return b2f(x) }, v)
+		// The bytes of a bool tensor are those of a uint8 tensor of 0 and 1.
+		x = t.view(t.shape, t.strides, t.offset)
+		x.dtype = Uint8
+	case Float16, BFloat16:
+		x = t.To(Float32)
+	}
+	integral := v >= -(1<<63) && v < 1<<63 && v == math.Trunc(v)
+	switch x.dtype {
 	case Uint8:
-		cmpScalarInt[uint8](t, op, res, v, iv, integral)
+		cmpScalarInt[uint8](x, op, res, v, integral)
 	case Int8:
-		cmpScalarInt[int8](t, op, res, v, iv, integral)
+		cmpScalarInt[int8](x, op, res, v, integral)
 	case Int16:
-		cmpScalarInt[int16](t, op, res, v, iv, integral)
+		cmpScalarInt[int16](x, op, res, v, integral)
 	case Int32:
-		cmpScalarInt[int32](t, op, res, v, iv, integral)
+		cmpScalarInt[int32](x, op, res, v, integral)
 	case Int64:
-		cmpScalarInt[int64](t, op, res, v, iv, integral)
-	case Float16:
-		cmpScalar(t, op, res, func(x F16) float64 { return float64(x.Float32()) }, v)
-	case BFloat16:
-		cmpScalar(t, op, res, func(x BF16) float64 { return float64(x.Float32()) }, v)
+		cmpScalarInt[int64](x, op, res, v, integral)
 	case Float32:
-		cmpScalar(t, op, res, func(x float32) float64 { return float64(x) }, v)
+		cmpRows(op, res, elems[float32](x), []float64{v}, x.shape, x.strides, make([]int, len(x.shape)))
 	case Float64:
-		cmpScalar(t, op, res, func(x float64) float64 { return x }, v)
+		cmpRows(op, res, elems[float64](x), []float64{v}, x.shape, x.strides, make([]int, len(x.shape)))
 	case Complex64:
-		map1(res, elems[complex64](t), t.shape, t.strides, func(x complex64) bool {
-			return holdsComplex(op, float64(real(x)), float64(imag(x)), v, 0)
+		map1(res, elems[complex64](x), x.shape, x.strides, func(z complex64) bool {
+			return holdsComplex(op, float64(real(z)), float64(imag(z)), v, 0)
 		})
 	case Complex128:
-		map1(res, elems[complex128](t), t.shape, t.strides, func(x complex128) bool {
-			return holdsComplex(op, real(x), imag(x), v, 0)
+		map1(res, elems[complex128](x), x.shape, x.strides, func(z complex128) bool {
+			return holdsComplex(op, real(z), imag(z), v, 0)
 		})
 	}
 	return out
 }
 
-// cmpScalar compares the elements of t, read as float64 by get, with v.
-func cmpScalar[T Elem](t *Tensor, op cmpOp, out []bool, get func(T) float64, v float64) {
-	map1(out, elems[T](t), t.shape, t.strides, func(x T) bool { return holds(op, get(x), v) })
-}
-
 // cmpScalarInt compares integer elements with v, exactly when v is integral.
-func cmpScalarInt[T intNum](t *Tensor, op cmpOp, out []bool, v float64, iv int64, integral bool) {
+func cmpScalarInt[T intNum](t *Tensor, op cmpOp, out []bool, v float64, integral bool) {
+	zero := make([]int, len(t.shape))
 	if integral {
-		map1(out, elems[T](t), t.shape, t.strides, func(x T) bool { return holds(op, int64(x), iv) })
+		cmpRows(op, out, elems[T](t), []int64{int64(v)}, t.shape, t.strides, zero)
 		return
 	}
-	map1(out, elems[T](t), t.shape, t.strides, func(x T) bool { return holds(op, float64(x), v) })
+	cmpRows(op, out, elems[T](t), []float64{v}, t.shape, t.strides, zero)
 }
 
 // Equal reports whether t and o have the same dtype, the same shape and equal

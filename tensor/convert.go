@@ -53,6 +53,32 @@ func convertFlat(dst, src *Tensor) {
 		copy(db, sb)
 		return
 	}
+	switch {
+	case src.dtype == Float32 && dst.dtype == Float16:
+		d := span[F16](dst, 0, n)
+		for i, v := range span[float32](src, 0, n) {
+			d[i] = F16FromFloat32(v)
+		}
+		return
+	case src.dtype == Float32 && dst.dtype == BFloat16:
+		d := span[BF16](dst, 0, n)
+		for i, v := range span[float32](src, 0, n) {
+			d[i] = BF16FromFloat32(v)
+		}
+		return
+	case src.dtype == Float16 && dst.dtype == Float32:
+		d := span[float32](dst, 0, n)
+		for i, v := range span[F16](src, 0, n) {
+			d[i] = v.Float32()
+		}
+		return
+	case src.dtype == BFloat16 && dst.dtype == Float32:
+		d := span[float32](dst, 0, n)
+		for i, v := range span[BF16](src, 0, n) {
+			d[i] = v.Float32()
+		}
+		return
+	}
 	cs, cd := category(src.dtype), category(dst.dtype)
 	switch {
 	case cs == 3 || cd == 3:

@@ -36,8 +36,15 @@ func copyKernel[T any](dst, src *Tensor) {
 	d, s := rawElems[T](dst), rawElems[T](src)
 	forRows(dst.shape, [][]int{dst.strides, src.strides}, func(p []int, n int, st []int) {
 		i, j := p[0], p[1]
-		if st[0] == 1 && st[1] == 1 {
+		switch {
+		case st[0] == 1 && st[1] == 1:
 			copy(d[i:i+n], s[j:j+n])
+			return
+		case st[0] == 1 && st[1] == 0: // an expanded dimension
+			row, v := d[i:i+n], s[j]
+			for k := range row {
+				row[k] = v
+			}
 			return
 		}
 		for range n {

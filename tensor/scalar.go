@@ -91,6 +91,5 @@ func (t *Tensor) arithScalar(op arithOp, v float64) *Tensor {
 }
 
 func arithScalar1[T number](op arithOp, out, x *Tensor, v T) {
-	f := arithFunc[T](op)
-	map1(elems[T](out), elems[T](x), x.shape, x.strides, func(e T) T { return f(e, v) })
+	arithRows(op, elems[T](out), elems[T](x), []T{v}, x.shape, x.strides, make([]int, len(x.shape)))
 }
