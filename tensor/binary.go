@@ -65,32 +65,6 @@ func map1[A, R any](out []R, a []A, shape, sa []int, f func(A) R) {
 	})
 }
 
-// apply1 sets the elements of a in place to f of themselves. a must not
-// repeat elements (no stride-0 dimensions of size > 1).
-func apply1[A any](a []A, shape, sa []int, f func(A) A) {
-	forRows(shape, [][]int{sa}, func(p []int, n int, s []int) {
-		i, si := p[0], s[0]
-		for range n {
-			a[i] = f(a[i])
-			i += si
-		}
-	})
-}
-
-// apply2 sets the elements of a in place to f of themselves and the
-// broadcast elements of b.
-func apply2[A, B any](a []A, b []B, shape, sa, sb []int, f func(A, B) A) {
-	forRows(shape, [][]int{sa, sb}, func(p []int, n int, s []int) {
-		i, j := p[0], p[1]
-		si, sj := s[0], s[1]
-		for range n {
-			a[i] = f(a[i], b[j])
-			i += si
-			j += sj
-		}
-	})
-}
-
 // visit calls f for every element of a, laid out by strides sa, in row-major
 // order, until f returns false.
 func visit[A any](a []A, shape, sa []int, f func(A) bool) {

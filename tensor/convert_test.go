@@ -37,7 +37,7 @@ func TestToSameDTypeCopies(t *testing.T) {
 }
 
 func TestToRules(t *testing.T) {
-	x := f64s(t, []float64{-1.7, 2.9, 300, math.NaN(), -0.0, 1e6}, 6)
+	x := f64s(t, []float64{-1.7, 2.9, 300, math.NaN(), math.Copysign(0, -1), 1e6}, 6)
 	assert.Equal(t, []bool{true, true, true, true, false, true}, bools(t, x.To(Bool)))
 	head, err := x.Narrow(0, 0, 3)
 	require.NoError(t, err)

@@ -5,7 +5,11 @@ import "unsafe"
 // rawElems returns t's storage from t's first element on as a []T, where T is
 // any type of t's element size; copying needs no arithmetic, only the bits.
 func rawElems[T any](t *Tensor) []T {
-	b := t.st.Bytes()[t.offset:]
+	b := t.st.Bytes()
+	if t.offset >= len(b) {
+		return []T{} // an empty view may point past the end
+	}
+	b = b[t.offset:]
 	var z T
 	n := len(b) / int(unsafe.Sizeof(z))
 	if n == 0 {

@@ -59,3 +59,27 @@ func TestDenseShares(t *testing.T) {
 	d, _ := Data[float64](x)
 	require.Equal(t, 7.0, d[5])
 }
+
+func TestCoreErrors(t *testing.T) {
+	x := Zeros(Float32, 4)
+	_, err := x.Reshape(1<<62, 1<<62, 4)
+	require.EqualError(t, err, "tensor: Reshape: shape [4611686018427387904 4611686018427387904 4]: element count overflows")
+	_, err = x.Reshape(3)
+	require.EqualError(t, err, "tensor: Reshape: shape [3] has 3 elements, tensor [4] has 4")
+	r, err := x.Reshape(-1, 2)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 2}, r.Shape())
+
+	// Misaligned memory is refused by FromStorage and copied by FromBytes.
+	buf := make([]byte, 17)
+	st := StorageOf(buf[1:])
+	_, err = FromStorage(Float64, st, 0, 2)
+	require.EqualError(t, err, "tensor: FromStorage: storage memory is not aligned to 8 bytes for float64")
+	y, err := FromBytes(Float64, buf[1:], 2)
+	require.NoError(t, err)
+	y.SetAt(1, 0)
+	require.Equal(t, byte(0), buf[8], "misaligned input was copied")
+
+	_, err = x.Expand(2, 3)
+	require.EqualError(t, err, "tensor: Expand: cannot expand shape [4] to [2 3] (dimension 1 is 4, not 1)")
+}

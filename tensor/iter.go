@@ -9,7 +9,11 @@ import (
 // at index (i0, i1, ...) of t is at position Σ ik*strides[k] of the result.
 // The caller has checked that T matches t's dtype and that the storage is live.
 func elems[T Elem](t *Tensor) []T {
-	b := t.st.Bytes()[t.offset:]
+	b := t.st.Bytes()
+	if t.offset >= len(b) {
+		return []T{} // an empty view may point past the end
+	}
+	b = b[t.offset:]
 	var z T
 	return fromBytes[T](b, len(b)/int(unsafe.Sizeof(z)))
 }

@@ -42,15 +42,6 @@ func NBytesOf(dt DType, shape []int) (int, error) {
 	return int(lo), nil
 }
 
-// mustNumel is Numel for shapes a programmer wrote; it panics on a bad shape.
-func mustNumel(shape []int) int {
-	n, err := Numel(shape)
-	if err != nil {
-		panic(err.Error())
-	}
-	return n
-}
-
 // contiguousStrides returns the row-major strides, in elements, of shape.
 func contiguousStrides(shape []int) []int {
 	strides := make([]int, len(shape))

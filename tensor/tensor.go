@@ -2,6 +2,8 @@ package tensor
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"unsafe"
 )
 
@@ -28,12 +30,10 @@ func Empty(dt DType, shape ...int) *Tensor {
 	if !dt.Valid() {
 		panic(fmt.Sprintf("tensor: Empty: invalid dtype %v", dt))
 	}
-	n := mustNumel(shape)
 	nb, err := NBytesOf(dt, shape)
 	if err != nil {
 		panic(err.Error())
 	}
-	_ = n
 	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: NewStorage(nb)}
 }
 
@@ -56,13 +56,17 @@ func FromStorage(dt DType, st *Storage, off int, shape ...int) (*Tensor, error) 
 	}
 	if a := align(dt); off%a != 0 {
 		return nil, fmt.Errorf("tensor: FromStorage: offset %d is not a multiple of %d for %v", off, a, dt)
+	} else if b := st.Bytes(); len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(a) != 0 {
+		return nil, fmt.Errorf("tensor: FromStorage: storage memory is not aligned to %d bytes for %v", a, dt)
 	}
 	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), offset: off, st: st}, nil
 }
 
 // FromBytes returns a tensor of dtype dt and the given shape over b, which it
-// shares (no copy). b may be longer than the tensor needs; the extra bytes are
-// ignored. It returns an error if b is too short.
+// shares (no copy) when b is aligned for dt, as memory from make, a memory
+// map or a Storage is; misaligned bytes are copied first. b may be longer
+// than the tensor needs; the extra bytes are ignored. It returns an error if
+// b is too short.
 func FromBytes(dt DType, b []byte, shape ...int) (*Tensor, error) {
 	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(align(dt)) != 0 {
 		// Copy misaligned input so typed views stay legal.
@@ -188,7 +192,11 @@ func (t *Tensor) Bytes() ([]byte, error) {
 	if !t.IsContiguous() {
 		return nil, fmt.Errorf("tensor: Bytes: %v tensor of shape %v is not contiguous (strides %v); call Contiguous first", t.dtype, t.shape, t.strides)
 	}
-	return t.st.Bytes()[t.offset : t.offset+t.NBytes() : t.offset+t.NBytes()], nil
+	nb := t.NBytes()
+	if nb == 0 {
+		return []byte{}, nil // an empty view may point past the end
+	}
+	return t.st.Bytes()[t.offset : t.offset+nb : t.offset+nb], nil
 }
 
 // Contiguous returns t itself if it is contiguous, and otherwise a contiguous
@@ -288,7 +296,11 @@ func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
 		case d < 0:
 			return nil, fmt.Errorf("tensor: Reshape: invalid shape %v", shape)
 		default:
-			known *= d
+			hi, lo := bits.Mul64(uint64(known), uint64(d))
+			if hi != 0 || lo > math.MaxInt {
+				return nil, fmt.Errorf("tensor: Reshape: shape %v: element count overflows", shape)
+			}
+			known = int(lo)
 		}
 	}
 	n := t.Numel()

@@ -77,7 +77,7 @@ func ExampleTensor_MaskSelect() {
 
 func ExampleTensor_Slice() {
 	x, _ := tensor.Arange(tensor.Int32, 0, 10, 1)
-	evens, _ := x.Slice(0, 0, math.MaxInt, 2) // x[::2]
+	evens, _ := x.Slice(0, 0, math.MaxInt, 2)  // x[::2]
 	last3, _ := x.Slice(0, -3, math.MaxInt, 1) // x[-3:]
 	fmt.Println(evens)
 	fmt.Println(last3)
