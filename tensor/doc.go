@@ -7,8 +7,27 @@
 // A Tensor is a DType, a shape, strides counted in elements, and a byte offset
 // into a Storage. Elements are little-endian, exactly as torch lays them out,
 // so a contiguous tensor's Bytes can be written to a file or sent to a peer as
-// they are. Views (Expand, Reshape of a contiguous tensor, indexing, slicing)
-// share storage; Expand gives stride-0 dimensions, which are not contiguous.
+// they are. float16 and bfloat16 elements are the Go types F16 and BF16, bit
+// patterns converted to and from float32 with rounding to nearest even.
+//
+// # Views and copies
+//
+// Expand, Reshape (of a contiguous tensor), Select, Narrow, Slice, Unbind,
+// Unsqueeze, Squeeze, Permute and Transpose return views that share storage;
+// Expand makes stride-0 dimensions, which are not contiguous. Everything else
+// that returns a tensor (Contiguous of a non-contiguous tensor, Clone, To,
+// IndexSelect, MaskSelect, Stack, Cat, arithmetic, comparisons) returns a new
+// contiguous tensor on the Go heap.
+//
+// # Element-wise operations
+//
+// Comparisons (Eq, Lt, ... and EqScalar, LtScalar, ...) return bool tensors;
+// arithmetic (Add, Sub, Mul, Div and their Scalar and InPlace forms) follows
+// torch: operands broadcast against each other (BroadcastShapes) and compute
+// in their promoted dtype (PromoteTypes), integers wrap around, division is
+// true division, and float16 and bfloat16 compute in float32 and round back.
+// Reductions (Sum, Mean, Max, Min) return float64. Contiguous float64 data
+// goes through gonum's floats package.
 //
 // # Float64 and gonum
 //
@@ -17,18 +36,31 @@
 //
 // # Memory
 //
-// Storage made by this package lives on the Go heap and is freed by the
-// garbage collector. Storage made with NewExternalStorage (memory maps,
-// off-heap buffers) belongs to whoever made it, who frees it with Release;
-// using a tensor after its storage is released returns an error (or panics,
-// for the accessors that cannot return one) rather than touching unmapped
-// memory.
+// Storage is on the Go heap unless asked otherwise, and heap storage is freed
+// by the garbage collector. Two kinds of storage live outside the heap and
+// belong to whoever made them, who frees them with Release, exactly once,
+// when no tensor, slice or MPI request uses them any more:
+// NewOffHeapStorage (and EmptyOffHeap) maps anonymous memory advised to use
+// huge pages, which MPI transfers faster and which nonblocking MPI calls may
+// hold without pinning; NewExternalStorage wraps memory made elsewhere, such
+// as a file mapping. Using a tensor after its storage is released returns an
+// error from every operation that returns one, and panics in the accessors
+// that cannot (At, Sum, To, EqScalar, ...), rather than touching unmapped
+// memory; slices obtained earlier from Bytes, Data or Dense must not be used
+// after Release.
 //
-// # Errors
+// A Tensor is not safe for concurrent writes; concurrent reads are safe.
 //
-// Shapes and data that can come from a file or a peer are checked and
-// reported as errors; Numel and NBytesOf check shapes for negative sizes and
-// overflow before anything is allocated. Constructors that take a shape
-// written by the programmer (Empty, Zeros, Ones, Full) panic on a negative
-// dimension, as gonum's constructors do.
+// # Errors and panics
+//
+// Every problem that depends on data (shapes that do not match or broadcast,
+// dtypes that do not fit, indices computed from data, released storage)
+// returns an error naming the operation and the shapes, such as
+// "tensor: Add: shapes [2 3] and [3 2] do not broadcast". Numel and NBytesOf
+// check shapes from files or peers for negative sizes and overflow before
+// anything is allocated. Panics are kept for programmer errors that no input
+// can cause: an invalid DType constant, a negative dimension given to Empty,
+// Zeros, Ones or Full, a wrong number of indices or an index out of range in
+// At, SetAt, Get and Put, and Get or Put with a Go type that does not match
+// the dtype.
 package tensor
