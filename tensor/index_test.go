@@ -262,3 +262,33 @@ func TestViewsOfEmptyTensors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "tensor([], dtype=torch.float64)", n.To(Float64).String())
 }
+
+func TestViewsEveryDType(t *testing.T) {
+	vals := []float64{0, 1, 1, 0, 1, 0, 0, 0, 1, 1, 1, 0}
+	for _, dt := range DTypes() {
+		x := of(t, dt, vals, 3, 4)
+		s, err := x.Select(1, 2)
+		require.NoError(t, err)
+		assert.Equal(t, []float64{1, 0, 1}, values(t, s), dt)
+		n, err := x.Narrow(0, 1, 2)
+		require.NoError(t, err)
+		assert.Equal(t, vals[4:], values(t, n), dt)
+		sl, err := x.Slice(1, 1, 4, 2)
+		require.NoError(t, err)
+		assert.Equal(t, []float64{1, 0, 0, 0, 1, 0}, values(t, sl), dt)
+		tr, err := x.Transpose(0, 1)
+		require.NoError(t, err)
+		assert.Equal(t, []float64{0, 1, 1, 1, 0, 1, 1, 0, 1, 0, 0, 0}, values(t, tr), dt)
+		u, err := sl.Unsqueeze(0)
+		require.NoError(t, err)
+		assert.Equal(t, []int{1, 3, 2}, u.Shape())
+		assert.Equal(t, values(t, sl), values(t, u), dt)
+		r, err := tr.Reshape(2, 6) // copies: tr is not contiguous
+		require.NoError(t, err)
+		assert.Equal(t, values(t, tr), values(t, r), dt)
+		assert.True(t, sl.Contiguous().Equal(sl), dt)
+		c := Zeros(dt, 3, 2)
+		require.NoError(t, c.CopyFrom(sl))
+		assert.True(t, c.Equal(sl.Clone()), dt)
+	}
+}
