@@ -195,15 +195,24 @@ type TensorDictMeta struct {
 	BatchSize []int
 	// Device is the "device" member; "" stands for Python's None.
 	Device string
+	// Class is the tdmpi tensorclass name of the node, written as the
+	// member "_tdmpi_class" when not empty. Python tensordict ignores it
+	// (its loader skips members that are not objects) and loads a plain
+	// TensorDict.
+	Class string
 }
+
+// classMember is the member that carries TensorDictMeta.Class.
+const classMember = "_tdmpi_class"
 
 // reserved are the trailer members of a TensorDict node; entries cannot
 // have these keys, since the trailer would overwrite them.
-var reserved = map[string]bool{"shape": true, "device": true, "_type": true}
+var reserved = map[string]bool{"shape": true, "device": true, "_type": true, classMember: true}
 
 // IsReservedKey reports whether key collides with a member tensordict adds
-// to every TensorDict meta.json ("shape", "device" or "_type"). Python
-// tensordict silently loses such entries when saving; tdmpi refuses them.
+// to every TensorDict meta.json ("shape", "device" or "_type"), or with
+// tdmpi's "_tdmpi_class". Python tensordict silently loses such entries when
+// saving; tdmpi refuses them.
 func IsReservedKey(key string) bool { return reserved[key] }
 
 // TensorDict interprets m as the meta.json of a TensorDict node. Following
@@ -234,6 +243,11 @@ func (m *Meta) TensorDict() (*TensorDictMeta, error) {
 		}
 		if dev != nil && *dev != "None" {
 			td.Device = *dev
+		}
+	}
+	if raw, ok := m.Get(classMember); ok {
+		if err := json.Unmarshal(raw, &td.Class); err != nil {
+			return nil, fmt.Errorf("memmap: %s: %q is not a string", m.where(), classMember)
 		}
 	}
 	for _, f := range m.Fields {
@@ -371,6 +385,11 @@ func (td *TensorDictMeta) Marshal() ([]byte, error) {
 		default:
 			return nil, fmt.Errorf("memmap: key %q is neither a leaf nor a collection", e.Key)
 		}
+		b = append(b, ", "...)
+	}
+	if td.Class != "" {
+		b = append(b, `"`+classMember+`": `...)
+		b = appendPyString(b, td.Class)
 		b = append(b, ", "...)
 	}
 	b = append(b, `"shape": `...)

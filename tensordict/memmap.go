@@ -24,8 +24,10 @@ import (
 //	                           non-tensor value (NonTensorData)
 //
 // Keys are file-name encoded (memmap.EncodeKey), so any key, "a/b" or ".."
-// included, names a file inside its directory. The keys "shape", "device"
-// and "_type" clash with meta.json's own members and are refused.
+// included, names a file inside its directory. The keys "shape", "device",
+// "_type" and "_tdmpi_class" clash with meta.json's own members and are
+// refused. A tensorclass name (ClassName) is kept in an extra member that
+// Python ignores; Python loads such a node as a plain TensorDict.
 //
 // Several goroutines write the tensor files (MemmapWorkers). The write is
 // crash-safe: tensor files are written and synced first, then each
@@ -154,7 +156,7 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 		return nil, fmt.Errorf("tensordict: %s: key %v: nested deeper than %d levels", op, key, maxMemmapDepth)
 	}
 	n := &mmNode{src: td, dir: dir}
-	n.meta = memmap.TensorDictMeta{BatchSize: td.BatchSize(), Device: "cpu"}
+	n.meta = memmap.TensorDictMeta{BatchSize: td.BatchSize(), Device: "cpu", Class: td.class}
 	if inPlace {
 		n.dst = td
 	} else {

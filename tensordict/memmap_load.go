@@ -134,6 +134,7 @@ func (l *loader) loadTD(dir string, parentBatch []int, depth int) (*TensorDict, 
 		return nil, fmt.Errorf("%s: batch size %v does not start with the parent's %v", m.Path, tm.BatchSize, parentBatch)
 	}
 	td := newTD(tm.BatchSize)
+	td.class = tm.Class
 	td.setSavedPath(dir)
 	for _, e := range tm.Entries {
 		if _, dup := td.index[e.Key]; dup {

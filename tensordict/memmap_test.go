@@ -504,3 +504,24 @@ func TestLoadMemmapAfterRelease(t *testing.T) {
 	_, err = td.Memmap(filepath.Join(t.TempDir(), "again"))
 	assert.ErrorContains(t, err, "released")
 }
+
+func TestMemmapKeepsClassName(t *testing.T) {
+	td := New(2)
+	require.NoError(t, td.Set(K("n", "x"), tensor.Ones(tensor.Float32, 2)))
+	sub, _ := td.GetTD(K("n"))
+	sub.SetClassName("MyData")
+	dir := filepath.Join(t.TempDir(), "td")
+	m, err := td.Memmap(dir)
+	require.NoError(t, err)
+	defer m.Release()
+	meta, err := os.ReadFile(filepath.Join(dir, "n", "meta.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(meta), `"_tdmpi_class": "MyData", "shape": [2]`)
+	back, err := LoadMemmap(dir)
+	require.NoError(t, err)
+	defer back.Release()
+	bn, err := back.GetTD(K("n"))
+	require.NoError(t, err)
+	assert.Equal(t, "MyData", bn.ClassName())
+	assert.Equal(t, "", back.ClassName())
+}
