@@ -327,12 +327,12 @@ func (l *link) drainLeaves(h *wire.Header) error {
 		}
 		deadline := time.Now().Add(drainIdle)
 		for {
-			m, ok, _, err := mpi.Improbe(l.c, l.peer, tag)
+			m, ok, st, err := mpi.Improbe(l.c, l.peer, tag)
 			if err != nil {
 				return err
 			}
 			if ok {
-				if err := discard(m); err != nil {
+				if err := discard(m, st.Bytes(), nil); err != nil {
 					return err
 				}
 				break

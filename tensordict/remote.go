@@ -10,6 +10,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -93,25 +95,41 @@ func probe(ctx context.Context, c *mpi.Comm, src, tag int) (*mpi.Message, mpi.St
 	}
 }
 
-// discard receives the matched message m into nothing, which consumes it:
-// MPI reports a truncation, which is the expected outcome.
-func discard(m *mpi.Message) error {
-	_, err := mpi.Mrecv(m, []byte(nil))
-	if err != nil && !errors.Is(err, mpi.ErrTruncate) {
+// discard receives the matched message m of n bytes and throws it away.
+// The receive is exact, never truncated: Open MPI's single-copy path does
+// not bound a truncated rendezvous receive by the buffer size. Small
+// messages land on the stack, larger ones in a scratch anonymous mapping
+// that is unmapped at once. head, if not nil, gets the message's first
+// bytes.
+func discard(m *mpi.Message, n int64, head []byte) error {
+	if n <= 0 {
+		_, err := mpi.Mrecv(m, []byte(nil))
 		return err
 	}
-	return nil
+	if n <= 4096 {
+		var sink [4096]byte
+		_, err := mpi.Mrecv(m, sink[:n])
+		copy(head, sink[:n])
+		return err
+	}
+	buf, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+	if err != nil {
+		return fmt.Errorf("mapping %d bytes to discard a message: %w", n, err)
+	}
+	_, err = mpi.Mrecv(m, buf)
+	copy(head, buf)
+	return errors.Join(err, unix.Munmap(buf))
 }
 
 // drain consumes, in order, one message from src for each tag of tags, so
 // that a sender whose data this side refused is not left blocked.
 func drain(c *mpi.Comm, src int, tags ...int) error {
 	for _, tag := range tags {
-		m, _, err := mpi.Mprobe(c, src, tag)
+		m, st, err := mpi.Mprobe(c, src, tag)
 		if err != nil {
 			return err
 		}
-		if err := discard(m); err != nil {
+		if err := discard(m, st.Bytes(), nil); err != nil {
 			return err
 		}
 	}

@@ -197,9 +197,8 @@ func (l *link) recvInit() (*TensorDict, error) {
 // announces when that header is readable, and returns the error to report.
 func (l *link) refuseOversized(m *mpi.Message, n, maxFrame int64) error {
 	var head [wire.Size]byte
-	_, rerr := mpi.Mrecv(m, head[:])
-	if rerr != nil && !errors.Is(rerr, mpi.ErrTruncate) {
-		return fmt.Errorf("header message of %d bytes: %w", n, rerr)
+	if err := discard(m, n, head[:]); err != nil {
+		return fmt.Errorf("header message of %d bytes: %w", n, err)
 	}
 	if n < wire.Size {
 		return fmt.Errorf("header message of %d bytes is shorter than a header: %w", n, wire.ErrHeader)
@@ -220,12 +219,12 @@ func (l *link) drainRefused(frame []byte) error {
 	for n := h.Chunks(); n > 0; n-- {
 		deadline := time.Now().Add(drainIdle)
 		for {
-			m, ok, _, err := mpi.Improbe(l.c, l.peer, h.PayloadTag)
+			m, ok, st, err := mpi.Improbe(l.c, l.peer, h.PayloadTag)
 			if err != nil {
 				return err
 			}
 			if ok {
-				if err := discard(m); err != nil {
+				if err := discard(m, st.Bytes(), nil); err != nil {
 					return err
 				}
 				break
@@ -269,4 +268,18 @@ func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, fu
 		return tensor.StorageOf(inline), noop, nil
 	}
 	return tensor.NewStorage(int(total)), noop, nil
+}
+
+// FromRemoteInitAs receives a TensorDict as FromRemoteInit does and returns
+// it as the tensorclass type T (a struct registered with RegisterClass, or
+// a pointer to one), as Python tensordict's from_remote_init returns the
+// sender's tensorclass. It returns an error if the sender's class name is
+// registered for another type.
+func FromRemoteInitAs[T any](src int, opts ...RemoteOption) (T, error) {
+	td, err := FromRemoteInit(src, opts...)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return As[T](td)
 }

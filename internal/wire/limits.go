@@ -25,6 +25,10 @@ type Limits struct {
 // DefaultLimits returns the default limits.
 func DefaultLimits() Limits { return Limits{}.withDefaults() }
 
+// Resolve returns l with its zero fields set to their defaults and the
+// caps applied: the limits Parse actually enforces.
+func (l Limits) Resolve() Limits { return l.withDefaults() }
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxTotal <= 0 {
 		l.MaxTotal = DefaultMaxTotal

@@ -1,0 +1,386 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/memmap"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// remoteSeedTD builds the seed example of Python tensordict: nested keys, a
+// memory-mapped leaf, expanded to batch [1 2] and made contiguous.
+func remoteSeedTD(t testing.TB) *TensorDict {
+	t.Helper()
+	td := New(2)
+	require.NoError(t, td.Set(K("a", "b"), tensor.Ones(tensor.Float32, 2)))
+	require.NoError(t, td.Set(K("c"), tensor.Ones(tensor.Float32, 2)))
+	f, err := memmap.FromTensor(tensor.Ones(tensor.Float32, 2, 2), "")
+	require.NoError(t, err)
+	require.NoError(t, td.Set(K("d", "e", "f"), f))
+	td, err = td.Expand(1, 2)
+	require.NoError(t, err)
+	return td.Contiguous()
+}
+
+// ctx returns a context that bounds a receive in a test.
+func testCtx(t *testing.T) RemoteOption { return WithContext(mpitest.Ctx(t, 30*time.Second)) }
+
+func keyStrings(keys []Key) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.String()
+	}
+	return out
+}
+
+func TestInitRemoteSeed(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	switch g.Rank() {
+	case 0:
+		require.NoError(t, remoteSeedTD(t).InitRemote(1))
+	case 1:
+		got, err := FromRemoteInit(0, testCtx(t))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a", "c", "d"}, keyStrings(got.Keys()))
+		assert.True(t, got.EqScalar(1).All())
+		assert.True(t, got.IsConsolidated())
+		assert.Equal(t, []int{1, 2}, got.BatchSize())
+		f, err := got.Get(K("d", "e", "f"))
+		require.NoError(t, err)
+		assert.Equal(t, []int{1, 2, 2}, f.Shape())
+		assert.False(t, memmap.Is(f), "a memory-mapped leaf arrives as an ordinary leaf")
+		// Every leaf views the one storage.
+		st := got.ConsolidatedStorage()
+		for _, it := range got.Items(IncludeNested(), LeavesOnly()) {
+			assert.Same(t, st, it.Tensor.Storage(), "key %v", it.Key)
+		}
+	}
+}
+
+func TestInitRemoteNonTensor(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	switch g.Rank() {
+	case 0:
+		td := New(3)
+		require.NoError(t, td.Set(K("a"), tensor.Ones(tensor.Float32, 3)))
+		require.NoError(t, td.SetNonTensor(K("label"), "hello"))
+		require.NoError(t, td.Set(K("c"), tensor.Full(tensor.Float32, 2, 3, 2)))
+		require.NoError(t, td.SetNonTensor(K("n", "meta"), map[string]any{"lr": 0.5}))
+		require.NoError(t, td.InitRemote(1))
+	case 1:
+		got, err := FromRemoteInit(0, testCtx(t))
+		require.NoError(t, err)
+		v, err := got.GetNonTensor(K("label"))
+		require.NoError(t, err)
+		assert.Equal(t, "hello", v)
+		v, err = got.GetNonTensor(K("n", "meta"))
+		require.NoError(t, err)
+		assert.Equal(t, map[string]any{"lr": 0.5}, v)
+		c, err := got.Get(K("c"))
+		require.NoError(t, err)
+		assert.True(t, c.Equal(tensor.Full(tensor.Float32, 2, 3, 2)))
+	}
+}
+
+// bigTD returns a TensorDict of n float64 leaves of m elements, leaf i
+// filled with base+i.
+func bigTD(t testing.TB, n, m int, base float64) *TensorDict {
+	t.Helper()
+	td := New()
+	for i := range n {
+		require.NoError(t, td.Set(K("x", fmt.Sprintf("leaf%d", i)), tensor.Full(tensor.Float64, base+float64(i), m)))
+	}
+	return td
+}
+
+func checkBigTD(t testing.TB, td *TensorDict, n, m int, base float64) {
+	t.Helper()
+	require.Len(t, td.Keys(IncludeNested(), LeavesOnly()), n)
+	for i := range n {
+		x, err := td.Get(K("x", fmt.Sprintf("leaf%d", i)))
+		require.NoError(t, err)
+		require.Equal(t, []int{m}, x.Shape())
+		require.True(t, x.Equal(tensor.Full(tensor.Float64, base+float64(i), m)), "leaf%d", i)
+	}
+}
+
+func TestInitRemoteSeparatePayload(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	const n, m = 4, 1 << 17 // 4 MiB, over the inline limit
+	switch g.Rank() {
+	case 0:
+		require.NoError(t, bigTD(t, n, m, 10).InitRemote(1))
+		require.NoError(t, bigTD(t, n, m, 20).InitRemote(1))
+	case 1:
+		got, err := FromRemoteInit(0, testCtx(t))
+		require.NoError(t, err)
+		checkBigTD(t, got, n, m, 10)
+		assert.True(t, got.IsConsolidated())
+
+		dir := t.TempDir()
+		got, err = FromRemoteInit(0, testCtx(t), WithMemmap(dir))
+		require.NoError(t, err)
+		checkBigTD(t, got, n, m, 20)
+		x, err := got.Get(K("x", "leaf0"))
+		require.NoError(t, err)
+		name, err := memmap.Filename(x)
+		require.NoError(t, err)
+		path := filepath.Join(dir, remoteMemmapFile)
+		assert.Equal(t, path, name)
+		// The file is tensordict's consolidated single-file format.
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		jl := int(binary.LittleEndian.Uint64(b[len(b)-8:]))
+		require.Equal(t, n*m*8+jl+8, len(b))
+		var meta map[string]any
+		require.NoError(t, json.Unmarshal(b[n*m*8:len(b)-8], &meta))
+		assert.Contains(t, meta, "x")
+		st, err := FromConsolidated(tensor.StorageOf(b[:n*m*8]), b[n*m*8:len(b)-8])
+		require.NoError(t, err)
+		checkBigTD(t, st, n, m, 20)
+	}
+}
+
+func TestInitRemoteBroadcast(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	for _, tc := range []struct {
+		name string
+		n, m int
+	}{{"inline", 2, 3}, {"separate", 3, 1 << 15}} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			root := g.Size() - 1
+			if g.Rank() == root {
+				require.NoError(t, bigTD(t, tc.n, tc.m, 7).InitRemote(-1, WithBroadcast()))
+				return
+			}
+			got, err := FromRemoteInit(root, WithBroadcast(), testCtx(t))
+			require.NoError(t, err)
+			checkBigTD(t, got, tc.n, tc.m, 7)
+			assert.True(t, got.IsConsolidated())
+		})
+	}
+}
+
+func TestInitRemoteBroadcastRefused(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() == 0 {
+		err := bigTD(t, 1, 1<<14, 1).InitRemote(0, WithBroadcast())
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "could not go on")
+		return
+	}
+	_, err := FromRemoteInit(0, WithBroadcast(), WithMaxBytes(1024))
+	require.ErrorIs(t, err, wire.ErrLimit)
+}
+
+func TestInitRemoteSubgroup(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	last := g.Size() - 1
+	if g.Rank() != 0 && g.Rank() != last {
+		return
+	}
+	// Subgroup rank 0 is the world's last rank, subgroup rank 1 world rank 0.
+	sub, err := g.New([]int{last, 0})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, sub.Free()) }()
+	if sub.Rank() == 0 {
+		require.NoError(t, remoteSeedTD(t).InitRemote(1, WithGroup(sub)))
+		return
+	}
+	got, err := FromRemoteInit(0, WithGroup(sub), testCtx(t))
+	require.NoError(t, err)
+	assert.True(t, got.EqScalar(1).All())
+}
+
+type pointTC struct {
+	X     *tensor.Tensor `td:"x"`
+	Y     *tensor.Tensor `td:"y"`
+	Label string         `td:"label"`
+}
+
+func init() { RegisterClass[pointTC]("tdmpi.test.Point") }
+
+func TestInitRemoteTensorclass(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	switch g.Rank() {
+	case 0:
+		td, err := FromStruct(pointTC{X: tensor.Ones(tensor.Float32, 3), Y: tensor.Full(tensor.Int64, 4, 3), Label: "p"}, WithBatchSize(3))
+		require.NoError(t, err)
+		require.Equal(t, "tdmpi.test.Point", td.ClassName())
+		require.NoError(t, td.InitRemote(1))
+	case 1:
+		p, err := FromRemoteInitAs[pointTC](0, testCtx(t))
+		require.NoError(t, err)
+		assert.Equal(t, "p", p.Label)
+		assert.True(t, p.Y.Equal(tensor.Full(tensor.Int64, 4, 3)))
+		assert.True(t, p.X.Equal(tensor.Ones(tensor.Float32, 3)))
+	}
+}
+
+func TestFromRemoteInitDeadline(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() != 1 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := FromRemoteInit(0, WithContext(ctx))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Contains(t, err.Error(), "FromRemoteInit")
+	assert.Contains(t, err.Error(), "from rank 0")
+
+	td := New()
+	require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Float32, 2)))
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel2()
+	_, err = td.Recv(0, WithContext(ctx2), WithConsolidated())
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestFromRemoteInitHostileHeader(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	switch g.Rank() {
+	case 0:
+		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Total: 1 << 40, MetaLen: 2, Chunk: wire.MaxChunk, PayloadTag: nextPayloadTag(g.LibComm())}
+		frame := wire.AppendFrame(nil, &h, "", []byte("{}"), nil)
+		require.NoError(t, mpi.Send(g.LibComm(), frame, 1, tagInitHeader))
+		// A garbage message, then a good transfer: the receiver is healthy.
+		require.NoError(t, mpi.Send(g.LibComm(), []byte("not a header at all, but long enough to be parsed as one......!!"), 1, tagInitHeader))
+		require.NoError(t, remoteSeedTD(t).InitRemote(1))
+	case 1:
+		_, err := FromRemoteInit(0, testCtx(t))
+		require.ErrorIs(t, err, wire.ErrLimit)
+		assert.Contains(t, err.Error(), "1099511627776")
+		_, err = FromRemoteInit(0, testCtx(t))
+		require.ErrorIs(t, err, wire.ErrHeader)
+		got, err := FromRemoteInit(0, testCtx(t))
+		require.NoError(t, err)
+		assert.True(t, got.EqScalar(1).All())
+	}
+}
+
+func TestFromRemoteInitOverLimitDrains(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	switch g.Rank() {
+	case 0:
+		require.NoError(t, bigTD(t, 2, 1<<16, 3).InitRemote(1))
+		require.NoError(t, remoteSeedTD(t).InitRemote(1))
+	case 1:
+		_, err := FromRemoteInit(0, testCtx(t), WithMaxBytes(1<<16))
+		require.ErrorIs(t, err, wire.ErrLimit)
+		got, err := FromRemoteInit(0, testCtx(t))
+		require.NoError(t, err)
+		assert.True(t, got.EqScalar(1).All())
+	}
+}
+
+func TestInitRemoteConcurrent(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	const workers = 4
+	if g.Rank() > 1 {
+		return
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each worker's TensorDict has its own leaf count and values, so
+			// a mix-up shows.
+			n, m := w+1, (1<<14)*(w+1)
+			if g.Rank() == 0 {
+				errs[w] = bigTD(t, n, m, float64(100*w)).InitRemote(1)
+				return
+			}
+			got, err := FromRemoteInit(0, testCtx(t))
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			k := len(got.Keys(IncludeNested(), LeavesOnly()))
+			x, err := got.Get(K("x", "leaf0"))
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			v, _ := tensor.Data[float64](x)
+			sender := int(v[0]) / 100
+			if k != sender+1 || x.Numel() != (1<<14)*(sender+1) {
+				errs[w] = fmt.Errorf("mixed transfer: %d leaves of %d elements, first value %v", k, x.Numel(), v[0])
+				return
+			}
+			for i := range k {
+				y, _ := got.Get(K("x", fmt.Sprintf("leaf%d", i)))
+				if !y.Equal(tensor.Full(tensor.Float64, float64(100*sender+i), x.Numel())) {
+					errs[w] = fmt.Errorf("mixed transfer at leaf %d", i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for w, err := range errs {
+		assert.NoError(t, err, "worker %d", w)
+	}
+}
+
+func TestInitRemoteBig(t *testing.T) {
+	if os.Getenv("TDMPI_BIG") != "1" {
+		t.Skip("set TDMPI_BIG=1 to send 3 GiB")
+	}
+	g := mpitest.Need(t, 2)
+	const m = 3 << 30 / 8 / 3 // three leaves of 1 GiB
+	switch g.Rank() {
+	case 0:
+		require.NoError(t, bigTD(t, 3, m, 1).InitRemote(1))
+	case 1:
+		got, err := FromRemoteInit(0, WithContext(mpitest.Ctx(t, 5*time.Minute)))
+		require.NoError(t, err)
+		for i := range 3 {
+			x, err := got.Get(K("x", fmt.Sprintf("leaf%d", i)))
+			require.NoError(t, err)
+			v, err := tensor.Data[float64](x)
+			require.NoError(t, err)
+			require.Len(t, v, m)
+			for _, j := range []int{0, m / 2, m - 1} {
+				require.Equal(t, float64(1+i), v[j], "leaf%d[%d]", i, j)
+			}
+		}
+	}
+}
+
+func TestRemoteOptionErrors(t *testing.T) {
+	td := New()
+	err := td.InitRemote(0, WithDevice("cuda:0"))
+	assert.ErrorContains(t, err, `device "cuda:0" is not supported`)
+	_, err = FromRemoteInit(0, WithMaxBytes(-1))
+	assert.ErrorContains(t, err, "WithMaxBytes: -1 is not positive")
+	err = td.Send(0, WithTag(MaxUserTag))
+	assert.ErrorContains(t, err, "WithTag")
+	_, err = td.Recv(group.World().Size())
+	assert.ErrorContains(t, err, "out of range")
+	err = td.InitRemote(group.World().Rank())
+	assert.ErrorContains(t, err, "caller itself")
+	assert.True(t, errors.Is(nil, nil))
+}
