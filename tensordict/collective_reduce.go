@@ -82,12 +82,7 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 		}
 		return nil
 	}
-	for _, it := range leaves {
-		if err := t.reduceLeaf(it.Tensor, op); err != nil {
-			return cl.errorf("key %v: %w", it.Key, err)
-		}
-	}
-	return nil
+	return cl.reducePerLeaf(t, leaves, op)
 }
 
 // checkSame is the check every rank runs before a collective that needs

@@ -657,3 +657,52 @@ func TestCollectiveGatherAndStack(t *testing.T) {
 		})
 	}
 }
+
+func TestCollectiveAllReduceViewsAndBuckets(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	for _, dst := range []int{-1, 0, n - 1} {
+		mpitest.Run(t, fmt.Sprintf("dst%d", dst), func(t *testing.T) {
+			td := New(4)
+			// A non-contiguous view: every other column of a 4x6 tensor,
+			// whose other columns must stay untouched.
+			base := tensor.Full(tensor.Float32, float64(r+1), 4, 6)
+			view, err := base.Slice(1, 0, 6, 2)
+			require.NoError(t, err)
+			require.False(t, view.IsContiguous())
+			require.NoError(t, td.Set(K("view"), view))
+			// A transposed non-contiguous int leaf.
+			tr, err := tensor.Full(tensor.Int32, float64(r+1), 3, 4).Transpose(0, 1)
+			require.NoError(t, err)
+			require.NoError(t, td.Set(K("tr"), tr))
+			// A leaf over the bucket threshold, reduced in place.
+			require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, float64(r+1), 4, bucketLeafMax/16+1)))
+			// Many small leaves of two dtypes, bucketed.
+			for i := range 40 {
+				dt := tensor.Float16
+				if i%3 == 0 {
+					dt = tensor.Int8
+				}
+				require.NoError(t, td.Set(K("small", fmt.Sprintf("s%02d", i)), tensor.Full(dt, float64(r+1), 4, i%5+1)))
+			}
+			if dst < 0 {
+				require.NoError(t, td.AllReduce(ReduceSum))
+			} else {
+				require.NoError(t, td.Reduce(dst, ReduceSum))
+			}
+			w := collWant(ReduceSum, n)
+			if dst >= 0 && r != dst {
+				w = float64(r + 1)
+			}
+			for _, k := range td.Keys(IncludeNested(), LeavesOnly()) {
+				x, err := td.Get(k)
+				require.NoError(t, err)
+				collRequireAll(t, x, w, k.String())
+			}
+			// The columns outside the view kept their value.
+			odd, err := base.Slice(1, 1, 6, 2)
+			require.NoError(t, err)
+			collRequireAll(t, odd, float64(r+1), "columns outside the view")
+		})
+	}
+}
