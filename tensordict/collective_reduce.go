@@ -17,7 +17,7 @@ import (
 //
 // The ranks must hold TensorDicts of the same structure: the same batch
 // size and the same tensor leaves (keys, dtypes, shapes), in any insertion
-// order; leaves are reduced in sorted depth-first key order on every rank.
+// order: leaves are matched by key, in sorted depth-first key order.
 // Non-tensor values are left alone. The structure is checked first, by
 // comparing a hash of it across the ranks; if it differs, every rank
 // returns a *StructureError naming the first differing key, and no leaf is
@@ -26,9 +26,14 @@ import (
 // When every leaf is of one dtype and the leaves tile one storage in the
 // same layout on every rank (a TensorDict returned by Consolidate,
 // FromRemoteInit or Broadcast, say), the whole storage is reduced in one
-// MPI call. Otherwise each leaf is reduced by its own call. Nested
-// TensorDicts use the same group (Python tensordict's reduce falls back to
-// the default group there).
+// MPI call. Otherwise leaves are taken dtype by dtype, in sorted key order
+// within a dtype: leaves of 1 MiB and more are reduced in place one call
+// each, smaller ones are copied into buckets of up to 16 MiB, one call per
+// bucket. Either way every rank makes the same calls, whatever its
+// insertion order. Leaves that are not contiguous are reduced through a
+// copy and written back; a leaf that repeats elements (an Expand result)
+// is refused. Nested TensorDicts use the same group (Python tensordict's
+// reduce falls back to the default group there).
 //
 // See ReduceOp for the dtypes each operation accepts. Options: WithGroup,
 // WithContext (checked before the reduction starts; MPI cannot cancel it
