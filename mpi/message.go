@@ -8,15 +8,16 @@ package mpi
 // #cgo nocallback MPI_Mprobe
 // #cgo noescape MPI_Improbe
 // #cgo nocallback MPI_Improbe
-// #cgo noescape MPI_Mrecv
-// #cgo nocallback MPI_Mrecv
+// #cgo noescape tdmpi_mrecv_checked
+// #cgo nocallback tdmpi_mrecv_checked
 import "C"
 
 // Message is a message matched by Mprobe or Improbe and removed from the
 // matching queue: no other receive can take it. Receive it with Mrecv,
 // exactly once.
 type Message struct {
-	h C.MPI_Message
+	h     C.MPI_Message
+	bytes C.longlong // size from the probe, -1 if unknown
 }
 
 // Mprobe blocks until a message from src with tag arrives, matches it, and
@@ -34,7 +35,7 @@ func Mprobe(c *Comm, src, tag int) (*Message, Status, error) {
 		return nil, Status{}, err
 	}
 	s, err := makeStatus(op, &st, kByte, 1)
-	return &Message{h: m}, s, err
+	return &Message{h: m, bytes: C.tdmpi_probed_bytes(&st)}, s, err
 }
 
 // Improbe matches a message from src with tag if one has arrived, as
@@ -55,11 +56,13 @@ func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
 		return nil, false, Status{}, nil
 	}
 	s, err := makeStatus(op, &st, kByte, 1)
-	return &Message{h: m}, true, s, err
+	return &Message{h: m, bytes: C.tdmpi_probed_bytes(&st)}, true, s, err
 }
 
-// Mrecv receives the matched message m into buf, as MPI_Mrecv. buf must be
-// large enough (see Count); m is consumed and cannot be received again.
+// Mrecv receives the matched message m into buf, as MPI_Mrecv; m is
+// consumed and cannot be received again. A message longer than buf (see
+// Count) is received, its first len(buf) elements are stored in buf and an
+// ErrTruncate error is returned; Mrecv never writes past buf.
 func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 	const op = "MPI_Mrecv"
 	if m == nil || m.h == messageNull {
@@ -72,7 +75,7 @@ func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 	}
 	var st C.MPI_Status
 	h := m.h
-	rc := C.MPI_Mrecv(b.ptr, n, dt, &h, &st)
+	rc := C.tdmpi_mrecv_checked(b.ptr, n, dt, b.bytes(), m.bytes, &h, &st)
 	freeType(dt, derived)
 	m.h = messageNull
 	if err := newError(op, rc); err != nil {

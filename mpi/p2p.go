@@ -7,10 +7,10 @@ package mpi
 // #cgo pkg-config: ompi-c
 // #cgo noescape MPI_Send
 // #cgo nocallback MPI_Send
-// #cgo noescape MPI_Recv
-// #cgo nocallback MPI_Recv
-// #cgo noescape MPI_Sendrecv
-// #cgo nocallback MPI_Sendrecv
+// #cgo noescape tdmpi_recv_checked
+// #cgo nocallback tdmpi_recv_checked
+// #cgo noescape tdmpi_sendrecv_checked
+// #cgo nocallback tdmpi_sendrecv_checked
 // #cgo noescape MPI_Probe
 // #cgo nocallback MPI_Probe
 // #cgo noescape MPI_Iprobe
@@ -93,8 +93,10 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 
 // Recv receives a message from rank src (or AnySource) of c with the given
 // tag (or AnyTag) into buf, as MPI_Recv. The message may be shorter than
-// buf; a longer one is an ErrTruncate error. The Status tells the sender,
-// the tag and the size.
+// buf. A longer one is received, its first len(buf) elements are stored in
+// buf and an ErrTruncate error is returned; Recv never writes past buf (it
+// matches the message with MPI_Mprobe first and checks its size). The
+// Status tells the sender, the tag and the size.
 func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 	const op = "MPI_Recv"
 	h, err := c.recvArgs(op, src, tag)
@@ -107,7 +109,7 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 		return Status{}, err
 	}
 	var st C.MPI_Status
-	err = newError(op, C.MPI_Recv(b.ptr, n, dt, C.int(src), C.int(tag), h, &st))
+	err = newError(op, C.tdmpi_recv_checked(b.ptr, n, dt, b.bytes(), C.int(src), C.int(tag), h, &st))
 	freeType(dt, derived)
 	if err != nil {
 		return Status{}, err
@@ -117,7 +119,7 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 
 // Sendrecv sends send to dest and receives into recv from src in one call,
 // as MPI_Sendrecv; it cannot deadlock against a matching Sendrecv. The
-// buffers must not overlap.
+// buffers must not overlap. The receive is checked as in Recv.
 func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, recvTag int) (Status, error) {
 	const op = "MPI_Sendrecv"
 	h, err := c.sendArgs(op, dest, sendTag)
@@ -139,8 +141,8 @@ func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, rec
 	}
 	defer freeType(rdt, rderived)
 	var st C.MPI_Status
-	if err := newError(op, C.MPI_Sendrecv(sb.ptr, sn, sdt, C.int(dest), C.int(sendTag),
-		rb.ptr, rn, rdt, C.int(src), C.int(recvTag), h, &st)); err != nil {
+	if err := newError(op, C.tdmpi_sendrecv_checked(sb.ptr, sn, sdt, C.int(dest), C.int(sendTag),
+		rb.ptr, rn, rdt, rb.bytes(), C.int(src), C.int(recvTag), h, &st)); err != nil {
 		return Status{}, err
 	}
 	return makeStatus(op, &st, rb.k, rb.size)

@@ -167,3 +167,53 @@ func TestProbe(t *testing.T) {
 		assert.False(t, ok, "no message left")
 	}
 }
+
+// TestTruncateNoOverrun checks that a message longer than the receive
+// buffer gives ErrTruncate, fills the buffer with its start and writes
+// nothing past it (Open MPI's shared-memory transport would: see shim.h).
+func TestTruncateNoOverrun(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	r, s := c.Rank(), c.Size()
+	const short = 999
+	for _, n := range []int{1000, 5000, 100000} { // eager and rendezvous sizes
+		msg := fill[float64](n, func(i int) int64 { return int64(i + 1) })
+		recvs := []func(buf []float64) error{
+			func(buf []float64) error { _, err := Recv(c, buf, r-1, n); return err },
+			func(buf []float64) error {
+				m, _, err := Mprobe(c, r-1, n)
+				if err != nil {
+					return err
+				}
+				_, err = Mrecv(m, buf)
+				return err
+			},
+			func(buf []float64) error { _, err := Sendrecv[float64](c, nil, r-1, n, buf, r-1, n); return err },
+		}
+		for i, recv := range recvs {
+			switch {
+			case r%2 == 0 && r+1 < s:
+				assert.NoError(t, Send(c, msg, r+1, n))
+				if i == 2 {
+					_, err := Recv[float64](c, nil, r+1, n)
+					assert.NoError(t, err)
+				}
+			case r%2 == 1:
+				guard := make([]float64, n+10)
+				for j := range guard {
+					guard[j] = -1
+				}
+				err := recv(guard[:short])
+				assert.ErrorIs(t, err, ErrTruncate, "receive %d of %d elements", i, n)
+				assert.Equal(t, msg[:short], guard[:short], "truncated data, receive %d", i)
+				overrun := 0
+				for _, v := range guard[short:] {
+					if v != -1 {
+						overrun++
+					}
+				}
+				assert.Zero(t, overrun, "elements written past the buffer, receive %d of %d elements", i, n)
+			}
+		}
+	}
+}

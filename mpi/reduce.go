@@ -8,11 +8,6 @@ import "C"
 
 import "unsafe"
 
-// reduceChunk is the number of elements reduced per MPI call. Predefined
-// operations do not apply to derived datatypes, so longer buffers are
-// reduced in pieces.
-const reduceChunk = 1 << 30
-
 // Reduce combines send from every process of c with op into recv at root,
 // as MPI_Reduce. recv must have len(send) elements at root and is ignored
 // elsewhere (it may be nil). At root, send == nil reduces in place: recv

@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 #include <stdlib.h>
+#include <string.h>
 
 static inline MPI_Comm tdmpi_comm_world(void) { return MPI_COMM_WORLD; }
 static inline MPI_Comm tdmpi_comm_self(void) { return MPI_COMM_SELF; }
@@ -61,9 +62,9 @@ static inline MPI_Op tdmpi_op(int k) {
 
 // tdmpi_type_big builds a committed datatype describing n consecutive
 // elements of base, for n beyond INT_MAX (the BigMPI recipe): q blocks of
-// 2^30 elements followed by r leftover elements, joined by a struct type.
-static int tdmpi_type_big(MPI_Datatype base, MPI_Count n, MPI_Datatype *out) {
-	const MPI_Count chunk = (MPI_Count)1 << 30;
+// chunk elements (at most INT_MAX) followed by r leftover elements, joined
+// by a struct type.
+static int tdmpi_type_big(MPI_Datatype base, MPI_Count n, MPI_Count chunk, MPI_Datatype *out) {
 	MPI_Count q = n / chunk, r = n % chunk;
 	MPI_Aint lb, ext;
 	MPI_Datatype blk = MPI_DATATYPE_NULL, vec = MPI_DATATYPE_NULL, rem = MPI_DATATYPE_NULL;
@@ -111,6 +112,61 @@ static inline int tdmpi_status_bytes(const MPI_Status *s, MPI_Datatype base, lon
 	if (n == MPI_UNDEFINED) { *bytes = -1; return MPI_SUCCESS; }
 	*bytes = (long long)n * size;
 	return MPI_SUCCESS;
+}
+
+// Checked receives. Open MPI 4.1's shared-memory transport (vader with CMA
+// single copy) writes a message longer than the receive buffer past the
+// buffer's end before it reports MPI_ERR_TRUNCATE. These receives know the
+// message size first (from a matched probe): a message that does not fit is
+// received into scratch memory, its first cap bytes are copied into buf,
+// and MPI_ERR_TRUNCATE is returned, as MPI specifies, without overrunning buf.
+
+// tdmpi_mrecv_checked receives the matched message *m of msg_bytes bytes
+// (-1 if unknown) into buf, count elements of dt making cap bytes.
+static int tdmpi_mrecv_checked(void *buf, int count, MPI_Datatype dt, long long cap, long long msg_bytes, MPI_Message *m, MPI_Status *st) {
+	if (msg_bytes < 0 || msg_bytes <= cap) return MPI_Mrecv(buf, count, dt, m, st);
+	char *tmp = malloc((size_t)msg_bytes);
+	if (tmp == NULL) return MPI_ERR_NO_MEM;
+	MPI_Datatype bt = MPI_BYTE;
+	int n = (int)msg_bytes, rc;
+	if (msg_bytes > 2147483647LL) {
+		rc = tdmpi_type_big(MPI_BYTE, msg_bytes, (MPI_Count)1 << 30, &bt);
+		if (rc != MPI_SUCCESS) { free(tmp); return rc; }
+		n = 1;
+	}
+	rc = MPI_Mrecv(tmp, n, bt, m, st);
+	if (bt != MPI_BYTE) MPI_Type_free(&bt);
+	if (rc == MPI_SUCCESS) {
+		if (cap > 0) memcpy(buf, tmp, (size_t)cap);
+		rc = MPI_ERR_TRUNCATE;
+	}
+	free(tmp);
+	return rc;
+}
+
+static inline long long tdmpi_probed_bytes(const MPI_Status *st) {
+	MPI_Count n = 0;
+	if (MPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED) return -1;
+	return (long long)n;
+}
+
+// tdmpi_recv_checked is MPI_Recv as a matched probe and a checked receive.
+static int tdmpi_recv_checked(void *buf, int count, MPI_Datatype dt, long long cap, int src, int tag, MPI_Comm c, MPI_Status *st) {
+	MPI_Message m;
+	int rc = MPI_Mprobe(src, tag, c, &m, st);
+	if (rc != MPI_SUCCESS) return rc;
+	return tdmpi_mrecv_checked(buf, count, dt, cap, tdmpi_probed_bytes(st), &m, st);
+}
+
+// tdmpi_sendrecv_checked is MPI_Sendrecv with a checked receive.
+static int tdmpi_sendrecv_checked(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
+	void *rbuf, int rcount, MPI_Datatype rdt, long long cap, int src, int rtag, MPI_Comm c, MPI_Status *st) {
+	MPI_Request req;
+	int rc = MPI_Isend(sbuf, scount, sdt, dest, stag, c, &req);
+	if (rc != MPI_SUCCESS) return rc;
+	int rrc = tdmpi_recv_checked(rbuf, rcount, rdt, cap, src, rtag, c, st);
+	rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+	return rrc != MPI_SUCCESS ? rrc : rc;
 }
 
 // Collective wrappers that substitute MPI_IN_PLACE, so Go never holds it.

@@ -140,17 +140,32 @@ func bufOf[T Scalar](s []T) buffer {
 	return b
 }
 
-func (b buffer) base() C.MPI_Datatype { return datatypes[b.k] }
+// bytes returns the size of b in bytes.
+func (b buffer) bytes() C.longlong { return C.longlong(b.n) * C.longlong(b.size) }
+
+// Large-count parameters; variables so that tests can exercise the
+// large-message paths with small buffers.
+var (
+	// bigThreshold is the largest count passed to MPI as is; longer buffers
+	// are described by a derived datatype.
+	bigThreshold = math.MaxInt32
+	// bigBlock is the block length, in elements, of those derived types.
+	bigBlock = 1 << 30
+	// reduceChunk is the number of elements reduced per MPI call.
+	// Predefined operations do not apply to derived datatypes, so longer
+	// buffers are reduced in pieces.
+	reduceChunk = 1 << 30
+)
 
 // dtype returns the datatype and count describing b. When b has more than
-// math.MaxInt32 elements, it builds a committed derived datatype of count 1,
+// bigThreshold elements, it builds a committed derived datatype of count 1,
 // which the caller must release with freeType.
 func (b buffer) dtype(op string) (C.MPI_Datatype, C.int, bool, error) {
-	if b.n <= math.MaxInt32 {
+	if b.n <= bigThreshold {
 		return datatypes[b.k], C.int(b.n), false, nil
 	}
 	var t C.MPI_Datatype
-	if err := newError(op, C.tdmpi_type_big(datatypes[b.k], C.MPI_Count(b.n), &t)); err != nil {
+	if err := newError(op, C.tdmpi_type_big(datatypes[b.k], C.MPI_Count(b.n), C.MPI_Count(bigBlock), &t)); err != nil {
 		return t, 0, false, err
 	}
 	return t, 1, true, nil
