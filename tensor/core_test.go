@@ -83,3 +83,11 @@ func TestCoreErrors(t *testing.T) {
 	_, err = x.Expand(2, 3)
 	require.EqualError(t, err, "tensor: Expand: cannot expand shape [4] to [2 3] (dimension 1 is 4, not 1)")
 }
+
+func TestFromBytesChecksBools(t *testing.T) {
+	x, err := FromBytes(Bool, []byte{0, 1, 1}, 3)
+	require.NoError(t, err)
+	require.Equal(t, 2.0, x.Sum())
+	_, err = FromBytes(Bool, []byte{0, 2}, 2)
+	require.EqualError(t, err, "tensor: FromStorage: bool element 1 is byte 2, want 0 or 1")
+}

@@ -42,7 +42,8 @@ func Zeros(dt DType, shape ...int) *Tensor { return Empty(dt, shape...) }
 
 // FromStorage returns a tensor of dtype dt and the given shape that views st
 // contiguously from byte offset off. It returns an error if the view does not
-// fit in the storage, the shape is bad, or off is not aligned for dt.
+// fit in the storage, the shape is bad, off is not aligned for dt, or (for
+// bool) a byte is neither 0 nor 1.
 func FromStorage(dt DType, st *Storage, off int, shape ...int) (*Tensor, error) {
 	nb, err := NBytesOf(dt, shape)
 	if err != nil {
@@ -58,6 +59,14 @@ func FromStorage(dt DType, st *Storage, off int, shape ...int) (*Tensor, error) 
 		return nil, fmt.Errorf("tensor: FromStorage: offset %d is not a multiple of %d for %v", off, a, dt)
 	} else if b := st.Bytes(); len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(a) != 0 {
 		return nil, fmt.Errorf("tensor: FromStorage: storage memory is not aligned to %d bytes for %v", a, dt)
+	}
+	if dt == Bool {
+		// Go bools must be 0 or 1; bytes from a file or a peer may not be.
+		for i, v := range st.Bytes()[off : off+nb] {
+			if v > 1 {
+				return nil, fmt.Errorf("tensor: FromStorage: bool element %d is byte %d, want 0 or 1", i, v)
+			}
+		}
 	}
 	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), offset: off, st: st}, nil
 }
