@@ -129,7 +129,7 @@ func run(g *group.Group) error {
 			return fmt.Errorf("%v: %w", it.Key, err)
 		}
 		if !ok {
-			return fmt.Errorf("%v: mean gradient\n%v\nwant\n%v", it.Key, it.Tensor, w)
+			return fmt.Errorf("%v: mean gradient sums to %g, want %g", it.Key, it.Tensor.Sum(), w.Sum())
 		}
 		nparams += it.Tensor.Numel()
 	}
