@@ -40,6 +40,7 @@ func newStep(t *testing.T) stepTC {
 		Tags:   []string{"a", "b"},
 		Score:  0.25,
 		Cache:  map[string]int{"skip": 1},
+		hidden: 1,
 	}
 }
 
