@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -20,8 +21,8 @@ import (
 // tags.
 var ErrMismatch = errors.New("structure mismatch")
 
-// p2pInlineMax is the largest consolidated storage Send puts in its header
-// message instead of a second message.
+// p2pInlineMax is the largest consolidated storage Send puts in the
+// metadata message instead of a message of its own.
 const p2pInlineMax = 16 << 10
 
 // Send sends td's tensor leaves to rank dst of the group, which receives
@@ -38,12 +39,16 @@ const p2pInlineMax = 16 << 10
 // FromRemoteInit or Consolidate is), its storage is sent as is; otherwise
 // the leaves are packed into a buffer kept for later calls.
 //
-// Unlike tensordict, every Send starts with a small header message, on the
-// first leaf's tag, carrying a hash of the structure and the metadata, so
-// that a receiver with a different structure reports the first differing
-// key instead of hanging or reading garbage. Encodings and buffers are
-// kept with td between calls: once a structure is sent, further Sends
-// with WithConsolidated allocate nothing.
+// Unlike tensordict, every transfer starts with two small messages on the
+// first leaf's tag: a fixed-size header carrying a hash of the structure,
+// then the metadata (with the storage itself when it is at most 16 KiB).
+// A receiver with a different structure therefore reports the first
+// differing key instead of hanging or reading garbage. Encodings and
+// buffers are kept with td between calls: once a structure has been sent,
+// Sends with WithConsolidated allocate nothing.
+//
+// Concurrent transfers between the same two ranks must use different tags
+// (WithTag); transfers on the same tags are serialized.
 func (td *TensorDict) Send(dst int, opts ...RemoteOption) error {
 	l, err := newLink("Send", dst, "to", opts)
 	if err != nil {
@@ -54,62 +59,27 @@ func (td *TensorDict) Send(dst int, opts ...RemoteOption) error {
 		return l.errorf("%w", err)
 	}
 	defer s.mu.Unlock()
-	if l.o.consolidated {
-		err = s.sendConsolidated(l)
-	} else {
-		err = s.sendLeaves(l)
+	if err := s.prepare(l); err != nil {
+		return l.errorf("%w", err)
 	}
+	s.held = lockTags(s.held, l.c, l.peer, false, s.tagSet)
+	err = s.send(l)
+	unlockAll(s.held)
 	if err != nil {
 		return l.errorf("%w", err)
 	}
 	return nil
 }
 
-// consHeader is the header of a consolidated transfer of s.
-func (s *p2pState) consHeader(tag int, inline bool) wire.Header {
-	h := wire.Header{Kind: wire.KindSend, Flags: wire.FlagConsolidated, Total: int64(s.total),
-		MetaLen: int64(len(s.meta)), PayloadTag: tag, Hash: s.consHash, Leaves: int64(len(s.leaves))}
-	if inline {
-		h.Flags |= wire.FlagInline
-	} else if s.total > 0 {
-		h.Chunk = wire.MaxChunk
+// prepare computes the tags of a transfer with l's options: s.cur holds
+// the per-message tags (nil in consolidated mode), s.tag0 the tag of the
+// header and s.tagSet the distinct tags.
+func (s *p2pState) prepare(l *link) error {
+	if l.o.consolidated {
+		s.cur, s.tag0 = nil, l.o.tag
+		s.tagSet = append(s.tagSet[:0], l.o.tag)
+		return nil
 	}
-	return h
-}
-
-// leavesHeader is the header of a per-leaf transfer of s.
-func (s *p2pState) leavesHeader(initTag int, pseudo bool) wire.Header {
-	h := wire.Header{Kind: wire.KindSend, Flags: wire.FlagPerLeaf, Total: int64(s.total),
-		MetaLen: int64(len(s.meta)), PayloadTag: initTag, Hash: s.sortedHash, Leaves: int64(len(s.leaves))}
-	if pseudo {
-		h.Flags |= wire.FlagPseudoRandTags
-	}
-	return h
-}
-
-func (s *p2pState) sendConsolidated(l *link) error {
-	payload, err := s.payload(true)
-	if err != nil {
-		return err
-	}
-	tag := l.o.tag
-	inline := s.total <= p2pInlineMax
-	h := s.consHeader(tag, inline)
-	if inline {
-		frame := s.sendFrame(s.total)
-		wire.Put(frame, &h)
-		copy(frame[wire.Size+len(s.meta):], payload)
-		return mpi.Send(l.c, frame, l.peer, tag)
-	}
-	frame := s.sendFrame(0)
-	wire.Put(frame, &h)
-	if err := mpi.Send(l.c, frame, l.peer, tag); err != nil {
-		return err
-	}
-	return sendChunks(l.c, payload, l.peer, tag)
-}
-
-func (s *p2pState) sendLeaves(l *link) error {
 	if s.contiguous != nil {
 		return fmt.Errorf("key %v is not contiguous; call Contiguous first", s.contiguous)
 	}
@@ -117,19 +87,69 @@ func (s *p2pState) sendLeaves(l *link) error {
 	if err != nil {
 		return err
 	}
-	h := s.leavesHeader(l.o.tag, l.o.pseudoRand)
-	frame := s.sendFrame(0)
-	wire.Put(frame, &h)
-	if err := mpi.Send(l.c, frame, l.peer, headerTag(tags, l.o.tag)); err != nil {
-		return err
+	s.cur, s.tag0 = tags, headerTag(tags, l.o.tag)
+	if len(tags) == 0 {
+		s.tagSet = append(s.tagSet[:0], s.tag0)
+	} else {
+		s.tagSet = tagSet(s.tagSet, tags)
+	}
+	return nil
+}
+
+// header returns the header of a transfer of s with l's options.
+func (s *p2pState) header(l *link) wire.Header {
+	h := wire.Header{Kind: wire.KindSend, Total: int64(s.total), MetaLen: int64(len(s.meta)), Leaves: int64(len(s.leaves))}
+	if l.o.consolidated {
+		h.Flags, h.PayloadTag, h.Hash = wire.FlagConsolidated, l.o.tag, s.consHash
+		if s.total <= p2pInlineMax {
+			h.Flags |= wire.FlagInline
+		} else {
+			h.Chunk = wire.MaxChunk
+		}
+		return h
+	}
+	h.Flags, h.PayloadTag, h.Hash = wire.FlagPerLeaf, l.o.tag, s.sortedHash
+	if l.o.pseudoRand {
+		h.Flags |= wire.FlagPseudoRandTags
+	}
+	return h
+}
+
+// send runs a blocking transfer; the caller holds the send locks.
+func (s *p2pState) send(l *link) error {
+	h := s.header(l)
+	var payload []byte
+	if l.o.consolidated {
+		var err error
+		if payload, err = s.payload(true); err != nil {
+			return err
+		}
+	}
+	wire.Put(s.hdr[:], &h)
+	if err := mpi.Send(l.c, s.hdr[:], l.peer, s.tag0); err != nil {
+		return fmt.Errorf("sending the header: %w", err)
+	}
+	inline := h.Flags&wire.FlagInline != 0
+	body := s.sendBody(inline)
+	if inline {
+		copy(body[len(s.meta):], payload)
+	}
+	if err := mpi.Send(l.c, body, l.peer, s.tag0); err != nil {
+		return fmt.Errorf("sending the metadata: %w", err)
+	}
+	if l.o.consolidated {
+		if !inline {
+			return sendChunks(l.c, payload, l.peer, s.tag0)
+		}
+		return nil
 	}
 	for i, j := range s.sorted {
 		lf := &s.leaves[j]
 		b, err := lf.t.Bytes()
-		if err != nil {
-			return fmt.Errorf("key %v: %w", lf.key, err)
+		if err == nil {
+			err = mpi.Send(l.c, b, l.peer, s.cur[i])
 		}
-		if err := mpi.Send(l.c, b, l.peer, tags[i]); err != nil {
+		if err != nil {
 			return fmt.Errorf("key %v: %w", lf.key, err)
 		}
 	}
@@ -145,13 +165,15 @@ func (s *p2pState) sendLeaves(l *link) error {
 // straight into its file). With WithConsolidated, a consolidated td (the
 // result of FromRemoteInit) receives the whole storage with one receive
 // and no allocation; a td that is not consolidated receives into a buffer
-// kept for later calls and copies into its leaves.
+// kept for later calls and copies into its leaves. Non-tensor values are
+// not transferred.
 //
 // If the sender's keys, dtypes or shapes differ from td's, Recv returns an
 // error wrapping ErrMismatch that names the first differing key; the
 // sender's data is consumed and discarded, so the sender does not hang,
 // and td is left unchanged. With WithContext, a Recv whose sender has not
-// started when the context ends returns an error wrapping ctx.Err().
+// started when the context ends returns an error wrapping ctx.Err(); once
+// the header has arrived, the transfer runs to its end.
 func (td *TensorDict) Recv(src int, opts ...RemoteOption) (int, error) {
 	l, err := newLink("Recv", src, "from", opts)
 	if err != nil {
@@ -162,137 +184,133 @@ func (td *TensorDict) Recv(src int, opts ...RemoteOption) (int, error) {
 		return 0, l.errorf("%w", err)
 	}
 	defer s.mu.Unlock()
-	var tag int
-	if l.o.consolidated {
-		tag, err = s.recvConsolidated(l, td)
-	} else {
-		tag, err = s.recvLeaves(l, td)
+	if err := s.prepare(l); err != nil {
+		return 0, l.errorf("%w", err)
 	}
+	s.held = lockTags(s.held, l.c, l.peer, true, s.tagSet)
+	tag, err := s.recv(l, td)
+	unlockAll(s.held)
 	if err != nil {
 		return 0, l.errorf("%w", err)
 	}
 	return tag, nil
 }
 
-// recvHeader receives the header frame on tag into s's frame buffer and
-// returns the frame and its parsed header. A frame larger than the buffer
-// is refused (consumed, its payload drained when readable).
-func (s *p2pState) recvHeader(l *link, tag, inline int) ([]byte, wire.Header, error) {
-	buf := s.recvFrame(inline)
-	var n int64
-	if l.o.ctx.Done() == nil {
-		st, err := mpi.Recv(l.c, buf, l.peer, tag)
-		if err != nil {
-			if errors.Is(err, mpi.ErrTruncate) {
-				return nil, wire.Header{}, errors.Join(fmt.Errorf("%w: the sender's header message is larger than this structure's (%d bytes)", ErrMismatch, len(buf)), err, l.drainRefused(buf))
-			}
-			return nil, wire.Header{}, err
-		}
-		n = st.Bytes()
-	} else {
-		m, st, err := probe(l.o.ctx, l.c, l.peer, tag)
-		if err != nil {
-			return nil, wire.Header{}, fmt.Errorf("waiting for the header: %w", err)
-		}
-		if st.Bytes() > int64(len(buf)) || st.Bytes() < wire.Size {
-			err := l.refuseOversized(m, st.Bytes(), int64(len(buf)))
-			return nil, wire.Header{}, fmt.Errorf("%w: %w", ErrMismatch, err)
-		}
-		n = st.Bytes()
-		if _, err := mpi.Mrecv(m, buf[:n]); err != nil {
-			return nil, wire.Header{}, err
-		}
-	}
-	frame := buf[:n]
-	h, err := wire.Parse(frame, l.o.limits())
-	if err != nil {
-		return nil, wire.Header{}, errors.Join(err, l.drainRefused(frame))
-	}
-	if want := wire.Size + h.Body(); want != n {
-		return nil, wire.Header{}, errors.Join(fmt.Errorf("header message of %d bytes, its header announces %d", n, want), l.drainPayload(&h))
-	}
-	return frame, h, nil
-}
-
-func (s *p2pState) recvConsolidated(l *link, td *TensorDict) (int, error) {
-	tag := l.o.tag
-	inline := 0
-	if s.total <= p2pInlineMax {
-		inline = s.total
-	}
-	frame, h, err := s.recvHeader(l, tag, inline)
+// recv runs a blocking receive; the caller holds the receive locks.
+func (s *p2pState) recv(l *link, td *TensorDict) (int, error) {
+	h, err := s.recvHeader(l)
 	if err != nil {
 		return 0, err
 	}
-	if h.Kind != wire.KindSend || h.Flags&wire.FlagPerLeaf != 0 || h.Hash != s.consHash || h.Total != int64(s.total) || h.ClassLen != 0 {
-		err := s.mismatch(td, frame, &h, false)
-		return 0, errors.Join(err, l.drainPayload(&h))
+	body := s.recvBody(int(h.Body()))
+	if err := recvExact(l.c, body, l.peer, s.tag0); err != nil {
+		return 0, fmt.Errorf("receiving the metadata: %w", err)
+	}
+	if err := s.check(l, td, &h, body); err != nil {
+		return 0, errors.Join(err, l.drainTransfer(&h))
+	}
+	if !l.o.consolidated {
+		for i, j := range s.sorted {
+			lf := &s.leaves[j]
+			b, err := lf.t.Bytes()
+			if err == nil {
+				err = recvExact(l.c, b, l.peer, s.cur[i])
+			}
+			if err != nil {
+				return 0, fmt.Errorf("key %v: %w", lf.key, err)
+			}
+		}
+		if len(s.cur) == 0 {
+			return l.o.tag - 1, nil
+		}
+		return s.cur[len(s.cur)-1], nil
 	}
 	dst, err := s.payload(false)
 	if err != nil {
 		return 0, err
 	}
 	if h.Flags&wire.FlagInline != 0 {
-		copy(dst, frame[wire.Size+h.MetaLen:])
-	} else if err := recvChunks(l.c, dst, l.peer, tag); err != nil {
+		copy(dst, body[h.MetaLen:])
+	} else if err := recvChunksExact(l.c, dst, l.peer, s.tag0); err != nil {
 		return 0, err
 	}
-	return tag, s.unstage()
+	return s.tag0, s.unstage()
 }
 
-func (s *p2pState) recvLeaves(l *link, td *TensorDict) (int, error) {
-	tags, err := s.leafTags(l.o.tag, l.o.pseudoRand)
-	if err != nil {
-		return 0, err
+// recvHeader receives the fixed-size header on s.tag0, waiting as l's
+// context allows, and parses it.
+func (s *p2pState) recvHeader(l *link) (wire.Header, error) {
+	if err := waitMessage(l.o.ctx, l.c, l.peer, s.tag0); err != nil {
+		return wire.Header{}, fmt.Errorf("waiting for the header: %w", err)
 	}
-	frame, h, err := s.recvHeader(l, headerTag(tags, l.o.tag), 0)
-	if err != nil {
-		return 0, err
+	if err := recvExact(l.c, s.hdr[:], l.peer, s.tag0); err != nil {
+		return wire.Header{}, fmt.Errorf("receiving the header: %w", err)
 	}
-	pseudo := h.Flags&wire.FlagPseudoRandTags != 0
+	h, err := wire.Parse(s.hdr[:], l.o.limits())
+	if err != nil {
+		return wire.Header{}, errors.Join(err, l.drainRefused(s.hdr[:]))
+	}
+	if h.Kind != wire.KindSend {
+		return wire.Header{}, fmt.Errorf("%w: received a %v header, want %v", ErrMismatch, h.Kind, wire.KindSend)
+	}
+	return h, nil
+}
+
+// waitMessage returns when a message from src with tag can be received,
+// or with ctx's error when ctx ends first. Without a context that can end
+// it returns at once (the receive itself waits). It does not allocate.
+func waitMessage(ctx context.Context, c *mpi.Comm, src, tag int) error {
+	if ctx.Done() == nil {
+		return nil
+	}
+	sleep := minSleep
+	for i := 0; ; i++ {
+		ok, _, err := mpi.Iprobe(c, src, tag)
+		if err != nil || ok {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if i < spinAttempts {
+			continue
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		sleep = min(2*sleep, maxSleep)
+	}
+}
+
+// check compares the sender's header and metadata with s.
+func (s *p2pState) check(l *link, td *TensorDict, h *wire.Header, body []byte) error {
+	perLeaf := h.Flags&wire.FlagPerLeaf != 0
 	switch {
-	case h.Kind != wire.KindSend || h.Flags&wire.FlagPerLeaf == 0 || h.Hash != s.sortedHash || h.Leaves != int64(len(s.leaves)):
-		err = s.mismatch(td, frame, &h, true)
-	case h.PayloadTag != l.o.tag || pseudo != l.o.pseudoRand:
-		err = fmt.Errorf("%w: the sender's tags start at %d (pseudo-random %v), this Recv's at %d (pseudo-random %v)",
+	case perLeaf && l.o.consolidated:
+		return fmt.Errorf("%w: the sender sent one message per leaf, this side expects a consolidated storage (WithConsolidated)", ErrMismatch)
+	case !perLeaf && !l.o.consolidated:
+		return fmt.Errorf("%w: the sender sent a consolidated storage (WithConsolidated), this side expects one message per leaf", ErrMismatch)
+	}
+	want := s.consHash
+	if perLeaf {
+		want = s.sortedHash
+	}
+	if h.Hash != want || h.Leaves != int64(len(s.leaves)) || (!perLeaf && h.Total != int64(s.total)) {
+		return s.mismatch(td, body[h.ClassLen:int64(h.ClassLen)+h.MetaLen], h, perLeaf)
+	}
+	if pseudo := h.Flags&wire.FlagPseudoRandTags != 0; perLeaf && (h.PayloadTag != l.o.tag || pseudo != l.o.pseudoRand) {
+		return fmt.Errorf("%w: the sender's tags start at %d (pseudo-random %v), this side's at %d (pseudo-random %v)",
 			ErrMismatch, h.PayloadTag, pseudo, l.o.tag, l.o.pseudoRand)
-	case s.contiguous != nil:
-		err = fmt.Errorf("key %v is not contiguous; call Contiguous first", s.contiguous)
 	}
-	if err != nil {
-		return 0, errors.Join(err, l.drainLeaves(&h))
-	}
-	for i, j := range s.sorted {
-		lf := &s.leaves[j]
-		b, err := lf.t.Bytes()
-		if err != nil {
-			return 0, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainLeaves(&h)))
-		}
-		st, err := mpi.Recv(l.c, b, l.peer, tags[i])
-		if err != nil {
-			return 0, fmt.Errorf("key %v: %w", lf.key, err)
-		}
-		if st.Bytes() != int64(len(b)) {
-			return 0, fmt.Errorf("key %v: received %d bytes, want %d", lf.key, st.Bytes(), len(b))
-		}
-	}
-	if len(tags) == 0 {
-		return l.o.tag - 1, nil
-	}
-	return tags[len(tags)-1], nil
+	return nil
 }
 
-// mismatch explains why the sender's structure (in frame) differs from td's.
-func (s *p2pState) mismatch(td *TensorDict, frame []byte, h *wire.Header, sorted bool) error {
-	switch {
-	case h.Kind != wire.KindSend:
-		return fmt.Errorf("%w: received a %v header, want %v", ErrMismatch, h.Kind, wire.KindSend)
-	case sorted && h.Flags&wire.FlagPerLeaf == 0:
-		return fmt.Errorf("%w: the sender sent a consolidated storage (WithConsolidated), this Recv expects one message per leaf", ErrMismatch)
-	case !sorted && h.Flags&wire.FlagPerLeaf != 0:
-		return fmt.Errorf("%w: the sender sent one message per leaf, this Recv expects a consolidated storage (WithConsolidated)", ErrMismatch)
-	}
-	meta := frame[wire.Size+int64(h.ClassLen) : wire.Size+int64(h.ClassLen)+h.MetaLen]
+// mismatch explains how the sender's structure (meta) differs from td's.
+func (s *p2pState) mismatch(td *TensorDict, meta []byte, h *wire.Header, sorted bool) error {
 	theirs, err := structureOfMeta(meta)
 	if err != nil {
 		return fmt.Errorf("%w: the sender's metadata is unreadable: %w", ErrMismatch, err)
@@ -310,11 +328,15 @@ func (s *p2pState) mismatch(td *TensorDict, frame []byte, h *wire.Header, sorted
 	return fmt.Errorf("%w: same keys, dtypes and shapes, but the consolidated layouts differ (%d bytes sent, %d here)", ErrMismatch, h.Total, s.total)
 }
 
-// drainLeaves consumes the per-leaf messages the header h announces, each
-// within drainIdle, so the sender of a refused transfer does not hang.
-func (l *link) drainLeaves(h *wire.Header) error {
+// drainTransfer consumes the payload of a transfer this side refused, so
+// that the sender does not hang: the storage chunks, or the per-leaf
+// messages on the sender's tags (each awaited at most drainIdle).
+func (l *link) drainTransfer(h *wire.Header) error {
 	if h.Flags&wire.FlagPerLeaf == 0 {
-		return l.drainPayload(h)
+		if h.Flags&wire.FlagInline != 0 {
+			return nil
+		}
+		return drainChunks(l.c, l.peer, h.PayloadTag, h.Chunks())
 	}
 	pseudo := h.Flags&wire.FlagPseudoRandTags != 0
 	n := int(min(h.Leaves, math.MaxInt32))

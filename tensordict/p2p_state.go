@@ -44,13 +44,20 @@ type p2pState struct {
 	meta       []byte // consolidated metadata (Layout), padded by metaAlign
 	contiguous Key    // the first non-contiguous leaf, or nil
 
-	sframe []byte // outgoing header frame: header, metadata, inline room
-	rframe []byte // incoming header frame
-	stage  []byte // consolidated bytes when st is nil
+	hdr   [wire.Size]byte // header message, either way
+	sbody []byte          // outgoing metadata message, with inline room
+	rbody []byte          // incoming metadata message
+	stage []byte          // consolidated bytes when st is nil
 
 	tags      []int // per-leaf tags for tagInit/tagPseudo
 	tagInit   int
 	tagPseudo bool
+
+	// The transfer in progress (see prepare).
+	cur    []int // per-leaf tags, nil in consolidated mode
+	tag0   int   // tag of the header and metadata messages
+	tagSet []int // distinct tags, sorted
+	held   []*sync.Mutex
 }
 
 // p2pStates maps a TensorDict (weakly) to its *p2pState.
@@ -166,7 +173,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	slices.SortStableFunc(s.sorted, func(a, b int) int { return keyCompare(s.leaves[a].key, s.leaves[b].key) })
 	s.consHash = structureOf(td).hash()
 	s.sortedHash = s.hashSorted()
-	s.sframe, s.rframe, s.stage, s.tags = nil, nil, nil, nil
+	s.sbody, s.rbody, s.stage, s.tags = nil, nil, nil, nil
 	return nil
 }
 
@@ -288,24 +295,24 @@ func headerTag(tags []int, initTag int) int {
 	return initTag
 }
 
-// sendFrame returns the outgoing frame buffer holding the metadata after
-// room for the header, with inline more bytes of room after it.
-func (s *p2pState) sendFrame(inline int) []byte {
-	n := wire.Size + len(s.meta) + inline
-	if cap(s.sframe) < n {
-		s.sframe = alignedBuf(n)
-		copy(s.sframe[wire.Size:], s.meta)
+// sendBody returns the outgoing metadata message: the metadata, followed
+// by room for the storage when inline.
+func (s *p2pState) sendBody(inline bool) []byte {
+	if s.sbody == nil || (inline && cap(s.sbody) < len(s.meta)+s.total) {
+		s.sbody = alignedBuf(len(s.meta) + s.total)
+		copy(s.sbody, s.meta)
 	}
-	return s.sframe[:n]
+	if inline {
+		return s.sbody[:len(s.meta)+s.total]
+	}
+	return s.sbody[:len(s.meta)]
 }
 
-// recvFrame returns the incoming frame buffer, with room for a frame of
-// the expected size plus slack for a peer whose metadata is longer.
-func (s *p2pState) recvFrame(inline int) []byte {
-	n := wire.Size + len(s.meta) + inline
-	n += max(len(s.meta), 1024)
-	if cap(s.rframe) < n {
-		s.rframe = alignedBuf(n)
+// recvBody returns a buffer of n bytes for the incoming metadata message,
+// kept for later calls.
+func (s *p2pState) recvBody(n int) []byte {
+	if cap(s.rbody) < n {
+		s.rbody = alignedBuf(n)
 	}
-	return s.rframe[:cap(s.rframe)]
+	return s.rbody[:n]
 }

@@ -158,16 +158,20 @@ func sendChunks(c *mpi.Comm, b []byte, dst, tag int) error {
 }
 
 // recvChunks receives b from src on tag, in the chunks sendChunks sent,
-// checking the size of each.
+// with matched probes: a chunk of the wrong size is discarded, never
+// received into b, and reported.
 func recvChunks(c *mpi.Comm, b []byte, src, tag int) error {
 	for off := 0; off < len(b); off += wire.MaxChunk {
 		part := b[off:min(off+wire.MaxChunk, len(b))]
-		st, err := mpi.Recv(c, part, src, tag)
+		m, st, err := mpi.Mprobe(c, src, tag)
 		if err != nil {
 			return err
 		}
 		if st.Bytes() != int64(len(part)) {
-			return fmt.Errorf("payload chunk at byte %d: got %d bytes, want %d", off, st.Bytes(), len(part))
+			return errors.Join(fmt.Errorf("payload chunk at byte %d has %d bytes, want %d", off, st.Bytes(), len(part)), discard(m, st.Bytes(), nil))
+		}
+		if _, err := mpi.Mrecv(m, part); err != nil {
+			return err
 		}
 	}
 	return nil
