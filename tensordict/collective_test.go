@@ -706,3 +706,37 @@ func TestCollectiveAllReduceViewsAndBuckets(t *testing.T) {
 		})
 	}
 }
+
+func TestCollectiveGroupOfOne(t *testing.T) {
+	g := mpitest.Need(t, 1)
+	r := g.Rank()
+	self, err := g.New([]int{r})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, self.Free()) }()
+	opt := WithGroup(self)
+
+	td := collSeed(t, float64(r+1))
+	got, err := td.Broadcast(0, opt)
+	require.NoError(t, err)
+	collCheckSeed(t, got, float64(r+1), 0)
+
+	require.NoError(t, td.AllReduce(ReduceProd, opt))
+	require.NoError(t, td.Reduce(0, ReduceSum, opt))
+	collCheckSeed(t, td, float64(r+1), 0)
+
+	all, err := td.AllGather(opt)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	collCheckSeed(t, all[0], float64(r+1), 0)
+
+	one, err := td.Scatter(0, []*TensorDict{td}, opt)
+	require.NoError(t, err)
+	collCheckSeed(t, one, float64(r+1), 0)
+
+	st, err := td.GatherAndStack(0, opt)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2}, st.BatchSize())
+
+	_, err = td.Broadcast(1, opt)
+	assert.ErrorContains(t, err, "src 1 is out of range [0, 1)")
+}
