@@ -37,6 +37,8 @@ MPI_PKGS ?= ./mpi/... ./group/...
 # Packages whose tests also run once with BIG_ENV set (large messages, np 2).
 BIG_PKGS ?= ./mpi/...
 BIG_ENV ?= TDMPI_BIG=1
+# Seconds mpirun allows one package's big tests (they move gigabytes).
+BIG_TIMEOUT ?= 900
 # Packages the test-suite job of slurm-test runs, and with which launcher (srun or mpirun).
 SLURM_TEST_PKGS ?= $(MPI_PKGS)
 SLURM_TEST_LAUNCH ?= srun
@@ -78,7 +80,10 @@ DEPS_SLURM := slurm-wlm munge
 pkgs_of = $(filter-out ./% .,$(shell $(GO) list -e $(1) 2>/dev/null))
 timeout = timeout -k 10 $(STEP_TIMEOUT)
 # go test under mpirun: one package at a time (-p 1), so jobs do not share the cores.
-mpi_test = $(timeout) $(GO) test -count=1 -p 1 -exec "$(MPIEXEC) $(2)" $(1)
+# $(call mpi_test,PACKAGES,MPIRUN-FLAGS[,MPIRUN-TIMEOUT]); go test's own -timeout is set
+# above mpirun's so that mpirun, which reports which ranks hung, fires first.
+mpi_test = $(timeout) $(GO) test -count=1 -p 1 -timeout $$(( $(or $(3),$(MPI_TIMEOUT)) + 60 ))s \
+	-exec "$(MPIRUN) --bind-to none --timeout $(or $(3),$(MPI_TIMEOUT)) $(2)" $(1)
 
 .PHONY: help
 help: ## list the targets
@@ -145,7 +150,7 @@ test-big: ## go test BIG_PKGS under mpirun -np 2 with BIG_ENV (large messages)
 	@pkgs="$(call pkgs_of,$(BIG_PKGS))"; \
 	if [[ -z "$$pkgs" ]]; then echo "test-big: no package of '$(BIG_PKGS)' exists yet"; exit 0; fi; \
 	echo "--- np 2 $(BIG_ENV): $$pkgs"; \
-	env $(BIG_ENV) $(call mpi_test,$$pkgs,-np 2)
+	env $(BIG_ENV) $(call mpi_test,$$pkgs,-np 2,$(BIG_TIMEOUT))
 
 .PHONY: examples-build
 examples-build: deps ## build every examples/*/ program into BIN/examples/
