@@ -48,7 +48,7 @@ TEST_NPS ?= 2 4
 MPIRUN ?= mpirun
 # Seconds mpirun lets one test binary or program run before aborting the job.
 MPI_TIMEOUT ?= 300
-# Seconds mpirun lets one example run (make examples).
+# Seconds mpirun lets one example run (make run, make examples).
 EXAMPLE_TIMEOUT ?= 60
 # Seconds one whole step (a go test command) may take before timeout kills it.
 STEP_TIMEOUT ?= 1200
@@ -62,7 +62,8 @@ FUZZTIME ?= 60s
 # go test flags for benchmarks.
 BENCH ?= .
 BENCHTIME ?= 1s
-# Arguments of `tdmpi bench`, run by `make bench` once cmd/tdmpi exists.
+# `make bench` also runs `tdmpi bench TDMPI_BENCH_ARGS` under mpirun -np 2 when
+# TDMPI_BENCH is not empty: by default, once cmd/tdmpi/main.go exists.
 TDMPI_BENCH ?= $(wildcard cmd/tdmpi/main.go)
 TDMPI_BENCH_ARGS ?=
 # Which packages (alone, then MPI_PKGS under mpirun) and tests `make race` runs.
@@ -111,7 +112,8 @@ build: deps ## go build and go vet every package
 run: deps ## build examples/MAIN_EXAMPLE and run it with mpirun -np RUN_NP
 	@mkdir -p $(BIN)/examples
 	$(GO) build -o $(BIN)/examples/$(MAIN_EXAMPLE) ./examples/$(MAIN_EXAMPLE)
-	timeout -k 10 90 $(MPIRUN) -np $(RUN_NP) --bind-to none --timeout 60 $(BIN)/examples/$(MAIN_EXAMPLE)
+	timeout -k 10 $$(( $(EXAMPLE_TIMEOUT) + 30 )) $(MPIRUN) -np $(RUN_NP) --bind-to none \
+		--timeout $(EXAMPLE_TIMEOUT) $(BIN)/examples/$(MAIN_EXAMPLE)
 
 .PHONY: test
 test: deps-all ## install what is missing, then run every step of TEST_STEPS
@@ -204,7 +206,8 @@ slurm-status: ## show the private Slurm's daemons and node
 	hpc/scripts/slurm-local.sh status
 
 .PHONY: slurm-test
-slurm-test: deps-all examples-build ## sbatch the job scripts of hpc/slurm/ (srun and mpirun) and check them
+slurm-test: deps-all ## sbatch the job scripts of hpc/slurm/ (srun and mpirun) and check them
+	hpc/scripts/examples.sh build $(SLURM_EXAMPLE)
 	TDMPI_SLURM_TEST_PKGS="$(call pkgs_of,$(SLURM_TEST_PKGS))" \
 	TDMPI_SLURM_TEST_LAUNCH=$(SLURM_TEST_LAUNCH) \
 		$(timeout) hpc/scripts/slurm-test.sh $(SLURM_EXAMPLE)
