@@ -32,6 +32,9 @@ type coll struct {
 	size int
 	ctx  context.Context
 	lim  wire.Limits
+	// consolidated is WithConsolidated: Broadcast receives into the
+	// receiver's storage when the layouts match.
+	consolidated bool
 }
 
 // errorf returns an error "tensordict: <op>: rank <r> of <n>: <message>".
@@ -63,7 +66,7 @@ func runCollective(op string, opts []RemoteOption, f func(cl *coll) error) error
 		return err
 	}
 	g := o.group
-	cl := &coll{op: op, g: g, c: g.LibComm(), rank: g.Rank(), size: g.Size(), ctx: o.ctx, lim: fullLimits(o.limits())}
+	cl := &coll{op: op, g: g, c: g.LibComm(), rank: g.Rank(), size: g.Size(), ctx: o.ctx, lim: fullLimits(o.limits()), consolidated: o.consolidated}
 	return g.Exclusive(func() error { return f(cl) })
 }
 

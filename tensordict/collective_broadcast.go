@@ -1,6 +1,7 @@
 package tensordict
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -34,8 +35,16 @@ const bcastPrefix = 24
 // they allocate anything; if a receiver refuses, every rank returns an
 // error and nothing more is sent.
 //
+// With WithConsolidated, a receiver whose td is consolidated with exactly
+// the source's layout (same consolidated metadata, class name and storage
+// size, as the result of an earlier Broadcast of the same structure is)
+// receives the storage straight into td's storage, overwriting it, and
+// returns td: a steady-state broadcast then allocates nothing, as
+// tensordict's recv(consolidated=True). Otherwise it gets a new
+// TensorDict as usual.
+//
 // Options: WithGroup, WithContext (checked before the storage moves),
-// WithMaxBytes.
+// WithMaxBytes, WithConsolidated.
 func (td *TensorDict) Broadcast(src int, opts ...RemoteOption) (*TensorDict, error) {
 	var out *TensorDict
 	err := runCollective("Broadcast", opts, func(cl *coll) error {
@@ -46,7 +55,7 @@ func (td *TensorDict) Broadcast(src int, opts ...RemoteOption) (*TensorDict, err
 		if cl.rank == src {
 			out, err = cl.bcastSend(td)
 		} else {
-			out, err = cl.bcastRecv(src)
+			out, err = cl.bcastRecv(td, src)
 		}
 		return err
 	})
@@ -138,8 +147,9 @@ func countTensorLeaves(td *TensorDict) int {
 	return n
 }
 
-// bcastRecv is Broadcast on a receiving rank.
-func (cl *coll) bcastRecv(src int) (*TensorDict, error) {
+// bcastRecv is Broadcast on a receiving rank; td is the receiver's own
+// TensorDict, reused with WithConsolidated.
+func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	first := make([]byte, bcastFirst)
 	if err := mpi.Bcast(cl.c, first, src); err != nil {
 		return nil, cl.errorf("receiving the header from rank %d: %w", src, err)
@@ -174,6 +184,10 @@ func (cl *coll) bcastRecv(src int) (*TensorDict, error) {
 		if err != nil {
 			return nil, cl.errorf("from rank %d: %w", src, err)
 		}
+		if cl.consolidated && sameLayout(td, f.Meta, string(f.Class), int64(len(f.Inline))) {
+			copy(td.ConsolidatedStorage().Bytes(), f.Inline)
+			return td, nil
+		}
 		// Copy the storage so that its leaves are 8-byte aligned.
 		st := tensor.NewStorage(len(f.Inline))
 		copy(st.Bytes(), f.Inline)
@@ -191,17 +205,38 @@ func (cl *coll) bcastRecv(src int) (*TensorDict, error) {
 		return nil, cl.errorf("receiving the metadata from rank %d: %w", src, err)
 	}
 	f, err := wire.ParseFrame(frame, cl.lim)
-	st := tensor.NewStorage(int(h.Total))
-	if berr := cl.bcastBytes(st.Bytes(), src); berr != nil {
+	reuse := err == nil && cl.consolidated && sameLayout(td, f.Meta, string(f.Class), h.Total)
+	var st *tensor.Storage
+	if reuse {
+		st = td.ConsolidatedStorage()
+	} else {
+		st = tensor.NewStorage(int(h.Total))
+	}
+	if berr := cl.bcastBytes(st.Bytes()[:h.Total], src); berr != nil {
 		return nil, cl.errorf("receiving the storage from rank %d: %w", src, berr)
 	}
 	if err != nil {
 		return nil, cl.errorf("from rank %d: %w", src, err)
 	}
-	if f.Inline != nil {
-		return nil, cl.errorf("from rank %d: inline storage in a frame of %d bytes", src, frameLen)
+	if reuse {
+		return td, nil
 	}
 	return cl.rebuild(src, st, f.Meta, string(f.Class))
+}
+
+// sameLayout reports whether td is consolidated with exactly the metadata
+// meta, class name class and a storage of total bytes, so that receiving
+// the sender's storage into td's makes td equal to the sender's TensorDict.
+func sameLayout(td *TensorDict, meta []byte, class string, total int64) bool {
+	if td == nil || td.ClassName() != class {
+		return false
+	}
+	st := td.ConsolidatedStorage()
+	if st == nil || int64(st.Len()) != total {
+		return false
+	}
+	mine, err := td.ConsolidatedMetadata()
+	return err == nil && bytes.Equal(mine, meta)
 }
 
 // rebuild makes the TensorDict a peer sent: meta over st, with class name

@@ -740,3 +740,65 @@ func TestCollectiveGroupOfOne(t *testing.T) {
 	_, err = td.Broadcast(1, opt)
 	assert.ErrorContains(t, err, "src 1 is out of range [0, 1)")
 }
+
+func TestCollectiveBroadcastReuse(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	r := g.Rank()
+	for _, big := range []int{0, 1 << 12} { // inline, and storage apart
+		mpitest.Run(t, fmt.Sprintf("big%d", big), func(t *testing.T) {
+			mk := func(v float64) *TensorDict {
+				td := collSeed(t, v)
+				if big > 0 {
+					require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, v, 2, big)))
+				}
+				c, err := td.Consolidate()
+				require.NoError(t, err)
+				return c
+			}
+			var src *TensorDict
+			if r == 0 {
+				src = mk(1)
+			}
+			first, err := src.Broadcast(0)
+			require.NoError(t, err)
+			collCheckSeed(t, first, 1, big)
+			if r == 0 {
+				src = mk(2)
+			}
+			mine := first
+			if r == 0 {
+				mine = src
+			}
+			second, err := mine.Broadcast(0, WithConsolidated())
+			require.NoError(t, err)
+			collCheckSeed(t, second, 2, big)
+			if r != 0 {
+				assert.Same(t, first, second, "received in place")
+				assert.Same(t, first.ConsolidatedStorage(), second.ConsolidatedStorage())
+			}
+			// A different layout gets a new TensorDict.
+			if r == 0 {
+				src = mk(3)
+				require.NoError(t, src.SetNonTensor(K("label"), "changed"))
+				mine = src
+			}
+			third, err := mine.Broadcast(0, WithConsolidated())
+			require.NoError(t, err)
+			if r != 0 {
+				assert.NotSame(t, first, third)
+				collRequireAll(t, mustGet(t, first, K("c")), 2, "old result untouched")
+				lbl, err := third.GetNonTensor(K("label"))
+				require.NoError(t, err)
+				assert.Equal(t, "changed", lbl)
+			}
+			collRequireAll(t, mustGet(t, third, K("c")), 3, "c")
+		})
+	}
+}
+
+func mustGet(t testing.TB, td *TensorDict, k Key) *tensor.Tensor {
+	t.Helper()
+	x, err := td.Get(k)
+	require.NoError(t, err)
+	return x
+}
