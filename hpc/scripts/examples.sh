@@ -31,6 +31,12 @@ MPIRUN=${MPIRUN:-mpirun}
 BIN=${TDMPI_BIN:-bin}
 TIMEOUT=${TDMPI_MPI_TIMEOUT:-60}
 TCP_FLAGS=${TDMPI_TCP_FLAGS:---mca btl self,tcp --mca btl_tcp_if_include lo}
+# Open MPI refuses root unless told it is intended (containers, CI); examples may ask for
+# more ranks than there are cores.
+if [[ "$(id -u)" -eq 0 ]]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMPI_MCA_rmaps_base_oversubscribe=${OMPI_MCA_rmaps_base_oversubscribe:-1}
 
 # meta NAME KEY prints the values of the `// KEY: value` lines of examples/NAME/main.go.
 meta() {
