@@ -19,7 +19,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "mpi test: Init:", err)
 		os.Exit(2)
 	}
+	if err := benchSetup(); err != nil {
+		fmt.Fprintln(os.Stderr, "mpi test: benchmark setup:", err)
+		os.Exit(2)
+	}
 	code := m.Run()
+	if err := benchTeardown(); err != nil {
+		fmt.Fprintln(os.Stderr, "mpi test: benchmark teardown:", err)
+		code = max(code, 5)
+	}
 	worst := []int32{int32(code)}
 	if err := Allreduce(World(), nil, worst, OpMax); err != nil {
 		fmt.Fprintln(os.Stderr, "mpi test: agreeing on the verdict:", err)

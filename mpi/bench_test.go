@@ -1,0 +1,176 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+
+	"github.com/tdmpi/tdmpi/bench"
+)
+
+// Ping-pong benchmarks between World ranks 0 and 1, reported by rank 0.
+//
+// go test picks b.N on each rank by itself, so the ranks cannot both run
+// the benchmark loop as is. Rank 0 drives: for each run it sends rank 1 a
+// control message (tag ctrlTag+size index, payload b.N) on ctrlComm, then
+// times b.N round trips through this package and b.N round trips of the same
+// loop written in C (package bench) on the same buffer, interleaved in
+// rounds. ns/op is a Go round trip; the metrics give one-way latency and
+// bandwidth of both, and go/C-bw the ratio of Go's bandwidth to C's. Rank 1 serves those
+// requests inside its first run of the same benchmark and returns, skipping,
+// when the next control message is for another benchmark; TestMain sends a
+// final message with tag ctrlEnd. Other ranks skip.
+
+const (
+	ctrlTag  = 1000
+	ctrlEnd  = 1999
+	pingTag  = 2000
+	pingCTag = 2001
+)
+
+var ctrlComm *Comm
+
+var pingSizes = []struct {
+	name string
+	n    int
+}{
+	{"8B", 8},
+	{"64KiB", 64 << 10},
+	{"1MiB", 1 << 20},
+	{"16MiB", 16 << 20},
+	{"256MiB", 256 << 20},
+}
+
+// benchSetup is called by TestMain on every rank after Init.
+func benchSetup() error {
+	var err error
+	ctrlComm, err = World().Dup()
+	return err
+}
+
+// benchTeardown is called by TestMain on every rank after m.Run.
+func benchTeardown() error {
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" && World().Size() >= 2 {
+		switch World().Rank() {
+		case 0:
+			if err := Send[int64](ctrlComm, nil, 1, ctrlEnd); err != nil {
+				return err
+			}
+		case 1:
+			if _, err := Recv[int64](ctrlComm, nil, 0, ctrlEnd); err != nil {
+				return err
+			}
+		}
+	}
+	return ctrlComm.Free()
+}
+
+func BenchmarkPingPong(b *testing.B) {
+	w := World()
+	if w.Size() < 2 {
+		b.Skip("needs 2 ranks (run under mpirun -np 2)")
+	}
+	for k, sz := range pingSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			switch w.Rank() {
+			case 0:
+				pingDriver(b, k, sz.n)
+			case 1:
+				pingServer(b, k, sz.n)
+			default:
+				b.Skip("only World ranks 0 and 1 take part")
+			}
+		})
+	}
+}
+
+// pingRounds splits iters round trips into up to 8 rounds; each round runs
+// the Go loop and then the C loop, so that load changes on a busy machine
+// hit both alike.
+func pingRounds(iters int) []int {
+	r := min(iters, 8)
+	rounds := make([]int, r)
+	for i := range rounds {
+		rounds[i] = iters / r
+	}
+	rounds[0] += iters % r
+	return rounds
+}
+
+// goPingPong runs iters round trips through this package.
+func goPingPong(buf []byte, peer int, initiator bool, iters int) error {
+	w := World()
+	for range iters {
+		if initiator {
+			if err := Send(w, buf, peer, pingTag); err != nil {
+				return err
+			}
+		}
+		if _, err := Recv(w, buf, peer, pingTag); err != nil {
+			return err
+		}
+		if !initiator {
+			if err := Send(w, buf, peer, pingTag); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func pingDriver(b *testing.B, k, n int) {
+	buf := make([]byte, n)
+	iters := b.N
+	if err := Send(ctrlComm, []int64{int64(iters)}, 1, ctrlTag+k); err != nil {
+		b.Fatal(err)
+	}
+	var goSecs, cSecs float64
+	for _, m := range pingRounds(iters) {
+		t0 := Wtime()
+		if err := goPingPong(buf, 1, true, m); err != nil {
+			b.Fatal(err)
+		}
+		goSecs += Wtime() - t0
+		c, err := bench.PingPong(buf, 1, true, m, pingCTag)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cSecs += c
+	}
+	trips := float64(2 * iters)
+	b.ReportMetric(goSecs/float64(iters)*1e9, "ns/op") // a Go round trip
+	b.ReportMetric(goSecs/trips*1e6, "go-us/1way")
+	b.ReportMetric(cSecs/trips*1e6, "C-us/1way")
+	b.ReportMetric(float64(n)*trips/goSecs/1e9, "go-GB/s")
+	b.ReportMetric(float64(n)*trips/cSecs/1e9, "C-GB/s")
+	b.ReportMetric(cSecs/goSecs, "go/C-bw")
+}
+
+func pingServer(b *testing.B, k, n int) {
+	buf := make([]byte, n)
+	for {
+		st, err := Probe(ctrlComm, 0, AnyTag)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Tag != ctrlTag+k {
+			break // rank 0 moved on; its next benchmark serves this message
+		}
+		req := make([]int64, 1)
+		if _, err := Recv(ctrlComm, req, 0, st.Tag); err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range pingRounds(int(req[0])) {
+			if err := goPingPong(buf, 0, false, m); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := bench.PingPong(buf, 0, false, m, pingCTag); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Skip(fmt.Sprintf("rank 1 serves rank 0's %s runs; figures are rank 0's", b.Name()))
+}
