@@ -5,7 +5,6 @@ package mpi
 
 import (
 	"flag"
-	"fmt"
 	"testing"
 
 	"github.com/tdmpi/tdmpi/bench"
@@ -172,5 +171,5 @@ func pingServer(b *testing.B, k, n int) {
 			}
 		}
 	}
-	b.Skip(fmt.Sprintf("rank 1 serves rank 0's %s runs; figures are rank 0's", b.Name()))
+	b.Skipf("rank 1 serves rank 0's %s runs; figures are rank 0's", b.Name())
 }
