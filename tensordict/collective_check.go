@@ -91,9 +91,45 @@ func (d structDesc) encode() []byte {
 	return b
 }
 
-// hash64 returns the FNV-1a hash of b.
+// fnvHash64 returns the FNV-1a hash of b.
 func fnvHash64(b []byte) uint64 {
 	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// structureHash returns a hash of the structure of td, given its sorted
+// leaves: the batch size, and each leaf's key parts, dtype and shape, every
+// item length-prefixed so that no two structures encode alike. It is what
+// the ranks compare before a reduction; describeStructure, which explains
+// a difference, is only built when the hashes differ.
+func structureHash(td *TensorDict, leaves []Item) uint64 {
+	h := fnv.New64a()
+	var b []byte
+	num := func(v int) { b = binary.LittleEndian.AppendUint64(b, uint64(v)) }
+	batch := td.BatchSize()
+	num(len(batch))
+	for _, d := range batch {
+		num(d)
+	}
+	num(len(leaves))
+	for _, it := range leaves {
+		num(len(it.Key))
+		for _, p := range it.Key {
+			num(len(p))
+			b = append(b, p...)
+		}
+		x := it.Tensor
+		num(int(x.DType()))
+		num(x.Dim())
+		for i := range x.Dim() {
+			num(x.Size(i))
+		}
+		if len(b) > 4096 {
+			h.Write(b)
+			b = b[:0]
+		}
+	}
 	h.Write(b)
 	return h.Sum64()
 }

@@ -98,11 +98,9 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 // *StructureError, comparing with rank ref. It costs one MPI_Allreduce of a
 // few words when all is well.
 func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, extra ...uint64) ([]uint64, error) {
-	var desc structDesc
 	var sh uint64
 	if td != nil {
-		desc = describeStructure(td, leaves)
-		sh = fnvHash64(desc.encode())
+		sh = structureHash(td, leaves)
 	}
 	v := make([]uint64, 0, 3+len(extra))
 	v = append(v, sh, ^sh)
@@ -119,6 +117,10 @@ func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, e
 		return nil, cl.spread(cl.size-int(f), local)
 	}
 	if v[0] != ^v[1] {
+		var desc structDesc
+		if td != nil {
+			desc = describeStructure(td, leaves)
+		}
 		return nil, cl.explainMismatch(desc, ref)
 	}
 	return v[2 : 2+len(extra)], nil
