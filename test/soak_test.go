@@ -233,7 +233,7 @@ func soakOp(ctx context.Context, g *group.Group, in soakInstance, it int64, maxB
 		kind = rng.IntN(opAllReduce + 1)
 	}
 	n := g.Size()
-	a := rng.IntN(n)            // sender or root
+	a := rng.IntN(n)                 // sender or root
 	b := (a + 1 + rng.IntN(n-1)) % n // receiver of point-to-point operations
 	sp := makeSpec(rng, in.id, it, size, kind == opAllReduce)
 	leaves, err := runSoakOp(ctx, g, kind, a, b, sp, rng.IntN(2) == 0, rng.IntN(100))
