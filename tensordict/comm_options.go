@@ -14,8 +14,32 @@ import (
 
 // RemoteOption configures a communication method: InitRemote,
 // FromRemoteInit, Send, Recv, ISend, IRecv and the collectives. Options a
-// method has no use for are ignored by it.
-type RemoteOption func(*remoteOptions)
+// method has no use for are ignored by it. RemoteOptions are plain values
+// (no closures), so passing them allocates nothing.
+type RemoteOption struct {
+	kind optKind
+	g    *group.Group
+	ctx  context.Context
+	s    string
+	n    int64
+	err  error
+}
+
+type optKind uint8
+
+const (
+	optNone optKind = iota
+	optGroup
+	optBroadcast
+	optContext
+	optDevice
+	optMemmap
+	optMaxBytes
+	optTag
+	optPseudoRand
+	optConsolidated
+	optInvalid
+)
 
 // remoteOptions is the resolved form of a list of RemoteOptions.
 type remoteOptions struct {
@@ -31,106 +55,85 @@ type remoteOptions struct {
 	err          error // the first invalid option
 }
 
+func invalid(err error) RemoteOption { return RemoteOption{kind: optInvalid, err: err} }
+
 // WithGroup makes the operation run on group g instead of the world group.
 // Ranks given to the operation (dst, src, root) are then ranks of g.
 func WithGroup(g *group.Group) RemoteOption {
-	return func(o *remoteOptions) {
-		if g == nil {
-			o.fail(errors.New("WithGroup: nil group"))
-			return
-		}
-		o.group = g
+	if g == nil {
+		return invalid(errors.New("WithGroup: nil group"))
 	}
+	return RemoteOption{kind: optGroup, g: g}
 }
 
 // WithBroadcast makes InitRemote and FromRemoteInit use a broadcast over
 // the group instead of a point-to-point message: every rank of the group
 // calls one of them, the source InitRemote (its dst argument is ignored)
 // and every other rank FromRemoteInit, like tensordict's use_broadcast.
-func WithBroadcast() RemoteOption {
-	return func(o *remoteOptions) { o.broadcast = true }
-}
+func WithBroadcast() RemoteOption { return RemoteOption{kind: optBroadcast} }
 
 // WithContext bounds the operation by ctx: a receive still waiting for its
 // sender when ctx ends returns an error wrapping ctx.Err(). Messages
 // already under way are completed first, so a peer is never left with
 // half a transfer. Collectives check ctx only before they start.
 func WithContext(ctx context.Context) RemoteOption {
-	return func(o *remoteOptions) {
-		if ctx == nil {
-			o.fail(errors.New("WithContext: nil context"))
-			return
-		}
-		o.ctx = ctx
+	if ctx == nil {
+		return invalid(errors.New("WithContext: nil context"))
 	}
+	return RemoteOption{kind: optContext, ctx: ctx}
 }
 
 // WithDevice names the device of received storage, as tensordict's device
 // argument. Only "cpu" (or "") is supported; any other device makes the
 // operation return an error.
 func WithDevice(device string) RemoteOption {
-	return func(o *remoteOptions) {
-		if device != "" && device != "cpu" {
-			o.fail(fmt.Errorf("WithDevice: device %q is not supported, tdmpi keeps tensors on the cpu", device))
-			return
-		}
-		o.device = "cpu"
+	if device != "" && device != "cpu" {
+		return invalid(fmt.Errorf("WithDevice: device %q is not supported, tdmpi keeps tensors on the cpu", device))
 	}
+	return RemoteOption{kind: optDevice, s: "cpu"}
 }
 
 // WithMemmap makes FromRemoteInit receive the storage straight into a
-// memory-mapped file named prefix instead of memory. See FromRemoteInit for
-// the file's layout.
+// memory-mapped file in the directory prefix instead of memory. See
+// FromRemoteInit for the file's layout.
 func WithMemmap(prefix string) RemoteOption {
-	return func(o *remoteOptions) {
-		if prefix == "" {
-			o.fail(errors.New("WithMemmap: empty prefix"))
-			return
-		}
-		o.memmap = prefix
+	if prefix == "" {
+		return invalid(errors.New("WithMemmap: empty prefix"))
 	}
+	return RemoteOption{kind: optMemmap, s: prefix}
 }
 
 // WithMaxBytes sets the largest storage, in bytes, that a receive accepts
 // from a peer (default 64 GiB). A peer announcing more gets the receive an
 // error before anything is allocated.
 func WithMaxBytes(n int64) RemoteOption {
-	return func(o *remoteOptions) {
-		if n <= 0 {
-			o.fail(fmt.Errorf("WithMaxBytes: %d is not positive", n))
-			return
-		}
-		o.maxBytes = n
+	if n <= 0 {
+		return invalid(fmt.Errorf("WithMaxBytes: %d is not positive", n))
 	}
+	return RemoteOption{kind: optMaxBytes, n: n}
 }
 
 // WithTag sets the tag of the first per-leaf message of Send, Recv, ISend
 // and IRecv (tensordict's init_tag, default 0); later leaves use the
-// following tags. Tags must stay below MaxUserTag.
+// following tags. With WithConsolidated it is the tag of every message.
+// Tags must stay below MaxUserTag.
 func WithTag(initTag int) RemoteOption {
-	return func(o *remoteOptions) {
-		if initTag < 0 || initTag >= MaxUserTag {
-			o.fail(fmt.Errorf("WithTag: tag %d is out of range [0, %d)", initTag, MaxUserTag))
-			return
-		}
-		o.tag = initTag
+	if initTag < 0 || initTag >= MaxUserTag {
+		return invalid(fmt.Errorf("WithTag: tag %d is out of range [0, %d)", initTag, MaxUserTag))
 	}
+	return RemoteOption{kind: optTag, n: int64(initTag)}
 }
 
 // WithPseudoRandTags makes per-leaf messages use tensordict's pseudo-random
 // tag sequence (pseudo_rand=True) instead of consecutive tags: each tag is
 // IntGenerator of the previous tag plus one, starting from the WithTag tag.
-func WithPseudoRandTags() RemoteOption {
-	return func(o *remoteOptions) { o.pseudoRand = true }
-}
+func WithPseudoRandTags() RemoteOption { return RemoteOption{kind: optPseudoRand} }
 
 // WithConsolidated makes Send, Recv, ISend and IRecv move the whole
 // consolidated storage in one message (tensordict's consolidated=True)
-// instead of one message per leaf. The receiver must be consolidated with
+// instead of one message per leaf. The receiver should be consolidated with
 // the sender's layout, as the result of FromRemoteInit is.
-func WithConsolidated() RemoteOption {
-	return func(o *remoteOptions) { o.consolidated = true }
-}
+func WithConsolidated() RemoteOption { return RemoteOption{kind: optConsolidated} }
 
 // fail records the first invalid option.
 func (o *remoteOptions) fail(err error) {
@@ -144,9 +147,29 @@ func (o *remoteOptions) fail(err error) {
 // check reports that and any invalid option.
 func resolveRemoteOptions(opts []RemoteOption) remoteOptions {
 	o := remoteOptions{ctx: context.Background()}
-	for _, f := range opts {
-		if f != nil {
-			f(&o)
+	for i := range opts {
+		p := &opts[i]
+		switch p.kind {
+		case optGroup:
+			o.group = p.g
+		case optBroadcast:
+			o.broadcast = true
+		case optContext:
+			o.ctx = p.ctx
+		case optDevice:
+			o.device = p.s
+		case optMemmap:
+			o.memmap = p.s
+		case optMaxBytes:
+			o.maxBytes = p.n
+		case optTag:
+			o.tag = int(p.n)
+		case optPseudoRand:
+			o.pseudoRand = true
+		case optConsolidated:
+			o.consolidated = true
+		case optInvalid:
+			o.fail(p.err)
 		}
 	}
 	if o.group == nil {

@@ -50,7 +50,8 @@ const p2pInlineMax = 16 << 10
 // Concurrent transfers between the same two ranks must use different tags
 // (WithTag); transfers on the same tags are serialized.
 func (td *TensorDict) Send(dst int, opts ...RemoteOption) error {
-	l, err := newLink("Send", dst, "to", opts)
+	lv, err := newLink("Send", dst, "to", opts)
+	l := &lv
 	if err != nil {
 		return err
 	}
@@ -125,8 +126,8 @@ func (s *p2pState) send(l *link) error {
 			return err
 		}
 	}
-	wire.Put(s.hdr[:], &h)
-	if err := mpi.Send(l.c, s.hdr[:], l.peer, s.tag0); err != nil {
+	wire.Put(s.hdr, &h)
+	if err := mpi.Send(l.c, s.hdr, l.peer, s.tag0); err != nil {
 		return fmt.Errorf("sending the header: %w", err)
 	}
 	inline := h.Flags&wire.FlagInline != 0
@@ -175,7 +176,8 @@ func (s *p2pState) send(l *link) error {
 // started when the context ends returns an error wrapping ctx.Err(); once
 // the header has arrived, the transfer runs to its end.
 func (td *TensorDict) Recv(src int, opts ...RemoteOption) (int, error) {
-	l, err := newLink("Recv", src, "from", opts)
+	lv, err := newLink("Recv", src, "from", opts)
+	l := &lv
 	if err != nil {
 		return 0, err
 	}
@@ -243,12 +245,12 @@ func (s *p2pState) recvHeader(l *link) (wire.Header, error) {
 	if err := waitMessage(l.o.ctx, l.c, l.peer, s.tag0); err != nil {
 		return wire.Header{}, fmt.Errorf("waiting for the header: %w", err)
 	}
-	if err := recvExact(l.c, s.hdr[:], l.peer, s.tag0); err != nil {
+	if err := recvExact(l.c, s.hdr, l.peer, s.tag0); err != nil {
 		return wire.Header{}, fmt.Errorf("receiving the header: %w", err)
 	}
-	h, err := wire.Parse(s.hdr[:], l.o.limits())
+	h, err := wire.Parse(s.hdr, l.o.limits())
 	if err != nil {
-		return wire.Header{}, errors.Join(err, l.drainRefused(s.hdr[:]))
+		return wire.Header{}, errors.Join(err, l.drainRefused(s.hdr))
 	}
 	if h.Kind != wire.KindSend {
 		return wire.Header{}, fmt.Errorf("%w: received a %v header, want %v", ErrMismatch, h.Kind, wire.KindSend)

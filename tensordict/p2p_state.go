@@ -44,7 +44,7 @@ type p2pState struct {
 	meta       []byte // consolidated metadata (Layout), padded by metaAlign
 	contiguous Key    // the first non-contiguous leaf, or nil
 
-	hdr   [wire.Size]byte // header message, either way
+	hdr   []byte // header message, either way (its own pointer-free allocation, for cgo)
 	sbody []byte          // outgoing metadata message, with inline room
 	rbody []byte          // incoming metadata message
 	stage []byte          // consolidated bytes when st is nil
@@ -174,6 +174,9 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.consHash = structureOf(td).hash()
 	s.sortedHash = s.hashSorted()
 	s.sbody, s.rbody, s.stage, s.tags = nil, nil, nil, nil
+	if s.hdr == nil {
+		s.hdr = alignedBuf(wire.Size)
+	}
 	return nil
 }
 

@@ -29,24 +29,26 @@ type link struct {
 	o    remoteOptions
 }
 
-// newLink resolves opts for op and checks the peer rank.
-func newLink(op string, peer int, dir string, opts []RemoteOption) (*link, error) {
+// newLink resolves opts for op and checks the peer rank. It returns the
+// link by value, so that the steady state of Send and Recv allocates
+// nothing.
+func newLink(op string, peer int, dir string, opts []RemoteOption) (link, error) {
 	o := resolveRemoteOptions(opts)
 	if err := o.check(op); err != nil {
-		return nil, err
+		return link{}, err
 	}
-	l := &link{op: op, g: o.group, c: o.group.LibComm(), peer: peer, dir: dir, o: o}
+	l := link{op: op, g: o.group, c: o.group.LibComm(), peer: peer, dir: dir, o: o}
 	if o.broadcast {
 		if peer < 0 || peer >= l.g.Size() {
-			return nil, l.errorf("root rank %d is out of range [0, %d)", peer, l.g.Size())
+			return link{}, l.errorf("root rank %d is out of range [0, %d)", peer, l.g.Size())
 		}
 		return l, nil
 	}
 	switch {
 	case peer < 0 || peer >= l.g.Size():
-		return nil, l.errorf("rank %d is out of range [0, %d)", peer, l.g.Size())
+		return link{}, l.errorf("rank %d is out of range [0, %d)", peer, l.g.Size())
 	case peer == l.g.Rank():
-		return nil, l.errorf("rank %d is the caller itself", peer)
+		return link{}, l.errorf("rank %d is the caller itself", peer)
 	}
 	return l, nil
 }

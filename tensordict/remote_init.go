@@ -44,7 +44,8 @@ func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
 	if o.broadcast && o.group != nil {
 		dst = o.group.Rank()
 	}
-	l, err := newLink("InitRemote", dst, "to", opts)
+	lv, err := newLink("InitRemote", dst, "to", opts)
+	l := &lv
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,8 @@ func fillFrame(frame []byte, h *wire.Header, sp *sendPlan) int {
 // TensorDict.from_consolidated reads it). The leaves of the result view
 // the mapping; nothing is copied after the receive.
 func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
-	l, err := newLink("FromRemoteInit", src, "from", opts)
+	lv, err := newLink("FromRemoteInit", src, "from", opts)
+	l := &lv
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,190 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// Pending is a transfer started by ISend or IRecv, like the list of
+// futures tensordict's isend(return_early=True) and
+// irecv(return_premature=True) return. Complete it with Wait, or poll it
+// with Test. Until it completes, the TensorDict's tensors must not be
+// modified (ISend) or read (IRecv). Its buffers stay pinned, or off the Go
+// heap, until then, so the garbage collector cannot move them under MPI.
+// A Pending is for one goroutine at a time.
+type Pending struct {
+	l    *link
+	reqs []*mpi.Request // ISend: every posted message
+	done chan struct{}  // IRecv: closed when the receive finished
+	err  error
+	tag  int
+	over bool
+}
+
+// Wait blocks until the transfer completes and returns its error. Calling
+// it again returns the same error.
+func (p *Pending) Wait() error {
+	if p.over {
+		return p.err
+	}
+	if p.done != nil {
+		<-p.done
+	} else if err := mpi.WaitAll(p.reqs...); err != nil {
+		p.err = p.l.errorf("%w", err)
+	}
+	p.over = true
+	return p.err
+}
+
+// Test reports whether the transfer has completed, and its error if so. It
+// does not block.
+func (p *Pending) Test() (bool, error) {
+	if p.over {
+		return true, p.err
+	}
+	if p.done != nil {
+		select {
+		case <-p.done:
+			p.over = true
+			return true, p.err
+		default:
+			return false, nil
+		}
+	}
+	for _, r := range p.reqs {
+		done, _, err := r.Test()
+		if err != nil {
+			return true, p.fail(err)
+		}
+		if !done {
+			return false, nil
+		}
+	}
+	p.over = true
+	return true, nil
+}
+
+// fail completes p with err after waiting out its other requests.
+func (p *Pending) fail(err error) error {
+	p.err = p.l.errorf("%w", errors.Join(err, mpi.WaitAll(p.reqs...)))
+	p.over = true
+	return p.err
+}
+
+// Tag returns the last tag of the transfer, as tensordict's isend and recv
+// return it; for an IRecv it is known once the transfer has completed.
+func (p *Pending) Tag() int { return p.tag }
+
+// ISend starts sending td to rank dst of the group as Send does and
+// returns at once; the transfer goes on while the caller works, and Wait
+// completes it. It takes Send's options. Every message is posted before
+// ISend returns, in the order Send sends them, so ISend pairs with Recv or
+// IRecv like Send.
+func (td *TensorDict) ISend(dst int, opts ...RemoteOption) (*Pending, error) {
+	lv, err := newLink("ISend", dst, "to", opts)
+	l := &lv
+	if err != nil {
+		return nil, err
+	}
+	s, err := p2pStateOf(l.op, td)
+	if err != nil {
+		return nil, l.errorf("%w", err)
+	}
+	defer s.mu.Unlock()
+	if err := s.prepare(l); err != nil {
+		return nil, l.errorf("%w", err)
+	}
+	h := s.header(l)
+	hdr := make([]byte, wire.Size)
+	wire.Put(hdr, &h)
+	inline := h.Flags&wire.FlagInline != 0
+	body := append([]byte(nil), s.meta...)
+	var msgs [][]byte
+	var tags []int
+	if l.o.consolidated {
+		payload, err := s.payload(true)
+		if err != nil {
+			return nil, l.errorf("%w", err)
+		}
+		if s.st == nil {
+			payload = append(alignedBuf(0), payload...) // the staging buffer is reused
+		}
+		if inline {
+			body = append(body, payload...)
+		} else {
+			for off := 0; off < len(payload); off += wire.MaxChunk {
+				msgs = append(msgs, payload[off:min(off+wire.MaxChunk, len(payload))])
+				tags = append(tags, s.tag0)
+			}
+		}
+	} else {
+		for i, j := range s.sorted {
+			b, err := s.leaves[j].t.Bytes()
+			if err != nil {
+				return nil, l.errorf("key %v: %w", s.leaves[j].key, err)
+			}
+			msgs = append(msgs, b)
+			tags = append(tags, s.cur[i])
+		}
+	}
+	msgs = append([][]byte{hdr, body}, msgs...)
+	tags = append([]int{s.tag0, s.tag0}, tags...)
+
+	p := &Pending{l: l, tag: s.tag0}
+	if len(s.cur) > 0 {
+		p.tag = s.cur[len(s.cur)-1]
+	}
+	s.held = lockTags(s.held, l.c, l.peer, false, s.tagSet)
+	defer unlockAll(s.held)
+	for i, m := range msgs {
+		r, err := mpi.Isend(l.c, m, l.peer, tags[i])
+		if err != nil {
+			// The messages already posted must still complete.
+			return nil, p.fail(fmt.Errorf("posting message %d of %d: %w", i+1, len(msgs), err))
+		}
+		p.reqs = append(p.reqs, r)
+	}
+	return p, nil
+}
+
+// IRecv starts receiving into td what rank src of the group sends, as Recv
+// does, and returns at once; Wait completes it and returns Recv's error.
+// It takes Recv's options. The receive proceeds in the background, in the
+// order of IRecv calls for the same source and tags: a message is only
+// received into td's tensors after its header has been checked against
+// td's structure, so a sender with another structure gets an ErrMismatch
+// error, not a corrupted td.
+func (td *TensorDict) IRecv(src int, opts ...RemoteOption) (*Pending, error) {
+	lv, err := newLink("IRecv", src, "from", opts)
+	l := &lv
+	if err != nil {
+		return nil, err
+	}
+	s, err := p2pStateOf(l.op, td)
+	if err != nil {
+		return nil, l.errorf("%w", err)
+	}
+	if err := s.prepare(l); err != nil {
+		s.mu.Unlock()
+		return nil, l.errorf("%w", err)
+	}
+	s.held = lockTags(s.held, l.c, l.peer, true, s.tagSet)
+	p := &Pending{l: l, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tag, err := s.recv(l, td)
+		unlockAll(s.held)
+		s.mu.Unlock()
+		p.tag = tag
+		if err != nil {
+			p.err = l.errorf("%w", err)
+		}
+	}()
+	return p, nil
+}

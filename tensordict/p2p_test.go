@@ -1,0 +1,235 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// fill sets every element of every leaf of td to v.
+func fill(t testing.TB, td *TensorDict, v float64) {
+	t.Helper()
+	for _, it := range td.Items(IncludeNested(), LeavesOnly()) {
+		require.NoError(t, td.SetInPlace(it.Key, tensor.Full(it.Tensor.DType(), v, it.Tensor.Shape()...)))
+	}
+}
+
+// p2pTD is a structure with nested keys, several dtypes and an insertion
+// order that differs from the sorted order.
+func p2pTD(t testing.TB) *TensorDict {
+	t.Helper()
+	td := New(3)
+	require.NoError(t, td.Set(K("z"), tensor.Zeros(tensor.Float32, 3, 2)))
+	require.NoError(t, td.Set(K("a", "y"), tensor.Zeros(tensor.Int64, 3)))
+	require.NoError(t, td.Set(K("a", "b"), tensor.Zeros(tensor.Uint8, 3, 5)))
+	require.NoError(t, td.Set(K("_"), tensor.Zeros(tensor.Float64, 3)))
+	return td
+}
+
+func TestSendRecvConsolidatedSteadyState(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	for _, size := range []int{4, 1 << 20} { // inline and separate payload
+		var td *TensorDict
+		if g.Rank() == 0 {
+			td = bigTD(t, 3, size, 0)
+			require.NoError(t, td.InitRemote(1))
+		} else {
+			var err error
+			td, err = FromRemoteInit(0, testCtx(t))
+			require.NoError(t, err)
+		}
+		for round := 1; round <= 3; round++ {
+			if g.Rank() == 0 {
+				fill(t, td, float64(round))
+				require.NoError(t, td.Send(1, WithConsolidated()))
+				continue
+			}
+			tag, err := td.Recv(0, WithConsolidated(), testCtx(t))
+			require.NoError(t, err)
+			assert.Equal(t, 0, tag)
+			assert.True(t, td.EqScalar(float64(round)).All(), "size %d round %d", size, round)
+		}
+		// The steady state allocates nothing on either side, beyond what
+		// package mpi's Probe and Recv allocate themselves (measured here).
+		allocs := testing.AllocsPerRun(20, func() {
+			var err error
+			if g.Rank() == 0 {
+				err = td.Send(1, WithConsolidated())
+			} else {
+				_, err = td.Recv(0, WithConsolidated())
+			}
+			if err != nil {
+				panic(err)
+			}
+		})
+		msg := alignedBuf(64)
+		raw := testing.AllocsPerRun(20, func() {
+			var err error
+			if g.Rank() == 0 {
+				err = mpi.Send(g.LibComm(), msg, 1, 99)
+			} else {
+				_, err = mpi.Probe(g.LibComm(), 0, 99)
+				if err == nil {
+					_, err = mpi.Recv(g.LibComm(), msg, 0, 99)
+				}
+			}
+			if err != nil {
+				panic(err)
+			}
+		})
+		calls := 2.0 // header and metadata (with the storage inline)
+		if size > p2pInlineMax/8 {
+			calls = 3
+		}
+		t.Logf("rank %d, %d bytes: %v allocations per call; package mpi allocates %v per Probe+Recv", g.Rank(), 3*size*8, allocs, raw)
+		assert.LessOrEqual(t, allocs, calls*raw, "size %d rank %d", size, g.Rank())
+	}
+}
+
+func TestSendRecvConsolidatedNotConsolidated(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	td := p2pTD(t)
+	if g.Rank() == 0 {
+		fill(t, td, 7)
+		require.NoError(t, td.Send(1, WithConsolidated(), WithTag(3)))
+		return
+	}
+	tag, err := td.Recv(0, WithConsolidated(), WithTag(3), testCtx(t))
+	require.NoError(t, err)
+	assert.Equal(t, 3, tag)
+	assert.True(t, td.EqScalar(7).All())
+}
+
+func TestSendRecvPerLeaf(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	for _, tc := range []struct {
+		name string
+		opts []RemoteOption
+		last int
+	}{
+		{"default", nil, 3},
+		{"init tag", []RemoteOption{WithTag(10)}, 13},
+		{"pseudo-random", []RemoteOption{WithPseudoRandTags()}, leafTags(nil, 4, 0, true)[3]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := p2pTD(t)
+			if g.Rank() == 0 {
+				fill(t, td, 5)
+				require.NoError(t, td.Send(1, tc.opts...))
+				return
+			}
+			tag, err := td.Recv(0, append(tc.opts, testCtx(t))...)
+			require.NoError(t, err)
+			assert.Equal(t, tc.last, tag)
+			assert.True(t, td.EqScalar(5).All())
+		})
+	}
+}
+
+func TestSendRecvNonblocking(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	for _, consolidated := range []bool{false, true} {
+		var opts []RemoteOption
+		if consolidated {
+			opts = append(opts, WithConsolidated())
+		}
+		// ISend -> Recv, then Send -> IRecv, on 1 MiB leaves.
+		td := bigTD(t, 2, 1<<17, 0)
+		if g.Rank() == 0 {
+			fill(t, td, 1)
+			p, err := td.ISend(1, opts...)
+			require.NoError(t, err)
+			require.NoError(t, p.Wait())
+			fill(t, td, 2)
+			require.NoError(t, td.Send(1, opts...))
+			continue
+		}
+		_, err := td.Recv(0, append(opts, testCtx(t))...)
+		require.NoError(t, err)
+		assert.True(t, td.EqScalar(1).All())
+		p, err := td.IRecv(0, append(opts, testCtx(t))...)
+		require.NoError(t, err)
+		require.NoError(t, p.Wait())
+		done, err := p.Test()
+		assert.True(t, done)
+		assert.NoError(t, err)
+		assert.True(t, td.EqScalar(2).All())
+	}
+}
+
+func TestRecvMismatch(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	for _, tc := range []struct {
+		name string
+		opts []RemoteOption
+	}{{"per leaf", nil}, {"consolidated", []RemoteOption{WithConsolidated()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			td := New(3)
+			require.NoError(t, td.Set(K("a"), tensor.Ones(tensor.Float32, 3)))
+			if g.Rank() == 0 {
+				require.NoError(t, td.Set(K("n", "x"), tensor.Ones(tensor.Float32, 3, 1<<16)))
+				// The receiver refuses, and this Send still returns.
+				require.NoError(t, td.Send(1, tc.opts...))
+				require.NoError(t, td.Send(1, tc.opts...))
+				ok := New(3)
+				require.NoError(t, ok.Set(K("a"), tensor.Full(tensor.Float32, 4, 3)))
+				require.NoError(t, ok.Send(1, tc.opts...))
+				return
+			}
+			require.NoError(t, td.Set(K("n", "x"), tensor.Zeros(tensor.Float32, 3, 2)))
+			_, err := td.Recv(0, append(tc.opts, testCtx(t))...)
+			require.ErrorIs(t, err, ErrMismatch)
+			assert.Contains(t, err.Error(), "n.x")
+			assert.Contains(t, err.Error(), "Recv: rank 1")
+			a, err := td.Get(K("a"))
+			require.NoError(t, err)
+			assert.True(t, a.Equal(tensor.Ones(tensor.Float32, 3)), "td is left unchanged")
+			p, err := td.IRecv(0, append(tc.opts, testCtx(t))...)
+			require.NoError(t, err)
+			require.ErrorIs(t, p.Wait(), ErrMismatch)
+			ok := New(3)
+			require.NoError(t, ok.Set(K("a"), tensor.Zeros(tensor.Float32, 3)))
+			_, err = ok.Recv(0, append(tc.opts, testCtx(t))...)
+			require.NoError(t, err)
+			assert.True(t, ok.EqScalar(4).All())
+		})
+	}
+}
+
+func TestRecvModeMismatch(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	td := p2pTD(t)
+	if g.Rank() == 0 {
+		require.NoError(t, td.Send(1, WithConsolidated()))
+		return
+	}
+	_, err := td.Recv(0, testCtx(t))
+	require.ErrorIs(t, err, ErrMismatch)
+	assert.Contains(t, err.Error(), "WithConsolidated")
+}
