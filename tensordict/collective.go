@@ -121,21 +121,7 @@ func (cl *coll) spread(r int, local error) error {
 	if local != nil {
 		return cl.wrap(local)
 	}
-	n := 0
-	for n < len(msg) && msg[n] != 0 {
-		n++
-	}
-	return cl.errorf("%w", &PeerError{Op: cl.op, Rank: r, Msg: string(msg[:n])})
-}
-
-// ctxErr returns the context's error, wrapped, if it is done. Collectives
-// check it before they start, inside the agreement: MPI cannot cancel a
-// collective that is under way.
-func (cl *coll) ctxErr() error {
-	if err := cl.ctx.Err(); err != nil {
-		return cl.errorf("%w", err)
-	}
-	return nil
+	return cl.errorf("%w", &PeerError{Op: cl.op, Rank: r, Msg: nulTerminated(msg)})
 }
 
 // fullLimits returns l with its unset fields at the wire defaults, so that
