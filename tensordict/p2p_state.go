@@ -45,9 +45,9 @@ type p2pState struct {
 	contiguous Key    // the first non-contiguous leaf, or nil
 
 	hdr   []byte // header message, either way (its own pointer-free allocation, for cgo)
-	sbody []byte          // outgoing metadata message, with inline room
-	rbody []byte          // incoming metadata message
-	stage []byte          // consolidated bytes when st is nil
+	sbody []byte // outgoing metadata message, with inline room
+	rbody []byte // incoming metadata message
+	stage []byte // consolidated bytes when st is nil
 
 	tags      []int // per-leaf tags for tagInit/tagPseudo
 	tagInit   int
