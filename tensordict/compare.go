@@ -7,13 +7,19 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// boolFull returns a bool tensor of the given shape filled with v.
+// boolFull returns a read-only bool tensor of the given shape filled with v:
+// one element expanded with stride 0, so that a large batch size (which may
+// come from a file) costs no memory.
 func boolFull(v bool, shape []int) *tensor.Tensor {
 	f := 0.0
 	if v {
 		f = 1
 	}
-	return tensor.Full(tensor.Bool, f, shape...)
+	t, err := tensor.Full(tensor.Bool, f).Expand(shape...)
+	if err != nil { // batch sizes are never negative
+		panic("tensordict: " + err.Error())
+	}
+	return t
 }
 
 // Eq compares td and o entry by entry, like Python tensordict's td == other:
@@ -123,7 +129,7 @@ func (td *TensorDict) scalarCompare(v float64, fn func(*tensor.Tensor, float64) 
 // bool(td.all()). Non-tensor values are not considered.
 func (td *TensorDict) All() bool {
 	err := td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
-		if !n.entries[j].t.All() {
+		if !distinct(n.entries[j].t).All() {
 			return errStop
 		}
 		return nil
@@ -134,10 +140,25 @@ func (td *TensorDict) All() bool {
 // Any reports whether some element of some tensor leaf is non-zero.
 func (td *TensorDict) Any() bool {
 	err := td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
-		if n.entries[j].t.Any() {
+		if distinct(n.entries[j].t).Any() {
 			return errStop
 		}
 		return nil
 	})
 	return err != nil
+}
+
+// distinct returns a view of t without its repeated elements: each dimension
+// of stride 0 (from Expand) narrowed to length 1. All and Any of it equal
+// those of t, at the cost of the distinct elements only.
+func distinct(t *tensor.Tensor) *tensor.Tensor {
+	strides := t.Strides()
+	for d, s := range strides {
+		if s == 0 && t.Size(d) > 1 {
+			if n, err := t.Narrow(d, 0, 1); err == nil {
+				t = n
+			}
+		}
+	}
+	return t
 }

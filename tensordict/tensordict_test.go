@@ -493,3 +493,21 @@ func TestSetTDCycle(t *testing.T) {
 	assert.True(t, a.Has(K("b", "x")), "SetTD stores the same object")
 	assert.True(t, strings.Contains(a.String(), "x: Tensor"))
 }
+
+func TestNonTensorCompareHugeBatch(t *testing.T) {
+	// A batch size read from a file can be huge when there are no leaves;
+	// comparing a non-tensor entry must not allocate it.
+	st := tensor.NewStorage(0)
+	td, err := FromConsolidated(st, []byte(`{"cls":"TensorDict","non_tensors":{"s":["x",[1099511627776],null]},"leaves":{},"cls_metadata":{"batch_size":[1099511627776]}}`))
+	require.NoError(t, err)
+	eq := td.EqScalar(1)
+	b, err := eq.Get(K("s"))
+	require.NoError(t, err)
+	assert.Equal(t, []int{1 << 40}, b.Shape())
+	other := td.Clone()
+	e2, err := td.Eq(other)
+	require.NoError(t, err)
+	assert.True(t, e2.Any())
+	assert.True(t, e2.All())
+	assert.False(t, td.NeScalar(1).All() == false)
+}
