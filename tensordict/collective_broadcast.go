@@ -13,7 +13,7 @@ import (
 // bcastFirst is the size of the first message of Broadcast. A TensorDict
 // whose header, class name, metadata and storage fit in it travels in that
 // one message; larger ones follow in more messages.
-const bcastFirst = 8 << 10
+const bcastFirst = 4 << 10
 
 // bcastPrefix is the part of the first message before the frame: status
 // (0 ok, 1 the source failed and an error text follows), frame length, and
@@ -30,7 +30,7 @@ const bcastPrefix = 24
 //
 // The source broadcasts a wire header, the class name and the consolidated
 // metadata (JSON), then the storage, in pieces of at most 1 GiB. A small
-// TensorDict (under 8 KiB in all) goes in a single broadcast. The
+// TensorDict (under 4 KiB in all) goes in a single broadcast. The
 // receivers check the header against their limits (WithMaxBytes) before
 // they allocate anything; if a receiver refuses, every rank returns an
 // error and nothing more is sent.
