@@ -57,9 +57,10 @@
 // fills the buffer and returns ErrTruncate without writing past its end:
 // Open MPI 4.1's shared-memory transport (vader with CMA single copy) would
 // otherwise write the whole message past the buffer. Irecv cannot check
-// in advance: its buffer must be large enough for the message it matches,
-// and so must the buffers of collectives, which are the same length on
-// every rank where the operation says so.
+// in advance: its buffer must be large enough for the message it matches
+// (Open MPI 4.1 may write past a short Irecv buffer over shared memory, and
+// silently truncates on Self), and so must the buffers of collectives,
+// which are the same length on every rank where the operation says so.
 //
 // Concurrent receivers on one communicator should use Mprobe and Mrecv:
 // a Message is taken out of the matching queue, so no other goroutine can

@@ -65,7 +65,10 @@ func Isend[T Scalar](c *Comm, buf []T, dest, tag int) (*Request, error) {
 
 // Irecv starts receiving a message from src with tag into buf, as
 // MPI_Irecv, and returns a request to complete with Wait or Test. buf must
-// not be read or written until then.
+// not be read or written until then. buf must be large enough for the
+// message: unlike Recv, Irecv cannot check the size before MPI writes, and
+// Open MPI 4.1 may write a longer message past buf (see the package
+// documentation). Use Mprobe and Mrecv when the size is not known.
 func Irecv[T Scalar](c *Comm, buf []T, src, tag int) (*Request, error) {
 	const op = "MPI_Irecv"
 	h, err := c.recvArgs(op, src, tag)

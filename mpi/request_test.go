@@ -128,3 +128,42 @@ func TestWaitAllNil(t *testing.T) {
 	_, err = r.Wait()
 	assert.ErrorIs(t, err, ErrRequest)
 }
+
+// TestRequestsConcurrent has 4 goroutines per rank exchange messages with
+// both neighbours through their own requests (run with -race).
+func TestRequestsConcurrent(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	r, s := c.Rank(), c.Size()
+	right, left := (r+1)%s, (r-1+s)%s
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			errs <- func() error {
+				for m := range 20 {
+					tag := g*100 + m
+					in := make([]int64, 64)
+					rr, err := Irecv(c, in, left, tag)
+					if err != nil {
+						return err
+					}
+					out := fill[int64](64, func(i int) int64 { return int64(r*1000000 + tag*100 + i) })
+					sr, err := Isend(c, out, right, tag)
+					if err != nil {
+						return err
+					}
+					if err := WaitAll(sr, rr); err != nil {
+						return err
+					}
+					if !assert.Equal(t, fill[int64](64, func(i int) int64 { return int64(left*1000000 + tag*100 + i) }), in) {
+						return nil
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range 4 {
+		assert.NoError(t, <-errs)
+	}
+}
