@@ -130,3 +130,26 @@ func TestConsolidateWorkedExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestConsolidateParallel packs more than parallelThreshold bytes, so
+// several goroutines copy, with contiguous and expanded leaves mixed.
+func TestConsolidateParallel(t *testing.T) {
+	td := New(2)
+	for i := range 6 {
+		require.NoError(t, td.Set(K("n", string(rune('a'+i))), tensor.Full(tensor.Float32, float64(i), 2, 1<<18)))
+	}
+	row := tensor.Full(tensor.Int16, -3, 1, 1<<18)
+	ex, err := row.Expand(2, 1<<18)
+	require.NoError(t, err)
+	require.NoError(t, td.Set(K("expanded"), ex))
+	require.NoError(t, td.Set(K("odd"), tensor.Ones(tensor.Uint8, 2, 3)))
+	c, err := td.Consolidate()
+	require.NoError(t, err)
+	require.Greater(t, c.ConsolidatedStorage().Len(), parallelThreshold)
+	eq, err := c.Eq(td)
+	require.NoError(t, err)
+	assert.True(t, eq.All())
+	odd, _ := c.Get(K("odd"))
+	b := c.ConsolidatedStorage().Bytes()
+	assert.Equal(t, make([]byte, 2), b[odd.Offset()+6:odd.Offset()+8], "pad bytes are zero")
+}
