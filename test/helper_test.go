@@ -4,13 +4,184 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/tensor"
+	"github.com/tdmpi/tdmpi/tensordict"
 )
+
+// Helper programs run in child processes: the test binary re-executed with
+// helperEnv set to one of these modes, under its own mpirun or alone. They
+// take their parameters from the environment (names below), print what the
+// parent checks, and exit with one of the helper exit codes.
+const (
+	envOp    = "TDMPI_TEST_OP"    // operation of helperLoop
+	envBytes = "TDMPI_TEST_BYTES" // payload size
+	envDir   = "TDMPI_TEST_DIR"   // directory for pid files, markers, data
+)
+
+// Helper modes.
+const (
+	helperLoop  = "loop"  // MPI: run envOp forever, log each start and end
+	helperStall = "stall" // MPI: rank 0 stops sending; rank 1 receives with a deadline
+)
+
+// Helper exit codes.
+const (
+	exitOK       = 0
+	exitSetup    = 10 // bad parameters or MPI start failed
+	exitOpFailed = 11 // the operation returned an error
+	exitDeadline = 12 // stall: the receive returned its context error, as expected
+	exitTooLong  = 13 // the helper ran out of its time without being killed
+)
+
+// helperLifetime bounds every helper, in case its parent is gone.
+const helperLifetime = 3 * time.Minute
 
 // runHelper runs the helper program mode in a child process and returns
 // its exit code.
 func runHelper(mode string) int {
+	time.AfterFunc(helperLifetime, func() {
+		fmt.Fprintf(os.Stderr, "helper %s: still running after %v, exiting\n", mode, helperLifetime)
+		os.Exit(exitTooLong)
+	})
+	switch mode {
+	case helperLoop:
+		return runLoop()
+	case helperStall:
+		return runStall()
+	}
+	if f, ok := localHelpers[mode]; ok {
+		return f()
+	}
 	fmt.Fprintf(os.Stderr, "unknown helper %q\n", mode)
-	return 2
+	return exitSetup
+}
+
+// localHelpers are helper modes without MPI, registered by the files that
+// use them.
+var localHelpers = map[string]func() int{}
+
+// startRank starts MPI and writes this rank's pid to envDir/rank-<r>.pid.
+func startRank() (*group.Group, int) {
+	g, err := group.Init()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "helper: %v\n", err)
+		return nil, exitSetup
+	}
+	pid := filepath.Join(os.Getenv(envDir), fmt.Sprintf("rank-%d.pid", g.Rank()))
+	if err := os.WriteFile(pid, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "helper: %v\n", err)
+		return nil, exitSetup
+	}
+	return g, exitOK
+}
+
+// runLoop repeats envOp (InitRemote from rank 0 to 1, Broadcast from rank
+// 0, AllReduce) on envBytes bytes until the process is killed, logging
+// "op start" and "op done" at info level for each call, as the library
+// does not log operations itself.
+func runLoop() int {
+	op := os.Getenv(envOp)
+	n, err := strconv.Atoi(os.Getenv(envBytes))
+	if err != nil || n < 8 {
+		fmt.Fprintf(os.Stderr, "helper: %s=%q\n", envBytes, os.Getenv(envBytes))
+		return exitSetup
+	}
+	g, code := startRank()
+	if g == nil {
+		return code
+	}
+	td := tensordict.New()
+	if err := td.Set(tensordict.K("payload"), tensor.Full(tensor.Float32, float64(g.Rank()+1), n/4)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitSetup
+	}
+	td, err = td.Consolidate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitSetup
+	}
+	lg := log.Logger
+	for it := 0; ; it++ {
+		lg().Info().Str("op", op).Int("iter", it).Int("bytes", n).Msg("op start")
+		switch op {
+		case "InitRemote":
+			if g.Rank() == 0 {
+				err = td.InitRemote(1)
+			} else if g.Rank() == 1 {
+				_, err = tensordict.FromRemoteInit(0)
+			}
+		case "Broadcast":
+			var out *tensordict.TensorDict
+			out, err = td.Broadcast(0, tensordict.WithConsolidated())
+			if err == nil && g.Rank() != 0 {
+				td = out
+			}
+		case "AllReduce":
+			err = td.AllReduce(tensordict.ReduceMax)
+		default:
+			err = fmt.Errorf("unknown operation %q", op)
+		}
+		if err != nil {
+			lg().Error().Err(err).Str("op", op).Int("iter", it).Msg("op failed")
+			return exitOpFailed
+		}
+		lg().Info().Str("op", op).Int("iter", it).Msg("op done")
+	}
+}
+
+// runStall: rank 0 sends two small TensorDicts with InitRemote and then
+// stops, as a hung peer would; rank 1 receives with a deadline of
+// envBytes milliseconds per receive. When its receive returns the context
+// error, rank 1 logs it, writes envDir/deadline, and exits without
+// finalizing MPI (MPI_Finalize would wait for the hung peer), so that
+// mpirun ends the job.
+func runStall() int {
+	wait, err := strconv.Atoi(os.Getenv(envBytes))
+	if err != nil {
+		return exitSetup
+	}
+	g, code := startRank()
+	if g == nil {
+		return code
+	}
+	lg := log.Logger
+	td := tensordict.New(2)
+	if err := td.Set(tensordict.K("x"), tensor.Ones(tensor.Int64, 2)); err != nil {
+		return exitSetup
+	}
+	switch g.Rank() {
+	case 0:
+		for it := range 2 {
+			lg().Info().Str("op", "InitRemote").Int("iter", it).Msg("op start")
+			if err := td.InitRemote(1); err != nil {
+				lg().Error().Err(err).Msg("op failed")
+				return exitOpFailed
+			}
+		}
+		lg().Info().Msg("stalling")
+		select {}
+	case 1:
+		for it := 0; ; it++ {
+			lg().Info().Str("op", "FromRemoteInit").Int("iter", it).Msg("op start")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(wait)*time.Millisecond)
+			_, err := tensordict.FromRemoteInit(0, tensordict.WithContext(ctx))
+			cancel()
+			if err != nil {
+				lg().Error().Err(err).Str("op", "FromRemoteInit").Int("iter", it).Msg("op failed")
+				fmt.Fprintf(os.Stderr, "receiver error: %v\n", err)
+				_ = os.WriteFile(filepath.Join(os.Getenv(envDir), "deadline"), []byte(err.Error()), 0o644)
+				return exitDeadline
+			}
+		}
+	}
+	select {}
 }

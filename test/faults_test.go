@@ -1,0 +1,181 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+)
+
+// Bounds of the fault tests.
+const (
+	faultBytes      = 512 << 20 // payload of the killed operations
+	faultShortBytes = 32 << 20  // under -short
+	detectLimit     = 30 * time.Second
+	jobLimit        = 100 * time.Second
+)
+
+// logLine is the part of a zerolog JSON line the fault tests read.
+type logLine struct {
+	Level   string `json:"level"`
+	Rank    int    `json:"rank"`
+	Op      string `json:"op"`
+	Iter    int    `json:"iter"`
+	Message string `json:"message"`
+}
+
+// logLines parses the JSON lines of a rank's stderr, skipping others.
+func logLines(s string) []logLine {
+	var out []logLine
+	for line := range strings.SplitSeq(s, "\n") {
+		var l logLine
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestRankKilled kills one rank of a 2-rank job with SIGKILL in the middle
+// of an InitRemote, a Broadcast and an AllReduce of 512 MiB (32 MiB under
+// -short), and checks that mpirun ends the job within detectLimit and names
+// the killed rank, that no process of the job is left, and that the
+// surviving rank's log names the operation it was in.
+//
+// The library logs nothing when an operation starts (TDMPI_LOG=info shows
+// only its debug-level group lines at debug), so the helper logs "op
+// start" and "op done" around each call itself; the test reports whether a
+// library line named the operation too.
+func TestRankKilled(t *testing.T) {
+	world := mpitest.Need(t, 1)
+	size := faultBytes
+	if testing.Short() {
+		size = faultShortBytes
+	}
+	tcp := strings.Fields(os.Getenv("TDMPI_TCP_FLAGS"))
+	if len(tcp) == 0 {
+		tcp = []string{"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"}
+	}
+	cases := []struct {
+		op     string
+		victim int
+		flags  []string
+		short  bool
+	}{
+		{"InitRemote", 0, nil, true},
+		{"Broadcast", 1, nil, true},
+		{"AllReduce", 1, nil, true},
+		{"InitRemote", 1, tcp, false},
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("%s/kill rank %d", c.op, c.victim)
+		if c.flags != nil {
+			name += "/tcp"
+		}
+		mpitest.Run(t, name, func(t *testing.T) {
+			if testing.Short() && !c.short {
+				t.Skip("one transport only under -short")
+			}
+			if world.Rank() != 0 {
+				return // rank 0 runs the job
+			}
+			bin := helperBinary(t, "tdmpi-kill-"+strings.ToLower(c.op))
+			j := startJob(t, bin, helperLoop, 2, jobLimit, c.flags,
+				envOp+"="+c.op, fmt.Sprintf("%s=%d", envBytes, size), "TDMPI_LOG=info")
+			survivor := 1 - c.victim
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			defer cancel()
+			pid, err := j.rankPid(ctx, c.victim)
+			require.NoError(t, err, "rank %d's pid; mpirun said:\n%s", c.victim, j.out.String())
+
+			// Wait until the survivor has finished one operation and
+			// started the next, then kill the victim a little later.
+			for !strings.Contains(j.rankLog(survivor), `"iter":1,`) {
+				select {
+				case <-ctx.Done():
+					t.Fatalf("rank %d never started a second %s; its log:\n%s\nmpirun:\n%s", survivor, c.op, j.rankLog(survivor), j.out.String())
+				case <-j.done:
+					t.Fatalf("the job ended before the kill: %v\n%s", j.err, j.out.String())
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			killed := time.Now()
+			ended := j.wait(detectLimit)
+			require.True(t, ended, "the job still runs %v after rank %d was killed", detectLimit, c.victim)
+			detect := j.end.Sub(killed)
+			left := leftovers(bin, 5*time.Second)
+			t.Logf("%s, %d MiB, rank %d killed: mpirun ended the job %v later (exit: %v); leftover processes: %d",
+				c.op, size>>20, c.victim, detect.Round(time.Millisecond), j.err, len(left))
+
+			assert.Error(t, j.err, "mpirun's exit status")
+			assert.Regexp(t, regexp.MustCompile(fmt.Sprintf(`process rank %d with PID \d+ on node \S+ exited on signal 9`, c.victim)), j.out.String())
+			assert.Empty(t, left, "processes of %s left after the job", bin)
+
+			lines := logLines(j.rankLog(survivor))
+			require.NotEmpty(t, lines, "rank %d logged nothing", survivor)
+			last := lines[len(lines)-1]
+			assert.Equal(t, "op start", last.Message, "rank %d's last log line should be the start of the interrupted operation", survivor)
+			assert.Equal(t, c.op, last.Op, "rank %d's last log line should name the interrupted operation", survivor)
+			library := 0
+			for _, l := range lines {
+				if l.Message != "op start" && l.Message != "op done" && strings.Contains(l.Message+l.Op, c.op) {
+					library++
+				}
+			}
+			t.Logf("rank %d was in %s #%d; library log lines naming %s: %d (the helper logs the operation itself)",
+				survivor, last.Op, last.Iter, c.op, library)
+		})
+	}
+}
+
+// TestReceiveDeadline: rank 0 of a 2-rank job stops sending (a hung peer);
+// rank 1's FromRemoteInit, bounded by WithContext, returns the context's
+// error, which it logs, and exits; mpirun then ends the job, killing the
+// hung rank. Nothing is left behind.
+func TestReceiveDeadline(t *testing.T) {
+	world := mpitest.Need(t, 1)
+	if world.Rank() != 0 {
+		return
+	}
+	const wait = 2 * time.Second
+	bin := helperBinary(t, "tdmpi-stall")
+	start := time.Now()
+	j := startJob(t, bin, helperStall, 2, jobLimit, nil,
+		fmt.Sprintf("%s=%d", envBytes, wait.Milliseconds()), "TDMPI_LOG=info")
+	require.True(t, j.wait(40*time.Second), "the job did not end; mpirun:\n%s", j.out.String())
+	total := time.Since(start)
+	left := leftovers(bin, 5*time.Second)
+	b, err := os.ReadFile(j.dir + "/deadline")
+	require.NoError(t, err, "rank 1 did not report its receive's error; mpirun:\n%s\nrank 1:\n%s", j.out.String(), j.rankLog(1))
+	fi, _ := os.Stat(j.dir + "/deadline")
+	msg := string(b)
+	t.Logf("rank 1's error: %s", msg)
+	t.Logf("job: %v in all; mpirun ended it %v after rank 1's receive gave up", total.Round(time.Millisecond), j.end.Sub(fi.ModTime()).Round(time.Millisecond))
+	assert.Contains(t, msg, "context deadline exceeded")
+	assert.Contains(t, msg, "FromRemoteInit")
+	assert.Contains(t, msg, "rank 1 of 2, from rank 0")
+	var ee *exec.ExitError
+	if assert.ErrorAs(t, j.err, &ee) {
+		assert.NotZero(t, ee.ExitCode())
+	}
+	assert.Contains(t, j.rankLog(1), `"message":"op failed"`)
+	assert.Contains(t, j.rankLog(0), `"message":"stalling"`)
+	assert.Empty(t, left, "processes of %s left after the job", bin)
+}

@@ -1,0 +1,144 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+)
+
+// helperBinary copies this test binary to a file named name in a fresh
+// directory and returns its path, so that the helper processes started
+// from it have a name of their own for pgrep.
+func helperBinary(t *testing.T, name string) string {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	src, err := os.Open(self)
+	require.NoError(t, err)
+	defer src.Close()
+	path := filepath.Join(t.TempDir(), name)
+	dst, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(dst, src)
+	require.NoError(t, err)
+	require.NoError(t, dst.Close())
+	return path
+}
+
+// job is a helper program started under its own mpirun.
+type job struct {
+	cmd  *exec.Cmd
+	out  bytes.Buffer // mpirun's own output (and the ranks', merged)
+	dir  string       // envDir of the helpers
+	logs string       // --output-filename directory
+	done chan struct{}
+	err  error // cmd.Wait's result, once done is closed
+	end  time.Time
+}
+
+// startJob starts bin as helper mode on np ranks under mpirun, with the
+// helper parameters env (NAME=value) and extra mpirun flags, bounded by
+// limit (mpirun --timeout, and a kill of the process group after). It
+// skips the test if mpirun is not installed.
+func startJob(t *testing.T, bin, mode string, np int, limit time.Duration, flags []string, env ...string) *job {
+	t.Helper()
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun is not installed: apt-get install openmpi-bin (make deps)")
+	}
+	j := &job{dir: t.TempDir(), done: make(chan struct{})}
+	j.logs = filepath.Join(j.dir, "out")
+	env = append(env, helperEnv+"="+mode, envDir+"="+j.dir)
+	args := []string{"-np", strconv.Itoa(np), "--oversubscribe", "--bind-to", "none",
+		"--timeout", strconv.Itoa(int(limit.Seconds())), "--output-filename", j.logs}
+	args = append(args, flags...)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		args = append(args, "-x", name)
+	}
+	args = append(args, bin)
+	j.cmd = exec.Command(mpirun, args...)
+	j.cmd.Env = mpitest.CleanEnv(append(env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")...)
+	j.cmd.Stdout, j.cmd.Stderr = &j.out, &j.out
+	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, j.cmd.Start())
+	go func() {
+		j.err = j.cmd.Wait()
+		j.end = time.Now()
+		close(j.done)
+	}()
+	hard := time.AfterFunc(limit+10*time.Second, func() { _ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL) })
+	t.Cleanup(func() {
+		hard.Stop()
+		select {
+		case <-j.done:
+		default:
+			_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+			<-j.done
+		}
+	})
+	return j
+}
+
+// wait waits at most d for the job to end and reports whether it did.
+func (j *job) wait(d time.Duration) bool {
+	select {
+	case <-j.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// rankLog returns what rank r wrote to its stderr so far.
+func (j *job) rankLog(r int) string {
+	b, _ := os.ReadFile(filepath.Join(j.logs, "1", "rank."+strconv.Itoa(r), "stderr"))
+	return string(b)
+}
+
+// rankPid returns the pid rank r wrote to envDir, waiting for it until ctx
+// ends.
+func (j *job) rankPid(ctx context.Context, r int) (int, error) {
+	for {
+		b, err := os.ReadFile(filepath.Join(j.dir, "rank-"+strconv.Itoa(r)+".pid"))
+		if err == nil {
+			return strconv.Atoi(string(b))
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-j.done:
+			return 0, os.ErrNotExist
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// leftovers returns the pids of processes whose command line contains
+// bin, waiting up to d for them to go.
+func leftovers(bin string, d time.Duration) []string {
+	end := time.Now().Add(d)
+	for {
+		out, _ := exec.Command("pgrep", "-f", bin).Output()
+		pids := strings.Fields(string(out))
+		if len(pids) == 0 || time.Now().After(end) {
+			return pids
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
