@@ -21,8 +21,8 @@ type consState struct {
 // storage, as Python tensordict's consolidate(metadata=True) does: every
 // leaf's C-contiguous little-endian bytes, depth first in insertion order,
 // each followed by zeros up to a multiple of 8 bytes. The result has td's
-// structure, batch sizes, lock state and class name, and shares nothing with
-// td but its non-tensor values (copied). If td is already consolidated,
+// structure, batch sizes, lock state and class name, and shares no memory
+// with td (non-tensor values are copied too). If td is already consolidated,
 // Consolidate returns td itself.
 //
 // The storage (ConsolidatedStorage) and the metadata (ConsolidatedMetadata)

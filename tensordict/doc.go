@@ -51,7 +51,8 @@
 // back into it. Entries are named after the fields or by the tag
 // `td:"name"`; `td:"-"` skips a field; a []int field tagged `td:",batch"`
 // holds the batch size (else WithBatchSize, else empty; nested structs
-// without one take their parent's). RegisterClass names a struct type, and a
+// without one take their parent's). An embedded struct is a nested entry
+// named after its type, not a set of promoted fields. RegisterClass names a struct type, and a
 // TensorDict built from it remembers that name (ClassName), which travels
 // with it (as Python's _tensorclass_type), so that a receiver can rebuild the
 // right type with Lookup or Instantiate.

@@ -30,8 +30,9 @@ func LeavesOnly() KeysOption { return func(c *keysConfig) { c.leavesOnly = true 
 // ".", as Python tensordict's sort=True does, instead of in insertion order.
 func Sorted() KeysOption { return func(c *keysConfig) { c.sorted = true } }
 
-// Item is one entry listed by Items. Exactly one of Tensor, TD and the
-// non-tensor Value is set, as Kind says.
+// Item is one entry listed by Items: a tensor leaf (Tensor set), a nested
+// TensorDict (TD set) or a non-tensor value (IsNonTensor true, Value holds
+// it).
 type Item struct {
 	Key    Key
 	Tensor *tensor.Tensor // a tensor leaf
