@@ -6,14 +6,309 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/mpi"
 )
+
+// maxBenchSize bounds -max: every rank holds several buffers of this size.
+const maxBenchSize = 4 << 30
 
 var benchCmd = &command{
 	name:  "bench",
 	args:  "[flags]",
 	short: "measure tdmpi's transfers beside raw MPI (under mpirun -np 2)",
-	long:  `Bench is being written.`,
+	long: `
+Bench measures, in one run, for payloads from -min to -max bytes (each size
+-factor times the one before, and -max), the one-way time of these methods:
+
+	raw-p2p        mpi.Send and mpi.Recv of a []byte, ping-pong (p2p baseline)
+	raw-bcast      mpi.Bcast of a []byte, the root alternating (bcast baseline)
+	initremote     InitRemote and FromRemoteInit, ping-pong
+	initremote-bc  InitRemote and FromRemoteInit with WithBroadcast, the
+	               source alternating
+	send-consol    Send and Recv with WithConsolidated, ping-pong
+	send-leaves    Send and Recv, one message per leaf, ping-pong
+
+The TensorDicts hold -leaves uint8 leaves (fewer for payloads of fewer
+bytes) that share the payload. A point is timed in repetitions, until it has
+at least -iters of them and has run for at least -time; its figure is the
+median one-way time of the repetitions (the machine may be noisy). Each
+method's ratio compares it with the raw baseline of the same size and
+pattern: 2.00x means twice as slow.
+
+Bench prints a table on standard output, writes it as CSV to <out>.csv and
+plots bandwidth against size (log-log, one line per method) to <out>.png.
+Rank 0 reports progress on standard error (-q silences it).
+
+Run it under mpirun with two ranks or more (ranks past 1 take part in the
+broadcasts only):
+
+	mpirun -np 2 --bind-to none tdmpi bench -max 64MiB -out /tmp/b`,
 	flags: func(fs *flag.FlagSet, sio *stdio) func([]string) error {
-		return func([]string) error { return errors.New("not implemented yet") }
+		cfg := defaultBenchConfig()
+		fs.Var(&cfg.min, "min", "smallest payload `size` (8B, 64KiB, 256MiB ...)")
+		fs.Var(&cfg.max, "max", "largest payload `size`")
+		fs.IntVar(&cfg.factor, "factor", cfg.factor, "ratio between consecutive sizes")
+		fs.IntVar(&cfg.leaves, "leaves", cfg.leaves, "tensor leaves of the TensorDicts")
+		fs.IntVar(&cfg.iters, "iters", cfg.iters, "at least this many timed repetitions per point")
+		fs.DurationVar(&cfg.time, "time", cfg.time, "time each point for at least this long")
+		fs.StringVar(&cfg.methods, "methods", cfg.methods, "comma-separated methods to run, with their baselines (all: "+methodNames()+")")
+		fs.StringVar(&cfg.out, "out", cfg.out, "write <out>.csv and <out>.png (empty: no files)")
+		fs.BoolVar(&cfg.quiet, "q", false, "do not report progress")
+		return func(args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			if err := cfg.check(); err != nil {
+				return &usageError{msg: err.Error()}
+			}
+			return runBench(cfg, sio)
+		}
 	},
+}
+
+// benchConfig holds bench's flags.
+type benchConfig struct {
+	min, max byteSize
+	factor   int
+	leaves   int
+	iters    int
+	time     time.Duration
+	methods  string
+	out      string
+	quiet    bool
+
+	sizes []int64   // from check
+	ms    []*method // from check
+}
+
+func defaultBenchConfig() benchConfig {
+	return benchConfig{
+		min:     8,
+		max:     256 << 20,
+		factor:  2,
+		leaves:  16,
+		iters:   5,
+		time:    200 * time.Millisecond,
+		methods: "all",
+		out:     "tdmpi-bench",
+	}
+}
+
+// check validates the flags and fills sizes and ms.
+func (c *benchConfig) check() error {
+	switch {
+	case c.min < 1:
+		return fmt.Errorf("-min %v: want 1 byte or more", &c.min)
+	case c.max < c.min:
+		return fmt.Errorf("-max %v is smaller than -min %v", &c.max, &c.min)
+	case c.max > maxBenchSize:
+		return fmt.Errorf("-max %v: want at most %s", &c.max, formatSize(maxBenchSize))
+	case c.factor < 2:
+		return fmt.Errorf("-factor %d: want 2 or more", c.factor)
+	case c.leaves < 1 || c.leaves > 4096:
+		return fmt.Errorf("-leaves %d: want 1 to 4096", c.leaves)
+	case c.iters < 1:
+		return fmt.Errorf("-iters %d: want 1 or more", c.iters)
+	case c.time < 0:
+		return fmt.Errorf("-time %v: want 0 or more", c.time)
+	}
+	ms, err := selectMethods(c.methods)
+	if err != nil {
+		return fmt.Errorf("-methods: %v", err)
+	}
+	c.ms = ms
+	c.sizes = sizeSeries(int64(c.min), int64(c.max), int64(c.factor))
+	return nil
+}
+
+// sizeSeries returns lo, lo*factor, lo*factor^2, ... up to hi, and hi.
+func sizeSeries(lo, hi, factor int64) []int64 {
+	var s []int64
+	for v := lo; v <= hi; v *= factor {
+		s = append(s, v)
+		if v > hi/factor {
+			break
+		}
+	}
+	if s[len(s)-1] != hi {
+		s = append(s, hi)
+	}
+	return s
+}
+
+// runBench starts MPI and measures every method at every size.
+func runBench(cfg benchConfig, sio *stdio) (err error) {
+	g, err := group.Init()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if ferr := group.Finalize(); ferr != nil {
+			err = errors.Join(err, ferr)
+		}
+	}()
+	rank, np := g.Rank(), g.Size()
+	if np < 2 {
+		return &usageError{msg: "bench needs 2 ranks or more: run it as mpirun -np 2 tdmpi bench"}
+	}
+	// A rank that fails while the others wait in a transfer would leave
+	// them hanging: end the whole job.
+	abort := func(err error) error {
+		fmt.Fprintf(sio.err, "tdmpi bench: rank %d of %d: %v\n", rank, np, err)
+		_ = mpi.Abort(g.Comm(), exitFailure)
+		return err
+	}
+
+	// Rank 0 opens the output files before anything runs, and tells the
+	// others whether it could.
+	var csvFile, pngFile *os.File
+	openErr := error(nil)
+	if rank == 0 && cfg.out != "" {
+		csvFile, pngFile, openErr = createOutputs(cfg.out)
+	}
+	ok := []int32{1}
+	if openErr != nil {
+		ok[0] = 0
+	}
+	if err := mpi.Bcast(g.Comm(), ok, 0); err != nil {
+		return abort(err)
+	}
+	if ok[0] == 0 {
+		if rank == 0 {
+			return openErr
+		}
+		return nil // rank 0 reports
+	}
+
+	progress := io.Discard
+	if rank == 0 && !cfg.quiet {
+		progress = sio.err
+	}
+	names := make([]string, len(cfg.ms))
+	for i, m := range cfg.ms {
+		names[i] = m.name
+	}
+	fmt.Fprintf(progress, "bench: %d ranks, %d sizes from %s to %s, methods %s, %d leaves, >= %d repetitions and >= %v per point\n",
+		np, len(cfg.sizes), formatSize(cfg.sizes[0]), formatSize(cfg.sizes[len(cfg.sizes)-1]),
+		strings.Join(names, ","), cfg.leaves, cfg.iters, cfg.time)
+	if runtime.GOMAXPROCS(0) == 1 && runtime.NumCPU() > 1 {
+		fmt.Fprintf(progress, "bench: note: GOMAXPROCS is 1; run mpirun with --bind-to none\n")
+	}
+
+	tm := timing{
+		minReps: cfg.iters,
+		minTime: cfg.time,
+		maxReps: 100000,
+		batch:   2 * time.Millisecond,
+		warmup:  2,
+	}
+	var rs []result
+	total, done := len(cfg.sizes)*len(cfg.ms), 0
+	start := time.Now()
+	for _, size := range cfg.sizes {
+		for _, m := range cfg.ms {
+			step, release, err := m.prepare(g, size, cfg.leaves)
+			if err != nil {
+				return abort(fmt.Errorf("%s at %s: preparing: %w", m.name, formatSize(size), err))
+			}
+			s, err := measure(g, step, tm)
+			if err != nil {
+				return abort(fmt.Errorf("%s at %s: %w", m.name, formatSize(size), err))
+			}
+			if err := release(); err != nil {
+				return abort(fmt.Errorf("%s at %s: releasing: %w", m.name, formatSize(size), err))
+			}
+			done++
+			if rank != 0 {
+				continue
+			}
+			r := result{
+				Size: size, Method: m.name, Pattern: m.pattern, Baseline: m.baseline,
+				Reps: len(s.oneway), Batch: s.batch, Median: median(s.oneway), Min: minOf(s.oneway),
+			}
+			if m.baseline != "" {
+				r.Leaves = leafCount(size, cfg.leaves)
+			}
+			rs = append(rs, r)
+			fmt.Fprintf(progress, "bench: [%3d/%d %s] %8s %-14s %10s %8.3f GB/s\n",
+				done, total, time.Since(start).Round(time.Second), formatSize(size), m.name,
+				formatDuration(r.Median), r.Bandwidth())
+		}
+		if size >= 16<<20 {
+			runtime.GC() // drop the big buffers before the next size
+		}
+	}
+	if rank != 0 {
+		return nil
+	}
+	setRatios(rs)
+	if err := writeTable(sio.out, rs); err != nil {
+		return err
+	}
+	if cfg.out == "" {
+		return nil
+	}
+	host, _ := os.Hostname()
+	title := fmt.Sprintf("tdmpi bench: %d ranks on %s, %d leaves, %s", np, host, cfg.leaves, shortLibrary(mpi.LibraryVersion()))
+	return errors.Join(
+		writeFile(csvFile, func(w io.Writer) error { return writeCSV(w, rs) }),
+		writeFile(pngFile, func(w io.Writer) error { return writePlot(w, rs, title) }),
+		func() error {
+			fmt.Fprintf(progress, "bench: wrote %s and %s\n", csvFile.Name(), pngFile.Name())
+			return nil
+		}(),
+	)
+}
+
+// createOutputs creates <out>.csv and <out>.png.
+func createOutputs(out string) (csvFile, pngFile *os.File, err error) {
+	if csvFile, err = os.Create(out + ".csv"); err != nil {
+		return nil, nil, err
+	}
+	if pngFile, err = os.Create(out + ".png"); err != nil {
+		csvFile.Close()
+		return nil, nil, err
+	}
+	return csvFile, pngFile, nil
+}
+
+// writeFile writes f with write and closes it; errors name the file.
+func writeFile(f *os.File, write func(io.Writer) error) error {
+	err := write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// shortLibrary returns the first part of an MPI library version string:
+// "Open MPI v4.1.4" of "Open MPI v4.1.4, package: ...".
+func shortLibrary(v string) string {
+	if i := strings.IndexByte(v, ','); i >= 0 {
+		return v[:i]
+	}
+	return v
+}
+
+// minOf returns the smallest of xs, or 0 for none.
+func minOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	m := xs[0]
+	for _, x := range xs[1:] {
+		m = min(m, x)
+	}
+	return m
 }

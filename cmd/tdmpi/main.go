@@ -105,7 +105,7 @@ func (c *command) flagSet(sio *stdio) (*flag.FlagSet, func([]string) error) {
 	fs.SetOutput(sio.err)
 	runFn := c.flags(fs, sio)
 	fs.Usage = func() {
-		fmt.Fprintf(sio.err, "usage: tdmpi %s %s\n\n%s\n", c.name, c.args, strings.TrimSpace(c.long))
+		fmt.Fprintf(sio.err, "usage: %s\n\n%s\n", strings.TrimSpace("tdmpi "+c.name+" "+c.args), strings.TrimSpace(c.long))
 		hasFlags := false
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {

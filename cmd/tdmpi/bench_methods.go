@@ -1,0 +1,249 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+	"github.com/tdmpi/tdmpi/tensordict"
+)
+
+// Communication patterns. A method's step moves the payload twice, so
+// that one step is a round and the one-way time is half a step.
+const (
+	// patternP2P: rank 0 sends to rank 1, which sends back (ping-pong).
+	// Other ranks idle.
+	patternP2P = "p2p"
+	// patternBcast: a broadcast from rank 0, then one from rank 1. The
+	// second cannot start before rank 1 has the first, so it is a
+	// ping-pong through broadcasts. Every rank takes part.
+	patternBcast = "bcast"
+)
+
+// rawTag is the tag of the raw MPI messages on the group's user
+// communicator.
+const rawTag = 7
+
+// method is one way of moving size bytes between ranks.
+type method struct {
+	name     string // as in tables, CSV and -methods
+	pattern  string // patternP2P or patternBcast
+	baseline string // the raw method of the same pattern; "" for raw methods
+	desc     string
+
+	// prepare sets the method up for payloads of size bytes in leaves
+	// leaves (TensorDict methods) and returns its step and the function
+	// that releases what prepare made. Every rank calls it.
+	prepare func(g *group.Group, size int64, leaves int) (step func() error, done func() error, err error)
+}
+
+// methods lists the methods bench measures, baselines first.
+var methods = []*method{
+	{name: "raw-p2p", pattern: patternP2P, desc: "mpi.Send and mpi.Recv of a []byte", prepare: prepareRawP2P},
+	{name: "raw-bcast", pattern: patternBcast, desc: "mpi.Bcast of a []byte", prepare: prepareRawBcast},
+	{name: "initremote", pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit", prepare: prepareInitRemote(false)},
+	{name: "initremote-bc", pattern: patternBcast, baseline: "raw-bcast", desc: "InitRemote and FromRemoteInit with WithBroadcast", prepare: prepareInitRemote(true)},
+	{name: "send-consol", pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv with WithConsolidated", prepare: prepareSendRecv(true)},
+	{name: "send-leaves", pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv, one message per leaf", prepare: prepareSendRecv(false)},
+}
+
+// selectMethods returns the methods named in the comma-separated list, in
+// the order of methods, with the baselines they need.
+func selectMethods(list string) ([]*method, error) {
+	if list == "" || list == "all" {
+		return methods, nil
+	}
+	want := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for _, m := range methods {
+			if m.name == name {
+				want[name], found = true, true
+				if m.baseline != "" {
+					want[m.baseline] = true
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown method %q (have %s)", name, methodNames())
+		}
+	}
+	var out []*method
+	for _, m := range methods {
+		if want[m.name] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// methodNames returns the names of all methods, comma-separated.
+func methodNames() string {
+	names := make([]string, len(methods))
+	for i, m := range methods {
+		names[i] = m.name
+	}
+	return strings.Join(names, ",")
+}
+
+func noop() error { return nil }
+
+func prepareRawP2P(g *group.Group, size int64, _ int) (func() error, func() error, error) {
+	c := g.Comm()
+	buf := make([]byte, size)
+	switch g.Rank() {
+	case 0:
+		return func() error {
+			if err := mpi.Send(c, buf, 1, rawTag); err != nil {
+				return err
+			}
+			_, err := mpi.Recv(c, buf, 1, rawTag)
+			return err
+		}, noop, nil
+	case 1:
+		return func() error {
+			if _, err := mpi.Recv(c, buf, 0, rawTag); err != nil {
+				return err
+			}
+			return mpi.Send(c, buf, 0, rawTag)
+		}, noop, nil
+	}
+	return noop, noop, nil
+}
+
+func prepareRawBcast(g *group.Group, size int64, _ int) (func() error, func() error, error) {
+	c := g.Comm()
+	buf := make([]byte, size)
+	return func() error {
+		if err := mpi.Bcast(c, buf, 0); err != nil {
+			return err
+		}
+		return mpi.Bcast(c, buf, 1)
+	}, noop, nil
+}
+
+// benchTD returns a consolidated TensorDict of size bytes in min(leaves,
+// size) uint8 leaves of nearly equal sizes, in nested groups of 8 leaves.
+func benchTD(size int64, leaves int) (*tensordict.TensorDict, error) {
+	n := int64(leaves)
+	if size < n {
+		n = max(size, 1)
+	}
+	td := tensordict.New()
+	for i := range n {
+		ln := size / n
+		if i < size%n {
+			ln++
+		}
+		t := tensor.Full(tensor.Uint8, float64(i%251), int(ln))
+		k := tensordict.K(fmt.Sprintf("g%d", i/8), fmt.Sprintf("x%03d", i))
+		if err := td.Set(k, t); err != nil {
+			return nil, err
+		}
+	}
+	return td.Consolidate()
+}
+
+// leafCount returns the number of leaves benchTD makes.
+func leafCount(size int64, leaves int) int {
+	if size < int64(leaves) {
+		return int(max(size, 1))
+	}
+	return leaves
+}
+
+func prepareInitRemote(bcast bool) func(*group.Group, int64, int) (func() error, func() error, error) {
+	return func(g *group.Group, size int64, leaves int) (func() error, func() error, error) {
+		opts := []tensordict.RemoteOption{tensordict.WithGroup(g)}
+		if bcast {
+			opts = append(opts, tensordict.WithBroadcast())
+		}
+		rank := g.Rank()
+		if !bcast && rank > 1 {
+			return noop, noop, nil
+		}
+		var td *tensordict.TensorDict
+		if rank == 0 {
+			var err error
+			if td, err = benchTD(size, leaves); err != nil {
+				return nil, nil, err
+			}
+		}
+		recv := func(src int) (*tensordict.TensorDict, error) {
+			return tensordict.FromRemoteInit(src, opts...)
+		}
+		return func() error {
+				switch rank {
+				case 0:
+					if err := td.InitRemote(1, opts...); err != nil {
+						return err
+					}
+					back, err := recv(1)
+					if err != nil {
+						return err
+					}
+					return back.Release()
+				case 1:
+					got, err := recv(0)
+					if err != nil {
+						return err
+					}
+					return errors.Join(got.InitRemote(0, opts...), got.Release())
+				default: // broadcast only: receive both
+					for src := range 2 {
+						got, err := recv(src)
+						if err != nil {
+							return err
+						}
+						if err := got.Release(); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+			}, func() error {
+				if td != nil {
+					return td.Release()
+				}
+				return nil
+			}, nil
+	}
+}
+
+func prepareSendRecv(consolidated bool) func(*group.Group, int64, int) (func() error, func() error, error) {
+	return func(g *group.Group, size int64, leaves int) (func() error, func() error, error) {
+		rank := g.Rank()
+		if rank > 1 {
+			return noop, noop, nil
+		}
+		td, err := benchTD(size, leaves)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts := []tensordict.RemoteOption{tensordict.WithGroup(g)}
+		if consolidated {
+			opts = append(opts, tensordict.WithConsolidated())
+		}
+		peer := 1 - rank
+		return func() error {
+			if rank == 0 {
+				if err := td.Send(peer, opts...); err != nil {
+					return err
+				}
+				_, err := td.Recv(peer, opts...)
+				return err
+			}
+			if _, err := td.Recv(peer, opts...); err != nil {
+				return err
+			}
+			return td.Send(peer, opts...)
+		}, td.Release, nil
+	}
+}
