@@ -222,3 +222,44 @@ func BenchmarkRemoteBroadcast64MiB(b *testing.B) {
 	})
 	b.ReportMetric(float64(rawT)/float64(ours), "raw/op")
 }
+
+// BenchmarkRemoteHeaderCost measures what the header and metadata messages
+// of Send cost: a consolidated Send/Recv ping-pong of the 32-byte seed
+// TensorDict against a raw ping-pong of the same 32 bytes.
+func BenchmarkRemoteHeaderCost(b *testing.B) {
+	g := benchGroup(b, 2)
+	c := g.LibComm()
+	raw := make([]byte, 32)
+	pingPong := func(send func(int) error, recv func(int) error) func() error {
+		return func() error {
+			switch g.Rank() {
+			case 0:
+				if err := send(1); err != nil {
+					return err
+				}
+				return recv(1)
+			case 1:
+				if err := recv(0); err != nil {
+					return err
+				}
+				return send(0)
+			}
+			return nil
+		}
+	}
+	rawT := remoteTimed(b, g, pingPong(
+		func(p int) error { return mpi.Send(c, raw, p, 1) },
+		func(p int) error { _, err := mpi.Recv(c, raw, p, 1); return err }))
+	td, err := remoteSeedTD(b).Consolidate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	ours := remoteTimed(b, g, pingPong(
+		func(p int) error { return td.Send(p, WithConsolidated()) },
+		func(p int) error { _, err := td.Recv(p, WithConsolidated()); return err }))
+	b.ReportMetric(float64(ours)/float64(rawT), "x-raw")
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(2*b.N), "ns/one-way")
+	b.ReportMetric(float64(rawT.Nanoseconds())/float64(2*b.N), "raw-ns/one-way")
+}
