@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/tensor"
 	"github.com/tdmpi/tdmpi/tensordict"
 )
@@ -222,4 +223,70 @@ func TestSubgroupRankOutOfRange(t *testing.T) {
 	assert.Equal(t, sub.Size()-1, gr, "GroupRank of the last world rank")
 	_, err = sub.GroupRank(n)
 	assert.Error(t, err, "GroupRank of a rank outside the world")
+}
+
+// TestRecvOverLimit: a receiver whose WithMaxBytes is below what a
+// well-behaved sender sends refuses the transfer with an error wrapping
+// wire.ErrLimit; the sender does not hang, and the next transfer between
+// the two ranks, within the limit, works.
+//
+// KNOWN BUG (tensordict/p2p.go, recvHeader, and remote_init.go,
+// drainRefused): when Recv refuses a Send header, it drains h.Chunks()
+// messages from the header's tag, but the Send protocol puts the metadata
+// message on that tag before the chunks, so one message fewer than sent is
+// drained: the metadata and all chunks but the last are discarded, and the
+// last chunk stays queued. The sender's Send still completes (the chunk is
+// eager or the receiver's next receive matches it), but the next Recv on
+// that tag takes the stale chunk as its header ("message of N bytes on tag
+// 0, want 64"). Worse, the drain takes whatever else arrives on the tag
+// within drainIdle (2 s) of each message, so a sender that goes on with
+// another Send loses it. The "Send/Recv" subtest fails until fixed.
+func TestRecvOverLimit(t *testing.T) {
+	world := mpitest.Need(t, 2)
+	for _, op := range []string{"InitRemote", "Send/Recv"} {
+		mpitest.Run(t, op, func(t *testing.T) {
+			me := world.Rank()
+			if me > 1 {
+				return
+			}
+			big := mismatchTD(t, 3, tensor.Int64) // 1.25 MiB
+			small := healthyTD(t)
+			ctx := mpitest.Ctx(t, 20*time.Second)
+			const limit = 64 << 10
+			if me == 0 {
+				err := inTime(10*time.Second, func() error {
+					if op == "InitRemote" {
+						return big.InitRemote(1)
+					}
+					return big.Send(1, tensordict.WithConsolidated())
+				})
+				require.NoError(t, err, "the sender of the refused transfer")
+				if op == "InitRemote" {
+					require.NoError(t, small.InitRemote(1))
+				} else {
+					require.NoError(t, inTime(10*time.Second, func() error { return small.Send(1, tensordict.WithConsolidated()) }))
+				}
+				return
+			}
+			var err error
+			if op == "InitRemote" {
+				_, err = tensordict.FromRemoteInit(0, tensordict.WithMaxBytes(limit), tensordict.WithContext(ctx))
+			} else {
+				_, err = big.Recv(0, tensordict.WithConsolidated(), tensordict.WithMaxBytes(limit), tensordict.WithContext(ctx))
+			}
+			require.Error(t, err)
+			t.Logf("refused: %v", err)
+			assert.ErrorIs(t, err, wire.ErrLimit)
+			if op == "InitRemote" {
+				got, err := tensordict.FromRemoteInit(0, tensordict.WithMaxBytes(limit), tensordict.WithContext(ctx))
+				require.NoError(t, err, "the transfer after the refused one")
+				assert.True(t, got.EqScalar(7).All())
+				return
+			}
+			zero(t, small)
+			_, err = small.Recv(0, tensordict.WithConsolidated(), tensordict.WithMaxBytes(limit), tensordict.WithContext(ctx))
+			require.NoError(t, err, "the transfer after the refused one")
+			assert.True(t, small.EqScalar(7).All())
+		})
+	}
 }

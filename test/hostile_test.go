@@ -1,0 +1,446 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io/fs"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+	"github.com/tdmpi/tdmpi/tensordict"
+)
+
+// The hostile tests make rank 0 a crafted peer: it sends raw bytes with
+// mpi.Send (or mpi.Bcast) on the group's library communicator, where the
+// library's protocol messages travel, while rank 1 (or every other rank)
+// calls the library as usual. Each crafted message must give the receiver
+// an error, quickly, and leave it able to run a normal transfer with the
+// same peer right after.
+
+// hostileMeta is the consolidated metadata of {x: dtype shape} whose bytes
+// are storage[start:stop], in the JSON the library writes.
+func hostileMeta(dtype, shape string, start, stop int64) []byte {
+	return fmt.Appendf(nil, `{"cls":"TensorDict","non_tensors":{},"leaves":{"x":[%q,%s,%d,%d,0]},"cls_metadata":{"device":null,"names":[],"batch_size":[],"is_locked":false}}`,
+		dtype, shape, start, stop)
+}
+
+// deepMeta is metadata nested depth levels deep.
+func deepMeta(depth int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"cls":"TensorDict","non_tensors":{},"leaves":{},"cls_metadata":{"device":null,"names":[],"batch_size":[],"is_locked":false},"n":`)
+	b.WriteString(strings.Repeat(`{"n":`, depth))
+	b.WriteString(`{}`)
+	b.WriteString(strings.Repeat(`}`, depth+1))
+	return b.Bytes()
+}
+
+// frame encodes a crafted frame; AppendFrame sets the section lengths, and
+// edit may then change any byte.
+func frame(h wire.Header, class string, meta, inline []byte, edit func(b []byte)) []byte {
+	b := wire.AppendFrame(nil, &h, class, meta, inline)
+	if edit != nil {
+		edit(b)
+	}
+	return b
+}
+
+// healthyTD is what the health checks send: {x: int64[4]} of sevens.
+func healthyTD(t *testing.T) *tensordict.TensorDict {
+	td := tensordict.New()
+	require.NoError(t, td.Set(tensordict.K("x"), tensor.Full(tensor.Int64, 7, 4)))
+	return td
+}
+
+// checkHealthy runs a normal InitRemote from rank 0 to rank 1.
+func checkHealthy(t *testing.T, me int) {
+	t.Helper()
+	ctx := mpitest.Ctx(t, 20*time.Second)
+	td := healthyTD(t)
+	if me == 0 {
+		require.NoError(t, td.InitRemote(1), "the InitRemote after a hostile message")
+		return
+	}
+	got, err := tensordict.FromRemoteInit(0, tensordict.WithContext(ctx))
+	require.NoError(t, err, "the FromRemoteInit after a hostile message")
+	require.NoError(t, tensordict.DiffStructure(td, got))
+	assert.True(t, got.EqScalar(7).All())
+}
+
+// learnInitTag has rank 1 send a genuine InitRemote to rank 0, which takes
+// it raw and returns its tag and parsed frame, so that the crafted messages
+// use whatever tag the library uses for InitRemote headers.
+func learnInitTag(t *testing.T, g *group.Group) (int, wire.Frame) {
+	t.Helper()
+	td := tensordict.New()
+	require.NoError(t, td.Set(tensordict.K("x"), tensor.Ones(tensor.Float32, 4)))
+	if g.Rank() == 1 {
+		require.NoError(t, td.InitRemote(0))
+		return 0, wire.Frame{}
+	}
+	m, st, err := mpi.Mprobe(g.LibComm(), 1, mpi.AnyTag)
+	require.NoError(t, err)
+	buf := make([]byte, st.Bytes())
+	_, err = mpi.Mrecv(m, buf)
+	require.NoError(t, err)
+	f, err := wire.ParseFrame(buf, wire.Limits{})
+	require.NoError(t, err, "the genuine InitRemote frame")
+	require.Equal(t, wire.KindInit, f.Kind)
+	require.Equal(t, string(hostileMeta("torch.float32", "[4]", 0, 16)), strings.TrimRight(string(f.Meta), " "),
+		"the crafted metadata follows the library's format")
+	return st.Tag, f
+}
+
+func TestHostileInitRemote(t *testing.T) {
+	world := mpitest.Need(t, 2)
+	me := world.Rank()
+	if me > 1 {
+		return
+	}
+	tag, genuine := learnInitTag(t, world)
+	if me == 0 {
+		t.Logf("InitRemote headers travel on tag %d of the library communicator", tag)
+	}
+	ones := bytes.Repeat([]byte{0, 0, 0x80, 0x3f}, 4) // float32 1, 1, 1, 1
+	init := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Leaves: 1}
+	good := hostileMeta("torch.float32", "[4]", 0, 16)
+	garbage := make([]byte, 64)
+	for i := range garbage {
+		garbage[i] = byte(rand.IntN(256))
+	}
+	garbage[0] = 'X'
+	cases := []struct {
+		name string
+		msg  func() []byte
+		want error  // errors.Is target, or nil
+		text string // substring of the error, or ""
+	}{
+		{"1 TB payload", func() []byte {
+			h := init
+			h.Total, h.Chunk, h.PayloadTag = 1<<40, wire.MaxChunk, 40000
+			return frame(h, "", good, nil, nil)
+		}, wire.ErrLimit, "total"},
+		{"1 TB inline", func() []byte {
+			return frame(init, "", good, ones, func(b []byte) { binary.LittleEndian.PutUint64(b[8:], 1<<40) })
+		}, wire.ErrLimit, ""},
+		{"negative shape", func() []byte { return frame(init, "", hostileMeta("torch.float32", "[-4]", 0, 16), ones, nil) }, nil, "x"},
+		{"shape overflow", func() []byte {
+			return frame(init, "", hostileMeta("torch.float32", "[4611686018427387904,4611686018427387904]", 0, 16), ones, nil)
+		}, nil, "x"},
+		{"offset past the storage", func() []byte { return frame(init, "", hostileMeta("torch.float32", "[4]", 4096, 4112), ones, nil) }, nil, "x"},
+		{"stop before start", func() []byte { return frame(init, "", hostileMeta("torch.float32", "[4]", 16, 0), ones, nil) }, nil, "x"},
+		{"unknown dtype", func() []byte { return frame(init, "", hostileMeta("torch.float128", "[4]", 0, 16), ones, nil) }, nil, "float128"},
+		{"10,000 nesting levels", func() []byte { return frame(init, "", deepMeta(10000), nil, nil) }, nil, "deep"},
+		{"metadata not JSON", func() []byte { return frame(init, "", []byte("\xff\xfe{\"cls\""), ones, nil) }, nil, ""},
+		{"garbage", func() []byte { return garbage }, wire.ErrHeader, "magic"},
+		{"shorter than a header", func() []byte { return garbage[:10] }, wire.ErrHeader, ""},
+		{"80 MiB message", func() []byte { return make([]byte, 80<<20) }, wire.ErrLimit, ""},
+		{"metadata length past the message", func() []byte {
+			return frame(init, "", good, ones, func(b []byte) { binary.LittleEndian.PutUint64(b[16:], uint64(len(good)+100)) })
+		}, wire.ErrHeader, "length"},
+		{"64 KiB class name", func() []byte {
+			return frame(init, strings.Repeat("C", 64<<10), good, ones, nil)
+		}, wire.ErrLimit, "class"},
+		{"header of another protocol", func() []byte {
+			h := init
+			h.Kind = wire.KindSend
+			return frame(h, "", good, ones, nil)
+		}, nil, "send"},
+		{"genuine header, reserved bytes set", func() []byte {
+			return frame(genuine.Header, "", genuine.Meta, genuine.Inline, func(b []byte) { b[60] = 1 })
+		}, wire.ErrHeader, "reserved"},
+	}
+	for _, c := range cases {
+		mpitest.Run(t, c.name, func(t *testing.T) {
+			if me == 0 {
+				require.NoError(t, mpi.Send(world.LibComm(), c.msg(), 1, tag))
+			} else {
+				ctx := mpitest.Ctx(t, 20*time.Second)
+				start := time.Now()
+				td, err := tensordict.FromRemoteInit(0, tensordict.WithContext(ctx))
+				took := time.Since(start)
+				require.Error(t, err, "FromRemoteInit accepted a hostile message: %v", td)
+				t.Logf("%s (%v)", clip(err.Error()), took.Round(time.Millisecond))
+				assert.Contains(t, err.Error(), "tensordict: FromRemoteInit: rank 1 of")
+				assert.Less(t, len(err.Error()), maxErrorText, "error text of %d bytes", len(err.Error()))
+				if c.want != nil {
+					assert.ErrorIs(t, err, c.want)
+				}
+				if c.text != "" {
+					assert.Contains(t, err.Error(), c.text)
+				}
+				assert.Less(t, took, 5*time.Second)
+			}
+			checkHealthy(t, me)
+		})
+	}
+}
+
+// TestHostileSend crafts the messages of Send (a 64-byte header, then the
+// metadata) for a rank 1 in Recv with WithConsolidated.
+func TestHostileSend(t *testing.T) {
+	world := mpitest.Need(t, 2)
+	me := world.Rank()
+	if me > 1 {
+		return
+	}
+	const tag = 5 // the WithTag tag: Send's header and metadata use it
+	meta := hostileMeta("torch.float32", "[4]", 0, 16)
+	hdr := func(h wire.Header) []byte { return wire.Append(nil, &h) }
+	send := wire.Header{Kind: wire.KindSend, Flags: wire.FlagConsolidated, Leaves: 1, MetaLen: int64(len(meta)), PayloadTag: tag}
+	cases := []struct {
+		name string
+		msgs func() [][]byte
+		want error
+		text string
+	}{
+		{"1 TB payload", func() [][]byte {
+			h := send
+			h.Total, h.Chunk = 1<<40, wire.MaxChunk
+			return [][]byte{hdr(h), meta}
+		}, wire.ErrLimit, "total"},
+		{"10-byte header", func() [][]byte { return [][]byte{make([]byte, 10)} }, nil, "10 bytes"},
+		{"metadata shorter than announced", func() [][]byte {
+			h := send
+			h.Flags |= wire.FlagInline
+			h.Total = 16
+			h.MetaLen = 1 << 20
+			return [][]byte{hdr(h), meta}
+		}, nil, "bytes"},
+		{"other structure, 10,000 nesting levels", func() [][]byte {
+			deep := deepMeta(10000)
+			h := send
+			h.Flags |= wire.FlagInline
+			h.Total, h.MetaLen, h.Hash = 16, int64(len(deep)), 12345
+			return [][]byte{hdr(h), append(deep, make([]byte, 16)...)}
+		}, tensordict.ErrMismatch, ""},
+	}
+	for _, c := range cases {
+		mpitest.Run(t, c.name, func(t *testing.T) {
+			if me == 0 {
+				for _, m := range c.msgs() {
+					require.NoError(t, mpi.Send(world.LibComm(), m, 1, tag))
+				}
+			} else {
+				td, err := tensordict.New().Consolidate()
+				require.NoError(t, err)
+				x := tensordict.New()
+				require.NoError(t, x.Set(tensordict.K("x"), tensor.Zeros(tensor.Float32, 4)))
+				td, err = x.Consolidate()
+				require.NoError(t, err)
+				ctx := mpitest.Ctx(t, 20*time.Second)
+				start := time.Now()
+				_, err = td.Recv(0, tensordict.WithConsolidated(), tensordict.WithTag(tag), tensordict.WithContext(ctx))
+				took := time.Since(start)
+				require.Error(t, err)
+				t.Logf("%s (%v)", clip(err.Error()), took.Round(time.Millisecond))
+				assert.Less(t, len(err.Error()), maxErrorText, "error text of %d bytes", len(err.Error()))
+				if c.want != nil {
+					assert.ErrorIs(t, err, c.want)
+				}
+				if c.text != "" {
+					assert.Contains(t, err.Error(), c.text)
+				}
+				assert.Less(t, took, 5*time.Second)
+			}
+			// A normal Send/Recv works afterwards. (Not on the same tag:
+			// after refusing a header, Recv drains the payload it announces
+			// from that tag for up to 2 s per message, which would take the
+			// next transfer's messages; see TestRecvOverLimit.)
+			ctx := mpitest.Ctx(t, 20*time.Second)
+			x := healthyTD(t)
+			if me == 0 {
+				require.NoError(t, x.Send(1, tensordict.WithConsolidated(), tensordict.WithTag(tag+1)))
+			} else {
+				zero(t, x)
+				_, err := x.Recv(0, tensordict.WithConsolidated(), tensordict.WithTag(tag+1), tensordict.WithContext(ctx))
+				require.NoError(t, err, "the Recv after a hostile message")
+				assert.True(t, x.EqScalar(7).All())
+			}
+			checkHealthy(t, me)
+		})
+	}
+}
+
+// TestHostileBroadcastRoot makes rank 0 a crafted root of Broadcast: it
+// calls the MPI collectives the protocol uses with crafted content while
+// every other rank calls Broadcast.
+func TestHostileBroadcastRoot(t *testing.T) {
+	world := mpitest.Need(t, 2)
+	me, size := world.Rank(), world.Size()
+	c := world.LibComm()
+	// The layout of Broadcast's first message: a crafted root must match
+	// its size, as every rank of an MPI broadcast passes the same count.
+	bcastFirst := sourceConst(t, "../tensordict/collective_broadcast.go", "bcastFirst")
+	bcastPrefix := sourceConst(t, "../tensordict/collective_broadcast.go", "bcastPrefix")
+	maxReportedError := sourceConst(t, "../tensordict/collective.go", "maxReportedError")
+	first := func(status, frameLen, more uint64, f []byte) []byte {
+		b := make([]byte, bcastFirst)
+		binary.LittleEndian.PutUint64(b, status)
+		binary.LittleEndian.PutUint64(b[8:], frameLen)
+		binary.LittleEndian.PutUint64(b[16:], more)
+		copy(b[bcastPrefix:], f)
+		return b
+	}
+	ones := bytes.Repeat([]byte{0, 0, 0x80, 0x3f}, 4)
+	bh := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Leaves: 1}
+	inlineFrame := func(meta []byte) []byte { return frame(bh, "", meta, ones, nil) }
+	cases := []struct {
+		name string
+		root func(t *testing.T) // rank 0's side
+		want any                // errors.Is target, *PeerError for errors.As, or nil
+		text string
+	}{
+		{"negative shape", func(t *testing.T) {
+			f := inlineFrame(hostileMeta("torch.float32", "[-4]", 0, 16))
+			require.NoError(t, mpi.Bcast(c, first(0, uint64(len(f)), 0, f), 0))
+		}, nil, "x"},
+		{"offset past the storage", func(t *testing.T) {
+			f := inlineFrame(hostileMeta("torch.float32", "[4]", 1<<20, 1<<20+16))
+			require.NoError(t, mpi.Bcast(c, first(0, uint64(len(f)), 0, f), 0))
+		}, nil, "x"},
+		{"frame longer than the message", func(t *testing.T) {
+			f := inlineFrame(hostileMeta("torch.float32", "[4]", 0, 16))
+			require.NoError(t, mpi.Bcast(c, first(0, 1<<40, 0, f), 0))
+		}, nil, "frame"},
+		{"garbage", func(t *testing.T) {
+			b := make([]byte, bcastFirst)
+			for i := range b {
+				b[i] = byte(rand.IntN(256))
+			}
+			binary.LittleEndian.PutUint64(b, 0)
+			binary.LittleEndian.PutUint64(b[16:], 0)
+			require.NoError(t, mpi.Bcast(c, b, 0))
+		}, wire.ErrHeader, ""},
+		{"error text without terminator", func(t *testing.T) {
+			require.NoError(t, mpi.Bcast(c, first(1, 0, 0, bytes.Repeat([]byte("E"), bcastFirst)), 0))
+		}, new(*tensordict.PeerError), "EEEE"},
+		{"1 TB storage in more messages", func(t *testing.T) {
+			h := bh
+			h.Total, h.Chunk = 1<<40, wire.MaxChunk
+			f := frame(h, "", hostileMeta("torch.float32", "[4]", 0, 16), nil, nil)
+			require.NoError(t, mpi.Bcast(c, first(0, uint64(len(f)), 1, f), 0))
+			// The receivers refuse and agree on it; take part as the
+			// protocol's root does.
+			worst := []int32{int32(size)}
+			require.NoError(t, mpi.Allreduce(c, nil, worst, mpi.OpMin))
+			require.Less(t, int(worst[0]), size, "a receiver refused")
+			require.NoError(t, mpi.Bcast(c, make([]byte, maxReportedError), int(worst[0])))
+		}, wire.ErrLimit, ""},
+	}
+	for _, tc := range cases {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			if me == 0 {
+				tc.root(t)
+			} else {
+				ctx := mpitest.Ctx(t, 20*time.Second)
+				start := time.Now()
+				td, err := tensordict.New().Broadcast(0, tensordict.WithContext(ctx))
+				took := time.Since(start)
+				require.Error(t, err, "Broadcast accepted a hostile root: %v", td)
+				t.Logf("%s (%v)", clip(err.Error()), took.Round(time.Millisecond))
+				switch w := tc.want.(type) {
+				case error:
+					assert.ErrorIs(t, err, w)
+				case **tensordict.PeerError:
+					// PeerError.Msg is documented as truncated to 1 KiB.
+					// KNOWN BUG (minor; tensordict/collective_broadcast.go,
+					// bcastRecv): when the source reports its failure in
+					// the first message, the receivers take its text up
+					// to the end of that message (bcastFirst-bcastPrefix
+					// bytes), not maxReportedError.
+					if assert.ErrorAs(t, err, w) {
+						assert.LessOrEqual(t, len((*w).Msg), maxReportedError, "PeerError.Msg of %d bytes", len((*w).Msg))
+					}
+				}
+				if tc.text != "" {
+					assert.Contains(t, err.Error(), tc.text)
+				}
+				assert.Less(t, len(err.Error()), maxErrorText, "error text of %d bytes", len(err.Error()))
+				assert.Less(t, took, 5*time.Second)
+			}
+			// A genuine Broadcast works afterwards.
+			var src *tensordict.TensorDict
+			if me == 0 {
+				src = healthyTD(t)
+			}
+			got, err := src.Broadcast(0)
+			require.NoError(t, err, "the Broadcast after a hostile root")
+			assert.True(t, got.EqScalar(7).All())
+		})
+	}
+}
+
+// maxErrorText bounds the error text a hostile message may cause: an
+// error that grows with the input (a key path repeated at every nesting
+// level) is itself a way to exhaust memory.
+//
+// KNOWN BUG (tensordict/fromconsolidated.go, the metadata decoder): each
+// nesting level wraps its child's error with the child's full key, so the
+// error for metadata nested 1000 levels deep (the depth limit) holds about
+// 500,000 key parts, some 1 MB of text built in quadratic time (1.4 s
+// here). The "10,000 nesting levels" cases fail on this bound until the
+// decoder names the key once.
+const maxErrorText = 64 << 10
+
+// clip shortens s for the test log.
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:150] + fmt.Sprintf(" ...(%d bytes)... ", len(s)-300) + s[len(s)-150:]
+	}
+	return s
+}
+
+// sourceConst returns the integer constant name declared in the Go file
+// path (relative to this package), for protocol sizes a crafted peer must
+// match but the library does not export. It skips the test when the source
+// is not there (the test binary runs from elsewhere).
+func sourceConst(t *testing.T, path, name string) int {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("needs the library source %s to craft messages of the right size", path)
+	}
+	require.NoError(t, err)
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if n.Name != name || i >= len(vs.Values) {
+					continue
+				}
+				tv, err := types.Eval(fset, nil, token.NoPos, types.ExprString(vs.Values[i]))
+				require.NoError(t, err, "%s in %s", name, path)
+				v, ok := constant.Int64Val(tv.Value)
+				require.True(t, ok, "%s in %s is not an integer", name, path)
+				return int(v)
+			}
+		}
+	}
+	t.Fatalf("no constant %s in %s", name, path)
+	return 0
+}
