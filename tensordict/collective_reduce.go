@@ -27,8 +27,8 @@ import (
 // same layout on every rank (a TensorDict returned by Consolidate,
 // FromRemoteInit or Broadcast, say), the whole storage is reduced in one
 // MPI call. Otherwise leaves are taken dtype by dtype, in sorted key order
-// within a dtype: leaves of 1 MiB and more are reduced in place one call
-// each, smaller ones are copied into buckets of up to 16 MiB, one call per
+// within a dtype: leaves of 64 KiB and more are reduced in place one call
+// each, smaller ones are copied into buckets of up to 4 MiB, one call per
 // bucket. Either way every rank makes the same calls, whatever its
 // insertion order. Leaves that are not contiguous are reduced through a
 // copy and written back; a leaf that repeats elements (an Expand result)
