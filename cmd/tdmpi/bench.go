@@ -37,11 +37,13 @@ Bench measures, in one run, for payloads from -min to -max bytes (each size
 	send-leaves    Send and Recv, one message per leaf, ping-pong
 
 The TensorDicts hold -leaves uint8 leaves (fewer for payloads of fewer
-bytes) that share the payload. A point is timed in repetitions, until it has
-at least -iters of them and has run for at least -time; its figure is the
-median one-way time of the repetitions (the machine may be noisy). Each
-method's ratio compares it with the raw baseline of the same size and
-pattern: 2.00x means twice as slow.
+bytes) that share the payload. The methods of one size are timed in rounds,
+one repetition of each method in turn, so that noise from other processes
+hits a method and its baseline alike; rounds go on until every method has
+at least -iters repetitions and the size has run for -time per method. A
+figure is the median one-way time of a method's repetitions. Each method's
+ratio compares it with the raw baseline of the same size and pattern: 2.00x
+means twice as slow.
 
 Bench prints a table on standard output, writes it as CSV to <out>.csv and
 plots bandwidth against size (log-log, one line per method) to <out>.png.
@@ -57,8 +59,8 @@ broadcasts only):
 		fs.Var(&cfg.max, "max", "largest payload `size`")
 		fs.IntVar(&cfg.factor, "factor", cfg.factor, "ratio between consecutive sizes")
 		fs.IntVar(&cfg.leaves, "leaves", cfg.leaves, "tensor leaves of the TensorDicts")
-		fs.IntVar(&cfg.iters, "iters", cfg.iters, "at least this many timed repetitions per point")
-		fs.DurationVar(&cfg.time, "time", cfg.time, "time each point for at least this long")
+		fs.IntVar(&cfg.iters, "iters", cfg.iters, "at least this many timed repetitions of each method")
+		fs.DurationVar(&cfg.time, "time", cfg.time, "time each method at each size for at least this long")
 		fs.StringVar(&cfg.methods, "methods", cfg.methods, "comma-separated methods to run, with their baselines (all: "+methodNames()+")")
 		fs.StringVar(&cfg.out, "out", cfg.out, "write <out>.csv and <out>.png (empty: no files)")
 		fs.BoolVar(&cfg.quiet, "q", false, "do not report progress")
@@ -196,7 +198,7 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 	for i, m := range cfg.ms {
 		names[i] = m.name
 	}
-	fmt.Fprintf(progress, "bench: %d ranks, %d sizes from %s to %s, methods %s, %d leaves, >= %d repetitions and >= %v per point\n",
+	fmt.Fprintf(progress, "bench: %d ranks, %d sizes from %s to %s, methods %s, %d leaves, >= %d repetitions and >= %v per method and size\n",
 		np, len(cfg.sizes), formatSize(cfg.sizes[0]), formatSize(cfg.sizes[len(cfg.sizes)-1]),
 		strings.Join(names, ","), cfg.leaves, cfg.iters, cfg.time)
 	if runtime.GOMAXPROCS(0) == 1 && runtime.NumCPU() > 1 {
@@ -214,22 +216,33 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 	total, done := len(cfg.sizes)*len(cfg.ms), 0
 	start := time.Now()
 	for _, size := range cfg.sizes {
-		for _, m := range cfg.ms {
+		steps := make([]func() error, len(cfg.ms))
+		releases := make([]func() error, 0, len(cfg.ms))
+		for i, m := range cfg.ms {
 			step, release, err := m.prepare(g, size, cfg.leaves)
 			if err != nil {
 				return abort(fmt.Errorf("%s at %s: preparing: %w", m.name, formatSize(size), err))
 			}
-			s, err := measure(g, step, tm)
-			if err != nil {
-				return abort(fmt.Errorf("%s at %s: %w", m.name, formatSize(size), err))
-			}
+			steps[i] = step
+			releases = append(releases, release)
+		}
+		ss, err := measure(g, steps, tm)
+		if err != nil {
+			return abort(fmt.Errorf("at %s: %w", formatSize(size), err))
+		}
+		for i, release := range releases {
 			if err := release(); err != nil {
-				return abort(fmt.Errorf("%s at %s: releasing: %w", m.name, formatSize(size), err))
+				return abort(fmt.Errorf("%s at %s: releasing: %w", cfg.ms[i].name, formatSize(size), err))
 			}
-			done++
-			if rank != 0 {
-				continue
-			}
+		}
+		if size >= 16<<20 {
+			runtime.GC() // drop the big buffers before the next size
+		}
+		if rank != 0 {
+			continue
+		}
+		for i, m := range cfg.ms {
+			s := ss[i]
 			r := result{
 				Size: size, Method: m.name, Pattern: m.pattern, Baseline: m.baseline,
 				Reps: len(s.oneway), Batch: s.batch, Median: median(s.oneway), Min: minOf(s.oneway),
@@ -238,12 +251,10 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 				r.Leaves = leafCount(size, cfg.leaves)
 			}
 			rs = append(rs, r)
-			fmt.Fprintf(progress, "bench: [%3d/%d %s] %8s %-14s %10s %8.3f GB/s\n",
+			done++
+			fmt.Fprintf(progress, "bench: [%3d/%d %s] %8s %-14s %10s %8.3f GB/s  (%d repetitions)\n",
 				done, total, time.Since(start).Round(time.Second), formatSize(size), m.name,
-				formatDuration(r.Median), r.Bandwidth())
-		}
-		if size >= 16<<20 {
-			runtime.GC() // drop the big buffers before the next size
+				formatDuration(r.Median), r.Bandwidth(), r.Reps)
 		}
 	}
 	if rank != 0 {

@@ -15,7 +15,7 @@ import (
 // timing says how long to measure each point.
 type timing struct {
 	minReps int           // at least this many timed repetitions
-	minTime time.Duration // and at least this long
+	minTime time.Duration // and at least this long per method
 	maxReps int           // at most this many repetitions
 	batch   time.Duration // a repetition runs enough steps to last about this long
 	warmup  int           // untimed steps first
@@ -43,50 +43,64 @@ func median(xs []float64) float64 {
 	return (s[m-1] + s[m]) / 2
 }
 
-// measure runs step on every rank of g, in timed repetitions that rank 0
-// controls: before each one, rank 0 broadcasts whether to go on and how
-// many steps the repetition runs, so that every rank runs the same steps.
+// measure times the steps of several methods on every rank of g, in
+// rounds: each round runs one timed repetition of every method in turn, so
+// that a burst of noise on a shared machine hits the methods (and their
+// baselines) alike. Before each round rank 0 broadcasts whether to go on
+// and how many steps each method's repetition runs, so that every rank
+// runs the same steps. Rounds go on until there are at least minReps and
+// the rounds have lasted minTime per method.
+//
 // Each step moves the payload twice; the one-way time of a repetition is
 // its duration over twice its steps. Times are rank 0's.
-func measure(g *group.Group, step func() error, tm timing) (sample, error) {
-	for i := range tm.warmup {
-		if err := step(); err != nil {
-			return sample{}, fmt.Errorf("warm-up step %d: %w", i, err)
+func measure(g *group.Group, steps []func() error, tm timing) ([]sample, error) {
+	for i, step := range steps {
+		for w := range tm.warmup {
+			if err := step(); err != nil {
+				return nil, fmt.Errorf("method %d: warm-up step %d: %w", i, w, err)
+			}
 		}
 	}
 	var (
-		s     = sample{batch: 1}
-		ctrl  = make([]int64, 2) // go on (0 or 1), steps per repetition
+		ss    = make([]sample, len(steps))
+		ctrl  = make([]int64, 1+len(steps)) // go on (0 or 1), steps per repetition of each method
 		start = time.Now()
 		root  = g.Rank() == 0
+		total = tm.minTime * time.Duration(len(steps))
 	)
-	for {
+	for i := range ss {
+		ss[i].batch = 1 // the first repetition is one step; the batches are sized after it
+	}
+	for round := 0; ; round++ {
 		if root {
-			n := len(s.oneway)
-			goOn := n < tm.maxReps && (n < tm.minReps || time.Since(start) < tm.minTime)
-			ctrl[0], ctrl[1] = 0, int64(s.batch)
+			goOn := round < tm.maxReps && (round < tm.minReps || time.Since(start) < total)
+			ctrl[0] = 0
 			if goOn {
 				ctrl[0] = 1
 			}
-		}
-		if err := mpi.Bcast(g.Comm(), ctrl, 0); err != nil {
-			return sample{}, fmt.Errorf("control broadcast: %w", err)
-		}
-		if ctrl[0] == 0 {
-			return s, nil
-		}
-		steps := int(ctrl[1])
-		t0 := time.Now()
-		for i := range steps {
-			if err := step(); err != nil {
-				return sample{}, fmt.Errorf("repetition %d, step %d: %w", len(s.oneway), i, err)
+			for i := range ss {
+				ctrl[1+i] = int64(ss[i].batch)
 			}
 		}
-		d := time.Since(t0)
-		s.oneway = append(s.oneway, d.Seconds()/float64(2*steps))
-		if root && len(s.oneway) == 1 {
-			// The first repetition is one step: size the batches after it.
-			s.batch = batchSteps(d, tm.batch)
+		if err := mpi.Bcast(g.Comm(), ctrl, 0); err != nil {
+			return nil, fmt.Errorf("control broadcast: %w", err)
+		}
+		if ctrl[0] == 0 {
+			return ss, nil
+		}
+		for i, step := range steps {
+			n := int(ctrl[1+i])
+			t0 := time.Now()
+			for j := range n {
+				if err := step(); err != nil {
+					return nil, fmt.Errorf("method %d: round %d, step %d: %w", i, round, j, err)
+				}
+			}
+			d := time.Since(t0)
+			ss[i].oneway = append(ss[i].oneway, d.Seconds()/float64(2*n))
+			if root && round == 0 {
+				ss[i].batch = batchSteps(d, tm.batch)
+			}
 		}
 	}
 }

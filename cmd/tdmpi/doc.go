@@ -74,10 +74,12 @@
 //	send-consol    Send and Recv with WithConsolidated, ping-pong
 //	send-leaves    Send and Recv, one message per leaf, ping-pong
 //
-// The TensorDicts hold -leaves uint8 leaves sharing the size's bytes. Each
-// figure is the median of repeated timings (at least -iters, for at least
-// -time per point), reported with its bandwidth and its ratio to the raw
-// baseline of the same size and pattern. Bench prints a table, writes it as
+// The TensorDicts hold -leaves uint8 leaves sharing the size's bytes. The
+// methods of one size are timed in interleaved rounds, so that noise hits a
+// method and its baseline alike. Each figure is the median of a method's
+// repetitions (at least -iters, for at least -time per method and size),
+// reported with its bandwidth and its ratio to the raw baseline of the same
+// size and pattern. Bench prints a table, writes it as
 // CSV to <out>.csv and plots bandwidth against size to <out>.png, and
 // reports progress on standard error from rank 0.
 //
