@@ -98,9 +98,9 @@ func TestMemmapFullDisk(t *testing.T) {
 
 // Helper modes of the disk tests, run in a child process without MPI.
 const (
-	helperExpandFull  = "memmap-expand-full"  // Memmap of an expanded leaf into a full file system
-	helperTruncRead   = "truncated-read"      // read a mapped file truncated by another process, SetPanicOnFault on
-	helperTruncNoRcvr = "truncated-read-raw"  // the same without SetPanicOnFault: the process dies
+	helperExpandFull  = "memmap-expand-full" // Memmap of an expanded leaf into a full file system
+	helperTruncRead   = "truncated-read"     // read a mapped file truncated by another process, SetPanicOnFault on
+	helperTruncNoRcvr = "truncated-read-raw" // the same without SetPanicOnFault: the process dies
 )
 
 func init() {
@@ -114,7 +114,7 @@ func init() {
 // into envDir, a file system too small for it, and prints the error.
 func runExpandFull() int {
 	row := tensor.Ones(tensor.Float32, 1, 1<<18) // 1 MiB
-	big, err := row.Expand(4, 1<<18)              // 4 MiB, stride 0
+	big, err := row.Expand(4, 1<<18)             // 4 MiB, stride 0
 	if err != nil {
 		fmt.Println("setup:", err)
 		return exitSetup
