@@ -26,16 +26,16 @@ BIN ?= bin
 export TDMPI_BIN := $(BIN)
 
 # The example `make run` builds and starts, a folder under examples/, and its rank count.
-MAIN_EXAMPLE ?= hello
+MAIN_EXAMPLE ?= initremote
 RUN_NP ?= 2
 # The example the Slurm jobs of slurm-test run.
 SLURM_EXAMPLE ?= $(MAIN_EXAMPLE)
 
 # Packages whose tests use MPI; they also run under mpirun. Patterns that match nothing
 # yet are dropped, so the list may name packages still being written.
-MPI_PKGS ?= ./mpi/... ./group/...
+MPI_PKGS ?= ./mpi/... ./group/... ./internal/... ./memmap/... ./tensordict/... ./test/...
 # Packages whose tests also run once with BIG_ENV set (large messages, np 2).
-BIG_PKGS ?= ./mpi/...
+BIG_PKGS ?= ./mpi/... ./tensordict/...
 BIG_ENV ?= TDMPI_BIG=1
 # Seconds mpirun allows one package's big tests (they move gigabytes).
 BIG_TIMEOUT ?= 900
