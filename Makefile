@@ -33,14 +33,14 @@ SLURM_EXAMPLE ?= $(MAIN_EXAMPLE)
 
 # Packages whose tests use MPI; they also run under mpirun. Patterns that match nothing
 # yet are dropped, so the list may name packages still being written.
-MPI_PKGS ?= ./mpi/... ./group/... ./internal/... ./memmap/... ./tensordict/... ./test/...
+MPI_PKGS ?= ./mpi/... ./group/... ./internal/mpitest/... ./tensordict/... ./test/...
 # Packages whose tests also run once with BIG_ENV set (large messages, np 2).
 BIG_PKGS ?= ./mpi/... ./tensordict/...
 BIG_ENV ?= TDMPI_BIG=1
 # Seconds mpirun allows one package's big tests (they move gigabytes).
 BIG_TIMEOUT ?= 900
 # Packages the test-suite job of slurm-test runs, and with which launcher (srun or mpirun).
-SLURM_TEST_PKGS ?= $(MPI_PKGS)
+SLURM_TEST_PKGS ?= ./mpi/... ./group/... ./tensordict/...
 SLURM_TEST_LAUNCH ?= srun
 
 # Rank counts for the MPI test runs (4 is oversubscribed on two cores).
