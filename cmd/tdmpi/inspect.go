@@ -56,7 +56,8 @@ Inspect does not start MPI: it runs without mpirun.`,
 }
 
 // inspect loads the TensorDict saved at path and describes it, with the
-// first n elements of each tensor.
+// first n elements of each tensor. Files are mapped copy-on-write: inspect
+// never writes to them.
 func inspect(path string, n int) (*inspectReport, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -69,10 +70,10 @@ func inspect(path string, n int) (*inspectReport, error) {
 	switch {
 	case fi.IsDir():
 		format = "memmap"
-		td, err = tensordict.LoadMemmap(path)
+		td, err = tensordict.LoadMemmap(path, tensordict.CopyOnWrite())
 	case filepath.Base(path) == "meta.json":
 		format = "memmap"
-		td, err = tensordict.LoadMemmap(filepath.Dir(path))
+		td, err = tensordict.LoadMemmap(filepath.Dir(path), tensordict.CopyOnWrite())
 	case fi.Mode().IsRegular():
 		format = "consolidated"
 		td, err = tensordict.LoadConsolidated(path)
