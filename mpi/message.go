@@ -4,12 +4,12 @@
 package mpi
 
 // #include "shim.h"
-// #cgo noescape MPI_Mprobe
-// #cgo nocallback MPI_Mprobe
-// #cgo noescape MPI_Improbe
-// #cgo nocallback MPI_Improbe
-// #cgo noescape tdmpi_mrecv_checked
-// #cgo nocallback tdmpi_mrecv_checked
+// #cgo noescape tdmpi_mprobe
+// #cgo nocallback tdmpi_mprobe
+// #cgo noescape tdmpi_improbe
+// #cgo nocallback tdmpi_improbe
+// #cgo noescape tdmpi_mrecv
+// #cgo nocallback tdmpi_mrecv
 import "C"
 
 // Message is a message matched by Mprobe or Improbe and removed from the
@@ -30,12 +30,11 @@ func Mprobe(c *Comm, src, tag int) (*Message, Status, error) {
 		return nil, Status{}, err
 	}
 	var m C.MPI_Message
-	var st C.MPI_Status
-	if err := newError(op, C.MPI_Mprobe(C.int(src), C.int(tag), h, &m, &st)); err != nil {
+	var st C.tdmpi_status
+	if err := newError(op, C.tdmpi_mprobe(C.int(src), C.int(tag), h, &m, &st)); err != nil {
 		return nil, Status{}, err
 	}
-	s, err := makeStatus(op, &st, kByte, 1)
-	return &Message{h: m, bytes: C.tdmpi_probed_bytes(&st)}, s, err
+	return &Message{h: m, bytes: st.bytes}, makeStatus(&st), nil
 }
 
 // Improbe matches a message from src with tag if one has arrived, as
@@ -47,16 +46,15 @@ func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
 		return nil, false, Status{}, err
 	}
 	var m C.MPI_Message
-	var st C.MPI_Status
+	var st C.tdmpi_status
 	var flag C.int
-	if err := newError(op, C.MPI_Improbe(C.int(src), C.int(tag), h, &flag, &m, &st)); err != nil {
+	if err := newError(op, C.tdmpi_improbe(C.int(src), C.int(tag), h, &flag, &m, &st)); err != nil {
 		return nil, false, Status{}, err
 	}
 	if flag == 0 {
 		return nil, false, Status{}, nil
 	}
-	s, err := makeStatus(op, &st, kByte, 1)
-	return &Message{h: m, bytes: C.tdmpi_probed_bytes(&st)}, true, s, err
+	return &Message{h: m, bytes: st.bytes}, true, makeStatus(&st), nil
 }
 
 // Mrecv receives the matched message m into buf, as MPI_Mrecv; m is
@@ -73,13 +71,13 @@ func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	var st C.MPI_Status
+	var st C.tdmpi_status
 	h := m.h
-	rc := C.tdmpi_mrecv_checked(b.ptr, n, dt, b.bytes(), m.bytes, &h, &st)
+	rc := C.tdmpi_mrecv(b.ptr, n, dt, b.bytes(), m.bytes, &h, datatypes[b.k], C.longlong(b.size), &st)
 	freeType(dt, derived)
 	m.h = messageNull
 	if err := newError(op, rc); err != nil {
 		return Status{}, err
 	}
-	return makeStatus(op, &st, b.k, b.size)
+	return makeStatus(&st), nil
 }

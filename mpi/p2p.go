@@ -7,14 +7,14 @@ package mpi
 // #cgo pkg-config: ompi-c
 // #cgo noescape MPI_Send
 // #cgo nocallback MPI_Send
-// #cgo noescape tdmpi_recv_checked
-// #cgo nocallback tdmpi_recv_checked
-// #cgo noescape tdmpi_sendrecv_checked
-// #cgo nocallback tdmpi_sendrecv_checked
-// #cgo noescape MPI_Probe
-// #cgo nocallback MPI_Probe
-// #cgo noescape MPI_Iprobe
-// #cgo nocallback MPI_Iprobe
+// #cgo noescape tdmpi_recv
+// #cgo nocallback tdmpi_recv
+// #cgo noescape tdmpi_sendrecv
+// #cgo nocallback tdmpi_sendrecv
+// #cgo noescape tdmpi_probe
+// #cgo nocallback tdmpi_probe
+// #cgo noescape tdmpi_iprobe
+// #cgo nocallback tdmpi_iprobe
 import "C"
 
 // checkDest validates a destination rank of c.
@@ -108,13 +108,13 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	var st C.MPI_Status
-	err = newError(op, C.tdmpi_recv_checked(b.ptr, n, dt, b.bytes(), C.int(src), C.int(tag), h, &st))
+	var st C.tdmpi_status
+	err = newError(op, C.tdmpi_recv(b.ptr, n, dt, b.bytes(), C.int(src), C.int(tag), h, datatypes[b.k], C.longlong(b.size), &st))
 	freeType(dt, derived)
 	if err != nil {
 		return Status{}, err
 	}
-	return makeStatus(op, &st, b.k, b.size)
+	return makeStatus(&st), nil
 }
 
 // Sendrecv sends send to dest and receives into recv from src in one call,
@@ -140,12 +140,12 @@ func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, rec
 		return Status{}, err
 	}
 	defer freeType(rdt, rderived)
-	var st C.MPI_Status
-	if err := newError(op, C.tdmpi_sendrecv_checked(sb.ptr, sn, sdt, C.int(dest), C.int(sendTag),
-		rb.ptr, rn, rdt, rb.bytes(), C.int(src), C.int(recvTag), h, &st)); err != nil {
+	var st C.tdmpi_status
+	if err := newError(op, C.tdmpi_sendrecv(sb.ptr, sn, sdt, C.int(dest), C.int(sendTag),
+		rb.ptr, rn, rdt, rb.bytes(), C.int(src), C.int(recvTag), h, datatypes[rb.k], C.longlong(rb.size), &st)); err != nil {
 		return Status{}, err
 	}
-	return makeStatus(op, &st, rb.k, rb.size)
+	return makeStatus(&st), nil
 }
 
 // Probe blocks until a message from src with tag can be received, and
@@ -158,11 +158,11 @@ func Probe(c *Comm, src, tag int) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	var st C.MPI_Status
-	if err := newError(op, C.MPI_Probe(C.int(src), C.int(tag), h, &st)); err != nil {
+	var st C.tdmpi_status
+	if err := newError(op, C.tdmpi_probe(C.int(src), C.int(tag), h, &st)); err != nil {
 		return Status{}, err
 	}
-	return makeStatus(op, &st, kByte, 1)
+	return makeStatus(&st), nil
 }
 
 // Iprobe reports whether a message from src with tag can be received now,
@@ -173,14 +173,13 @@ func Iprobe(c *Comm, src, tag int) (bool, Status, error) {
 	if err != nil {
 		return false, Status{}, err
 	}
-	var st C.MPI_Status
+	var st C.tdmpi_status
 	var flag C.int
-	if err := newError(op, C.MPI_Iprobe(C.int(src), C.int(tag), h, &flag, &st)); err != nil {
+	if err := newError(op, C.tdmpi_iprobe(C.int(src), C.int(tag), h, &flag, &st)); err != nil {
 		return false, Status{}, err
 	}
 	if flag == 0 {
 		return false, Status{}, nil
 	}
-	s, err := makeStatus(op, &st, kByte, 1)
-	return true, s, err
+	return true, makeStatus(&st), nil
 }

@@ -91,66 +91,56 @@ func Irecv[T Scalar](c *Comm, buf []T, src, tag int) (*Request, error) {
 	return r, nil
 }
 
-// finish records the completion of r with MPI status st.
-func (r *Request) finish(name string, st *C.MPI_Status) error {
-	r.done = true
-	r.pin.Unpin()
-	s, err := makeStatus(name, st, r.k, r.size)
-	r.st = s
-	return err
+// complete records the completion of r with status st, after the C call
+// that completed it; rc is that call's return code.
+func (r *Request) complete(rc C.int, st *C.tdmpi_status) error {
+	if r.h == requestNull {
+		r.done = true
+		r.pin.Unpin()
+		r.st = makeStatus(st)
+	}
+	return newError(r.op, rc)
 }
 
 // Wait blocks until r completes, as MPI_Wait, and returns the status of a
 // receive (for a send, only Cancelled is meaningful).
 func (r *Request) Wait() (Status, error) {
-	const name = "MPI_Wait"
 	if r == nil {
-		return Status{}, argError(name, C.MPI_ERR_REQUEST, "nil request")
+		return Status{}, argError("MPI_Wait", C.MPI_ERR_REQUEST, "nil request")
 	}
 	if r.done {
 		return r.st, nil
 	}
-	var st C.MPI_Status
+	var st C.tdmpi_status
 	h := r.h
-	rc := C.MPI_Wait(&h, &st)
+	rc := C.tdmpi_wait(&h, datatypes[r.k], C.longlong(r.size), &st)
 	r.h = h
-	if rc != C.MPI_SUCCESS {
-		if r.h == requestNull {
-			r.done = true
-			r.pin.Unpin()
-		}
-		return Status{}, newError(r.op+" (MPI_Wait)", rc)
+	if err := r.complete(rc, &st); err != nil {
+		return Status{}, err
 	}
-	err := r.finish(name, &st)
-	return r.st, err
+	return r.st, nil
 }
 
 // Test reports whether r has completed, as MPI_Test, and its status if so.
 func (r *Request) Test() (done bool, st Status, err error) {
-	const name = "MPI_Test"
 	if r == nil {
-		return false, Status{}, argError(name, C.MPI_ERR_REQUEST, "nil request")
+		return false, Status{}, argError("MPI_Test", C.MPI_ERR_REQUEST, "nil request")
 	}
 	if r.done {
 		return true, r.st, nil
 	}
-	var cst C.MPI_Status
+	var cst C.tdmpi_status
 	var flag C.int
 	h := r.h
-	rc := C.MPI_Test(&h, &flag, &cst)
+	rc := C.tdmpi_test(&h, &flag, datatypes[r.k], C.longlong(r.size), &cst)
 	r.h = h
-	if rc != C.MPI_SUCCESS {
-		if r.h == requestNull {
-			r.done = true
-			r.pin.Unpin()
-		}
-		return false, Status{}, newError(r.op+" (MPI_Test)", rc)
-	}
-	if flag == 0 {
+	if flag == 0 && rc == C.MPI_SUCCESS {
 		return false, Status{}, nil
 	}
-	err = r.finish(name, &cst)
-	return true, r.st, err
+	if err := r.complete(rc, &cst); err != nil {
+		return r.done, Status{}, err
+	}
+	return true, r.st, nil
 }
 
 // Cancel asks MPI to cancel r, as MPI_Cancel. The request must still be
@@ -203,20 +193,18 @@ func WaitAll(reqs ...*Request) error {
 			continue
 		}
 		r.h = hs[i]
+		code := C.int(C.MPI_SUCCESS)
 		if rc == C.MPI_ERR_IN_STATUS {
-			if e := C.tdmpi_status_error(&sts[i]); e != C.MPI_SUCCESS && e != C.MPI_ERR_PENDING {
-				errs = append(errs, newError(r.op+" (MPI_Waitall)", e))
-				if r.h == requestNull {
-					r.done = true
-					r.pin.Unpin()
-				}
-				continue
+			if e := C.tdmpi_status_error(&sts[i]); e != C.MPI_ERR_PENDING {
+				code = e
 			}
 		}
-		if r.h == requestNull {
-			if err := r.finish(name, &sts[i]); err != nil {
-				errs = append(errs, err)
-			}
+		st := C.tdmpi_status{st: sts[i]}
+		if code == C.MPI_SUCCESS && r.h == requestNull {
+			code = C.tdmpi_finish(code, &st, datatypes[r.k], C.longlong(r.size))
+		}
+		if err := r.complete(code, &st); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if rc != C.MPI_SUCCESS && rc != C.MPI_ERR_IN_STATUS {
@@ -247,13 +235,12 @@ func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 	}
 	r := reqs[idx]
 	r.h = hs[idx]
-	if rc != C.MPI_SUCCESS {
-		if r.h == requestNull {
-			r.done = true
-			r.pin.Unpin()
-		}
-		return int(idx), Status{}, newError(r.op+" (MPI_Waitany)", rc)
+	cs := C.tdmpi_status{st: cst}
+	if rc == C.MPI_SUCCESS {
+		rc = C.tdmpi_finish(rc, &cs, datatypes[r.k], C.longlong(r.size))
 	}
-	err = r.finish(name, &cst)
-	return int(idx), r.st, err
+	if err := r.complete(rc, &cs); err != nil {
+		return int(idx), Status{}, err
+	}
+	return int(idx), r.st, nil
 }

@@ -96,21 +96,27 @@ out:
 
 static inline int tdmpi_type_free(MPI_Datatype t) { return MPI_Type_free(&t); }
 
-// Status accessors.
-static inline int tdmpi_status_source(const MPI_Status *s) { return s->MPI_SOURCE; }
-static inline int tdmpi_status_tag(const MPI_Status *s) { return s->MPI_TAG; }
+// tdmpi_status is an MPI_Status with the facts Go needs from it, filled in
+// by the same C call that completes the operation (one cgo call each).
+typedef struct {
+	MPI_Status st;
+	long long bytes; // message size in bytes, -1 if unknown
+	int cancelled;
+} tdmpi_status;
+
 static inline int tdmpi_status_error(const MPI_Status *s) { return s->MPI_ERROR; }
 
-// tdmpi_status_bytes stores the number of bytes a status describes: elements
-// of base (the datatype the message was received or probed with) times size.
-static inline int tdmpi_status_bytes(const MPI_Status *s, MPI_Datatype base, long long size, long long *bytes, int *cancelled) {
+// tdmpi_finish completes s after an operation that returned rc: the size is
+// the number of elements of base (the datatype the message was received or
+// probed with) times size.
+static inline int tdmpi_finish(int rc, tdmpi_status *s, MPI_Datatype base, long long size) {
 	MPI_Count n = 0;
-	int rc = MPI_Test_cancelled(s, cancelled);
 	if (rc != MPI_SUCCESS) return rc;
-	rc = MPI_Get_elements_x(s, base, &n);
+	rc = MPI_Test_cancelled(&s->st, &s->cancelled);
 	if (rc != MPI_SUCCESS) return rc;
-	if (n == MPI_UNDEFINED) { *bytes = -1; return MPI_SUCCESS; }
-	*bytes = (long long)n * size;
+	rc = MPI_Get_elements_x(&s->st, base, &n);
+	if (rc != MPI_SUCCESS) return rc;
+	s->bytes = n == MPI_UNDEFINED ? -1 : (long long)n * size;
 	return MPI_SUCCESS;
 }
 
@@ -144,29 +150,59 @@ static int tdmpi_mrecv_checked(void *buf, int count, MPI_Datatype dt, long long 
 	return rc;
 }
 
-static inline long long tdmpi_probed_bytes(const MPI_Status *st) {
-	MPI_Count n = 0;
-	if (MPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED) return -1;
-	return (long long)n;
-}
-
-// tdmpi_recv_checked is MPI_Recv as a matched probe and a checked receive.
-static int tdmpi_recv_checked(void *buf, int count, MPI_Datatype dt, long long cap, int src, int tag, MPI_Comm c, MPI_Status *st) {
+// tdmpi_recv is MPI_Recv as a matched probe and a checked receive.
+static int tdmpi_recv(void *buf, int count, MPI_Datatype dt, long long cap, int src, int tag, MPI_Comm c,
+	MPI_Datatype base, long long size, tdmpi_status *s) {
 	MPI_Message m;
-	int rc = MPI_Mprobe(src, tag, c, &m, st);
+	int rc = tdmpi_finish(MPI_Mprobe(src, tag, c, &m, &s->st), s, MPI_BYTE, 1);
 	if (rc != MPI_SUCCESS) return rc;
-	return tdmpi_mrecv_checked(buf, count, dt, cap, tdmpi_probed_bytes(st), &m, st);
+	rc = tdmpi_mrecv_checked(buf, count, dt, cap, s->bytes, &m, &s->st);
+	return tdmpi_finish(rc, s, base, size);
 }
 
-// tdmpi_sendrecv_checked is MPI_Sendrecv with a checked receive.
-static int tdmpi_sendrecv_checked(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
-	void *rbuf, int rcount, MPI_Datatype rdt, long long cap, int src, int rtag, MPI_Comm c, MPI_Status *st) {
+// tdmpi_mrecv receives matched message *m, probed at msg_bytes bytes.
+static int tdmpi_mrecv(void *buf, int count, MPI_Datatype dt, long long cap, long long msg_bytes, MPI_Message *m,
+	MPI_Datatype base, long long size, tdmpi_status *s) {
+	return tdmpi_finish(tdmpi_mrecv_checked(buf, count, dt, cap, msg_bytes, m, &s->st), s, base, size);
+}
+
+// tdmpi_sendrecv is MPI_Sendrecv with a checked receive.
+static int tdmpi_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
+	void *rbuf, int rcount, MPI_Datatype rdt, long long cap, int src, int rtag, MPI_Comm c,
+	MPI_Datatype base, long long size, tdmpi_status *s) {
 	MPI_Request req;
 	int rc = MPI_Isend(sbuf, scount, sdt, dest, stag, c, &req);
 	if (rc != MPI_SUCCESS) return rc;
-	int rrc = tdmpi_recv_checked(rbuf, rcount, rdt, cap, src, rtag, c, st);
+	int rrc = tdmpi_recv(rbuf, rcount, rdt, cap, src, rtag, c, base, size, s);
 	rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
 	return rrc != MPI_SUCCESS ? rrc : rc;
+}
+
+static inline int tdmpi_probe(int src, int tag, MPI_Comm c, tdmpi_status *s) {
+	return tdmpi_finish(MPI_Probe(src, tag, c, &s->st), s, MPI_BYTE, 1);
+}
+
+static inline int tdmpi_iprobe(int src, int tag, MPI_Comm c, int *flag, tdmpi_status *s) {
+	int rc = MPI_Iprobe(src, tag, c, flag, &s->st);
+	return *flag ? tdmpi_finish(rc, s, MPI_BYTE, 1) : rc;
+}
+
+static inline int tdmpi_mprobe(int src, int tag, MPI_Comm c, MPI_Message *m, tdmpi_status *s) {
+	return tdmpi_finish(MPI_Mprobe(src, tag, c, m, &s->st), s, MPI_BYTE, 1);
+}
+
+static inline int tdmpi_improbe(int src, int tag, MPI_Comm c, int *flag, MPI_Message *m, tdmpi_status *s) {
+	int rc = MPI_Improbe(src, tag, c, flag, m, &s->st);
+	return *flag ? tdmpi_finish(rc, s, MPI_BYTE, 1) : rc;
+}
+
+static inline int tdmpi_wait(MPI_Request *r, MPI_Datatype base, long long size, tdmpi_status *s) {
+	return tdmpi_finish(MPI_Wait(r, &s->st), s, base, size);
+}
+
+static inline int tdmpi_test(MPI_Request *r, int *flag, MPI_Datatype base, long long size, tdmpi_status *s) {
+	int rc = MPI_Test(r, flag, &s->st);
+	return *flag ? tdmpi_finish(rc, s, base, size) : rc;
 }
 
 // Collective wrappers that substitute MPI_IN_PLACE, so Go never holds it.
