@@ -83,11 +83,12 @@ func TestSelectMethods(t *testing.T) {
 		list string
 		want []string
 	}{
-		{"", []string{"raw-p2p", "raw-bcast", "initremote", "initremote-bc", "send-consol", "send-leaves"}},
-		{"all", []string{"raw-p2p", "raw-bcast", "initremote", "initremote-bc", "send-consol", "send-leaves"}},
+		{"", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "send-consol", "send-leaves"}},
+		{"all", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "send-consol", "send-leaves"}},
 		{"initremote", []string{"raw-p2p", "initremote"}},
 		{"send-leaves, initremote-bc", []string{"raw-p2p", "raw-bcast", "initremote-bc", "send-leaves"}},
 		{"raw-bcast", []string{"raw-bcast"}},
+		{"raw-p2p-hp", []string{"raw-p2p", "raw-p2p-hp"}},
 	}
 	for _, tt := range tests {
 		ms, err := selectMethods(tt.list)
@@ -291,8 +292,8 @@ func TestBenchMpirun(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
 
-	// 14 sizes (8 B to 64 KiB) times 6 methods, ratios on every row.
-	const rows = 14 * 6
+	// 14 sizes (8 B to 64 KiB) times 7 methods, ratios on every row.
+	const rows = 14 * 7
 	table := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	require.Len(t, table, rows+1, stdout.String())
 	ratio := regexp.MustCompile(`\s\d+\.\d\dx\s`)
@@ -301,7 +302,7 @@ func TestBenchMpirun(t *testing.T) {
 	}
 	assert.Regexp(t, `(?m)^64 KiB\s+raw-p2p\s+.*1\.00x`, stdout.String())
 	assert.Regexp(t, `(?m)^\s+initremote\s+16\s+\S+ [mun]?s\s+\d+\.\d+\s+\d+\.\d+x\s+raw-p2p`, stdout.String())
-	assert.Contains(t, stderr.String(), "bench: [ 84/84 ")
+	assert.Contains(t, stderr.String(), "bench: [ 98/98 ")
 	assert.Contains(t, stderr.String(), "bench: wrote "+out+".csv and "+out+".png")
 
 	f, err := os.Open(out + ".csv")
