@@ -249,7 +249,7 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 				Size: size, Method: m.name, Pattern: m.pattern, Baseline: m.baseline,
 				Reps: len(s.oneway), Batch: s.batch, Median: median(s.oneway), Min: minOf(s.oneway),
 			}
-			if m.baseline != "" {
+			if m.td {
 				r.Leaves = leafCount(size, cfg.leaves)
 			}
 			rs = append(rs, r)

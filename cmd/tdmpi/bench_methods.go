@@ -34,8 +34,9 @@ const rawTag = 7
 type method struct {
 	name     string // as in tables, CSV and -methods
 	pattern  string // patternP2P or patternBcast
-	baseline string // the raw method of the same pattern; "" for raw methods
+	baseline string // the raw method of the same pattern; "" for the baselines
 	desc     string
+	td       bool // the method moves TensorDicts (of -leaves leaves)
 
 	// prepare sets the method up for payloads of size bytes in leaves
 	// leaves (TensorDict methods) and returns its step and the function
@@ -48,10 +49,10 @@ var methods = []*method{
 	{name: "raw-p2p", pattern: patternP2P, desc: "mpi.Send and mpi.Recv of a []byte", prepare: prepareRawP2P},
 	{name: "raw-bcast", pattern: patternBcast, desc: "mpi.Bcast of a []byte", prepare: prepareRawBcast},
 	{name: "raw-p2p-hp", pattern: patternP2P, baseline: "raw-p2p", desc: "mpi.Send and mpi.Recv of off-heap huge-page memory", prepare: prepareRawP2PHuge},
-	{name: "initremote", pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit", prepare: prepareInitRemote(false)},
-	{name: "initremote-bc", pattern: patternBcast, baseline: "raw-bcast", desc: "InitRemote and FromRemoteInit with WithBroadcast", prepare: prepareInitRemote(true)},
-	{name: "send-consol", pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv with WithConsolidated", prepare: prepareSendRecv(true)},
-	{name: "send-leaves", pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv, one message per leaf", prepare: prepareSendRecv(false)},
+	{name: "initremote", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit", prepare: prepareInitRemote(false)},
+	{name: "initremote-bc", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "InitRemote and FromRemoteInit with WithBroadcast", prepare: prepareInitRemote(true)},
+	{name: "send-consol", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv with WithConsolidated", prepare: prepareSendRecv(true)},
+	{name: "send-leaves", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv, one message per leaf", prepare: prepareSendRecv(false)},
 }
 
 // selectMethods returns the methods named in the comma-separated list, in

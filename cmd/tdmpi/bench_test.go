@@ -117,6 +117,9 @@ func TestMethodsBaselines(t *testing.T) {
 		assert.Empty(t, b.baseline, "%s: a baseline has no baseline", b.name)
 		assert.Equal(t, m.pattern, b.pattern, "%s: same pattern as its baseline", m.name)
 	}
+	for _, m := range methods {
+		assert.Equal(t, !strings.HasPrefix(m.name, "raw-"), m.td, "%s moves TensorDicts", m.name)
+	}
 }
 
 func TestBenchTD(t *testing.T) {
@@ -300,7 +303,8 @@ func TestBenchMpirun(t *testing.T) {
 	for _, line := range table[1:] {
 		assert.Regexp(t, ratio, line)
 	}
-	assert.Regexp(t, `(?m)^64 KiB\s+raw-p2p\s+.*1\.00x`, stdout.String())
+	assert.Regexp(t, `(?m)^64 KiB\s+raw-p2p\s+\S+ [mun]?s\s+.*1\.00x`, stdout.String())
+	assert.Regexp(t, `(?m)^\s+raw-p2p-hp\s+\S+ [mun]?s\s+`, stdout.String(), "no leaf count for raw methods")
 	assert.Regexp(t, `(?m)^\s+initremote\s+16\s+\S+ [mun]?s\s+\d+\.\d+\s+\d+\.\d+x\s+raw-p2p`, stdout.String())
 	assert.Contains(t, stderr.String(), "bench: [ 98/98 ")
 	assert.Contains(t, stderr.String(), "bench: wrote "+out+".csv and "+out+".png")
