@@ -72,7 +72,8 @@ func onMainThread(f func()) {
 var envMu sync.Mutex
 
 // Init initialises MPI with thread level ThreadMultiple. It returns an error
-// if MPI was initialised before or provides a lower level.
+// if MPI was initialised before or provides a lower level; in the latter
+// case MPI is initialised all the same, and Finalize must still be called.
 func Init() error {
 	got, err := InitThread(ThreadMultiple)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,10 +106,11 @@ func TestImprobe(t *testing.T) {
 	assert.Nil(t, m)
 	req, err := Isend(c, []complex64{1 + 2i, 3}, 0, 5)
 	require.NoError(t, err)
-	for !ok && err == nil {
+	for deadline := time.Now().Add(30 * time.Second); !ok && err == nil && time.Now().Before(deadline); {
 		m, ok, _, err = Improbe(c, 0, 5)
 	}
 	require.NoError(t, err)
+	require.True(t, ok, "no message within 30 s")
 	buf := make([]complex64, 2)
 	st, err := Mrecv(m, buf)
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ package mpi
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -152,10 +153,11 @@ func TestProbe(t *testing.T) {
 		for want := 1; want <= 2; want++ {
 			var ok bool
 			var st Status
-			for !ok && err == nil {
+			for deadline := time.Now().Add(30 * time.Second); !ok && err == nil && time.Now().Before(deadline); {
 				ok, st, err = Iprobe(c, AnySource, AnyTag)
 			}
 			assert.NoError(t, err)
+			assert.True(t, ok, "no message within 30 s")
 			assert.Equal(t, want, st.Tag, "non-overtaking order")
 			buf := make([]int16, Count[int16](st))
 			_, err = Recv(c, buf, st.Source, st.Tag)
