@@ -121,7 +121,7 @@ func (l *link) bcastRecv() (*TensorDict, error) {
 		}
 		st, finish, err := l.storageFor(h.Total, inline, meta)
 		if err == nil {
-			td, err = FromConsolidated(st, meta)
+			td, err = fromConsolidatedCached(st, meta)
 			if err != nil {
 				err = errors.Join(err, finish(false))
 			}

@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -56,22 +57,19 @@ func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
 	if err := l.o.ctx.Err(); err != nil {
 		return l.errorf("%w", err)
 	}
-	sp, err := planSend(l.op, td)
-	if err != nil {
+	if frame, ok, err := smallInitFrame(l.op, td); err != nil {
 		return l.errorf("%w", err)
-	}
-	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: fnv64(sp.meta), Leaves: int64(sp.leaves)}
-	if sp.total <= initInlineMax {
-		frame := alignedBuf(wire.Size + len(sp.class) + len(sp.meta) + sp.total)
-		off := fillFrame(frame, &h, sp)
-		if err := sp.packInto(frame[off:]); err != nil {
-			return l.errorf("%w", err)
-		}
+	} else if ok {
 		if err := mpi.Send(l.c, frame, dst, tagInitHeader); err != nil {
 			return l.errorf("sending the header and storage: %w", err)
 		}
 		return nil
 	}
+	sp, err := planSend(l.op, td)
+	if err != nil {
+		return l.errorf("%w", err)
+	}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: fnv64(sp.meta), Leaves: int64(sp.leaves)}
 	h.Total, h.Chunk, h.PayloadTag = int64(sp.total), wire.MaxChunk, nextPayloadTag(l.c)
 	if err := h.Check(senderLimits); err != nil {
 		return l.errorf("%w", err)
@@ -90,23 +88,42 @@ func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
 	return nil
 }
 
+// smallInitFrame returns the single message of an InitRemote of td when
+// its storage is small enough to travel inline (ok true), built from the
+// encodings Send and Recv keep with td, so that sending the same small
+// TensorDict again encodes nothing.
+func smallInitFrame(op string, td *TensorDict) (frame []byte, ok bool, err error) {
+	s, err := p2pStateOf(op, td)
+	if err != nil {
+		return nil, false, err
+	}
+	defer s.mu.Unlock()
+	if s.total > initInlineMax {
+		return nil, false, nil
+	}
+	payload, err := s.payload(true)
+	if err != nil {
+		return nil, false, err
+	}
+	meta := bytes.TrimRight(s.meta, " ")
+	pad := (8 - (wire.Size+len(td.class)+len(meta))%8) % 8
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
+		MetaLen: int64(len(meta) + pad), ClassLen: len(td.class), Hash: s.consHash, Leaves: int64(len(s.leaves))}
+	frame = alignedBuf(wire.Size + len(td.class) + len(meta) + pad + s.total)
+	wire.Put(frame, &h)
+	off := wire.Size + copy(frame[wire.Size:], td.class)
+	off += copy(frame[off:], meta)
+	for range pad {
+		frame[off] = ' '
+		off++
+	}
+	copy(frame[off:], payload)
+	return frame, true, nil
+}
+
 // senderLimits checks what a sender puts in a header: the receiver's
 // limits are not known, so only the structural ones apply.
 var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax}
-
-// fillFrame writes the header h (with its inline storage size and section
-// lengths from sp), the class name and the metadata at the start of frame,
-// and returns the offset of the inline storage.
-func fillFrame(frame []byte, h *wire.Header, sp *sendPlan) int {
-	h.ClassLen, h.MetaLen = len(sp.class), int64(len(sp.meta))
-	h.Total = int64(sp.total)
-	h.Flags |= wire.FlagInline
-	wire.Put(frame, h)
-	off := wire.Size
-	off += copy(frame[off:], sp.class)
-	off += copy(frame[off:], sp.meta)
-	return off
-}
 
 // FromRemoteInit receives the TensorDict that rank src of the group sends
 // with InitRemote, as tensordict's from_remote_init. Options: WithGroup,
@@ -176,7 +193,7 @@ func (l *link) recvInit() (*TensorDict, error) {
 	if err != nil {
 		return nil, l.errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
 	}
-	td, err := FromConsolidated(stor, f.Meta)
+	td, err := fromConsolidatedCached(stor, f.Meta)
 	if err != nil {
 		return nil, l.errorf("%w", errors.Join(err, l.drainPayload(&f.Header), finish(false)))
 	}

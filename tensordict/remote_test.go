@@ -384,3 +384,35 @@ func TestRemoteOptionErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "caller itself")
 	assert.True(t, errors.Is(nil, nil))
 }
+
+func TestFromRemoteInitMetadataCache(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	td := New(2)
+	require.NoError(t, td.Set(K("x"), tensor.Ones(tensor.Float32, 2)))
+	require.NoError(t, td.SetNonTensor(K("cfg"), map[string]any{"lr": 0.5}))
+	if g.Rank() == 0 {
+		for range 3 {
+			require.NoError(t, td.InitRemote(1))
+		}
+		return
+	}
+	var got []*TensorDict
+	for range 3 {
+		r, err := FromRemoteInit(0, testCtx(t))
+		require.NoError(t, err)
+		got = append(got, r)
+	}
+	// Each result has its own storage and its own non-tensor values.
+	v, err := got[0].GetNonTensor(K("cfg"))
+	require.NoError(t, err)
+	v.(map[string]any)["lr"] = 9.0
+	require.NoError(t, got[1].SetInPlace(K("x"), tensor.Full(tensor.Float32, 3, 2)))
+	v2, err := got[2].GetNonTensor(K("cfg"))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"lr": 0.5}, v2)
+	assert.True(t, got[2].EqScalar(1).All())
+	assert.True(t, got[0].EqScalar(1).All())
+}
