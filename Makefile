@@ -65,7 +65,7 @@ BENCHTIME ?= 1s
 # `make bench` also runs `tdmpi bench TDMPI_BENCH_ARGS` under mpirun -np 2 when
 # TDMPI_BENCH is not empty: by default, once cmd/tdmpi/main.go exists.
 TDMPI_BENCH ?= $(wildcard cmd/tdmpi/main.go)
-TDMPI_BENCH_ARGS ?=
+TDMPI_BENCH_ARGS ?= -out $(BIN)/tdmpi-bench
 # Which packages (alone, then MPI_PKGS under mpirun) and tests `make race` runs.
 RACE_PKGS ?= ./...
 RACE_RUN ?= .
