@@ -123,32 +123,54 @@ func goPingPong(buf []byte, peer int, initiator bool, iters int) error {
 	return nil
 }
 
+// pingSession runs the three loops over iters round trips in rounds, after
+// an untimed warm-up trip of each, rotating their order from round to round
+// so that none always runs first. It returns each loop's best round, in
+// seconds per round trip: on a shared machine the minimum is the least
+// disturbed measurement. Both ranks call it with the same arguments.
+func pingSession(buf []byte, peer int, initiator bool, iters int) (best [3]float64, err error) {
+	for i := range buf {
+		buf[i] = byte(i) // fault the pages in before timing
+	}
+	loops := [3]func(m int) (float64, error){
+		func(m int) (float64, error) {
+			t0 := Wtime()
+			err := goPingPong(buf, peer, initiator, m)
+			return Wtime() - t0, err
+		},
+		func(m int) (float64, error) { return bench.PingPong(buf, peer, initiator, m, pingCTag) },
+		func(m int) (float64, error) { return bench.PingPongMprobe(buf, peer, initiator, m, pingCTag) },
+	}
+	for j := range loops {
+		if _, err := loops[j](1); err != nil {
+			return best, err
+		}
+		best[j] = math.Inf(1)
+	}
+	for i, m := range pingRounds(iters) {
+		for j := range loops {
+			l := (i + j) % len(loops)
+			secs, err := loops[l](m)
+			if err != nil {
+				return best, err
+			}
+			best[l] = min(best[l], secs/float64(m))
+		}
+	}
+	return best, nil
+}
+
 func pingDriver(b *testing.B, k, n int) {
 	buf := make([]byte, n)
 	iters := b.N
 	if err := Send(ctrlComm, []int64{int64(iters)}, 1, ctrlTag+k); err != nil {
 		b.Fatal(err)
 	}
-	// Each loop's figure is its best round (seconds per round trip): on a
-	// shared machine the minimum is the least disturbed measurement.
-	goBest, cBest, mBest := math.Inf(1), math.Inf(1), math.Inf(1)
-	for _, m := range pingRounds(iters) {
-		t0 := Wtime()
-		if err := goPingPong(buf, 1, true, m); err != nil {
-			b.Fatal(err)
-		}
-		goBest = min(goBest, (Wtime()-t0)/float64(m))
-		c, err := bench.PingPong(buf, 1, true, m, pingCTag)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cBest = min(cBest, c/float64(m))
-		c, err = bench.PingPongMprobe(buf, 1, true, m, pingCTag)
-		if err != nil {
-			b.Fatal(err)
-		}
-		mBest = min(mBest, c/float64(m))
+	best, err := pingSession(buf, 1, true, iters)
+	if err != nil {
+		b.Fatal(err)
 	}
+	goBest, cBest, mBest := best[0], best[1], best[2]
 	b.ReportMetric(goBest*1e9, "ns/op") // a Go round trip
 	b.ReportMetric(goBest/2*1e6, "go-us/1way")
 	b.ReportMetric(cBest/2*1e6, "C-us/1way")
@@ -172,16 +194,8 @@ func pingServer(b *testing.B, k, n int) {
 		if _, err := Recv(ctrlComm, req, 0, st.Tag); err != nil {
 			b.Fatal(err)
 		}
-		for _, m := range pingRounds(int(req[0])) {
-			if err := goPingPong(buf, 0, false, m); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := bench.PingPong(buf, 0, false, m, pingCTag); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := bench.PingPongMprobe(buf, 0, false, m, pingCTag); err != nil {
-				b.Fatal(err)
-			}
+		if _, err := pingSession(buf, 0, false, int(req[0])); err != nil {
+			b.Fatal(err)
 		}
 	}
 	b.Skipf("rank 1 serves rank 0's %s runs; figures are rank 0's", b.Name())
