@@ -1,0 +1,108 @@
+package tensordict
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The benchmarks below time the metadata path of a small transfer: the seed
+// TensorDict (three float32 leaves, batch [1 2], 32 bytes of storage), which
+// is where the per-message cost of InitRemote and FromRemoteInit lies.
+
+func seedConsolidated(b *testing.B) (*TensorDict, []byte) {
+	c, err := seedTD(b).Consolidate()
+	require.NoError(b, err)
+	meta, err := c.ConsolidatedMetadata()
+	require.NoError(b, err)
+	return c, meta
+}
+
+func BenchmarkMetaSeedLayout(b *testing.B) {
+	td := seedTD(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Layout(td); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMetaSeedConsolidatedMetadata(b *testing.B) {
+	c, _ := seedConsolidated(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.ConsolidatedMetadata(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMetaSeedConsolidate(b *testing.B) {
+	td := seedTD(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := td.Consolidate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMetaSeedFromConsolidated(b *testing.B) {
+	c, meta := seedConsolidated(b)
+	st := c.ConsolidatedStorage()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := FromConsolidated(st, meta); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMetaSeedStructureHash(b *testing.B) {
+	_, meta := seedConsolidated(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := StructureHash(meta); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMetaSeedDiffStructureMeta(b *testing.B) {
+	c, meta := seedConsolidated(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := DiffStructureMeta(c, meta); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMetaSeedSignature(b *testing.B) {
+	c, _ := seedConsolidated(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.Signature()
+	}
+}
+
+func BenchmarkMetaSeedIsConsolidated(b *testing.B) {
+	c, _ := seedConsolidated(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !c.IsConsolidated() {
+			b.Fatal("not consolidated")
+		}
+	}
+}
+
+func BenchmarkMeta10kLayout(b *testing.B) {
+	c, _ := manyLeaves(b, 10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Layout(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
