@@ -77,7 +77,12 @@ func startRank() (*group.Group, int) {
 		return nil, exitSetup
 	}
 	pid := filepath.Join(os.Getenv(envDir), fmt.Sprintf("rank-%d.pid", g.Rank()))
-	if err := os.WriteFile(pid, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	// Write and rename, so that the parent never reads a partial file.
+	if err := os.WriteFile(pid+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "helper: %v\n", err)
+		return nil, exitSetup
+	}
+	if err := os.Rename(pid+".tmp", pid); err != nil {
 		fmt.Fprintf(os.Stderr, "helper: %v\n", err)
 		return nil, exitSetup
 	}

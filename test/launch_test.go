@@ -117,7 +117,9 @@ func (j *job) rankPid(ctx context.Context, r int) (int, error) {
 	for {
 		b, err := os.ReadFile(filepath.Join(j.dir, "rank-"+strconv.Itoa(r)+".pid"))
 		if err == nil {
-			return strconv.Atoi(string(b))
+			if pid, err := strconv.Atoi(string(b)); err == nil {
+				return pid, nil
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -23,13 +23,15 @@ import (
 // growing by the payloads of every Send and Recv.
 //
 // KNOWN BUG (tensordict/p2p_state.go, p2pStateOf): the per-TensorDict
-// state of Send, Recv, ISend and IRecv is kept in the global map p2pStates
+// state of Send, Recv, ISend and IRecv (and, since InitRemote builds its
+// small frames from it, smallInitFrame in remote_init.go, of every
+// InitRemote sender) is kept in the global map p2pStates
 // under a weak pointer to the TensorDict, but the value (p2pState.leaves:
 // node and t fields) holds the TensorDict and its tensors strongly, so the
 // TensorDict never becomes unreachable, the runtime.AddCleanup that would
 // delete the entry never runs, and every TensorDict ever sent or received
-// with Send/Recv/ISend/IRecv stays in memory with its storage. The
-// Send/Recv subtests fail until that is fixed.
+// with Send/Recv/ISend/IRecv or InitRemote stays in memory with its
+// storage. Every subtest fails on the sending side until that is fixed.
 func TestTensorDictsAreCollected(t *testing.T) {
 	world := mpitest.Need(t, 2)
 	const rounds = 64
