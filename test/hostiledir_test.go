@@ -146,7 +146,9 @@ func TestHostileMemmapDir(t *testing.T) {
 			t.Logf("%s (%v, %d KiB allocated)", clip(r.err.Error()), took.Round(time.Microsecond), (after.TotalAlloc-before.TotalAlloc)>>10)
 			assert.Contains(t, r.err.Error(), "tensordict: LoadMemmap")
 			assert.Contains(t, r.err.Error(), c.text)
-			assert.Less(t, took, time.Second)
+			// Generous: 1001 levels are 1001 files to open and parse, on
+			// a machine shared by up to 4 ranks per 2 cores.
+			assert.Less(t, took, 5*time.Second)
 			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(32<<20), "bytes allocated to refuse it")
 			assert.Less(t, len(r.err.Error()), maxErrorText)
 		})
