@@ -182,15 +182,19 @@ func TestHostileInitRemote(t *testing.T) {
 				start := time.Now()
 				td, err := tensordict.FromRemoteInit(0, tensordict.WithContext(ctx))
 				took := time.Since(start)
-				require.Error(t, err, "FromRemoteInit accepted a hostile message: %v", td)
-				t.Logf("%s (%v)", clip(err.Error()), took.Round(time.Millisecond))
-				assert.Contains(t, err.Error(), "tensordict: FromRemoteInit: rank 1 of")
-				assert.Less(t, len(err.Error()), maxErrorText, "error text of %d bytes", len(err.Error()))
-				if c.want != nil {
-					assert.ErrorIs(t, err, c.want)
-				}
-				if c.text != "" {
-					assert.Contains(t, err.Error(), c.text)
+				// assert, not require: the health check below must run
+				// whatever happens, or rank 0's message would stay queued
+				// for a later test.
+				if assert.Error(t, err, "FromRemoteInit accepted a hostile message: %v", td) {
+					t.Logf("%s (%v)", clip(err.Error()), took.Round(time.Millisecond))
+					assert.Contains(t, err.Error(), "tensordict: FromRemoteInit: rank 1 of")
+					assert.Less(t, len(err.Error()), maxErrorText, "error text of %d bytes", len(err.Error()))
+					if c.want != nil {
+						assert.ErrorIs(t, err, c.want)
+					}
+					if c.text != "" {
+						assert.Contains(t, err.Error(), c.text)
+					}
 				}
 				assert.Less(t, took, 5*time.Second)
 			}
@@ -255,14 +259,15 @@ func TestHostileSend(t *testing.T) {
 				start := time.Now()
 				_, err = td.Recv(0, tensordict.WithConsolidated(), tensordict.WithTag(tag), tensordict.WithContext(ctx))
 				took := time.Since(start)
-				require.Error(t, err)
-				t.Logf("%s (%v)", clip(err.Error()), took.Round(time.Millisecond))
-				assert.Less(t, len(err.Error()), maxErrorText, "error text of %d bytes", len(err.Error()))
-				if c.want != nil {
-					assert.ErrorIs(t, err, c.want)
-				}
-				if c.text != "" {
-					assert.Contains(t, err.Error(), c.text)
+				if assert.Error(t, err) {
+					t.Logf("%s (%v)", clip(err.Error()), took.Round(time.Millisecond))
+					assert.Less(t, len(err.Error()), maxErrorText, "error text of %d bytes", len(err.Error()))
+					if c.want != nil {
+						assert.ErrorIs(t, err, c.want)
+					}
+					if c.text != "" {
+						assert.Contains(t, err.Error(), c.text)
+					}
 				}
 				assert.Less(t, took, 5*time.Second)
 			}
@@ -360,7 +365,9 @@ func TestHostileBroadcastRoot(t *testing.T) {
 				start := time.Now()
 				td, err := tensordict.New().Broadcast(0, tensordict.WithContext(ctx))
 				took := time.Since(start)
-				require.Error(t, err, "Broadcast accepted a hostile root: %v", td)
+				if !assert.Error(t, err, "Broadcast accepted a hostile root: %v", td) {
+					err = errors.New("")
+				}
 				t.Logf("%s (%v)", clip(err.Error()), took.Round(time.Millisecond))
 				switch w := tc.want.(type) {
 				case error:

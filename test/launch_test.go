@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,10 +41,28 @@ func helperBinary(t *testing.T, name string) string {
 	return path
 }
 
+// syncBuffer is a bytes.Buffer that a command writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // job is a helper program started under its own mpirun.
 type job struct {
 	cmd  *exec.Cmd
-	out  bytes.Buffer // mpirun's own output (and the ranks', merged)
+	out  syncBuffer // mpirun's own output (and the ranks', merged)
 	dir  string       // envDir of the helpers
 	logs string       // --output-filename directory
 	done chan struct{}
