@@ -63,8 +63,8 @@ func (s *syncBuffer) String() string {
 type job struct {
 	cmd  *exec.Cmd
 	out  syncBuffer // mpirun's own output (and the ranks', merged)
-	dir  string       // envDir of the helpers
-	logs string       // --output-filename directory
+	dir  string     // envDir of the helpers
+	logs string     // --output-filename directory
 	done chan struct{}
 	err  error // cmd.Wait's result, once done is closed
 	end  time.Time
