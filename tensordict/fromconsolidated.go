@@ -45,10 +45,14 @@ func WithMaxMetadataBytes(n int) ConsolidatedOption {
 	return func(c *readConfig) { c.maxMetaBytes = n }
 }
 
-// topLevelExtras are the transport fields Python tensordict adds at the top
-// of the metadata; the reader skips them.
-var topLevelExtras = map[string]bool{
-	"_total_bytes": true, "_storage_device": true, "_max_bytes": true, "_tensorclass_type": true,
+// isTopLevelExtra reports whether key is one of the transport fields Python
+// tensordict adds at the top of the metadata; the reader skips them.
+func isTopLevelExtra(key string) bool {
+	switch key {
+	case "_total_bytes", "_storage_device", "_max_bytes", "_tensorclass_type":
+		return true
+	}
+	return false
 }
 
 // leafMeta is one decoded leaf: [dtype, shape, start, stop, pad].
@@ -58,7 +62,7 @@ type leafMeta struct {
 	shape            []int
 	start, stop, pad int
 	nbytes           int
-	path             Key // the node's key, for messages
+	node             *metaNode // the node holding the leaf, for messages
 }
 
 type ntMeta struct {
@@ -74,7 +78,8 @@ type childMeta struct {
 
 // metaNode is one decoded metadata level.
 type metaNode struct {
-	path     Key
+	parent   *metaNode // nil at the root
+	name     string    // the key part under parent
 	batch    []int
 	names    int // length of names, -1 if absent or null
 	locked   bool
@@ -83,15 +88,83 @@ type metaNode struct {
 	nts      []ntMeta
 	leaves   []leafMeta
 	children []childMeta
+	subNodes int // nodes in the subtree, this one included
+	subEnts  int // entries of all the nodes of the subtree
 }
 
-// metaDecoder reads a metadata tree.
+// path returns the node's key, for messages (nil at the root).
+func (n *metaNode) path() Key {
+	depth := 0
+	for m := n; m.parent != nil; m = m.parent {
+		depth++
+	}
+	if depth == 0 {
+		return nil
+	}
+	k := make(Key, depth)
+	for m := n; m.parent != nil; m = m.parent {
+		depth--
+		k[depth] = m.name
+	}
+	return k
+}
+
+// where names the node in messages.
+func (n *metaNode) where() string {
+	if n.parent == nil {
+		return "root"
+	}
+	return "key " + n.path().String()
+}
+
+// metaDecoder reads a metadata tree. Its nodes, leaves, children and
+// integers come from arenas, so that a small tree costs a handful of
+// allocations, and its strings are substrings of one copy of the JSON.
 type metaDecoder struct {
 	p       jsonParser
 	cfg     readConfig
 	entries int
+	leafN   int
 	class   string
 	stLen   int
+
+	// Nodes and children are handed out by pointer or while the children
+	// of other nodes are being collected, so they come from arenas whose
+	// chunks never move. Leaves and integers are read in runs, each
+	// appended at the end of one growing slice and handed out with its
+	// capacity capped, so later runs never write over it.
+	nodes    arena[metaNode]
+	children arena[childMeta]
+	childBuf []childMeta // a stack: the children of the nodes being read
+	leaves   []leafMeta
+	ints     []int
+
+	// First chunks of the above, allocated with the decoder: enough for a
+	// small TensorDict.
+	nodes0    [4]metaNode
+	children0 [4]childMeta
+	childBuf0 [4]childMeta
+	leaves0   [4]leafMeta
+	ints0     [16]int
+}
+
+func newMetaDecoder(meta []byte, stLen int, cfg readConfig) *metaDecoder {
+	d := &metaDecoder{p: newJSONParser(meta, cfg.maxDepth), cfg: cfg, stLen: stLen}
+	d.nodes.buf = d.nodes0[:0]
+	d.children.buf = d.children0[:0]
+	d.childBuf = d.childBuf0[:0]
+	d.leaves = d.leaves0[:0]
+	d.ints = d.ints0[:0]
+	return d
+}
+
+// intRun reads an array of non-negative integers into d.ints and returns
+// it.
+func (d *metaDecoder) intRun(what string) ([]int, error) {
+	start := len(d.ints)
+	var err error
+	d.ints, err = d.p.appendInts(d.ints, what)
+	return d.ints[start:len(d.ints):len(d.ints)], err
 }
 
 // decodeMetadata parses and validates meta against a storage of stLen bytes.
@@ -99,135 +172,176 @@ func decodeMetadata(meta []byte, stLen int, cfg readConfig) (*metaNode, string, 
 	if len(meta) > cfg.maxMetaBytes {
 		return nil, "", fmt.Errorf("metadata is %d bytes, limit %d", len(meta), cfg.maxMetaBytes)
 	}
-	d := &metaDecoder{p: jsonParser{data: meta, maxDepth: cfg.maxDepth}, cfg: cfg, stLen: stLen}
-	root, err := d.node(nil, true)
+	d := newMetaDecoder(meta, stLen, cfg)
+	root, err := d.node(nil, "", true)
 	if err != nil {
 		return nil, "", err
 	}
 	if err := d.p.end(); err != nil {
 		return nil, "", err
 	}
-	if err := checkOverlap(root); err != nil {
+	if err := d.checkOverlap(root); err != nil {
 		return nil, "", err
 	}
 	return root, d.class, nil
 }
 
-func (d *metaDecoder) count(path Key, name string) error {
+func (d *metaDecoder) count(n *metaNode, name string) error {
 	d.entries++
 	if d.entries > d.cfg.maxEntries {
-		return fmt.Errorf("key %v: more than %d entries", path.child(name), d.cfg.maxEntries)
+		return fmt.Errorf("key %v: more than %d entries", n.path().child(name), d.cfg.maxEntries)
 	}
 	return nil
 }
 
-// node reads one metadata level at key path.
-func (d *metaDecoder) node(path Key, top bool) (*metaNode, error) {
+// node reads one metadata level, the member name of parent (nil at the
+// root).
+func (d *metaDecoder) node(parent *metaNode, name string, top bool) (*metaNode, error) {
 	p := &d.p
-	n := &metaNode{path: path, names: -1}
-	where := func() string {
-		if len(path) == 0 {
-			return "root"
+	n := d.nodes.one()
+	n.parent, n.name, n.names = parent, name, -1
+	mark := len(d.childBuf)
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var key string
+		if key, err = p.key(); err != nil {
+			break
 		}
-		return "key " + path.String()
+		if err = d.member(n, key, top); err != nil {
+			break
+		}
 	}
-	err := p.object(func(key string) error {
-		switch {
-		case key == "cls":
-			s, err := p.str()
-			if err != nil {
-				return err
-			}
-			if s != "TensorDict" {
-				return fmt.Errorf("%s: class %q is not supported (only TensorDict)", where(), s)
-			}
-			n.sawCls = true
-			return nil
-		case key == "non_tensors":
-			return p.object(func(name string) error {
-				if err := d.count(path, name); err != nil {
-					return err
-				}
-				v, err := d.nonTensor(path.child(name))
-				if err != nil {
-					return err
-				}
-				n.nts = append(n.nts, ntMeta{name: name, v: v})
-				return nil
-			})
-		case key == "leaves":
-			return p.object(func(name string) error {
-				if err := d.count(path, name); err != nil {
-					return err
-				}
-				l, err := d.leaf(path, name)
-				if err != nil {
-					return err
-				}
-				n.leaves = append(n.leaves, l)
-				return nil
-			})
-		case key == "cls_metadata":
-			n.sawCM = true
-			return d.clsMetadata(n, where)
-		case key == "size" || (top && topLevelExtras[key]):
-			if key == "_tensorclass_type" && !p.null() {
-				s, err := p.str()
-				if err != nil {
-					return fmt.Errorf("_tensorclass_type: %w", err)
-				}
-				d.class = s
-				return nil
-			}
-			return p.skip()
-		default:
-			if err := d.count(path, key); err != nil {
-				return err
-			}
-			c, err := d.node(path.child(key), false)
-			if err != nil {
-				return err
-			}
-			n.children = append(n.children, childMeta{name: key, node: c})
-			return nil
-		}
-	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where(), err)
+		d.childBuf = d.childBuf[:mark]
+		return nil, fmt.Errorf("%s: %w", n.where(), err)
+	}
+	if len(d.childBuf) > mark {
+		n.children = d.children.take(d.childBuf[mark:])
+		clear(d.childBuf[mark:])
+		d.childBuf = d.childBuf[:mark]
 	}
 	if !n.sawCls {
-		return nil, fmt.Errorf("%s: no \"cls\" field", where())
+		return nil, fmt.Errorf("%s: no \"cls\" field", n.where())
 	}
 	if !n.sawCM {
-		return nil, fmt.Errorf("%s: no \"cls_metadata\" field", where())
+		return nil, fmt.Errorf("%s: no \"cls_metadata\" field", n.where())
 	}
 	if n.names >= 0 && n.names != len(n.batch) {
-		return nil, fmt.Errorf("%s: %d names for batch size %v", where(), n.names, n.batch)
+		return nil, fmt.Errorf("%s: %d names for batch size %v", n.where(), n.names, n.batch)
 	}
 	for i := range n.leaves {
 		if err := d.checkLeaf(n, &n.leaves[i]); err != nil {
 			return nil, err
 		}
 	}
+	n.subNodes, n.subEnts = 1, len(n.nts)+len(n.leaves)+len(n.children)
 	for _, c := range n.children {
 		if !hasPrefix(c.node.batch, n.batch) {
-			return nil, fmt.Errorf("key %v: batch size %v does not start with parent batch size %v", path.child(c.name), c.node.batch, n.batch)
+			return nil, fmt.Errorf("key %v: batch size %v does not start with parent batch size %v", n.path().child(c.name), c.node.batch, n.batch)
 		}
+		n.subNodes += c.node.subNodes
+		n.subEnts += c.node.subEnts
 	}
 	return n, nil
 }
 
-// nonTensor reads [data, batch_size, device].
-func (d *metaDecoder) nonTensor(k Key) (any, error) {
+// member reads the value of member key of node n.
+func (d *metaDecoder) member(n *metaNode, key string, top bool) error {
+	p := &d.p
+	switch {
+	case key == "cls":
+		s, err := p.str()
+		if err != nil {
+			return err
+		}
+		if s != "TensorDict" {
+			return fmt.Errorf("%s: class %q is not supported (only TensorDict)", n.where(), s)
+		}
+		n.sawCls = true
+		return nil
+	case key == "non_tensors":
+		more, err := p.openObject()
+		for ; more && err == nil; more, err = p.nextMember() {
+			var name string
+			if name, err = p.key(); err != nil {
+				break
+			}
+			if err = d.count(n, name); err != nil {
+				break
+			}
+			var v any
+			if v, err = d.nonTensor(n, name); err != nil {
+				break
+			}
+			n.nts = append(n.nts, ntMeta{name: name, v: v})
+		}
+		return err
+	case key == "leaves":
+		start := len(d.leaves)
+		more, err := p.openObject()
+		for ; more && err == nil; more, err = p.nextMember() {
+			var name string
+			if name, err = p.key(); err != nil {
+				break
+			}
+			if err = d.count(n, name); err != nil {
+				break
+			}
+			d.leaves = append(d.leaves, leafMeta{})
+			if err = d.leaf(n, name, &d.leaves[len(d.leaves)-1]); err != nil {
+				break
+			}
+		}
+		if err == nil && len(d.leaves) > start {
+			run := d.leaves[start:len(d.leaves):len(d.leaves)]
+			if n.leaves == nil {
+				n.leaves = run
+			} else {
+				n.leaves = append(n.leaves, run...)
+			}
+			d.leafN += len(run)
+		}
+		return err
+	case key == "cls_metadata":
+		n.sawCM = true
+		return d.clsMetadata(n)
+	case key == "size" || (top && isTopLevelExtra(key)):
+		if key == "_tensorclass_type" && !p.null() {
+			s, err := p.str()
+			if err != nil {
+				return fmt.Errorf("_tensorclass_type: %w", err)
+			}
+			d.class = s
+			return nil
+		}
+		return p.skip()
+	}
+	if err := d.count(n, key); err != nil {
+		return err
+	}
+	c, err := d.node(n, key, false)
+	if err != nil {
+		return err
+	}
+	d.childBuf = append(d.childBuf, childMeta{name: key, node: c})
+	return nil
+}
+
+// nonTensor reads [data, batch_size, device], the value of member name of
+// non_tensors.
+func (d *metaDecoder) nonTensor(n *metaNode, name string) (any, error) {
 	p := &d.p
 	var v any
-	err := p.array(func(i int) error {
-		var err error
+	i := 0
+	more, err := p.openArray()
+	for ; more && err == nil; more, err = p.nextElem() {
 		switch i {
 		case 0:
 			v, err = p.value()
 		case 1:
-			_, err = p.ints("batch size")
+			start := len(d.ints)
+			_, err = d.intRun("batch size")
+			d.ints = d.ints[:start]
 		case 2:
 			if !p.null() {
 				_, err = p.str()
@@ -235,33 +349,37 @@ func (d *metaDecoder) nonTensor(k Key) (any, error) {
 		default:
 			err = fmt.Errorf("more than 3 fields")
 		}
-		return err
-	})
+		if err != nil {
+			break
+		}
+		i++
+	}
 	if err != nil {
-		return nil, fmt.Errorf("non-tensor %v: %w", k, err)
+		return nil, fmt.Errorf("non-tensor %v: %w", n.path().child(name), err)
 	}
 	return v, nil
 }
 
-// leaf reads [dtype, shape, start, stop, pad].
-func (d *metaDecoder) leaf(path Key, name string) (leafMeta, error) {
+// leaf reads [dtype, shape, start, stop, pad], the value of member name of
+// leaves, into l.
+func (d *metaDecoder) leaf(n *metaNode, name string, l *leafMeta) error {
 	p := &d.p
-	l := leafMeta{name: name, path: path}
-	n := 0
-	err := p.array(func(i int) error {
-		n = i + 1
-		var err error
-		switch i {
+	l.name, l.node = name, n
+	fields := 0
+	more, err := p.openArray()
+	for ; more && err == nil; more, err = p.nextElem() {
+		fields++
+		switch fields - 1 {
 		case 0:
 			var s string
 			if s, err = p.str(); err != nil {
-				return err
+				break
 			}
 			if l.dt, err = tensor.ParseDType(s); err != nil {
-				return fmt.Errorf("unsupported dtype %q", s)
+				err = fmt.Errorf("unsupported dtype %q", s)
 			}
 		case 1:
-			l.shape, err = p.ints("shape")
+			l.shape, err = d.intRun("shape")
 		case 2:
 			l.start, err = p.integer()
 		case 3:
@@ -273,111 +391,104 @@ func (d *metaDecoder) leaf(path Key, name string) (leafMeta, error) {
 		default:
 			err = fmt.Errorf("more than 5 fields")
 		}
-		return err
-	})
-	if err == nil && n != 5 {
-		err = fmt.Errorf("%d fields, want [dtype, shape, start, stop, pad]", n)
+		if err != nil {
+			break
+		}
+	}
+	if err == nil && fields != 5 {
+		err = fmt.Errorf("%d fields, want [dtype, shape, start, stop, pad]", fields)
 	}
 	if err != nil {
-		return l, fmt.Errorf("leaf %v: %w", path.child(name), err)
+		return fmt.Errorf("leaf %v: %w", n.path().child(name), err)
 	}
-	return l, nil
+	return nil
 }
 
 // clsMetadata reads {"device", "names", "batch_size", "is_locked"}.
-func (d *metaDecoder) clsMetadata(n *metaNode, where func() string) error {
+func (d *metaDecoder) clsMetadata(n *metaNode) error {
 	p := &d.p
 	sawBatch := false
-	err := p.object(func(key string) error {
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var key string
+		if key, err = p.key(); err != nil {
+			break
+		}
 		switch key {
 		case "device":
-			if p.null() {
-				return nil
+			if !p.null() {
+				_, err = p.str()
 			}
-			_, err := p.str()
-			return err
 		case "names":
 			if p.null() {
-				return nil
+				break
 			}
 			n.names = 0
-			return p.array(func(int) error {
+			more, err := p.openArray()
+			for ; more && err == nil; more, err = p.nextElem() {
 				n.names++
-				if p.null() {
-					return nil
+				if !p.null() {
+					if _, err = p.str(); err != nil {
+						break
+					}
 				}
-				_, err := p.str()
-				return err
-			})
+			}
+			if err != nil {
+				return fmt.Errorf("cls_metadata: %w", err)
+			}
 		case "batch_size":
-			b, err := p.ints("batch size")
-			n.batch, sawBatch = b, true
-			return err
+			n.batch, err = d.intRun("batch size")
+			sawBatch = true
 		case "is_locked":
-			v, err := p.boolean()
-			n.locked = v
-			return err
+			n.locked, err = p.boolean()
+		default:
+			err = p.skip()
 		}
-		return p.skip()
-	})
+		if err != nil {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("cls_metadata: %w", err)
 	}
 	if !sawBatch {
-		return fmt.Errorf("%s: cls_metadata has no batch_size", where())
+		return fmt.Errorf("%s: cls_metadata has no batch_size", n.where())
 	}
 	return nil
 }
 
 // checkLeaf validates a leaf against its node's batch size and the storage.
 func (d *metaDecoder) checkLeaf(n *metaNode, l *leafMeta) error {
-	k := n.path.child(l.name)
 	if !hasPrefix(l.shape, n.batch) {
-		return fmt.Errorf("leaf %v: shape %v does not start with batch size %v", k, l.shape, n.batch)
+		return fmt.Errorf("leaf %v: shape %v does not start with batch size %v", n.path().child(l.name), l.shape, n.batch)
 	}
 	nb, err := tensor.NBytesOf(l.dt, l.shape)
 	if err != nil {
-		return fmt.Errorf("leaf %v: %w", k, err)
+		return fmt.Errorf("leaf %v: %w", n.path().child(l.name), err)
 	}
 	l.nbytes = nb
 	switch {
 	case l.pad < 0 || l.pad >= 8:
-		return fmt.Errorf("leaf %v: pad %d is not in [0, 8)", k, l.pad)
+		return fmt.Errorf("leaf %v: pad %d is not in [0, 8)", n.path().child(l.name), l.pad)
 	case l.start < 0 || l.stop < l.start:
-		return fmt.Errorf("leaf %v: bad byte range [%d, %d)", k, l.start, l.stop)
+		return fmt.Errorf("leaf %v: bad byte range [%d, %d)", n.path().child(l.name), l.start, l.stop)
 	case l.stop-l.start != nb+l.pad || nb > l.stop-l.start:
-		return fmt.Errorf("leaf %v: byte range [%d, %d) holds %d bytes, %v%v needs %d + pad %d", k, l.start, l.stop, l.stop-l.start, l.dt, l.shape, nb, l.pad)
+		return fmt.Errorf("leaf %v: byte range [%d, %d) holds %d bytes, %v%v needs %d + pad %d", n.path().child(l.name), l.start, l.stop, l.stop-l.start, l.dt, l.shape, nb, l.pad)
 	case l.stop > d.stLen:
-		return fmt.Errorf("leaf %v: byte range [%d, %d) is outside the storage of %d bytes", k, l.start, l.stop, d.stLen)
+		return fmt.Errorf("leaf %v: byte range [%d, %d) is outside the storage of %d bytes", n.path().child(l.name), l.start, l.stop, d.stLen)
 	}
 	return nil
 }
 
 // checkOverlap refuses leaves whose byte ranges overlap, and sets the first
 // offset of every child.
-func checkOverlap(root *metaNode) error {
-	var all []*leafMeta
-	var walk func(n *metaNode) int
-	walk = func(n *metaNode) int {
-		first := -1
-		for i := range n.leaves {
-			l := &n.leaves[i]
-			all = append(all, l)
-			if first < 0 || l.start < first {
-				first = l.start
-			}
-		}
-		for i := range n.children {
-			c := &n.children[i]
-			c.first = walk(c.node)
-			if c.first >= 0 && (first < 0 || c.first < first) {
-				first = c.first
-			}
-		}
-		return first
+func (d *metaDecoder) checkOverlap(root *metaNode) error {
+	all := make([]*leafMeta, 0, d.leafN)
+	all, _ = collectLeaves(all, root)
+	byStart := func(a, b *leafMeta) int { return cmp.Compare(a.start, b.start) }
+	if !slices.IsSortedFunc(all, byStart) {
+		slices.SortStableFunc(all, byStart)
 	}
-	walk(root)
-	slices.SortStableFunc(all, func(a, b *leafMeta) int { return cmp.Compare(a.start, b.start) })
 	var prev *leafMeta
 	for _, l := range all {
 		if l.stop == l.start {
@@ -385,11 +496,33 @@ func checkOverlap(root *metaNode) error {
 		}
 		if prev != nil && l.start < prev.stop {
 			return fmt.Errorf("leaf %v bytes [%d, %d) overlap leaf %v bytes [%d, %d)",
-				l.path.child(l.name), l.start, l.stop, prev.path.child(prev.name), prev.start, prev.stop)
+				l.node.path().child(l.name), l.start, l.stop, prev.node.path().child(prev.name), prev.start, prev.stop)
 		}
 		prev = l
 	}
 	return nil
+}
+
+// collectLeaves appends the leaves of n's subtree to all, each node's own
+// leaves before its children's, sets the first offset of every child, and
+// returns the subtree's first offset (-1 if it has no leaf).
+func collectLeaves(all []*leafMeta, n *metaNode) ([]*leafMeta, int) {
+	first := -1
+	for i := range n.leaves {
+		l := &n.leaves[i]
+		all = append(all, l)
+		if first < 0 || l.start < first {
+			first = l.start
+		}
+	}
+	for i := range n.children {
+		c := &n.children[i]
+		all, c.first = collectLeaves(all, c.node)
+		if c.first >= 0 && (first < 0 || c.first < first) {
+			first = c.first
+		}
+	}
+	return all, first
 }
 
 // FromConsolidated rebuilds a TensorDict from a consolidated storage and its
@@ -429,33 +562,52 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 }
 
 // buildFromMeta makes the TensorDict of a validated metadata node over st.
+// It may be called again on the same tree (the receive cache does): it only
+// reorders n's leaves and children, the first time, into storage order.
+//
+// The TensorDicts of the tree, their entries and their consolidation states
+// share three allocations.
 func buildFromMeta(n *metaNode, st *tensor.Storage) (*TensorDict, error) {
-	size := len(n.nts) + len(n.leaves) + len(n.children)
-	td := &TensorDict{batch: n.batch, entries: make([]entry, 0, size), index: make(map[string]int, size)}
-	add := func(name string, e entry) error {
-		if _, dup := td.index[name]; dup {
-			return fmt.Errorf("key %v: defined twice", n.path.child(name))
-		}
-		td.add(name, e)
-		return nil
+	b := treeBuilder{
+		st:      st,
+		tds:     make([]TensorDict, n.subNodes),
+		cons:    make([]consState, n.subNodes),
+		entries: make([]entry, n.subEnts),
 	}
+	return b.build(n)
+}
+
+// treeBuilder hands out the TensorDicts, consolidation states and entries
+// of a tree built by buildFromMeta.
+type treeBuilder struct {
+	st      *tensor.Storage
+	tds     []TensorDict
+	cons    []consState
+	entries []entry
+}
+
+func (b *treeBuilder) build(n *metaNode) (*TensorDict, error) {
+	size := len(n.nts) + len(n.leaves) + len(n.children)
+	if len(b.tds) == 0 || len(b.entries) < size {
+		// A tree whose counts were changed after decoding: a bug.
+		panic("tensordict: buildFromMeta: metadata tree counts are wrong")
+	}
+	td, cs := &b.tds[0], &b.cons[0]
+	b.tds, b.cons = b.tds[1:], b.cons[1:]
+	td.batch, td.entries, td.index = n.batch, b.entries[:0:size], make(map[string]int, size)
+	b.entries = b.entries[size:]
 	for _, nt := range n.nts {
-		if err := add(nt.name, entry{kind: kindNonTensor, v: nt.v}); err != nil {
+		if err := addNew(td, n, nt.name, entry{kind: kindNonTensor, v: nt.v}); err != nil {
 			return nil, err
 		}
 	}
-	slices.SortStableFunc(n.leaves, func(a, b leafMeta) int { return cmp.Compare(a.start, b.start) })
-	slices.SortStableFunc(n.children, func(a, b childMeta) int {
-		switch {
-		case a.first < 0 && b.first < 0:
-			return 0
-		case a.first < 0:
-			return 1
-		case b.first < 0:
-			return -1
-		}
-		return cmp.Compare(a.first, b.first)
-	})
+	byStart := func(a, b leafMeta) int { return cmp.Compare(a.start, b.start) }
+	if !slices.IsSortedFunc(n.leaves, byStart) {
+		slices.SortStableFunc(n.leaves, byStart)
+	}
+	if !slices.IsSortedFunc(n.children, byFirst) {
+		slices.SortStableFunc(n.children, byFirst)
+	}
 	first, end := -1, 0
 	li, ci := 0, 0
 	for li < len(n.leaves) || ci < len(n.children) {
@@ -467,11 +619,11 @@ func buildFromMeta(n *metaNode, st *tensor.Storage) (*TensorDict, error) {
 		if takeLeaf {
 			l := &n.leaves[li]
 			li++
-			t, err := tensor.FromStorage(l.dt, st, l.start, l.shape...)
+			t, err := tensor.FromStorage(l.dt, b.st, l.start, l.shape...)
 			if err != nil {
-				return nil, fmt.Errorf("leaf %v: %w", n.path.child(l.name), err)
+				return nil, fmt.Errorf("leaf %v: %w", n.path().child(l.name), err)
 			}
-			if err := add(l.name, entry{kind: kindTensor, t: t}); err != nil {
+			if err := addNew(td, n, l.name, entry{kind: kindTensor, t: t}); err != nil {
 				return nil, err
 			}
 			if first < 0 {
@@ -482,11 +634,11 @@ func buildFromMeta(n *metaNode, st *tensor.Storage) (*TensorDict, error) {
 		}
 		c := &n.children[ci]
 		ci++
-		sub, err := buildFromMeta(c.node, st)
+		sub, err := b.build(c.node)
 		if err != nil {
 			return nil, err
 		}
-		if err := add(c.name, entry{kind: kindTD, td: sub}); err != nil {
+		if err := addNew(td, n, c.name, entry{kind: kindTD, td: sub}); err != nil {
 			return nil, err
 		}
 		if sub.cons.end > sub.cons.base {
@@ -499,9 +651,34 @@ func buildFromMeta(n *metaNode, st *tensor.Storage) (*TensorDict, error) {
 	if first < 0 {
 		first, end = 0, 0
 	}
-	td.cons = &consState{st: st, base: first, end: end}
+	*cs = consState{st: b.st, base: first, end: end}
+	td.cons = cs
 	if n.locked {
 		td.Lock()
 	}
 	return td, nil
+}
+
+// byFirst orders children by their first leaf offset, children without
+// leaves last.
+func byFirst(a, b childMeta) int {
+	switch {
+	case a.first < 0 && b.first < 0:
+		return 0
+	case a.first < 0:
+		return 1
+	case b.first < 0:
+		return -1
+	}
+	return cmp.Compare(a.first, b.first)
+}
+
+// addNew adds entry e named name to td, the TensorDict of node n, unless td
+// has one of that name already.
+func addNew(td *TensorDict, n *metaNode, name string, e entry) error {
+	if _, dup := td.index[name]; dup {
+		return fmt.Errorf("key %v: defined twice", n.path().child(name))
+	}
+	td.add(name, e)
+	return nil
 }

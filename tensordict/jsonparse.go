@@ -12,11 +12,21 @@ import (
 // jsonParser is a small strict JSON reader for untrusted metadata. It reads
 // objects member by member, in document order, so the metadata's key order
 // survives, and it bounds nesting depth. It never panics on any input.
+//
+// Callers walk containers with openObject/nextMember and openArray/nextElem,
+// so that reading the known metadata schema needs no closures. Strings
+// without escapes are substrings of src, a single copy of the whole
+// document, so reading them does not allocate.
 type jsonParser struct {
 	data     []byte
+	src      string // string(data)
 	pos      int
 	depth    int
 	maxDepth int
+}
+
+func newJSONParser(data []byte, maxDepth int) jsonParser {
+	return jsonParser{data: data, src: string(data), maxDepth: maxDepth}
 }
 
 var errEOF = errors.New("unexpected end of JSON")
@@ -24,6 +34,8 @@ var errEOF = errors.New("unexpected end of JSON")
 func (p *jsonParser) errf(format string, args ...any) error {
 	return fmt.Errorf("JSON offset %d: %s", p.pos, fmt.Sprintf(format, args...))
 }
+
+func (p *jsonParser) eof() error { return fmt.Errorf("JSON offset %d: %w", p.pos, errEOF) }
 
 func (p *jsonParser) ws() {
 	for p.pos < len(p.data) {
@@ -38,14 +50,21 @@ func (p *jsonParser) ws() {
 
 // peek returns the next non-space byte without consuming it.
 func (p *jsonParser) peek() (byte, error) {
+	if p.pos < len(p.data) && p.data[p.pos] > ' ' {
+		return p.data[p.pos], nil
+	}
 	p.ws()
 	if p.pos >= len(p.data) {
-		return 0, fmt.Errorf("JSON offset %d: %w", p.pos, errEOF)
+		return 0, p.eof()
 	}
 	return p.data[p.pos], nil
 }
 
 func (p *jsonParser) expect(c byte) error {
+	if p.pos < len(p.data) && p.data[p.pos] == c {
+		p.pos++
+		return nil
+	}
 	got, err := p.peek()
 	if err != nil {
 		return err
@@ -65,117 +84,136 @@ func (p *jsonParser) enter() error {
 	return nil
 }
 
-// object reads an object, calling member for each key with the parser
-// positioned at the value, which member must consume.
-func (p *jsonParser) object(member func(key string) error) error {
-	if err := p.expect('{'); err != nil {
-		return err
+// open consumes the opening byte of a container and reports whether it has
+// any element (false after an immediate closing byte).
+func (p *jsonParser) open(c, end byte) (bool, error) {
+	if err := p.expect(c); err != nil {
+		return false, err
 	}
 	if err := p.enter(); err != nil {
-		return err
+		return false, err
 	}
-	c, err := p.peek()
+	got, err := p.peek()
 	if err != nil {
-		return err
+		return false, err
 	}
-	if c == '}' {
+	if got == end {
 		p.pos++
 		p.depth--
-		return nil
+		return false, nil
 	}
-	for {
-		key, err := p.str()
-		if err != nil {
-			return err
-		}
-		if err := p.expect(':'); err != nil {
-			return err
-		}
-		if err := member(key); err != nil {
-			return err
-		}
-		c, err := p.peek()
-		if err != nil {
-			return err
-		}
-		p.pos++
-		switch c {
-		case ',':
-			continue
-		case '}':
-			p.depth--
-			return nil
-		default:
-			p.pos--
-			return p.errf("want ',' or '}', found %q", c)
-		}
-	}
+	return true, nil
 }
 
-// array reads an array, calling elem with the parser positioned at each
-// element, which elem must consume.
-func (p *jsonParser) array(elem func(i int) error) error {
-	if err := p.expect('['); err != nil {
-		return err
-	}
-	if err := p.enter(); err != nil {
-		return err
+// next consumes the separator after an element of a container closed by
+// end and reports whether another element follows.
+func (p *jsonParser) next(end byte) (bool, error) {
+	if p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+			return true, nil
+		case end:
+			p.pos++
+			p.depth--
+			return false, nil
+		}
 	}
 	c, err := p.peek()
 	if err != nil {
-		return err
+		return false, err
 	}
-	if c == ']' {
-		p.pos++
+	p.pos++
+	switch c {
+	case ',':
+		return true, nil
+	case end:
 		p.depth--
-		return nil
+		return false, nil
 	}
-	for i := 0; ; i++ {
-		if err := elem(i); err != nil {
-			return err
-		}
-		c, err := p.peek()
-		if err != nil {
-			return err
-		}
-		p.pos++
-		switch c {
-		case ',':
-			continue
-		case ']':
-			p.depth--
-			return nil
-		default:
-			p.pos--
-			return p.errf("want ',' or ']', found %q", c)
-		}
-	}
+	p.pos--
+	return false, p.errf("want ',' or '%c', found %q", end, c)
 }
+
+// openObject consumes '{' and reports whether a member follows. Read each
+// member with key, its value, then nextMember.
+func (p *jsonParser) openObject() (bool, error) { return p.open('{', '}') }
+
+// nextMember consumes ',' (true) or the closing '}' (false).
+func (p *jsonParser) nextMember() (bool, error) { return p.next('}') }
+
+// key reads a member's key and the ':' after it.
+func (p *jsonParser) key() (string, error) {
+	k, err := p.str()
+	if err != nil {
+		return "", err
+	}
+	return k, p.expect(':')
+}
+
+// openArray consumes '[' and reports whether an element follows. Read each
+// element, then nextElem.
+func (p *jsonParser) openArray() (bool, error) { return p.open('[', ']') }
+
+// nextElem consumes ',' (true) or the closing ']' (false).
+func (p *jsonParser) nextElem() (bool, error) { return p.next(']') }
+
+// plainByte marks the bytes a string can hold as they are: printable
+// ASCII but the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // str reads a string.
 func (p *jsonParser) str() (string, error) {
+	// Fast path: a string of plain bytes, with no space before it.
+	d := p.data
+	if i := p.pos; i < len(d) && d[i] == '"' && len(p.src) == len(d) {
+		i++
+		start := i
+		for i < len(d) && plainByte[d[i]] {
+			i++
+		}
+		if i < len(d) && d[i] == '"' {
+			p.pos = i + 1
+			return p.src[start:i], nil
+		}
+	}
+	return p.strSlow()
+}
+
+// strSlow is str for any string.
+func (p *jsonParser) strSlow() (string, error) {
 	if err := p.expect('"'); err != nil {
 		return "", err
 	}
 	start := p.pos
-	for p.pos < len(p.data) {
-		c := p.data[p.pos]
-		switch {
-		case c == '"':
-			s := p.data[start:p.pos]
-			p.pos++
-			if !utf8.Valid(s) {
+	for i := p.pos; i < len(p.data); i++ {
+		c := p.data[i]
+		if c == '"' {
+			p.pos = i + 1
+			if !utf8.Valid(p.data[start:i]) {
 				return "", p.errf("string is not valid UTF-8")
 			}
-			return string(s), nil
-		case c == '\\':
+			if len(p.src) == len(p.data) {
+				return p.src[start:i], nil
+			}
+			return string(p.data[start:i]), nil
+		}
+		if c == '\\' {
+			p.pos = i
 			return p.strEscaped(start)
-		case c < 0x20:
+		}
+		if c < 0x20 {
+			p.pos = i
 			return "", p.errf("control character in string")
 		}
-		p.pos++
 	}
-	return "", fmt.Errorf("JSON offset %d: %w", p.pos, errEOF)
+	p.pos = len(p.data)
+	return "", p.eof()
 }
 
 // strEscaped finishes a string that holds escapes, from its first byte start.
@@ -238,7 +276,7 @@ func (p *jsonParser) strEscaped(start int) (string, error) {
 			return "", p.errf("bad escape \\%c", e)
 		}
 	}
-	return "", fmt.Errorf("JSON offset %d: %w", p.pos, errEOF)
+	return "", p.eof()
 }
 
 func (p *jsonParser) hex4() (rune, bool) {
@@ -310,6 +348,23 @@ func (p *jsonParser) number() (text []byte, isInt bool, err error) {
 
 // integer reads a JSON integer that fits an int.
 func (p *jsonParser) integer() (int, error) {
+	// Fast path: up to 18 digits, which cannot overflow an int64, and no sign,
+	// fraction, exponent or space.
+	d := p.data
+	i := p.pos
+	if i < len(d) && d[i] >= '1' && d[i] <= '9' && strconv.IntSize == 64 {
+		v := 0
+		for ; i < len(d) && i-p.pos < 18 && d[i] >= '0' && d[i] <= '9'; i++ {
+			v = v*10 + int(d[i]-'0')
+		}
+		if i == len(d) || (d[i] != '.' && d[i] != 'e' && d[i] != 'E' && (d[i] < '0' || d[i] > '9')) {
+			p.pos = i
+			return v, nil
+		}
+	} else if i < len(d) && d[i] == '0' && (i+1 == len(d) || (d[i+1] != '.' && d[i+1] != 'e' && d[i+1] != 'E')) {
+		p.pos = i + 1
+		return 0, nil
+	}
 	text, isInt, err := p.number()
 	if err != nil {
 		return 0, err
@@ -324,21 +379,26 @@ func (p *jsonParser) integer() (int, error) {
 	return int(v), nil
 }
 
-// ints reads an array of non-negative integers.
-func (p *jsonParser) ints(what string) ([]int, error) {
-	out := make([]int, 0, 4)
-	err := p.array(func(int) error {
-		v, err := p.integer()
-		if err != nil {
-			return err
+// appendInts reads an array of non-negative integers and appends them to
+// dst.
+func (p *jsonParser) appendInts(dst []int, what string) ([]int, error) {
+	more, err := p.openArray()
+	for ; more && err == nil; more, err = p.nextElem() {
+		var v int
+		if v, err = p.integer(); err != nil {
+			break
 		}
 		if v < 0 {
-			return p.errf("%s has negative entry %d", what, v)
+			return dst, p.errf("%s has negative entry %d", what, v)
 		}
-		out = append(out, v)
-		return nil
-	})
-	return out, err
+		dst = append(dst, v)
+	}
+	return dst, err
+}
+
+// ints reads an array of non-negative integers.
+func (p *jsonParser) ints(what string) ([]int, error) {
+	return p.appendInts(make([]int, 0, 4), what)
 }
 
 // literal consumes the literal word.
@@ -382,22 +442,34 @@ func (p *jsonParser) value() (any, error) {
 	switch {
 	case c == '{':
 		m := map[string]any{}
-		err := p.object(func(k string) error {
-			if _, dup := m[k]; dup {
-				return p.errf("duplicate key %q", k)
+		more, err := p.openObject()
+		for ; more && err == nil; more, err = p.nextMember() {
+			var k string
+			if k, err = p.key(); err != nil {
+				break
 			}
-			v, err := p.value()
+			if _, dup := m[k]; dup {
+				return m, p.errf("duplicate key %q", k)
+			}
+			var v any
+			v, err = p.value()
 			m[k] = v
-			return err
-		})
+			if err != nil {
+				break
+			}
+		}
 		return m, err
 	case c == '[':
 		s := []any{}
-		err := p.array(func(int) error {
-			v, err := p.value()
+		more, err := p.openArray()
+		for ; more && err == nil; more, err = p.nextElem() {
+			var v any
+			v, err = p.value()
 			s = append(s, v)
-			return err
-		})
+			if err != nil {
+				break
+			}
+		}
 		return s, err
 	case c == '"':
 		return p.str()

@@ -1,6 +1,7 @@
 package tensordict
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,6 +10,18 @@ import (
 // The benchmarks below time the metadata path of a small transfer: the seed
 // TensorDict (three float32 leaves, batch [1 2], 32 bytes of storage), which
 // is where the per-message cost of InitRemote and FromRemoteInit lies.
+
+// cpuPerOp reports, when the benchmark ends, the CPU time the process spent
+// per operation (GC included): on a shared machine it is steadier than the
+// wall time, which counts the time other processes hold the CPU.
+func cpuPerOp(b *testing.B) {
+	start := cpuTime(b)
+	b.Cleanup(func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+		}
+	})
+}
 
 func seedConsolidated(b *testing.B) (*TensorDict, []byte) {
 	c, err := seedTD(b).Consolidate()
@@ -21,6 +34,7 @@ func seedConsolidated(b *testing.B) (*TensorDict, []byte) {
 func BenchmarkMetaSeedLayout(b *testing.B) {
 	td := seedTD(b)
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, _, err := Layout(td); err != nil {
 			b.Fatal(err)
@@ -31,6 +45,7 @@ func BenchmarkMetaSeedLayout(b *testing.B) {
 func BenchmarkMetaSeedConsolidatedMetadata(b *testing.B) {
 	c, _ := seedConsolidated(b)
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, err := c.ConsolidatedMetadata(); err != nil {
 			b.Fatal(err)
@@ -41,6 +56,7 @@ func BenchmarkMetaSeedConsolidatedMetadata(b *testing.B) {
 func BenchmarkMetaSeedConsolidate(b *testing.B) {
 	td := seedTD(b)
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, err := td.Consolidate(); err != nil {
 			b.Fatal(err)
@@ -52,6 +68,7 @@ func BenchmarkMetaSeedFromConsolidated(b *testing.B) {
 	c, meta := seedConsolidated(b)
 	st := c.ConsolidatedStorage()
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, err := FromConsolidated(st, meta); err != nil {
 			b.Fatal(err)
@@ -62,6 +79,7 @@ func BenchmarkMetaSeedFromConsolidated(b *testing.B) {
 func BenchmarkMetaSeedStructureHash(b *testing.B) {
 	_, meta := seedConsolidated(b)
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, err := StructureHash(meta); err != nil {
 			b.Fatal(err)
@@ -72,6 +90,7 @@ func BenchmarkMetaSeedStructureHash(b *testing.B) {
 func BenchmarkMetaSeedDiffStructureMeta(b *testing.B) {
 	c, meta := seedConsolidated(b)
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if err := DiffStructureMeta(c, meta); err != nil {
 			b.Fatal(err)
@@ -82,6 +101,7 @@ func BenchmarkMetaSeedDiffStructureMeta(b *testing.B) {
 func BenchmarkMetaSeedSignature(b *testing.B) {
 	c, _ := seedConsolidated(b)
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		_ = c.Signature()
 	}
@@ -90,6 +110,7 @@ func BenchmarkMetaSeedSignature(b *testing.B) {
 func BenchmarkMetaSeedIsConsolidated(b *testing.B) {
 	c, _ := seedConsolidated(b)
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if !c.IsConsolidated() {
 			b.Fatal("not consolidated")
@@ -100,8 +121,36 @@ func BenchmarkMetaSeedIsConsolidated(b *testing.B) {
 func BenchmarkMeta10kLayout(b *testing.B) {
 	c, _ := manyLeaves(b, 10000)
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, _, err := Layout(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMetaSeedJSONValid is a yardstick: encoding/json checking the
+// seed metadata, without building anything.
+func BenchmarkMetaSeedJSONValid(b *testing.B) {
+	_, meta := seedConsolidated(b)
+	b.SetBytes(int64(len(meta)))
+	b.ReportAllocs()
+	cpuPerOp(b)
+	for b.Loop() {
+		if !json.Valid(meta) {
+			b.Fatal("invalid")
+		}
+	}
+}
+
+func BenchmarkMetaSeedDecode(b *testing.B) {
+	c, meta := seedConsolidated(b)
+	n := c.ConsolidatedStorage().Len()
+	cfg := newReadConfig(nil)
+	b.ReportAllocs()
+	cpuPerOp(b)
+	for b.Loop() {
+		if _, _, err := decodeMetadata(meta, n, cfg); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,9 +2,7 @@ package tensordict
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 
@@ -25,14 +23,44 @@ type structure struct {
 	leaves []structLeaf
 }
 
+// structureOf returns td's structure. The keys share one backing array,
+// and so do the shapes.
 func structureOf(td *TensorDict) structure {
-	s := structure{batch: td.batch}
-	td.walkLeaves(nil, func(k Key, n *TensorDict, j int) error {
-		t := n.entries[j].t
-		s.leaves = append(s.leaves, structLeaf{key: k, dt: t.DType(), shape: t.Shape()})
-		return nil
-	})
-	return s
+	b := structBuilder{s: structure{batch: td.batch}}
+	b.walk(td, 0)
+	return b.s
+}
+
+// structBuilder collects a structure; path holds the key parts of the node
+// being walked.
+type structBuilder struct {
+	s      structure
+	path   []string
+	parts  []string
+	shapes []int
+}
+
+func (b *structBuilder) walk(td *TensorDict, depth int) {
+	for i := range td.entries {
+		e := &td.entries[i]
+		switch e.kind {
+		case kindTensor:
+			j := len(b.parts)
+			b.parts = append(append(b.parts, b.path[:depth]...), e.name)
+			k := len(b.shapes)
+			for d := range e.t.Dim() {
+				b.shapes = append(b.shapes, e.t.Size(d))
+			}
+			b.s.leaves = append(b.s.leaves, structLeaf{
+				key:   Key(b.parts[j:len(b.parts):len(b.parts)]),
+				dt:    e.t.DType(),
+				shape: b.shapes[k:len(b.shapes):len(b.shapes)],
+			})
+		case kindTD:
+			b.path = append(b.path[:depth], e.name)
+			b.walk(e.td, depth+1)
+		}
+	}
 }
 
 func structureOfMeta(meta []byte) (structure, error) {
@@ -40,57 +68,127 @@ func structureOfMeta(meta []byte) (structure, error) {
 	if err != nil {
 		return structure{}, err
 	}
-	type placed struct {
-		structLeaf
-		start int
-	}
-	var all []placed
-	var walk func(n *metaNode)
-	walk = func(n *metaNode) {
-		for _, l := range n.leaves {
-			all = append(all, placed{structLeaf{key: n.path.child(l.name), dt: l.dt, shape: l.shape}, l.start})
-		}
-		for _, c := range n.children {
-			walk(c.node)
-		}
-	}
-	walk(root)
-	slices.SortStableFunc(all, func(a, b placed) int { return cmp.Compare(a.start, b.start) })
+	all, _ := collectLeaves(nil, root)
+	slices.SortStableFunc(all, func(a, b *leafMeta) int { return cmp.Compare(a.start, b.start) })
 	s := structure{batch: root.batch, leaves: make([]structLeaf, len(all))}
-	for i, p := range all {
-		s.leaves[i] = p.structLeaf
+	parts := make([]string, 0, 2*len(all))
+	for i, l := range all {
+		j := len(parts)
+		parts = append(l.node.appendPath(parts), l.name)
+		s.leaves[i] = structLeaf{key: Key(parts[j:len(parts):len(parts)]), dt: l.dt, shape: l.shape}
 	}
 	return s, nil
 }
 
+// appendPath appends the parts of n's key to dst.
+func (n *metaNode) appendPath(dst []string) []string {
+	if n.parent == nil {
+		return dst
+	}
+	return append(n.parent.appendPath(dst), n.name)
+}
+
+// fnvHash is a 64-bit FNV-1a hash that does not allocate.
+type fnvHash uint64
+
+func newFNV() fnvHash { return 14695981039346656037 }
+
+func (h *fnvHash) str(s string) {
+	for i := 0; i < len(s); i++ {
+		*h = (*h ^ fnvHash(s[i])) * 1099511628211
+	}
+}
+
+// num hashes v as 8 little-endian bytes.
+func (h *fnvHash) num(v int) {
+	u := uint64(v)
+	for range 8 {
+		*h = (*h ^ fnvHash(u&0xff)) * 1099511628211
+		u >>= 8
+	}
+}
+
+// lenStr hashes the length of s, then s.
+func (h *fnvHash) lenStr(s string) {
+	h.num(len(s))
+	h.str(s)
+}
+
+// dtype hashes d's torch name as lenStr would.
+func (h *fnvHash) dtype(d tensor.DType) {
+	name := d.String()
+	h.num(len("torch.") + len(name))
+	h.str("torch.")
+	h.str(name)
+}
+
 func (s structure) hash() uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	num := func(v int) {
-		binary.LittleEndian.PutUint64(b[:], uint64(v))
-		h.Write(b[:])
-	}
-	str := func(v string) {
-		num(len(v))
-		h.Write([]byte(v))
-	}
-	num(len(s.batch))
+	h := newFNV()
+	h.num(len(s.batch))
 	for _, d := range s.batch {
-		num(d)
+		h.num(d)
 	}
-	num(len(s.leaves))
+	h.num(len(s.leaves))
 	for _, l := range s.leaves {
-		num(len(l.key))
+		h.num(len(l.key))
 		for _, p := range l.key {
-			str(p)
+			h.lenStr(p)
 		}
-		str(l.dt.TorchName())
-		num(len(l.shape))
+		h.dtype(l.dt)
+		h.num(len(l.shape))
 		for _, d := range l.shape {
-			num(d)
+			h.num(d)
 		}
 	}
-	return h.Sum64()
+	return uint64(h)
+}
+
+// signature is structureOf(td).hash() without building the structure.
+func signature(td *TensorDict) uint64 {
+	h := newFNV()
+	h.num(len(td.batch))
+	for _, d := range td.batch {
+		h.num(d)
+	}
+	h.num(countLeaves(td))
+	var path [16]string
+	hashLeaves(&h, td, path[:0])
+	return uint64(h)
+}
+
+func countLeaves(td *TensorDict) int {
+	n := 0
+	for i := range td.entries {
+		switch e := &td.entries[i]; e.kind {
+		case kindTensor:
+			n++
+		case kindTD:
+			n += countLeaves(e.td)
+		}
+	}
+	return n
+}
+
+// hashLeaves hashes the leaves of td, whose key is path, as hash does.
+func hashLeaves(h *fnvHash, td *TensorDict, path []string) {
+	for i := range td.entries {
+		e := &td.entries[i]
+		switch e.kind {
+		case kindTensor:
+			h.num(len(path) + 1)
+			for _, p := range path {
+				h.lenStr(p)
+			}
+			h.lenStr(e.name)
+			h.dtype(e.t.DType())
+			h.num(e.t.Dim())
+			for d := range e.t.Dim() {
+				h.num(e.t.Size(d))
+			}
+		case kindTD:
+			hashLeaves(h, e.td, append(path, e.name))
+		}
+	}
 }
 
 // Signature returns a 64-bit FNV-1a hash of td's structure: its batch size
@@ -99,7 +197,7 @@ func (s structure) hash() uint64 {
 // exchanged byte for byte have equal signatures; StructureHash of td's
 // consolidated metadata gives the same value. Non-tensor values are not part
 // of it. Use DiffStructure to find where two structures differ.
-func (td *TensorDict) Signature() uint64 { return structureOf(td).hash() }
+func (td *TensorDict) Signature() uint64 { return signature(td) }
 
 // StructureHash returns the Signature of the TensorDict that the consolidated
 // metadata meta describes, without building it.
