@@ -7,11 +7,9 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"weak"
 
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -60,22 +58,20 @@ type p2pState struct {
 	held   []*sync.Mutex
 }
 
-// p2pStates maps a TensorDict (weakly) to its *p2pState.
-var p2pStates sync.Map
-
 // p2pStateOf returns td's state, locked, building or rebuilding it as
 // needed. The caller unlocks it.
+//
+// The state lives in td itself (its p2p field), not in a table: it points
+// back to td's nodes and tensors, so a table entry would keep td alive
+// forever. As a field, it is collected with td.
 func p2pStateOf(op string, td *TensorDict) (*p2pState, error) {
-	w := weak.Make(td)
-	v, ok := p2pStates.Load(w)
-	if !ok {
-		var loaded bool
-		v, loaded = p2pStates.LoadOrStore(w, &p2pState{})
-		if !loaded {
-			runtime.AddCleanup(td, func(w weak.Pointer[TensorDict]) { p2pStates.Delete(w) }, w)
-		}
+	s := td.p2p.Load()
+	if s == nil {
+		// A concurrent first call may install its state first; both
+		// then use that one.
+		td.p2p.CompareAndSwap(nil, &p2pState{})
+		s = td.p2p.Load()
 	}
-	s := v.(*p2pState)
 	s.mu.Lock()
 	if s.leaves != nil && s.valid(td) {
 		return s, nil

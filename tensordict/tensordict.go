@@ -3,6 +3,7 @@ package tensordict
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -64,9 +65,10 @@ type TensorDict struct {
 	entries   []entry
 	index     map[string]int
 	locked    bool
-	class     string     // tensorclass name, "" for a plain TensorDict
-	savedPath string     // memmap prefix, kept for memmap.go
-	cons      *consState // set by Consolidate and FromConsolidated
+	class     string                   // tensorclass name, "" for a plain TensorDict
+	savedPath string                   // memmap prefix, kept for memmap.go
+	cons      *consState               // set by Consolidate and FromConsolidated
+	p2p       atomic.Pointer[p2pState] // Send/Recv state, see p2p_state.go
 }
 
 // New returns an empty TensorDict with the given batch size. It panics if a
