@@ -21,7 +21,9 @@ var anonDirs = []string{"/dev/shm"}
 // With a filename, the file is created (exclusively unless ExistsOK is given),
 // filled with t's elements in row-major order, little-endian, with no header,
 // exactly as tensordict's MemoryMappedTensor writes it, and mapped shared. A
-// tensor with no elements creates no file. An empty filename gives an
+// tensor with no elements creates no file. Every block of the file is
+// allocated before FromTensor returns: a full file system is an error
+// wrapping syscall.ENOSPC that names the file, which is removed. An empty filename gives an
 // anonymous shared mapping backed by an unlinked file in /dev/shm when it has
 // room, else in os.TempDir.
 //
@@ -49,7 +51,20 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 		return nil, fmt.Errorf("memmap: FromTensor: source tensor's storage was released")
 	}
 	nb := src.NBytes()
-	f, fd, err := newFile(filename, nb, "FromTensor", collect(opts))
+	contiguous := src.IsContiguous()
+	fill := reserve
+	if contiguous {
+		// write(2) into the page cache is faster than faulting in fresh
+		// pages of a mapping and copying into them, and it allocates
+		// every block of the file, so a full file system is an error
+		// here.
+		b, err := src.Bytes()
+		if err != nil {
+			return nil, fmt.Errorf("memmap: FromTensor: %w", err)
+		}
+		fill = func(fd *os.File, _ int) error { return writeAll(fd, b) }
+	}
+	f, fd, err := newFile(filename, nb, "FromTensor", collect(opts), fill)
 	if err != nil {
 		return nil, err
 	}
@@ -57,17 +72,6 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 		return f.newTensor(src.DType(), src.Shape())
 	}
 	defer fd.close()
-	if src.IsContiguous() {
-		// write(2) into the page cache is faster than faulting in fresh
-		// pages of a mapping and copying into them.
-		b, err := src.Bytes()
-		if err != nil {
-			return nil, cleanup(f, fd, fmt.Errorf("memmap: FromTensor: %w", err))
-		}
-		if _, err := fd.f.WriteAt(b, 0); err != nil {
-			return nil, cleanup(f, fd, fmt.Errorf("memmap: FromTensor: writing %s: %w", f.describe(), err))
-		}
-	}
 	if err := f.mapFd(fd.f, nb, false); err != nil {
 		return nil, cleanup(f, fd, err)
 	}
@@ -75,7 +79,9 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 	if err != nil {
 		return nil, cleanup(f, fd, err)
 	}
-	if !src.IsContiguous() {
+	if !contiguous {
+		// The blocks were reserved by newFile: stores into the mapping
+		// cannot meet a full file system (which would raise SIGBUS).
 		if err := out.CopyFrom(src); err != nil {
 			_ = out.Storage().Release()
 			return nil, cleanup(f, fd, fmt.Errorf("memmap: FromTensor: %w", err))
@@ -89,15 +95,18 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 }
 
 // Empty returns a memory-mapped tensor of dtype dt and the given shape. Its
-// file (see FromTensor for filename, anonymous mappings and ExistsOK) is
-// sized with ftruncate, so its content is zero and its blocks are allocated
-// lazily. A tensor with no elements creates no file.
+// file (see FromTensor for filename, anonymous mappings and ExistsOK) reads
+// as zeros. Its blocks are reserved when it is created (fallocate, or
+// writing zeros on file systems without it), so a full file system is an
+// error wrapping syscall.ENOSPC here, and the created file is removed,
+// rather than a SIGBUS on a later store into the mapping. A tensor with no
+// elements creates no file.
 func Empty(dt tensor.DType, filename string, shape []int, opts ...Option) (*tensor.Tensor, error) {
 	nb, err := tensor.NBytesOf(dt, shape)
 	if err != nil {
 		return nil, fmt.Errorf("memmap: Empty: %w", err)
 	}
-	f, fd, err := newFile(filename, nb, "Empty", collect(opts))
+	f, fd, err := newFile(filename, nb, "Empty", collect(opts), reserve)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +145,9 @@ func Full(dt tensor.DType, v float64, filename string, shape []int, opts ...Opti
 // A file this process may write is mapped shared (MAP_SHARED): writes through
 // the tensor reach the file, and writes by other processes that map it shared
 // are visible. A read-only file, or any file with the Private option, is
-// mapped copy-on-write (MAP_PRIVATE). A symbolic link is refused.
+// mapped copy-on-write (MAP_PRIVATE). A symbolic link is refused, and so is
+// anything that is not a regular file (a directory, a named pipe, a device),
+// without waiting on it.
 func FromFile(filename string, dt tensor.DType, shape []int, opts ...Option) (*tensor.Tensor, error) {
 	o := collect(opts)
 	nb, err := tensor.NBytesOf(dt, shape)
@@ -156,22 +167,15 @@ func FromFile(filename string, dt tensor.DType, shape []int, opts ...Option) (*t
 	if private {
 		flag = os.O_RDONLY
 	}
-	fd, err := os.OpenFile(abs, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, fi, err := openRegular("FromFile", abs, flag)
 	if err != nil && flag == os.O_RDWR && (errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS)) {
 		private = true
-		fd, err = os.OpenFile(abs, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, fi, err = openRegular("FromFile", abs, os.O_RDONLY)
 	}
 	if err != nil {
-		return nil, openError("FromFile", abs, err)
+		return nil, err
 	}
 	defer fd.Close()
-	fi, err := fd.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("memmap: FromFile: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("memmap: FromFile %s: not a regular file (%v)", abs, fi.Mode().Type())
-	}
 	if fi.Size() < int64(nb) {
 		return nil, fmt.Errorf("memmap: FromFile %s: file has %d bytes, %v%v needs %d", abs, fi.Size(), dt, shape, nb)
 	}
@@ -207,16 +211,17 @@ func (n *newFd) commit(f *File) error {
 
 // newFile prepares the File for a new tensor of nb bytes. For nb == 0 it
 // creates nothing and returns a nil *newFd. Otherwise the file is open and
-// sized to nb bytes: named files are created exclusively, or with
-// o.existsOK written under a temporary name when the file exists; anonymous
-// ones are unlinked at once.
-func newFile(filename string, nb int, op string, o options) (*File, *newFd, error) {
+// fill has given it its nb bytes (by writing them, or by reserve): named
+// files are created exclusively, or with o.existsOK written under a
+// temporary name when the file exists; anonymous ones are unlinked at once.
+// If fill fails, the file is removed and the error names it.
+func newFile(filename string, nb int, op string, o options, fill func(*os.File, int) error) (*File, *newFd, error) {
 	if filename == "" {
 		f := &File{}
 		if nb == 0 {
 			return f, nil, nil
 		}
-		fd, err := anonFile(nb)
+		fd, err := anonFile(nb, fill)
 		if err != nil {
 			return nil, nil, fmt.Errorf("memmap: %s: %w", op, err)
 		}
@@ -236,12 +241,63 @@ func newFile(filename string, nb int, op string, o options) (*File, *newFd, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := nf.f.Truncate(int64(nb)); err != nil {
+	if err := fill(nf.f, nb); err != nil {
 		nf.f.Close()
 		nf.remove()
-		return nil, nil, fmt.Errorf("memmap: %s %s: sizing to %d bytes: %w", op, abs, nb, err)
+		return nil, nil, fmt.Errorf("memmap: %s %s: %w", op, abs, err)
 	}
 	return f, nf, nil
+}
+
+// fallocate is unix.Fallocate; tests replace it to take the fallback of
+// file systems that do not support it.
+var fallocate = unix.Fallocate
+
+// reserve makes fd, a new empty file, n bytes long with every block
+// allocated, so that stores into a shared mapping of it cannot fail for
+// want of space. It uses fallocate, and writes zeros where the file system
+// does not support fallocate. A full file system is an error wrapping
+// syscall.ENOSPC.
+func reserve(fd *os.File, n int) error {
+	for {
+		err := fallocate(int(fd.Fd()), 0, 0, int64(n))
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+			if err := writeZeros(fd, n); err != nil {
+				return err
+			}
+			return nil
+		}
+		return fmt.Errorf("reserving %d bytes: fallocate: %w", n, err)
+	}
+}
+
+// zeroChunk is what writeZeros writes, a chunk at a time. It is never
+// written to.
+var zeroChunk [256 << 10]byte
+
+// writeZeros writes n zero bytes at the start of fd with pwrite.
+func writeZeros(fd *os.File, n int) error {
+	for off := 0; off < n; {
+		c := min(n-off, len(zeroChunk))
+		if _, err := fd.WriteAt(zeroChunk[:c], int64(off)); err != nil {
+			return fmt.Errorf("reserving %d bytes: writing zeros at offset %d: %w", n, off, err)
+		}
+		off += c
+	}
+	return nil
+}
+
+// writeAll writes b at the start of fd with pwrite.
+func writeAll(fd *os.File, b []byte) error {
+	if _, err := fd.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("writing %d bytes: %w", len(b), err)
+	}
+	return nil
 }
 
 // remove deletes the file n created.
@@ -291,17 +347,34 @@ func openError(op, path string, err error) error {
 	return fmt.Errorf("memmap: %s: %w", op, err)
 }
 
-// anonFile returns an unlinked temporary file of n bytes, in /dev/shm when it
-// has room, else in os.TempDir.
-func anonFile(n int) (*os.File, error) {
-	dir := os.TempDir()
+// anonFile returns an unlinked temporary file of n bytes filled by fill. It
+// tries /dev/shm first when it seems to have room, and os.TempDir when it
+// does not, or when fill finds /dev/shm full after all.
+func anonFile(n int, fill func(*os.File, int) error) (*os.File, error) {
+	var dirs []string
 	for _, d := range anonDirs {
 		var st unix.Statfs_t
 		if unix.Statfs(d, &st) == nil && st.Bavail*uint64(st.Bsize) >= uint64(n) {
-			dir = d
+			dirs = append(dirs, d)
+		}
+	}
+	dirs = append(dirs, os.TempDir())
+	var err error
+	for _, dir := range dirs {
+		var fd *os.File
+		fd, err = anonFileIn(dir, n, fill)
+		if err == nil {
+			return fd, nil
+		}
+		if !errors.Is(err, unix.ENOSPC) {
 			break
 		}
 	}
+	return nil, err
+}
+
+// anonFileIn makes an unlinked file of n bytes filled by fill in dir.
+func anonFileIn(dir string, n int, fill func(*os.File, int) error) (*os.File, error) {
 	fd, err := os.CreateTemp(dir, "tdmpi-memmap-*")
 	if err != nil {
 		return nil, err
@@ -310,9 +383,9 @@ func anonFile(n int) (*os.File, error) {
 		fd.Close()
 		return nil, err
 	}
-	if err := fd.Truncate(int64(n)); err != nil {
+	if err := fill(fd, n); err != nil {
 		fd.Close()
-		return nil, fmt.Errorf("sizing anonymous mapping to %d bytes in %s: %w", n, dir, err)
+		return nil, fmt.Errorf("anonymous mapping of %d bytes in %s: %w", n, dir, err)
 	}
 	return fd, nil
 }

@@ -15,10 +15,17 @@
 // created exclusively unless ExistsOK is given, and symbolic links are
 // refused. A tensor with no elements creates no file.
 //
+// Every new file has all its blocks allocated before its constructor
+// returns (written, or reserved with fallocate), so a full file system is
+// an error wrapping syscall.ENOSPC that names the file, which is removed,
+// and never a SIGBUS on a later store into the mapping.
+//
 // FromFile maps a file this process may write with MAP_SHARED, so writes
 // from other processes that map it are seen, and writes through the tensor
 // reach the file; a read-only file (or the Private option) is mapped
-// copy-on-write.
+// copy-on-write. FromFile and ReadMeta refuse anything that is not a
+// regular file (symbolic link, directory, named pipe, socket, device)
+// without blocking on it.
 //
 // The Go runtime does not manage mapped memory: Close unmaps it (after
 // which the tensor reports "storage was released" errors instead of

@@ -78,24 +78,15 @@ func (m *Meta) where() string {
 }
 
 // ReadMeta reads and parses the meta.json file at path. It refuses symbolic
-// links, files that are not regular, and files larger than MaxMetaSize,
-// reading at most MaxMetaSize+1 bytes. Every error names the file.
+// links and anything that is not a regular file (a named pipe is refused,
+// not waited on), and files larger than MaxMetaSize, reading at most
+// MaxMetaSize+1 bytes. Every error names the file.
 func ReadMeta(path string) (*Meta, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	f, fi, err := openRegular("ReadMeta", path, os.O_RDONLY)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("memmap: %s: refusing to read a symbolic link", path)
-		}
-		return nil, fmt.Errorf("memmap: reading metadata: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("memmap: %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("memmap: %s: not a regular file (%v)", path, fi.Mode().Type())
-	}
 	if fi.Size() > MaxMetaSize {
 		return nil, fmt.Errorf("memmap: %s: %d bytes, larger than the %d-byte limit for metadata", path, fi.Size(), MaxMetaSize)
 	}
@@ -546,9 +537,10 @@ func writeMeta(path string, data []byte, sync bool) error {
 }
 
 // SyncDir flushes the directory entries of dir to the storage device, so
-// that files created or renamed in it survive a crash.
+// that files created or renamed in it survive a crash. It returns an error
+// if dir is not a directory.
 func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("memmap: syncing directory: %w", err)
 	}
