@@ -71,7 +71,7 @@ RACE_PKGS ?= ./...
 RACE_RUN ?= .
 
 # The steps of `make test`, in order. All run; the summary names the failures.
-TEST_STEPS ?= test-unit test-mpi test-tcp test-big examples slurm-test fuzz lint
+TEST_STEPS ?= test-unit test-mpi test-tcp test-race test-big examples slurm-test fuzz lint
 
 # Debian packages: for building and running MPI programs, and for the local Slurm.
 DEPS_MPI := openmpi-bin libopenmpi-dev pkg-config
@@ -174,6 +174,12 @@ lint: ## gofmt -l must print nothing; go vet; bash -n on the shell scripts
 	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch .ci/run; do bash -n "$$f"; done
 
 .PHONY: race
+.PHONY: test-race
+test-race: deps ## go test -race -short of MPI_PKGS under mpirun -np 2 (the concurrent tests)
+	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
+	if [[ -z "$$pkgs" ]]; then echo "test-race: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
+	$(timeout) $(GO) test -count=1 -race -short -p 1 -exec "$(MPIEXEC) -np 2" $$pkgs
+
 race: deps ## go test -race: RACE_PKGS alone, then MPI_PKGS under mpirun -np 2
 	$(timeout) $(GO) test -count=1 -race -run '$(RACE_RUN)' $(RACE_PKGS)
 	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
