@@ -3,6 +3,7 @@ package tensordict
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -63,61 +64,105 @@ func (td *TensorDict) ConsolidateInto(buf []byte) (*TensorDict, error) {
 	return viewsOf(p, tensor.StorageOf(buf))
 }
 
-// viewsOf builds the consolidated TensorDict of plan p over st.
+// viewsOf builds the consolidated TensorDict of plan p over st. The
+// TensorDicts, their entries, batch sizes and consolidation states share
+// one allocation each.
 func viewsOf(p *plan, st *tensor.Storage) (*TensorDict, error) {
-	var build func(prefix Key, n *planNode) (*TensorDict, error)
-	build = func(prefix Key, n *planNode) (*TensorDict, error) {
-		src := n.td
-		out := newTD(src.batch)
-		out.class, out.locked = src.class, src.locked
-		out.entries = make([]entry, 0, len(src.entries))
-		li, ci := 0, 0
-		first, last := -1, -1
-		for i := range src.entries {
-			e := &src.entries[i]
-			switch e.kind {
-			case kindTensor:
-				l := &n.leaves[li]
-				li++
-				v, err := tensor.FromStorage(l.t.DType(), st, l.start, l.t.Shape()...)
-				if err != nil {
-					return nil, fmt.Errorf("key %v: %w", prefix.child(e.name), err)
-				}
-				out.add(e.name, entry{kind: kindTensor, t: v})
-				if first < 0 {
-					first = l.start
-				}
-				last = l.start + l.nbytes + l.pad
-			case kindTD:
-				c := n.children[ci]
-				ci++
-				sub, err := build(prefix.child(e.name), c.node)
-				if err != nil {
-					return nil, err
-				}
-				out.add(e.name, entry{kind: kindTD, td: sub})
-				if sub.cons.base < sub.cons.end {
-					if first < 0 {
-						first = sub.cons.base
-					}
-					last = sub.cons.end
-				}
-			case kindNonTensor:
-				out.add(e.name, entry{kind: kindNonTensor, v: cloneValue(e.v)})
-			}
-		}
-		if first < 0 {
-			first, last = 0, 0
-		}
-		out.cons = &consState{st: st, base: first, end: last}
-		return out, nil
+	entries, dims := 0, 0
+	for i := range p.nodes {
+		entries += len(p.nodes[i].td.entries)
+		dims += len(p.nodes[i].td.batch)
 	}
-	root, err := build(nil, p.root)
+	v := viewBuilder{
+		p:       p,
+		st:      st,
+		tds:     make([]TensorDict, len(p.nodes)),
+		cons:    make([]consState, len(p.nodes)),
+		entries: make([]entry, entries),
+		batches: make([]int, dims),
+	}
+	root, _, err := v.build(0)
 	if err != nil {
 		return nil, err
 	}
 	root.cons.base, root.cons.end = 0, st.Len()
 	return root, nil
+}
+
+// viewBuilder makes the TensorDicts of viewsOf; path is the key of the node
+// being built, for messages.
+type viewBuilder struct {
+	p       *plan
+	st      *tensor.Storage
+	tds     []TensorDict // one per node, in pre-order
+	cons    []consState  // one per node, in pre-order
+	entries []entry      // not yet handed out
+	batches []int        // not yet handed out
+	shape   []int        // scratch
+	path    []string
+}
+
+// build makes the TensorDict of node ni and returns it with the index of
+// the node after its subtree.
+func (v *viewBuilder) build(ni int) (*TensorDict, int, error) {
+	n := &v.p.nodes[ni]
+	src := n.td
+	out := &v.tds[ni]
+	nb, ne := len(src.batch), len(src.entries)
+	out.batch = v.batches[:nb:nb]
+	copy(out.batch, src.batch)
+	out.entries = v.entries[:0:ne]
+	v.batches, v.entries = v.batches[nb:], v.entries[ne:]
+	out.index = make(map[string]int, ne)
+	out.class, out.locked = src.class, src.locked
+	li, ci := n.leaf0, ni+1
+	first, last := -1, -1
+	for i := range src.entries {
+		e := &src.entries[i]
+		switch e.kind {
+		case kindTensor:
+			l := &v.p.leaves[li]
+			li++
+			v.shape = v.shape[:0]
+			for d := range l.t.Dim() {
+				v.shape = append(v.shape, l.t.Size(d))
+			}
+			t, err := tensor.FromStorage(l.t.DType(), v.st, l.start, v.shape...)
+			if err != nil {
+				return nil, 0, fmt.Errorf("key %v: %w", append(Key(slices.Clone(v.path)), e.name), err)
+			}
+			out.add(e.name, entry{kind: kindTensor, t: t})
+			if first < 0 {
+				first = l.start
+			}
+			last = l.start + l.nbytes + l.pad
+		case kindTD:
+			v.path = append(v.path, e.name)
+			sub, next, err := v.build(ci)
+			v.path = v.path[:len(v.path)-1]
+			if err != nil {
+				return nil, 0, err
+			}
+			li += v.p.nodes[ci].leaves
+			ci = next
+			out.add(e.name, entry{kind: kindTD, td: sub})
+			if sub.cons.base < sub.cons.end {
+				if first < 0 {
+					first = sub.cons.base
+				}
+				last = sub.cons.end
+			}
+		case kindNonTensor:
+			out.add(e.name, entry{kind: kindNonTensor, v: cloneValue(e.v)})
+		}
+	}
+	if first < 0 {
+		first, last = 0, 0
+	}
+	cs := &v.cons[ni]
+	*cs = consState{st: v.st, base: first, end: last}
+	out.cons = cs
+	return out, ni + n.nodes, nil
 }
 
 // IsConsolidated reports whether td's leaves all still view the storage that
@@ -130,15 +175,29 @@ func (td *TensorDict) IsConsolidated() bool {
 		return false
 	}
 	cursor := c.base
-	err := td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
-		t := n.entries[j].t
-		if t.Storage() != c.st || !t.IsContiguous() || t.Offset() < cursor || t.Offset()%8 != 0 {
-			return errStop
+	return packsInto(td, c.st, &cursor) && cursor <= c.end && c.end <= c.st.Len()
+}
+
+// packsInto reports whether td's leaves, depth first, view st contiguously
+// at increasing 8-aligned offsets from *cursor, which it advances.
+func packsInto(td *TensorDict, st *tensor.Storage, cursor *int) bool {
+	for i := range td.entries {
+		e := &td.entries[i]
+		switch e.kind {
+		case kindTensor:
+			t := e.t
+			if t.Storage() != st || t.Offset() < *cursor || t.Offset()%8 != 0 || !t.IsContiguous() {
+				return false
+			}
+			nb := t.NBytes()
+			*cursor = t.Offset() + nb + padTo8(nb)
+		case kindTD:
+			if !packsInto(e.td, st, cursor) {
+				return false
+			}
 		}
-		cursor = t.Offset() + t.NBytes() + padTo8(t.NBytes())
-		return nil
-	})
-	return err == nil && cursor <= c.end && c.end <= c.st.Len()
+	}
+	return true
 }
 
 // ConsolidatedStorage returns the storage that td's leaves view if td is
@@ -188,9 +247,29 @@ type copyTask struct {
 // zeroPads, the pad bytes are written too (buf may hold old data); a fresh
 // storage is already zero.
 func pack(buf []byte, p *plan, zeroPads bool) error {
-	flat := p.flatten()
+	if p.total < parallelThreshold || runtime.GOMAXPROCS(0) < 2 {
+		// One goroutine: copy leaf by leaf, without a task list.
+		for i := range p.leaves {
+			l := &p.leaves[i]
+			if zeroPads {
+				clear(buf[l.start+l.nbytes : l.start+l.nbytes+l.pad])
+			}
+			if l.nbytes == 0 {
+				continue
+			}
+			to := l.nbytes
+			if !l.t.IsContiguous() {
+				to = -1
+			}
+			if err := (copyTask{l: l, from: 0, to: to}).do(buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var tasks []copyTask
-	for _, l := range flat {
+	for i := range p.leaves {
+		l := &p.leaves[i]
 		if zeroPads {
 			clear(buf[l.start+l.nbytes : l.start+l.nbytes+l.pad])
 		}

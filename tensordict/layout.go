@@ -2,18 +2,22 @@ package tensordict
 
 import (
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// reservedNames are metadata fields of a consolidated node (and the transport
-// extras Python adds at the top). A nested TensorDict with one of these names
-// would be mistaken for them, so Layout refuses it.
-var reservedNames = map[string]bool{
-	"cls": true, "non_tensors": true, "leaves": true, "cls_metadata": true,
-	"_total_bytes": true, "_tensorclass_type": true, "_storage_device": true,
-	"_max_bytes": true, "size": true,
+// isReserved reports whether name is a metadata field of a consolidated
+// node (or a transport extra Python adds at the top). A nested TensorDict
+// with one of these names would be mistaken for them, so Layout refuses it.
+func isReserved(name string) bool {
+	switch name {
+	case "cls", "non_tensors", "leaves", "cls_metadata",
+		"_total_bytes", "_tensorclass_type", "_storage_device", "_max_bytes", "size":
+		return true
+	}
+	return false
 }
 
 // planLeaf is one tensor leaf placed in the consolidated storage.
@@ -25,106 +29,135 @@ type planLeaf struct {
 	pad    int // zero bytes after the data, so the next leaf is 8-aligned
 }
 
-// planChild is a nested TensorDict of a planNode.
-type planChild struct {
-	name string
-	node *planNode
-}
-
-// planNode is the consolidation plan of one TensorDict level.
+// planNode is one TensorDict level of a plan. Nodes are kept in pre-order
+// (a node, then the subtrees of its nested TensorDicts in insertion order),
+// so a node's subtree is the nodes that follow it, up to its node count.
 type planNode struct {
-	td       *TensorDict
-	leaves   []planLeaf
-	children []planChild
+	td     *TensorDict
+	leaf0  int // index in plan.leaves of the subtree's first leaf
+	leaves int // leaves in the subtree
+	nodes  int // nodes in the subtree, this one included
 }
 
-// plan is a whole consolidation plan: the tree and its leaves in packing
-// order (depth first, insertion order).
+// plan is a whole consolidation plan: the nodes in pre-order and the leaves
+// in packing order (depth first, insertion order).
 type plan struct {
-	root  *planNode
-	flat  []*planLeaf
-	total int
+	nodes  []planNode
+	leaves []planLeaf
+	total  int
+
+	// Room for a small TensorDict, allocated with the plan.
+	nodes0  [4]planNode
+	leaves0 [4]planLeaf
+	path0   [4]string // the planner's key stack
 }
 
 // padTo8 returns the zero bytes that follow n bytes of data.
 func padTo8(n int) int { return (8 - n%8) % 8 }
 
-// makePlan lays out td's leaves from byte offset base. With useOffsets, each
-// leaf's start is its current offset in its storage (for a TensorDict that
-// is already consolidated) instead of the running offset.
-func makePlan(op string, td *TensorDict, base int, useOffsets bool) (*plan, error) {
-	p := &plan{total: base}
-	root, err := p.node(op, nil, td, 0, useOffsets)
-	if err != nil {
-		return nil, err
-	}
-	p.root = root
-	return p, nil
-}
-
 // maxPlanDepth bounds the nesting of TensorDicts Layout accepts, matching the
 // default metadata depth limit of FromConsolidated.
 const maxPlanDepth = defaultMaxDepth - 8
 
-func (p *plan) node(op string, prefix Key, td *TensorDict, depth int, useOffsets bool) (*planNode, error) {
-	if depth > maxPlanDepth {
-		return nil, fmt.Errorf("tensordict: %s: key %v: nested deeper than %d levels", op, prefix, maxPlanDepth)
+// makePlan lays out td's leaves from byte offset base. With useOffsets, each
+// leaf's start is its current offset in its storage (for a TensorDict that
+// is already consolidated) instead of the running offset.
+func makePlan(op string, td *TensorDict, base int, useOffsets bool) (*plan, error) {
+	nodes, leaves := countTree(td, 0)
+	p := &plan{total: base}
+	p.nodes, p.leaves = p.nodes0[:0], p.leaves0[:0]
+	if nodes > len(p.nodes0) {
+		p.nodes = make([]planNode, 0, nodes)
 	}
-	n := &planNode{td: td}
+	if leaves > len(p.leaves0) {
+		p.leaves = make([]planLeaf, 0, leaves)
+	}
+	pl := planner{op: op, useOffsets: useOffsets, p: p, path: p.path0[:0]}
+	if err := pl.node(td, 0); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// countTree returns the number of nodes and leaves of td's tree, looking no
+// deeper than makePlan accepts.
+func countTree(td *TensorDict, depth int) (nodes, leaves int) {
+	nodes = 1
+	if depth > maxPlanDepth {
+		return nodes, 0
+	}
+	for i := range td.entries {
+		switch e := &td.entries[i]; e.kind {
+		case kindTensor:
+			leaves++
+		case kindTD:
+			n, l := countTree(e.td, depth+1)
+			nodes += n
+			leaves += l
+		}
+	}
+	return nodes, leaves
+}
+
+// planner builds a plan; path is the key of the node being planned, for
+// messages.
+type planner struct {
+	op         string
+	useOffsets bool
+	p          *plan
+	path       []string
+}
+
+// key returns the key of entry name of the node being planned.
+func (pl *planner) key(name string) Key {
+	return append(append(make(Key, 0, len(pl.path)+1), pl.path...), name)
+}
+
+func (pl *planner) node(td *TensorDict, depth int) error {
+	p := pl.p
+	if depth > maxPlanDepth {
+		return fmt.Errorf("tensordict: %s: key %v: nested deeper than %d levels", pl.op, Key(slices.Clone(pl.path)), maxPlanDepth)
+	}
+	ni := len(p.nodes)
+	p.nodes = append(p.nodes, planNode{td: td, leaf0: len(p.leaves)})
 	for i := range td.entries {
 		e := &td.entries[i]
 		if !utf8.ValidString(e.name) {
-			return nil, fmt.Errorf("tensordict: %s: key %v is not valid UTF-8", op, prefix.child(e.name))
+			return fmt.Errorf("tensordict: %s: key %v is not valid UTF-8", pl.op, pl.key(e.name))
 		}
 		switch e.kind {
 		case kindTensor:
 			nb := e.t.NBytes()
 			if e.t.Storage().Released() {
-				return nil, fmt.Errorf("tensordict: %s: key %v: storage was released", op, prefix.child(e.name))
+				return fmt.Errorf("tensordict: %s: key %v: storage was released", pl.op, pl.key(e.name))
 			}
 			start := p.total
-			if useOffsets {
+			if pl.useOffsets {
 				start = e.t.Offset()
 			}
 			pad := padTo8(nb)
-			n.leaves = append(n.leaves, planLeaf{name: e.name, t: e.t, start: start, nbytes: nb, pad: pad})
+			p.leaves = append(p.leaves, planLeaf{name: e.name, t: e.t, start: start, nbytes: nb, pad: pad})
 			p.total = start + nb + pad
 		case kindTD:
-			if reservedNames[e.name] {
-				return nil, fmt.Errorf("tensordict: %s: nested tensordict %v has a name reserved by the consolidated metadata", op, prefix.child(e.name))
+			if isReserved(e.name) {
+				return fmt.Errorf("tensordict: %s: nested tensordict %v has a name reserved by the consolidated metadata", pl.op, pl.key(e.name))
 			}
-			c, err := p.node(op, prefix.child(e.name), e.td, depth+1, useOffsets)
+			pl.path = append(pl.path, e.name)
+			err := pl.node(e.td, depth+1)
+			pl.path = pl.path[:len(pl.path)-1]
 			if err != nil {
-				return nil, err
+				return err
 			}
-			n.children = append(n.children, planChild{name: e.name, node: c})
 		}
 	}
-	return n, nil
+	n := &p.nodes[ni]
+	n.leaves = len(p.leaves) - n.leaf0
+	n.nodes = len(p.nodes) - ni
+	return nil
 }
 
 // flatten returns the plan's leaves in storage order.
-func (p *plan) flatten() []*planLeaf {
-	if p.flat != nil {
-		return p.flat
-	}
-	var walk func(n *planNode)
-	walk = func(n *planNode) {
-		li, ci := 0, 0
-		for i := range n.td.entries {
-			switch n.td.entries[i].kind {
-			case kindTensor:
-				p.flat = append(p.flat, &n.leaves[li])
-				li++
-			case kindTD:
-				walk(n.children[ci].node)
-				ci++
-			}
-		}
-	}
-	walk(p.root)
-	return p.flat
-}
+func (p *plan) flatten() []planLeaf { return p.leaves }
 
 // Layout returns the consolidated metadata (JSON, see ConsolidatedMetadata)
 // and the storage size that Consolidate would produce for td, without copying

@@ -11,11 +11,15 @@ import (
 // Python tensordict's field order: cls, non_tensors, leaves, cls_metadata,
 // then one child node per nested TensorDict, in insertion order.
 func encodeMetadata(p *plan) ([]byte, error) {
-	buf := make([]byte, 0, 256+96*len(p.flatten()))
-	return appendNode(buf, p.root)
+	buf := make([]byte, 0, 64+160*len(p.nodes)+64*len(p.leaves))
+	b, _, err := p.appendNode(buf, 0)
+	return b, err
 }
 
-func appendNode(b []byte, n *planNode) ([]byte, error) {
+// appendNode appends the metadata of node ni and its subtree, and returns
+// the index of the node after the subtree.
+func (p *plan) appendNode(b []byte, ni int) ([]byte, int, error) {
+	n := &p.nodes[ni]
 	td := n.td
 	b = append(b, `{"cls":"TensorDict","non_tensors":{`...)
 	first := true
@@ -32,30 +36,29 @@ func appendNode(b []byte, n *planNode) ([]byte, error) {
 		b = append(b, ":["...)
 		var err error
 		if b, err = appendValue(b, e.v, 0); err != nil {
-			return nil, fmt.Errorf("tensordict: metadata: non-tensor %q: %w", e.name, err)
+			return nil, 0, fmt.Errorf("tensordict: metadata: non-tensor %q: %w", e.name, err)
 		}
 		b = append(b, ',')
 		b = appendInts(b, td.batch)
 		b = append(b, ",null]"...)
 	}
 	b = append(b, `},"leaves":{`...)
-	for i := range n.leaves {
-		l := &n.leaves[i]
-		if i > 0 {
-			b = append(b, ',')
+	li, ci := n.leaf0, ni+1
+	first = true
+	for i := range td.entries {
+		switch td.entries[i].kind {
+		case kindTensor:
+			l := &p.leaves[li]
+			li++
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendLeaf(b, l)
+		case kindTD:
+			li += p.nodes[ci].leaves
+			ci += p.nodes[ci].nodes
 		}
-		b = appendString(b, l.name)
-		b = append(b, `:["`...)
-		b = append(b, l.t.DType().TorchName()...)
-		b = append(b, `",`...)
-		b = appendInts(b, l.t.Shape())
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(l.start), 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(l.start+l.nbytes+l.pad), 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(l.pad), 10)
-		b = append(b, ']')
 	}
 	b = append(b, `},"cls_metadata":{"device":null,"names":[`...)
 	for i := range td.batch {
@@ -69,16 +72,42 @@ func appendNode(b []byte, n *planNode) ([]byte, error) {
 	b = append(b, `,"is_locked":`...)
 	b = strconv.AppendBool(b, td.locked)
 	b = append(b, '}')
-	for _, c := range n.children {
+	ci = ni + 1
+	for i := range td.entries {
+		e := &td.entries[i]
+		if e.kind != kindTD {
+			continue
+		}
 		b = append(b, ',')
-		b = appendString(b, c.name)
+		b = appendString(b, e.name)
 		b = append(b, ':')
 		var err error
-		if b, err = appendNode(b, c.node); err != nil {
-			return nil, err
+		if b, ci, err = p.appendNode(b, ci); err != nil {
+			return nil, 0, err
 		}
 	}
-	return append(b, '}'), nil
+	return append(b, '}'), ni + n.nodes, nil
+}
+
+// appendLeaf appends "name":[dtype, shape, start, stop, pad].
+func appendLeaf(b []byte, l *planLeaf) []byte {
+	b = appendString(b, l.name)
+	b = append(b, `:["torch.`...)
+	b = append(b, l.t.DType().String()...)
+	b = append(b, `",[`...)
+	for d := range l.t.Dim() {
+		if d > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(l.t.Size(d)), 10)
+	}
+	b = append(b, "],"...)
+	b = strconv.AppendInt(b, int64(l.start), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(l.start+l.nbytes+l.pad), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(l.pad), 10)
+	return append(b, ']')
 }
 
 // appendInts appends s as a JSON array.
