@@ -34,6 +34,9 @@ import (
 // meta.json is written under a temporary name, synced and renamed into
 // place, children before parents and the root last. A Memmap interrupted at
 // any point leaves a directory that either loads as td or does not load.
+// A Memmap that fails removes the tensor files it wrote, so a full file
+// system (an error wrapping syscall.ENOSPC, never a SIGBUS; see package
+// memmap) gets its space back.
 //
 // An empty prefix maps every leaf anonymously (shared memory, no files, no
 // metadata). The result is a new TensorDict; td is unchanged.
@@ -132,10 +135,8 @@ func (td *TensorDict) memmapTo(op, prefix string, inPlace, like bool, cfg memmap
 	}
 	if prefix != "" {
 		if err := writeMetas(op, root, cfg); err != nil {
+			discardLeaves(leaves)
 			for _, l := range leaves {
-				if l.out != l.src {
-					_ = memmap.Close(l.out)
-				}
 				l.node.entries[l.idx].t = l.src
 			}
 			return nil, err
@@ -314,12 +315,24 @@ func writeLeaves(op string, leaves []*mmLeaf, like bool, cfg memmapConfig) error
 	if len(all) == 0 {
 		return nil
 	}
+	discardLeaves(leaves)
+	return errors.Join(all...)
+}
+
+// discardLeaves undoes the leaves a failed Memmap wrote: it closes their
+// mappings and removes their files, so that a save that failed (a full
+// disk, say) gives its space back. Leaves that were already mapped to their
+// target file (MemmapInPlace) are kept.
+func discardLeaves(leaves []*mmLeaf) {
 	for _, l := range leaves {
-		if l.out != nil && l.out != l.src {
-			_ = memmap.Close(l.out)
+		if l.out == nil || l.out == l.src {
+			continue
+		}
+		_ = memmap.Close(l.out)
+		if l.path != "" && l.out.Numel() > 0 {
+			_ = os.Remove(l.path)
 		}
 	}
-	return errors.Join(all...)
 }
 
 // writeLeaf writes and syncs one tensor file.
