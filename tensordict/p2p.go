@@ -206,10 +206,10 @@ func (s *p2pState) recv(l *link, td *TensorDict) (int, error) {
 	}
 	body := s.recvBody(int(h.Body()))
 	if err := recvExact(l.c, body, l.peer, s.tag0); err != nil {
-		return 0, fmt.Errorf("receiving the metadata: %w", err)
+		return 0, fmt.Errorf("receiving the metadata: %w", errors.Join(err, l.drainSend(&h, s.tag0, false, 0)))
 	}
 	if err := s.check(l, td, &h, body); err != nil {
-		return 0, errors.Join(err, l.drainTransfer(&h))
+		return 0, errors.Join(err, l.drainSend(&h, s.tag0, false, 0))
 	}
 	if !l.o.consolidated {
 		for i, j := range s.sorted {
@@ -219,7 +219,7 @@ func (s *p2pState) recv(l *link, td *TensorDict) (int, error) {
 				err = recvExact(l.c, b, l.peer, s.cur[i])
 			}
 			if err != nil {
-				return 0, fmt.Errorf("key %v: %w", lf.key, err)
+				return 0, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainSend(&h, s.tag0, false, int64(i+1))))
 			}
 		}
 		if len(s.cur) == 0 {
@@ -250,7 +250,12 @@ func (s *p2pState) recvHeader(l *link) (wire.Header, error) {
 	}
 	h, err := wire.Parse(s.hdr, l.o.limits())
 	if err != nil {
-		return wire.Header{}, errors.Join(err, l.drainRefused(s.hdr))
+		// A header over this side's limits still tells what the sender
+		// sends after it; one that cannot be read at all tells nothing.
+		if all, perr := wire.Parse(s.hdr, wire.Limits{MaxTotal: math.MaxInt64}); perr == nil && all.Kind == wire.KindSend {
+			err = errors.Join(err, l.drainSend(&all, s.tag0, true, 0))
+		}
+		return wire.Header{}, err
 	}
 	if h.Kind != wire.KindSend {
 		return wire.Header{}, fmt.Errorf("%w: received a %v header, want %v", ErrMismatch, h.Kind, wire.KindSend)
@@ -330,42 +335,33 @@ func (s *p2pState) mismatch(td *TensorDict, meta []byte, h *wire.Header, sorted 
 	return fmt.Errorf("%w: same keys, dtypes and shapes, but the consolidated layouts differ (%d bytes sent, %d here)", ErrMismatch, h.Total, s.total)
 }
 
-// drainTransfer consumes the payload of a transfer this side refused, so
-// that the sender does not hang: the storage chunks, or the per-leaf
-// messages on the sender's tags (each awaited at most drainIdle).
-func (l *link) drainTransfer(h *wire.Header) error {
-	if h.Flags&wire.FlagPerLeaf == 0 {
-		if h.Flags&wire.FlagInline != 0 {
-			return nil
+// drainSend consumes what a Send transfer this side refused still owes,
+// exactly as its header h announces, so that the sender does not hang and
+// no message of it is left for a later Recv: the metadata message on tag0
+// when body is true (it was not received), then the storage chunks
+// (consolidated) or the per-leaf messages from the from-th on, on the
+// sender's tags (see drainMessages).
+func (l *link) drainSend(h *wire.Header, tag0 int, body bool, from int64) error {
+	if body {
+		if err := drainChunks(l.c, l.peer, tag0, 1); err != nil {
+			return err
 		}
-		return drainChunks(l.c, l.peer, h.PayloadTag, h.Chunks())
+	}
+	if h.Flags&wire.FlagPerLeaf == 0 {
+		return drainChunks(l.c, l.peer, tag0, h.Chunks())
 	}
 	pseudo := h.Flags&wire.FlagPseudoRandTags != 0
-	n := int(min(h.Leaves, math.MaxInt32))
 	tag := h.PayloadTag - 1
-	for i := range n {
+	next := func() int {
 		if pseudo {
 			tag = IntGenerator(tag + 1)
 		} else {
 			tag++
 		}
-		deadline := time.Now().Add(drainIdle)
-		for {
-			m, ok, st, err := mpi.Improbe(l.c, l.peer, tag)
-			if err != nil {
-				return err
-			}
-			if ok {
-				if err := discard(m, st.Bytes(), nil); err != nil {
-					return err
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("gave up draining the sender's leaf %d of %d (tag %d) after %v", i, n, tag, drainIdle)
-			}
-			time.Sleep(20 * time.Microsecond)
-		}
+		return tag
 	}
-	return nil
+	for range min(from, h.Leaves) {
+		next()
+	}
+	return drainMessages(l.c, l.peer, h.Leaves-min(from, h.Leaves), func(int64) int { return next() })
 }

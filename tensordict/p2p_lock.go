@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -96,11 +97,14 @@ func recvExact(c *mpi.Comm, buf []byte, src, tag int) error {
 }
 
 // recvChunksExact receives b from src on tag, in the chunks sendChunks
-// sent, checking the size of each. The caller holds the receive lock.
+// sent, checking the size of each. The caller holds the receive lock. After
+// a chunk of the wrong size (discarded), the remaining chunks are drained.
 func recvChunksExact(c *mpi.Comm, b []byte, src, tag int) error {
 	for off := 0; off < len(b); off += wire.MaxChunk {
-		if err := recvExact(c, b[off:min(off+wire.MaxChunk, len(b))], src, tag); err != nil {
-			return fmt.Errorf("payload at byte %d: %w", off, err)
+		part := b[off:min(off+wire.MaxChunk, len(b))]
+		if err := recvExact(c, part, src, tag); err != nil {
+			rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
+			return fmt.Errorf("payload at byte %d: %w", off, errors.Join(err, drainChunks(c, src, tag, rest)))
 		}
 	}
 	return nil

@@ -5,11 +5,13 @@ package tensordict
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -232,4 +234,47 @@ func TestRecvModeMismatch(t *testing.T) {
 	_, err := td.Recv(0, testCtx(t))
 	require.ErrorIs(t, err, ErrMismatch)
 	assert.Contains(t, err.Error(), "WithConsolidated")
+}
+
+// TestRecvOverLimitDrainsExactly: a Recv that refuses a Send over its
+// WithMaxBytes drains exactly the messages the refused header announces,
+// so that transfers the sender makes right after it, on the same tags, are
+// received intact and without waiting.
+func TestRecvOverLimitDrainsExactly(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	const limit = 64 << 10
+	for _, tc := range []struct {
+		name string
+		opts []RemoteOption
+	}{
+		{"per leaf", nil},
+		{"pseudo-random tags", []RemoteOption{WithPseudoRandTags(), WithTag(7)}},
+		{"consolidated", []RemoteOption{WithConsolidated(), WithTag(5)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			big := bigTD(t, 3, 1<<16, 1) // 1.5 MiB
+			small := bigTD(t, 3, 4, 10)
+			if g.Rank() == 0 {
+				require.NoError(t, big.Send(1, tc.opts...))
+				require.NoError(t, big.Send(1, tc.opts...))
+				require.NoError(t, small.Send(1, tc.opts...))
+				return
+			}
+			start := time.Now()
+			opts := append(tc.opts, WithMaxBytes(limit), testCtx(t))
+			for range 2 {
+				_, err := big.Recv(0, opts...)
+				require.ErrorIs(t, err, wire.ErrLimit)
+				assert.Contains(t, err.Error(), "Recv: rank 1")
+			}
+			fill(t, small, 0)
+			_, err := small.Recv(0, opts...)
+			require.NoError(t, err, "the transfer after the refused ones")
+			checkBigTD(t, small, 3, 4, 10)
+			assert.Less(t, time.Since(start), drainIdle, "draining waited for messages that were never sent")
+		})
+	}
 }

@@ -123,29 +123,39 @@ func discard(m *mpi.Message, n int64, head []byte) error {
 	return errors.Join(err, unix.Munmap(buf))
 }
 
-// drain consumes, in order, one message from src for each tag of tags, so
-// that a sender whose data this side refused is not left blocked.
-func drain(c *mpi.Comm, src int, tags ...int) error {
-	for _, tag := range tags {
-		m, st, err := mpi.Mprobe(c, src, tag)
+// drainIdle is how long a drain waits for each message it was told to
+// expect before giving up on the rest.
+const drainIdle = 2 * time.Second
+
+// drainMessages consumes, in order, n messages from src, the i-th on tag
+// tagOf(i): exactly the messages a refused transfer still owes, so that
+// its sender is not left blocked and nothing of it stays queued for a
+// later receive to take. A header can announce messages that never come
+// (a faulty or hostile sender), so drainMessages waits at most drainIdle
+// for each and then gives up with an error saying so; it never takes more
+// than n messages.
+func drainMessages(c *mpi.Comm, src int, n int64, tagOf func(i int64) int) error {
+	for i := range n {
+		tag := tagOf(i)
+		ctx, cancel := context.WithTimeout(context.Background(), drainIdle)
+		m, st, err := probe(ctx, c, src, tag)
+		cancel()
 		if err != nil {
-			return err
+			if errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d) did not come within %v", i+1, n, tag, drainIdle)
+			}
+			return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d): %w", i+1, n, tag, err)
 		}
 		if err := discard(m, st.Bytes(), nil); err != nil {
-			return err
+			return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d): %w", i+1, n, tag, err)
 		}
 	}
 	return nil
 }
 
-// drainChunks consumes the n payload messages on tag.
+// drainChunks consumes the n payload messages on tag (see drainMessages).
 func drainChunks(c *mpi.Comm, src, tag int, n int64) error {
-	for ; n > 0; n-- {
-		if err := drain(c, src, tag); err != nil {
-			return err
-		}
-	}
-	return nil
+	return drainMessages(c, src, n, func(int64) int { return tag })
 }
 
 // sendChunks sends b to dst on tag in messages of at most wire.MaxChunk
@@ -161,7 +171,7 @@ func sendChunks(c *mpi.Comm, b []byte, dst, tag int) error {
 
 // recvChunks receives b from src on tag, in the chunks sendChunks sent,
 // with matched probes: a chunk of the wrong size is discarded, never
-// received into b, and reported.
+// received into b, and reported, and the chunks after it are drained.
 func recvChunks(c *mpi.Comm, b []byte, src, tag int) error {
 	for off := 0; off < len(b); off += wire.MaxChunk {
 		part := b[off:min(off+wire.MaxChunk, len(b))]
@@ -170,7 +180,9 @@ func recvChunks(c *mpi.Comm, b []byte, src, tag int) error {
 			return err
 		}
 		if st.Bytes() != int64(len(part)) {
-			return errors.Join(fmt.Errorf("payload chunk at byte %d has %d bytes, want %d", off, st.Bytes(), len(part)), discard(m, st.Bytes(), nil))
+			err := fmt.Errorf("payload chunk at byte %d has %d bytes, want %d", off, st.Bytes(), len(part))
+			rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
+			return errors.Join(err, discard(m, st.Bytes(), nil), drainChunks(c, src, tag, rest))
 		}
 		if _, err := mpi.Mrecv(m, part); err != nil {
 			return err

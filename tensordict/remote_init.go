@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -18,10 +17,6 @@ import (
 // initInlineMax is the largest storage InitRemote sends inside its header
 // message; larger ones follow in separate payload messages.
 const initInlineMax = 64 << 10
-
-// drainIdle is how long a receive that refused a header waits for each
-// payload message it drains before giving up on the rest.
-const drainIdle = 2 * time.Second
 
 // InitRemote sends td to rank dst of the group, which builds a copy of it
 // with FromRemoteInit, as tensordict's init_remote. Options: WithGroup,
@@ -187,7 +182,9 @@ func (l *link) recvInit() (*TensorDict, error) {
 		return nil, l.errorf("%w", errors.Join(err, l.drainRefused(frame)))
 	}
 	if f.Kind != wire.KindInit {
-		return nil, l.errorf("%w", errors.Join(fmt.Errorf("header of a %v message, want %v", f.Kind, wire.KindInit), l.drainPayload(&f.Header)))
+		// Only InitRemote sends on this tag: what such a header announces
+		// cannot be trusted, so nothing is drained.
+		return nil, l.errorf("header of a %v message, want %v", f.Kind, wire.KindInit)
 	}
 	stor, finish, err := l.storageFor(f.Total, f.Inline, f.Meta)
 	if err != nil {
@@ -226,46 +223,24 @@ func (l *link) refuseOversized(m *mpi.Message, n, maxFrame int64) error {
 	return errors.Join(err, l.drainRefused(head[:]))
 }
 
-// drainRefused drains the payload announced by a header this side refused
-// (over its limits, say), so that a well-behaved sender is not left
-// blocked. It reads the header with no size limit but drains only payload
-// messages that actually arrive, waiting at most drainIdle for each.
+// drainRefused drains the payload announced by an InitRemote header this
+// side refused (over its limits, say), so that a well-behaved sender is
+// not left blocked: exactly the chunks the header announces, read with no
+// size limit. A header that cannot be read even so, or that is not
+// InitRemote's, announces nothing that can be trusted, and nothing is
+// drained.
 func (l *link) drainRefused(frame []byte) error {
 	h, err := wire.Parse(frame, wire.Limits{MaxTotal: math.MaxInt64})
-	if err != nil || h.Flags&wire.FlagInline != 0 {
+	if err != nil || h.Kind != wire.KindInit {
 		return nil
 	}
-	for n := h.Chunks(); n > 0; n-- {
-		deadline := time.Now().Add(drainIdle)
-		for {
-			m, ok, st, err := mpi.Improbe(l.c, l.peer, h.PayloadTag)
-			if err != nil {
-				return err
-			}
-			if ok {
-				if err := discard(m, st.Bytes(), nil); err != nil {
-					return err
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-	}
-	return nil
+	return l.drainPayload(&h)
 }
 
-// drainPayload drains the separate payload of a valid header.
+// drainPayload drains the separate payload of a header: h.Chunks()
+// messages on its payload tag.
 func (l *link) drainPayload(h *wire.Header) error {
-	if h.Flags&wire.FlagInline != 0 {
-		return nil
-	}
-	if err := drainChunks(l.c, l.peer, h.PayloadTag, h.Chunks()); err != nil {
-		return fmt.Errorf("draining the refused payload: %w", err)
-	}
-	return nil
+	return drainChunks(l.c, l.peer, h.PayloadTag, h.Chunks())
 }
 
 // storageFor returns the storage a received TensorDict of total bytes

@@ -22,16 +22,10 @@ import (
 // both sides, for each operation: the soak's memory check found the heap
 // growing by the payloads of every Send and Recv.
 //
-// KNOWN BUG (tensordict/p2p_state.go, p2pStateOf): the per-TensorDict
-// state of Send, Recv, ISend and IRecv (and, since InitRemote builds its
-// small frames from it, smallInitFrame in remote_init.go, of every
-// InitRemote sender) is kept in the global map p2pStates
-// under a weak pointer to the TensorDict, but the value (p2pState.leaves:
-// node and t fields) holds the TensorDict and its tensors strongly, so the
-// TensorDict never becomes unreachable, the runtime.AddCleanup that would
-// delete the entry never runs, and every TensorDict ever sent or received
-// with Send/Recv/ISend/IRecv or InitRemote stays in memory with its
-// storage. Every subtest fails on the sending side until that is fixed.
+// This found the per-TensorDict state of Send, Recv, ISend and IRecv (and
+// of InitRemote senders) kept in a global map whose values held the
+// TensorDict strongly (tensordict/p2p_state.go, p2pStateOf); the state
+// now lives in the TensorDict itself.
 func TestTensorDictsAreCollected(t *testing.T) {
 	world := mpitest.Need(t, 2)
 	const rounds = 64

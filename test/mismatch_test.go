@@ -230,17 +230,10 @@ func TestSubgroupRankOutOfRange(t *testing.T) {
 // wire.ErrLimit; the sender does not hang, and the next transfer between
 // the two ranks, within the limit, works.
 //
-// KNOWN BUG (tensordict/p2p.go, recvHeader, and remote_init.go,
-// drainRefused): when Recv refuses a Send header, it drains h.Chunks()
-// messages from the header's tag, but the Send protocol puts the metadata
-// message on that tag before the chunks, so one message fewer than sent is
-// drained: the metadata and all chunks but the last are discarded, and the
-// last chunk stays queued. The sender's Send still completes (the chunk is
-// eager or the receiver's next receive matches it), but the next Recv on
-// that tag takes the stale chunk as its header ("message of N bytes on tag
-// 0, want 64"). Worse, the drain takes whatever else arrives on the tag
-// within drainIdle (2 s) of each message, so a sender that goes on with
-// another Send loses it. The "Send/Recv" subtest fails until fixed.
+// This found Recv draining one message too few after refusing a Send
+// header (the metadata message counted as a chunk) and sweeping the tag for
+// 2 s (tensordict/p2p.go, recvHeader); it now drains exactly what the
+// header announces.
 func TestRecvOverLimit(t *testing.T) {
 	world := mpitest.Need(t, 2)
 	for _, op := range []string{"InitRemote", "Send/Recv"} {
