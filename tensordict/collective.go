@@ -54,7 +54,7 @@ func (cl *coll) wrap(err error) error {
 // Every rank passes the same root, so every rank returns the same error.
 func (cl *coll) checkRoot(what string, r int) error {
 	if r < 0 || r >= cl.size {
-		return cl.errorf("%s %d is out of range [0, %d)", what, r, cl.size)
+		return cl.errorf("%s %d is out of range [0, %d) of %s", what, r, cl.size, describeGroup(cl.g))
 	}
 	return nil
 }

@@ -738,7 +738,9 @@ func TestCollectiveGroupOfOne(t *testing.T) {
 	assert.Equal(t, []int{1, 2}, st.BatchSize())
 
 	_, err = td.Broadcast(1, opt)
-	assert.ErrorContains(t, err, "src 1 is out of range [0, 1)")
+	assert.ErrorContains(t, err, fmt.Sprintf("src 1 is out of range [0, 1) of the group of world ranks [%d]", r))
+	err = td.Reduce(-1, ReduceSum)
+	assert.ErrorContains(t, err, fmt.Sprintf("dst -1 is out of range [0, %d) of the world group", g.Size()))
 }
 
 func TestCollectiveBroadcastReuse(t *testing.T) {

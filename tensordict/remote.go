@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -40,17 +42,45 @@ func newLink(op string, peer int, dir string, opts []RemoteOption) (link, error)
 	l := link{op: op, g: o.group, c: o.group.LibComm(), peer: peer, dir: dir, o: o}
 	if o.broadcast {
 		if peer < 0 || peer >= l.g.Size() {
-			return link{}, l.errorf("root rank %d is out of range [0, %d)", peer, l.g.Size())
+			return link{}, l.errorf("root rank %d is out of range [0, %d) of %s", peer, l.g.Size(), describeGroup(l.g))
 		}
 		return l, nil
 	}
 	switch {
 	case peer < 0 || peer >= l.g.Size():
-		return link{}, l.errorf("rank %d is out of range [0, %d)", peer, l.g.Size())
+		return link{}, l.errorf("rank %d is out of range [0, %d) of %s", peer, l.g.Size(), describeGroup(l.g))
 	case peer == l.g.Rank():
 		return link{}, l.errorf("rank %d is the caller itself", peer)
 	}
 	return l, nil
+}
+
+// describeGroup names g for an error about a rank out of its range, so that
+// a caller who passed a world rank to a subgroup sees the mix-up: "the
+// world group", or "the group of world ranks [2 3]" (the first 16).
+func describeGroup(g *group.Group) string {
+	if g.IsWorld() {
+		return "the world group"
+	}
+	const show = 16
+	var b strings.Builder
+	b.WriteString("the group of world ranks [")
+	for i := range min(g.Size(), show) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		r, err := g.WorldRank(i)
+		if err != nil {
+			b.WriteString("?")
+			continue
+		}
+		b.WriteString(strconv.Itoa(r))
+	}
+	if g.Size() > show {
+		fmt.Fprintf(&b, " ... (%d ranks)", g.Size())
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // errorf returns "tensordict: <op>: rank <r> of <n>, <dir> rank <peer>: <msg>".

@@ -203,6 +203,11 @@ func TestInitRemoteSubgroup(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, sub.Free()) }()
 	if sub.Rank() == 0 {
+		// A world rank passed for a group rank: the error names the group.
+		if last > 1 {
+			err := remoteSeedTD(t).InitRemote(last, WithGroup(sub))
+			assert.ErrorContains(t, err, fmt.Sprintf("rank %d is out of range [0, 2) of the group of world ranks [%d 0]", last, last))
+		}
 		require.NoError(t, remoteSeedTD(t).InitRemote(1, WithGroup(sub)))
 		return
 	}
