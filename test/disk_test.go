@@ -211,17 +211,11 @@ func runLocalHelper(t *testing.T, mode, dir string) (string, int) {
 }
 
 // TestMemmapExpandedLeafFullDisk: Memmap of a leaf that is not contiguous
-// into a full file system must return ENOSPC like a contiguous one.
-//
-// KNOWN BUG (memmap/create.go, FromTensor): a contiguous leaf is written
-// with write(2), which returns ENOSPC, but a non-contiguous one is copied
-// into the new file's mapping (CopyFrom), and a tmpfs or disk that has no
-// room for a page answers the store with SIGBUS: the process dies with
-// "unexpected fault address" instead of Memmap returning an error. The
-// same holds for every write into a file sized with ftruncate
-// (memmap.Empty, MemmapLike, FromRemoteInit with WithMemmap receiving into
-// the mapping). Reserving the blocks first (fallocate) would turn it into
-// ENOSPC at creation. This test fails until then.
+// into a full file system must return ENOSPC like a contiguous one. Such a
+// leaf is copied into the new file's mapping, not written with write(2),
+// and a tmpfs or disk that has no room for a page answers a store into a
+// mapping with SIGBUS; the file's blocks must therefore be reserved
+// (fallocate) before it is mapped.
 func TestMemmapExpandedLeafFullDisk(t *testing.T) {
 	mpitest.Need(t, 1)
 	fs := mountTmpfs(t, 1<<20)

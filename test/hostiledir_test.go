@@ -98,12 +98,8 @@ func TestHostileMemmapDir(t *testing.T) {
 			writeFile(t, filepath.Join(root, "meta.json"), metaWith("x", leafMember))
 			require.NoError(t, os.Mkdir(filepath.Join(root, "x.memmap"), 0o755))
 		}, "x.memmap"},
-		// KNOWN BUG (memmap/meta.go, ReadMeta): meta.json is opened with
-		// O_RDONLY before its type is checked, and opening a FIFO for
-		// reading blocks until a writer comes, so LoadMemmap hangs
-		// forever on a directory whose meta.json is a named pipe. Opening
-		// with O_NONBLOCK (or checking Lstat first) fixes it. This case
-		// fails until then.
+		// A named pipe must be refused, not opened for reading and
+		// waited on until a writer comes.
 		{"meta.json is a FIFO", func(t *testing.T, root, outside string) {
 			require.NoError(t, os.MkdirAll(root, 0o755))
 			require.NoError(t, syscall.Mkfifo(filepath.Join(root, "meta.json"), 0o644))
