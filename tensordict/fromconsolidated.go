@@ -167,6 +167,15 @@ func (d *metaDecoder) intRun(what string) ([]int, error) {
 	return d.ints[start:len(d.ints):len(d.ints)], err
 }
 
+// placedError is an error that already names the node it comes from. The
+// nodes above a nested node pass it on as it is, so that an error deep in
+// the tree names its key once, instead of once per level (which, at the
+// depth limit, would be a megabyte of text built in quadratic time).
+type placedError struct{ err error }
+
+func (e placedError) Error() string { return e.err.Error() }
+func (e placedError) Unwrap() error { return e.err }
+
 // decodeMetadata parses and validates meta against a storage of stLen bytes.
 func decodeMetadata(meta []byte, stLen int, cfg readConfig) (*metaNode, string, error) {
 	if len(meta) > cfg.maxMetaBytes {
@@ -175,6 +184,9 @@ func decodeMetadata(meta []byte, stLen int, cfg readConfig) (*metaNode, string, 
 	d := newMetaDecoder(meta, stLen, cfg)
 	root, err := d.node(nil, "", true)
 	if err != nil {
+		if pe, ok := err.(placedError); ok {
+			err = pe.err
+		}
 		return nil, "", err
 	}
 	if err := d.p.end(); err != nil {
@@ -213,7 +225,10 @@ func (d *metaDecoder) node(parent *metaNode, name string, top bool) (*metaNode, 
 	}
 	if err != nil {
 		d.childBuf = d.childBuf[:mark]
-		return nil, fmt.Errorf("%s: %w", n.where(), err)
+		if _, placed := err.(placedError); placed {
+			return nil, err
+		}
+		return nil, placedError{fmt.Errorf("%s: %w", n.where(), err)}
 	}
 	if len(d.childBuf) > mark {
 		n.children = d.children.take(d.childBuf[mark:])
@@ -321,6 +336,9 @@ func (d *metaDecoder) member(n *metaNode, key string, top bool) error {
 	}
 	c, err := d.node(n, key, false)
 	if err != nil {
+		if _, placed := err.(placedError); !placed {
+			err = placedError{err}
+		}
 		return err
 	}
 	d.childBuf = append(d.childBuf, childMeta{name: key, node: c})

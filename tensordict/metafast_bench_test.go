@@ -155,3 +155,19 @@ func BenchmarkMetaSeedDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMetaSeedBuild times rebuilding the seed from decoded metadata,
+// as a receive whose metadata is in the receive cache does.
+func BenchmarkMetaSeedBuild(b *testing.B) {
+	c, meta := seedConsolidated(b)
+	st := c.ConsolidatedStorage()
+	root, _, err := decodeMetadata(meta, st.Len(), newReadConfig(nil))
+	require.NoError(b, err)
+	b.ReportAllocs()
+	cpuPerOp(b)
+	for b.Loop() {
+		if _, err := buildFromMeta(root, st); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

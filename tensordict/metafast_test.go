@@ -190,26 +190,49 @@ func checkDecodeMatchesReference(t *testing.T, meta []byte, stLen int, opts ...C
 	ref, refErr := refFromConsolidated(st, meta, opts...)
 	got, err := FromConsolidated(st, meta, opts...)
 	if refErr != nil || err != nil {
-		if refErr == nil || err == nil || refErr.Error() != err.Error() {
-			t.Fatalf("errors differ:\nref: %v\ngot: %v\nmeta: %q", refErr, err, meta)
+		if refErr == nil || err == nil || !sameError(refErr, err) {
+			t.Fatalf("errors differ:\nref: %v\ngot: %v\nmeta: %.300q", refErr, err, meta)
 		}
 	} else if a, b := dumpTD(ref), dumpTD(got); a != b {
-		t.Fatalf("results differ:\nref:\n%s\ngot:\n%s\nmeta: %q", a, b, meta)
+		t.Fatalf("results differ:\nref:\n%s\ngot:\n%s\nmeta: %.300q", a, b, meta)
 	}
 	rs, refErr := refStructureOfMeta(meta)
 	s, err := structureOfMeta(meta)
 	if refErr != nil || err != nil {
-		if refErr == nil || err == nil || refErr.Error() != err.Error() {
-			t.Fatalf("structure errors differ:\nref: %v\ngot: %v\nmeta: %q", refErr, err, meta)
+		if refErr == nil || err == nil || !sameError(refErr, err) {
+			t.Fatalf("structure errors differ:\nref: %v\ngot: %v\nmeta: %.300q", refErr, err, meta)
 		}
 		return
 	}
 	if rs.hash() != s.hash() {
-		t.Fatalf("structure hashes differ: %x vs %x\nmeta: %q", rs.hash(), s.hash(), meta)
+		t.Fatalf("structure hashes differ: %x vs %x\nmeta: %.300q", rs.hash(), s.hash(), meta)
 	}
 	if err := diff(structure{batch: rs.batch, leaves: refLeaves(rs)}, s); err != nil {
-		t.Fatalf("structures differ: %v\nmeta: %q", err, meta)
+		t.Fatalf("structures differ: %v\nmeta: %.300q", err, meta)
 	}
+}
+
+// sameError reports whether got says what ref says. The reference repeats
+// the key of every enclosing node before an error in a nested node
+// ("root: key n: key n.m: leaf n.m.x: ..."); the fast decoder names the
+// innermost one only ("key n.m: leaf n.m.x: ...", or just "leaf n.m.x:
+// ..." when the leaf's key says it all), so got must be ref with those
+// repeated prefixes dropped.
+func sameError(ref, got error) bool {
+	const op = "tensordict: FromConsolidated: "
+	r, g := ref.Error(), got.Error()
+	if strings.HasPrefix(r, op) != strings.HasPrefix(g, op) {
+		return false
+	}
+	r, g = strings.TrimPrefix(r, op), strings.TrimPrefix(g, op)
+	if r == g {
+		return true
+	}
+	if !strings.HasSuffix(r, g) || !(strings.HasPrefix(g, "key ") || strings.HasPrefix(g, "leaf ")) {
+		return false
+	}
+	// What was dropped is a chain of "root: " and "key ...: " prefixes.
+	return strings.HasPrefix(r, "root: ") && strings.HasSuffix(r[:len(r)-len(g)], ": ")
 }
 
 func TestMetaDecodeMatchesReference(t *testing.T) {
@@ -247,6 +270,21 @@ func TestMetaDecodeMatchesReference(t *testing.T) {
 		` { "cls" : "TensorDict" , "cls_metadata" : { "batch_size" : [ 2 ] } , "n" : { "cls" : "TensorDict" , "cls_metadata" : { "batch_size" : [ 2 , 3 ] } } } `,
 	} {
 		checkDecodeMatchesReference(t, []byte(meta), 64)
+	}
+}
+
+// TestMetaDeepErrorIsShort checks that an error at the depth limit names
+// the key once: its text grows with the depth, not with its square.
+func TestMetaDeepErrorIsShort(t *testing.T) {
+	for _, tail := range []string{`{}`, `{"cls":"TensorDict","cls_metadata":{"batch_size":[]},"leaves":{"x":["torch.quint8",[],0,1,7]}}`} {
+		const depth = 2000
+		meta := `{"cls":"TensorDict","cls_metadata":{"batch_size":[]},"n":` + strings.Repeat(`{"cls":"TensorDict","cls_metadata":{"batch_size":[]},"n":`, depth) + tail + strings.Repeat(`}`, depth+1)
+		_, err := FromConsolidated(tensor.NewStorage(8), []byte(meta))
+		require.Error(t, err)
+		assert.Less(t, len(err.Error()), 4*defaultMaxDepth+200, "error text of %d bytes", len(err.Error()))
+		_, err = StructureHash([]byte(meta))
+		require.Error(t, err)
+		assert.Less(t, len(err.Error()), 4*defaultMaxDepth+200, "error text of %d bytes", len(err.Error()))
 	}
 }
 
