@@ -16,8 +16,8 @@ import (
 const bcastFirst = 4 << 10
 
 // bcastPrefix is the part of the first message before the frame: status
-// (0 ok, 1 the source failed and an error text follows), frame length, and
-// whether more messages follow.
+// (0 ok, 1 the source failed and its error text follows, at most
+// maxReportedError bytes), frame length, and whether more messages follow.
 const bcastPrefix = 24
 
 // Broadcast sends src's td to every rank of the group, like tensordict's
@@ -72,7 +72,7 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 	if err != nil {
 		// Tell the receivers, which are waiting for the first message.
 		binary.LittleEndian.PutUint64(first, 1)
-		copy(first[bcastPrefix:], err.Error())
+		copy(first[bcastPrefix:bcastPrefix+maxReportedError], err.Error())
 		if berr := mpi.Bcast(cl.c, first, cl.rank); berr != nil {
 			return nil, cl.errorf("%w (and telling the other ranks failed: %v)", err, berr)
 		}
@@ -156,7 +156,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	}
 	body := first[bcastPrefix:]
 	if binary.LittleEndian.Uint64(first) != 0 {
-		return nil, cl.errorf("%w", &PeerError{Op: cl.op, Rank: src, Msg: nulTerminated(body)})
+		return nil, cl.errorf("%w", &PeerError{Op: cl.op, Rank: src, Msg: nulTerminated(body[:maxReportedError])})
 	}
 	frameLen := binary.LittleEndian.Uint64(first[8:])
 	more := binary.LittleEndian.Uint64(first[16:]) != 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -170,6 +171,26 @@ func TestCollectiveBroadcastErrors(t *testing.T) {
 			var pe *PeerError
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, 0, pe.Rank)
+		}
+	})
+	mpitest.Run(t, "long source error", func(t *testing.T) {
+		// The source's error names a 3000-byte key (whose storage was
+		// released): the receivers' PeerError carries at most
+		// maxReportedError bytes of it.
+		td := New()
+		if g.Rank() == 0 {
+			x := tensor.Ones(tensor.Float32, 4)
+			require.NoError(t, td.Set(K(strings.Repeat("k", 3000)), x))
+			require.NoError(t, x.Storage().Release())
+		}
+		_, err := td.Broadcast(0)
+		require.Error(t, err)
+		if g.Rank() != 0 {
+			var pe *PeerError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, 0, pe.Rank)
+			assert.LessOrEqual(t, len(pe.Msg), maxReportedError)
+			assert.Contains(t, pe.Msg, "kkkk")
 		}
 	})
 	mpitest.Run(t, "bad root", func(t *testing.T) {

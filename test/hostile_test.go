@@ -373,12 +373,9 @@ func TestHostileBroadcastRoot(t *testing.T) {
 				case error:
 					assert.ErrorIs(t, err, w)
 				case **tensordict.PeerError:
-					// PeerError.Msg is documented as truncated to 1 KiB.
-					// KNOWN BUG (minor; tensordict/collective_broadcast.go,
-					// bcastRecv): when the source reports its failure in
-					// the first message, the receivers take its text up
-					// to the end of that message (bcastFirst-bcastPrefix
-					// bytes), not maxReportedError.
+					// PeerError.Msg is documented as truncated to 1 KiB,
+					// also when the source reports its failure in the
+					// first message of Broadcast.
 					if assert.ErrorAs(t, err, w) {
 						assert.LessOrEqual(t, len((*w).Msg), maxReportedError, "PeerError.Msg of %d bytes", len((*w).Msg))
 					}
