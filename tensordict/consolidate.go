@@ -223,11 +223,7 @@ func (td *TensorDict) ConsolidatedMetadata() ([]byte, error) {
 	if !td.IsConsolidated() {
 		return nil, fmt.Errorf("tensordict: ConsolidatedMetadata: tensordict is not consolidated")
 	}
-	p, err := makePlan("ConsolidatedMetadata", td, 0, true)
-	if err != nil {
-		return nil, err
-	}
-	return encodeMetadata(p)
+	return withPlan("ConsolidatedMetadata", td, true, func(p *plan) ([]byte, error) { return p.appendMetadata(nil) })
 }
 
 // parallelThreshold is the storage size from which pack copies with several

@@ -3,6 +3,7 @@ package tensordict
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/tdmpi/tdmpi/tensor"
@@ -63,8 +64,17 @@ const maxPlanDepth = defaultMaxDepth - 8
 // leaf's start is its current offset in its storage (for a TensorDict that
 // is already consolidated) instead of the running offset.
 func makePlan(op string, td *TensorDict, base int, useOffsets bool) (*plan, error) {
+	p := new(plan)
+	if err := p.fill(op, td, base, useOffsets); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// fill lays out td into p, an empty plan, as makePlan does.
+func (p *plan) fill(op string, td *TensorDict, base int, useOffsets bool) error {
 	nodes, leaves := countTree(td, 0)
-	p := &plan{total: base}
+	p.total = base
 	p.nodes, p.leaves = p.nodes0[:0], p.leaves0[:0]
 	if nodes > len(p.nodes0) {
 		p.nodes = make([]planNode, 0, nodes)
@@ -73,10 +83,29 @@ func makePlan(op string, td *TensorDict, base int, useOffsets bool) (*plan, erro
 		p.leaves = make([]planLeaf, 0, leaves)
 	}
 	pl := planner{op: op, useOffsets: useOffsets, p: p, path: p.path0[:0]}
-	if err := pl.node(td, 0); err != nil {
-		return nil, err
+	return pl.node(td, 0)
+}
+
+// planPool recycles the plans of small TensorDicts for the calls that use
+// a plan only while they run.
+var planPool = sync.Pool{New: func() any { return new(plan) }}
+
+// withPlan lays out td as makePlan does and calls f with the plan, which f
+// must not keep.
+func withPlan[T any](op string, td *TensorDict, useOffsets bool, f func(p *plan) (T, error)) (T, error) {
+	p := planPool.Get().(*plan)
+	defer func() {
+		small := cap(p.nodes) <= len(p.nodes0) && cap(p.leaves) <= len(p.leaves0)
+		*p = plan{}
+		if small {
+			planPool.Put(p)
+		}
+	}()
+	if err := p.fill(op, td, 0, useOffsets); err != nil {
+		var zero T
+		return zero, err
 	}
-	return p, nil
+	return f(p)
 }
 
 // countTree returns the number of nodes and leaves of td's tree, looking no
@@ -164,13 +193,20 @@ func (p *plan) flatten() []planLeaf { return p.leaves }
 // any data. It lets a caller allocate the storage itself (off-heap, in a
 // memory-mapped file, in an MPI window) and fill it with ConsolidateInto.
 func Layout(td *TensorDict) (meta []byte, totalBytes int, err error) {
-	p, err := makePlan("Layout", td, 0, false)
+	return appendLayout("Layout", nil, td)
+}
+
+// appendLayout appends td's consolidated metadata, as Layout returns it, to
+// dst and returns the result with the storage size. For a small TensorDict
+// and a dst with room, it does not allocate.
+func appendLayout(op string, dst []byte, td *TensorDict) ([]byte, int, error) {
+	var total int
+	meta, err := withPlan(op, td, false, func(p *plan) ([]byte, error) {
+		total = p.total
+		return p.appendMetadata(dst)
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	meta, err = encodeMetadata(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	return meta, p.total, nil
+	return meta, total, nil
 }

@@ -10,9 +10,15 @@ import (
 // encodeMetadata writes the consolidated metadata tree of p as JSON, with
 // Python tensordict's field order: cls, non_tensors, leaves, cls_metadata,
 // then one child node per nested TensorDict, in insertion order.
-func encodeMetadata(p *plan) ([]byte, error) {
-	buf := make([]byte, 0, 64+160*len(p.nodes)+64*len(p.leaves))
-	b, _, err := p.appendNode(buf, 0)
+func encodeMetadata(p *plan) ([]byte, error) { return p.appendMetadata(nil) }
+
+// appendMetadata appends the metadata of p to dst (allocating, when dst
+// has too little room, a buffer sized for the tree).
+func (p *plan) appendMetadata(dst []byte) ([]byte, error) {
+	if n := 64 + 160*len(p.nodes) + 64*len(p.leaves); cap(dst)-len(dst) < n {
+		dst = append(make([]byte, 0, len(dst)+n), dst...)
+	}
+	b, _, err := p.appendNode(dst, 0)
 	return b, err
 }
 

@@ -304,3 +304,30 @@ func refLeaves(s refStructure) []structLeaf {
 	}
 	return out
 }
+
+func TestAppendLayoutDoesNotAllocate(t *testing.T) {
+	td := seedTD(t)
+	want, wantN, err := Layout(td)
+	require.NoError(t, err)
+	buf := make([]byte, 0, 4096)
+	allocs := testing.AllocsPerRun(100, func() {
+		got, n, err := appendLayout("Layout", buf[:0], td)
+		if err != nil || n != wantN || string(got) != string(want) {
+			t.Fatalf("appendLayout: %v, %d bytes, %s", err, n, got)
+		}
+	})
+	assert.Zero(t, allocs)
+	got, _, err := appendLayout("Layout", []byte("prefix"), td)
+	require.NoError(t, err)
+	assert.Equal(t, "prefix"+string(want), string(got))
+	// A large TensorDict: the plan is not pooled, the result is the same.
+	many, _ := manyLeaves(t, 300)
+	want, _, err = refLayout(many)
+	require.NoError(t, err)
+	got, _, err = appendLayout("Layout", nil, many)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+	assert.Equal(t, 0., testing.AllocsPerRun(100, func() { _ = td.Signature() }), "Signature")
+	c := mustConsolidate(t, td)
+	assert.Equal(t, 0., testing.AllocsPerRun(100, func() { _ = c.IsConsolidated() }), "IsConsolidated")
+}
