@@ -60,14 +60,19 @@ func (cl *coll) checkRoot(what string, r int) error {
 }
 
 // runCollective resolves opts, takes the group's protocol lock and runs f.
-func runCollective(op string, opts []RemoteOption, f func(cl *coll) error) error {
+// It logs the start (with root, unless negative, and bytes(rank), when
+// bytes is not nil and the line is written) and any error.
+func runCollective(op string, root int, bytes func(rank int) int64, opts []RemoteOption, f func(cl *coll) error) error {
 	o := resolveRemoteOptions(opts)
 	if err := o.check(op); err != nil {
-		return err
+		return logFailed(op, err)
 	}
 	g := o.group
 	cl := &coll{op: op, g: g, c: g.LibComm(), rank: g.Rank(), size: g.Size(), ctx: o.ctx, lim: fullLimits(o.limits()), consolidated: o.consolidated}
-	return g.Exclusive(func() error { return f(cl) })
+	return logFailed(op, g.Exclusive(func() error {
+		logCollStart(op, g, root, bytes)
+		return f(cl)
+	}))
 }
 
 // maxReportedError bounds the text of a rank's error that agree passes to

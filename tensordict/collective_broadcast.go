@@ -47,7 +47,12 @@ const bcastPrefix = 24
 // WithMaxBytes, WithConsolidated.
 func (td *TensorDict) Broadcast(src int, opts ...RemoteOption) (*TensorDict, error) {
 	var out *TensorDict
-	err := runCollective("Broadcast", opts, func(cl *coll) error {
+	err := runCollective("Broadcast", src, func(r int) int64 {
+		if r != src {
+			return -1
+		}
+		return tensorBytes(td)
+	}, opts, func(cl *coll) error {
 		if err := cl.checkRoot("src", src); err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ import (
 // WithMaxBytes.
 func (td *TensorDict) AllGather(opts ...RemoteOption) ([]*TensorDict, error) {
 	var out []*TensorDict
-	err := runCollective("AllGather", opts, func(cl *coll) error {
+	err := runCollective("AllGather", -1, td.logBytes, opts, func(cl *coll) error {
 		b, local := cl.prepareBlock(td)
 		mine := b.info(local)
 		infos := make([]int64, infoLen*cl.size)
@@ -77,7 +77,7 @@ func (td *TensorDict) AllGather(opts ...RemoteOption) ([]*TensorDict, error) {
 // checks, when it stacks. Options: WithGroup, WithContext, WithMaxBytes.
 func (td *TensorDict) GatherAndStack(dst int, opts ...RemoteOption) (*TensorDict, error) {
 	var out *TensorDict
-	err := runCollective("GatherAndStack", opts, func(cl *coll) error {
+	err := runCollective("GatherAndStack", dst, td.logBytes, opts, func(cl *coll) error {
 		if err := cl.checkRoot("dst", dst); err != nil {
 			return err
 		}

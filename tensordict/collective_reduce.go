@@ -39,7 +39,7 @@ import (
 // WithContext (checked before the reduction starts; MPI cannot cancel it
 // once under way).
 func (td *TensorDict) AllReduce(op ReduceOp, opts ...RemoteOption) error {
-	return runCollective("AllReduce", opts, func(cl *coll) error {
+	return runCollective("AllReduce", -1, td.logBytes, opts, func(cl *coll) error {
 		return cl.reduce(td, op, -1)
 	})
 }
@@ -51,7 +51,7 @@ func (td *TensorDict) AllReduce(op ReduceOp, opts ...RemoteOption) error {
 // those of AllReduce; the structure of dst is the reference its errors
 // compare with.
 func (td *TensorDict) Reduce(dst int, op ReduceOp, opts ...RemoteOption) error {
-	return runCollective("Reduce", opts, func(cl *coll) error {
+	return runCollective("Reduce", dst, td.logBytes, opts, func(cl *coll) error {
 		if err := cl.checkRoot("dst", dst); err != nil {
 			return err
 		}

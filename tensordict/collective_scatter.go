@@ -22,7 +22,16 @@ import (
 // WithMaxBytes.
 func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...RemoteOption) (*TensorDict, error) {
 	var out *TensorDict
-	err := runCollective("Scatter", opts, func(cl *coll) error {
+	err := runCollective("Scatter", src, func(r int) int64 {
+		if r != src {
+			return -1
+		}
+		var n int64
+		for _, x := range tds {
+			n += max(tensorBytes(x), 0)
+		}
+		return n
+	}, opts, func(cl *coll) error {
 		if err := cl.checkRoot("src", src); err != nil {
 			return err
 		}

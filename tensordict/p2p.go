@@ -50,6 +50,10 @@ const p2pInlineMax = 16 << 10
 // Concurrent transfers between the same two ranks must use different tags
 // (WithTag); transfers on the same tags are serialized.
 func (td *TensorDict) Send(dst int, opts ...RemoteOption) error {
+	return logFailed("Send", td.send(dst, opts))
+}
+
+func (td *TensorDict) send(dst int, opts []RemoteOption) error {
 	lv, err := newLink("Send", dst, "to", opts)
 	l := &lv
 	if err != nil {
@@ -63,6 +67,7 @@ func (td *TensorDict) Send(dst int, opts ...RemoteOption) error {
 	if err := s.prepare(l); err != nil {
 		return l.errorf("%w", err)
 	}
+	l.logStart(int64(s.total), s.tag0)
 	s.held = lockTags(s.held, l.c, l.peer, false, s.tagSet)
 	err = s.send(l)
 	unlockAll(s.held)
@@ -176,6 +181,11 @@ func (s *p2pState) send(l *link) error {
 // started when the context ends returns an error wrapping ctx.Err(); once
 // the header has arrived, the transfer runs to its end.
 func (td *TensorDict) Recv(src int, opts ...RemoteOption) (int, error) {
+	tag, err := td.recv(src, opts)
+	return tag, logFailed("Recv", err)
+}
+
+func (td *TensorDict) recv(src int, opts []RemoteOption) (int, error) {
 	lv, err := newLink("Recv", src, "from", opts)
 	l := &lv
 	if err != nil {
@@ -189,6 +199,7 @@ func (td *TensorDict) Recv(src int, opts ...RemoteOption) (int, error) {
 	if err := s.prepare(l); err != nil {
 		return 0, l.errorf("%w", err)
 	}
+	l.logStart(int64(s.total), s.tag0)
 	s.held = lockTags(s.held, l.c, l.peer, true, s.tagSet)
 	tag, err := s.recv(l, td)
 	unlockAll(s.held)

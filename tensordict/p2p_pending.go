@@ -36,7 +36,7 @@ func (p *Pending) Wait() error {
 	if p.done != nil {
 		<-p.done
 	} else if err := mpi.WaitAll(p.reqs...); err != nil {
-		p.err = p.l.errorf("%w", err)
+		p.err = logFailed(p.l.op, p.l.errorf("%w", err))
 	}
 	p.over = true
 	return p.err
@@ -60,7 +60,7 @@ func (p *Pending) Test() (bool, error) {
 	for _, r := range p.reqs {
 		done, _, err := r.Test()
 		if err != nil {
-			return true, p.fail(err)
+			return true, logFailed(p.l.op, p.fail(err))
 		}
 		if !done {
 			return false, nil
@@ -87,6 +87,11 @@ func (p *Pending) Tag() int { return p.tag }
 // ISend returns, in the order Send sends them, so ISend pairs with Recv or
 // IRecv like Send.
 func (td *TensorDict) ISend(dst int, opts ...RemoteOption) (*Pending, error) {
+	p, err := td.isend(dst, opts)
+	return p, logFailed("ISend", err)
+}
+
+func (td *TensorDict) isend(dst int, opts []RemoteOption) (*Pending, error) {
 	lv, err := newLink("ISend", dst, "to", opts)
 	l := &lv
 	if err != nil {
@@ -100,6 +105,7 @@ func (td *TensorDict) ISend(dst int, opts ...RemoteOption) (*Pending, error) {
 	if err := s.prepare(l); err != nil {
 		return nil, l.errorf("%w", err)
 	}
+	l.logStart(int64(s.total), s.tag0)
 	h := s.header(l)
 	hdr := make([]byte, wire.Size)
 	wire.Put(hdr, &h)
@@ -161,6 +167,11 @@ func (td *TensorDict) ISend(dst int, opts ...RemoteOption) (*Pending, error) {
 // td's structure, so a sender with another structure gets an ErrMismatch
 // error, not a corrupted td.
 func (td *TensorDict) IRecv(src int, opts ...RemoteOption) (*Pending, error) {
+	p, err := td.irecv(src, opts)
+	return p, logFailed("IRecv", err)
+}
+
+func (td *TensorDict) irecv(src int, opts []RemoteOption) (*Pending, error) {
 	lv, err := newLink("IRecv", src, "from", opts)
 	l := &lv
 	if err != nil {
@@ -174,6 +185,7 @@ func (td *TensorDict) IRecv(src int, opts ...RemoteOption) (*Pending, error) {
 		s.mu.Unlock()
 		return nil, l.errorf("%w", err)
 	}
+	l.logStart(int64(s.total), s.tag0)
 	s.held = lockTags(s.held, l.c, l.peer, true, s.tagSet)
 	p := &Pending{l: l, done: make(chan struct{})}
 	go func() {
@@ -183,7 +195,7 @@ func (td *TensorDict) IRecv(src int, opts ...RemoteOption) (*Pending, error) {
 		s.mu.Unlock()
 		p.tag = tag
 		if err != nil {
-			p.err = l.errorf("%w", err)
+			p.err = logFailed(l.op, l.errorf("%w", err))
 		}
 	}()
 	return p, nil

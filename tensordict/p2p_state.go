@@ -6,6 +6,7 @@ package tensordict
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -65,6 +66,9 @@ type p2pState struct {
 // back to td's nodes and tensors, so a table entry would keep td alive
 // forever. As a field, it is collected with td.
 func p2pStateOf(op string, td *TensorDict) (*p2pState, error) {
+	if td == nil {
+		return nil, errors.New("nil tensordict")
+	}
 	s := td.p2p.Load()
 	if s == nil {
 		// A concurrent first call may install its state first; both

@@ -36,6 +36,10 @@ const initInlineMax = 64 << 10
 // source, dst is ignored, and every other rank calls FromRemoteInit with
 // WithBroadcast and this rank as src.
 func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
+	return logFailed("InitRemote", td.initRemote(dst, opts))
+}
+
+func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	o := resolveRemoteOptions(opts)
 	if o.broadcast && o.group != nil {
 		dst = o.group.Rank()
@@ -47,7 +51,13 @@ func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
 	}
 	if l.o.broadcast {
 		l.dir = "root"
+		if infoOn() {
+			l.logStart(tensorBytes(td), -1)
+		}
 		return l.bcastSend(td)
+	}
+	if infoOn() {
+		l.logStart(tensorBytes(td), tagInitHeader)
 	}
 	if err := l.o.ctx.Err(); err != nil {
 		return l.errorf("%w", err)
@@ -145,6 +155,11 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // TensorDict.from_consolidated reads it). The leaves of the result view
 // the mapping; nothing is copied after the receive.
 func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
+	td, err := fromRemoteInit(src, opts)
+	return td, logFailed("FromRemoteInit", err)
+}
+
+func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 	lv, err := newLink("FromRemoteInit", src, "from", opts)
 	l := &lv
 	if err != nil {
@@ -155,8 +170,10 @@ func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
 		if src == l.g.Rank() {
 			return nil, l.errorf("the root of a broadcast calls InitRemote, not FromRemoteInit")
 		}
+		l.logStart(-1, -1)
 		return l.bcastRecv()
 	}
+	l.logStart(-1, tagInitHeader)
 	return l.recvInit()
 }
 
