@@ -396,11 +396,6 @@ func (p *jsonParser) appendInts(dst []int, what string) ([]int, error) {
 	return dst, err
 }
 
-// ints reads an array of non-negative integers.
-func (p *jsonParser) ints(what string) ([]int, error) {
-	return p.appendInts(make([]int, 0, 4), what)
-}
-
 // literal consumes the literal word.
 func (p *jsonParser) literal(word string) error {
 	p.ws()

@@ -336,7 +336,7 @@ type refJsonParser struct {
 	maxDepth int
 }
 
-var refErrEOF = errors.New("unexpected end of JSON")
+var errRefEOF = errors.New("unexpected end of JSON")
 
 func (p *refJsonParser) errf(format string, args ...any) error {
 	return fmt.Errorf("JSON offset %d: %s", p.pos, fmt.Sprintf(format, args...))
@@ -357,7 +357,7 @@ func (p *refJsonParser) ws() {
 func (p *refJsonParser) peek() (byte, error) {
 	p.ws()
 	if p.pos >= len(p.data) {
-		return 0, fmt.Errorf("JSON offset %d: %w", p.pos, refErrEOF)
+		return 0, fmt.Errorf("JSON offset %d: %w", p.pos, errRefEOF)
 	}
 	return p.data[p.pos], nil
 }
@@ -492,7 +492,7 @@ func (p *refJsonParser) str() (string, error) {
 		}
 		p.pos++
 	}
-	return "", fmt.Errorf("JSON offset %d: %w", p.pos, refErrEOF)
+	return "", fmt.Errorf("JSON offset %d: %w", p.pos, errRefEOF)
 }
 
 // strEscaped finishes a string that holds escapes, from its first byte start.
@@ -555,7 +555,7 @@ func (p *refJsonParser) strEscaped(start int) (string, error) {
 			return "", p.errf("bad escape \\%c", e)
 		}
 	}
-	return "", fmt.Errorf("JSON offset %d: %w", p.pos, refErrEOF)
+	return "", fmt.Errorf("JSON offset %d: %w", p.pos, errRefEOF)
 }
 
 func (p *refJsonParser) hex4() (rune, bool) {

@@ -2,6 +2,7 @@ package tensordict
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -91,7 +92,7 @@ func metaCorpus(t testing.TB) map[string]*TensorDict {
 	c := map[string]*TensorDict{"seed": seedTD(t)}
 	td := New(3)
 	require.NoError(t, td.Set(K("x"), tensor.Ones(tensor.Float32, 3)))
-	require.NoError(t, td.SetNonTensor(K("label"), map[string]any{"s": "h\u00e9\"llo\n\x01", "n": []any{int64(1), 2.5, nil, true, 1e300, -0.0}}))
+	require.NoError(t, td.SetNonTensor(K("label"), map[string]any{"s": "h\u00e9\"llo\n\x01", "n": []any{int64(1), 2.5, nil, true, 1e300, math.Copysign(0, -1)}}))
 	require.NoError(t, td.Set(K("n", "y"), tensor.Ones(tensor.Int64, 3, 0)))
 	require.NoError(t, td.SetTD(K("empty"), New(3, 1)))
 	require.NoError(t, td.SetNonTensor(K("n", "s"), "v"))
@@ -300,7 +301,7 @@ func FuzzMetaDecodeMatchesReference(f *testing.F) {
 func refLeaves(s refStructure) []structLeaf {
 	out := make([]structLeaf, len(s.leaves))
 	for i, l := range s.leaves {
-		out[i] = structLeaf{key: l.key, dt: l.dt, shape: l.shape}
+		out[i] = structLeaf(l)
 	}
 	return out
 }
