@@ -57,10 +57,9 @@ func logLines(s string) []logLine {
 // the killed rank, that no process of the job is left, and that the
 // surviving rank's log names the operation it was in.
 //
-// The library logs nothing when an operation starts (TDMPI_LOG=info shows
-// only its debug-level group lines at debug), so the helper logs "op
-// start" and "op done" around each call itself; the test reports whether a
-// library line named the operation too.
+// The library logs "op start" at info level when an operation starts
+// (TDMPI_LOG=info); the helper logs "iteration start" and "iteration done"
+// around each call, with the iteration number.
 func TestRankKilled(t *testing.T) {
 	world := mpitest.Need(t, 1)
 	size := faultBytes
@@ -128,19 +127,29 @@ func TestRankKilled(t *testing.T) {
 			assert.Regexp(t, regexp.MustCompile(fmt.Sprintf(`process rank %d with PID \d+ on node \S+ exited on signal 9`, c.victim)), j.out.String())
 			assert.Empty(t, left, "processes of %s left after the job", bin)
 
+			// The survivor's side of the operation: the receiver of an
+			// InitRemote is in FromRemoteInit.
+			op := c.op
+			if op == "InitRemote" && survivor == 1 {
+				op = "FromRemoteInit"
+			}
 			lines := logLines(j.rankLog(survivor))
 			require.NotEmpty(t, lines, "rank %d logged nothing", survivor)
 			last := lines[len(lines)-1]
-			assert.Equal(t, "op start", last.Message, "rank %d's last log line should be the start of the interrupted operation", survivor)
-			assert.Equal(t, c.op, last.Op, "rank %d's last log line should name the interrupted operation", survivor)
-			library := 0
+			assert.Equal(t, "op start", last.Message, "rank %d's last log line should be the library's start of the interrupted operation", survivor)
+			assert.Equal(t, op, last.Op, "rank %d's last log line should name the interrupted operation", survivor)
+			library, iters := 0, 0
 			for _, l := range lines {
-				if l.Message != "op start" && l.Message != "op done" && strings.Contains(l.Message+l.Op, c.op) {
+				switch {
+				case l.Message == "op start" && l.Op == op:
 					library++
+				case l.Message == "iteration start":
+					iters++
 				}
 			}
-			t.Logf("rank %d was in %s #%d; library log lines naming %s: %d (the helper logs the operation itself)",
-				survivor, last.Op, last.Iter, c.op, library)
+			assert.Equal(t, iters, library, "rank %d: library start lines of %s vs iterations started", survivor, op)
+			t.Logf("rank %d was in %s (iteration %d); library start lines naming %s: %d",
+				survivor, last.Op, iters-1, op, library)
 		})
 	}
 }
@@ -175,7 +184,7 @@ func TestReceiveDeadline(t *testing.T) {
 	if assert.ErrorAs(t, j.err, &ee) {
 		assert.NotZero(t, ee.ExitCode())
 	}
-	assert.Contains(t, j.rankLog(1), `"message":"op failed"`)
+	assert.Regexp(t, `"op":"FromRemoteInit".*"message":"op failed"`, j.rankLog(1), "the library's failure line")
 	assert.Contains(t, j.rankLog(0), `"message":"stalling"`)
 	assert.Empty(t, left, "processes of %s left after the job", bin)
 }

@@ -91,8 +91,8 @@ func startRank() (*group.Group, int) {
 
 // runLoop repeats envOp (InitRemote from rank 0 to 1, Broadcast from rank
 // 0, AllReduce) on envBytes bytes until the process is killed, logging
-// "op start" and "op done" at info level for each call, as the library
-// does not log operations itself.
+// "iteration start" and "iteration done" at info level around each call,
+// with its number; the library logs "op start" (and "op failed") itself.
 func runLoop() int {
 	op := os.Getenv(envOp)
 	n, err := strconv.Atoi(os.Getenv(envBytes))
@@ -116,7 +116,7 @@ func runLoop() int {
 	}
 	lg := log.Logger
 	for it := 0; ; it++ {
-		lg().Info().Str("op", op).Int("iter", it).Int("bytes", n).Msg("op start")
+		lg().Info().Str("op", op).Int("iter", it).Int("bytes", n).Msg("iteration start")
 		switch op {
 		case "InitRemote":
 			if g.Rank() == 0 {
@@ -136,10 +136,10 @@ func runLoop() int {
 			err = fmt.Errorf("unknown operation %q", op)
 		}
 		if err != nil {
-			lg().Error().Err(err).Str("op", op).Int("iter", it).Msg("op failed")
+			lg().Error().Err(err).Str("op", op).Int("iter", it).Msg("iteration failed")
 			return exitOpFailed
 		}
-		lg().Info().Str("op", op).Int("iter", it).Msg("op done")
+		lg().Info().Str("op", op).Int("iter", it).Msg("iteration done")
 	}
 }
 
@@ -165,23 +165,20 @@ func runStall() int {
 	}
 	switch g.Rank() {
 	case 0:
-		for it := range 2 {
-			lg().Info().Str("op", "InitRemote").Int("iter", it).Msg("op start")
+		for range 2 {
 			if err := td.InitRemote(1); err != nil {
-				lg().Error().Err(err).Msg("op failed")
-				return exitOpFailed
+				return exitOpFailed // the library logged "op failed"
 			}
 		}
 		lg().Info().Msg("stalling")
 		select {}
 	case 1:
-		for it := 0; ; it++ {
-			lg().Info().Str("op", "FromRemoteInit").Int("iter", it).Msg("op start")
+		for {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(wait)*time.Millisecond)
 			_, err := tensordict.FromRemoteInit(0, tensordict.WithContext(ctx))
 			cancel()
 			if err != nil {
-				lg().Error().Err(err).Str("op", "FromRemoteInit").Int("iter", it).Msg("op failed")
+				// The library logged "op failed" with err.
 				fmt.Fprintf(os.Stderr, "receiver error: %v\n", err)
 				_ = os.WriteFile(filepath.Join(os.Getenv(envDir), "deadline"), []byte(err.Error()), 0o644)
 				return exitDeadline
