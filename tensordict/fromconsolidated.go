@@ -214,11 +214,12 @@ func (d *metaDecoder) node(parent *metaNode, name string, top bool) (*metaNode, 
 	n.parent, n.name, n.names = parent, name, -1
 	mark := len(d.childBuf)
 	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
+	for i := 0; more && err == nil; more, err = p.nextMember() {
 		var key string
-		if key, err = p.key(); err != nil {
+		if key, err = p.keyHint(nodeKeys[min(i, len(nodeKeys)-1)]); err != nil {
 			break
 		}
+		i++
 		if err = d.member(n, key, top); err != nil {
 			break
 		}
@@ -260,12 +261,20 @@ func (d *metaDecoder) node(parent *metaNode, name string, top bool) (*metaNode, 
 	return n, nil
 }
 
+// nodeKeys and clsMetadataKeys are the members of a node and of its
+// cls_metadata in the order tensordict writes them: the parser tries them
+// first (the last one stands for the rest).
+var (
+	nodeKeys        = [...]string{"cls", "non_tensors", "leaves", "cls_metadata", ""}
+	clsMetadataKeys = [...]string{"device", "names", "batch_size", "is_locked", ""}
+)
+
 // member reads the value of member key of node n.
 func (d *metaDecoder) member(n *metaNode, key string, top bool) error {
 	p := &d.p
 	switch {
 	case key == "cls":
-		s, err := p.str()
+		s, err := p.strHint("TensorDict")
 		if err != nil {
 			return err
 		}
@@ -427,11 +436,12 @@ func (d *metaDecoder) clsMetadata(n *metaNode) error {
 	p := &d.p
 	sawBatch := false
 	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
+	for i := 0; more && err == nil; more, err = p.nextMember() {
 		var key string
-		if key, err = p.key(); err != nil {
+		if key, err = p.keyHint(clsMetadataKeys[min(i, len(clsMetadataKeys)-1)]); err != nil {
 			break
 		}
+		i++
 		switch key {
 		case "device":
 			if !p.null() {

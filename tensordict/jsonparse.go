@@ -151,6 +151,28 @@ func (p *jsonParser) key() (string, error) {
 	return k, p.expect(':')
 }
 
+// keyHint is key for a member whose key is likely hint: when the input
+// holds exactly "hint": next, it is consumed without scanning. hint must be
+// plain printable ASCII without quotes or backslashes.
+func (p *jsonParser) keyHint(hint string) (string, error) {
+	d, i, n := p.data, p.pos, len(hint)
+	if i+n+3 <= len(d) && d[i] == '"' && string(d[i+1:i+1+n]) == hint && d[i+1+n] == '"' && d[i+2+n] == ':' {
+		p.pos = i + n + 3
+		return hint, nil
+	}
+	return p.key()
+}
+
+// strHint is str for a string that is likely hint (see keyHint).
+func (p *jsonParser) strHint(hint string) (string, error) {
+	d, i, n := p.data, p.pos, len(hint)
+	if i+n+2 <= len(d) && d[i] == '"' && string(d[i+1:i+1+n]) == hint && d[i+1+n] == '"' {
+		p.pos = i + n + 2
+		return hint, nil
+	}
+	return p.str()
+}
+
 // openArray consumes '[' and reports whether an element follows. Read each
 // element, then nextElem.
 func (p *jsonParser) openArray() (bool, error) { return p.open('[', ']') }
