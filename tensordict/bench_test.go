@@ -143,6 +143,9 @@ func TestFromConsolidated10kIsFast(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test skipped in -short mode")
 	}
+	if raceEnabled {
+		t.Skip("timing test skipped under the race detector")
+	}
 	c, meta := manyLeaves(t, 10000)
 	// The machine is shared: measure the CPU time the process spends (GC
 	// included), which other processes do not inflate, and keep the best.

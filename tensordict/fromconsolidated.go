@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -90,6 +91,7 @@ type metaNode struct {
 	children []childMeta
 	subNodes int // nodes in the subtree, this one included
 	subEnts  int // entries of all the nodes of the subtree
+	subDims  int // batch dimensions of all the nodes of the subtree
 }
 
 // path returns the node's key, for messages (nil at the root).
@@ -148,15 +150,19 @@ type metaDecoder struct {
 	ints0     [16]int
 }
 
-func newMetaDecoder(meta []byte, stLen int, cfg readConfig) *metaDecoder {
-	d := &metaDecoder{p: newJSONParser(meta, cfg.maxDepth), cfg: cfg, stLen: stLen}
+// init readies d, a zero decoder, to read meta.
+func (d *metaDecoder) init(meta []byte, stLen int, cfg readConfig) {
+	d.p, d.cfg, d.stLen = newJSONParser(meta, cfg.maxDepth), cfg, stLen
 	d.nodes.buf = d.nodes0[:0]
 	d.children.buf = d.children0[:0]
 	d.childBuf = d.childBuf0[:0]
 	d.leaves = d.leaves0[:0]
 	d.ints = d.ints0[:0]
-	return d
 }
+
+// decoderPool recycles the decoders of FromConsolidated, whose trees do not
+// outlive the call.
+var decoderPool = sync.Pool{New: func() any { return new(metaDecoder) }}
 
 // intRun reads an array of non-negative integers into d.ints and returns
 // it.
@@ -181,7 +187,13 @@ func decodeMetadata(meta []byte, stLen int, cfg readConfig) (*metaNode, string, 
 	if len(meta) > cfg.maxMetaBytes {
 		return nil, "", fmt.Errorf("metadata is %d bytes, limit %d", len(meta), cfg.maxMetaBytes)
 	}
-	d := newMetaDecoder(meta, stLen, cfg)
+	d := new(metaDecoder)
+	d.init(meta, stLen, cfg)
+	return d.decode()
+}
+
+// decode reads the metadata d was initialized with.
+func (d *metaDecoder) decode() (*metaNode, string, error) {
 	root, err := d.node(nil, "", true)
 	if err != nil {
 		if pe, ok := err.(placedError); ok {
@@ -250,13 +262,14 @@ func (d *metaDecoder) node(parent *metaNode, name string, top bool) (*metaNode, 
 			return nil, err
 		}
 	}
-	n.subNodes, n.subEnts = 1, len(n.nts)+len(n.leaves)+len(n.children)
+	n.subNodes, n.subEnts, n.subDims = 1, len(n.nts)+len(n.leaves)+len(n.children), len(n.batch)
 	for _, c := range n.children {
 		if !hasPrefix(c.node.batch, n.batch) {
 			return nil, fmt.Errorf("key %v: batch size %v does not start with parent batch size %v", n.path().child(c.name), c.node.batch, n.batch)
 		}
 		n.subNodes += c.node.subNodes
 		n.subEnts += c.node.subEnts
+		n.subDims += c.node.subDims
 	}
 	return n, nil
 }
@@ -576,11 +589,24 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 	if st.Released() {
 		return nil, fmt.Errorf("tensordict: FromConsolidated: storage was released")
 	}
-	root, class, err := decodeMetadata(meta, st.Len(), newReadConfig(opts))
+	cfg := newReadConfig(opts)
+	if len(meta) > cfg.maxMetaBytes {
+		return nil, fmt.Errorf("tensordict: FromConsolidated: metadata is %d bytes, limit %d", len(meta), cfg.maxMetaBytes)
+	}
+	// The decoded tree lives only until the TensorDict is built, which
+	// copies what it keeps (batch sizes; names and values are the
+	// decoder's own), so the decoder goes back to the pool.
+	d := decoderPool.Get().(*metaDecoder)
+	d.init(meta, st.Len(), cfg)
+	root, class, err := d.decode()
 	if err != nil {
+		*d = metaDecoder{}
+		decoderPool.Put(d)
 		return nil, fmt.Errorf("tensordict: FromConsolidated: %w", err)
 	}
-	td, err := buildFromMeta(root, st)
+	td, err := buildTree(root, st, true)
+	*d = metaDecoder{}
+	decoderPool.Put(d)
 	if err != nil {
 		return nil, fmt.Errorf("tensordict: FromConsolidated: %w", err)
 	}
@@ -596,34 +622,55 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 // The TensorDicts of the tree, their entries and their consolidation states
 // share three allocations.
 func buildFromMeta(n *metaNode, st *tensor.Storage) (*TensorDict, error) {
+	return buildTree(n, st, false)
+}
+
+// buildTree is buildFromMeta; with copyBatch the batch sizes are copied
+// (into one allocation) instead of shared with the tree.
+func buildTree(n *metaNode, st *tensor.Storage, copyBatch bool) (*TensorDict, error) {
 	b := treeBuilder{
 		st:      st,
-		tds:     make([]TensorDict, n.subNodes),
-		cons:    make([]consState, n.subNodes),
+		nodes:   make([]builtNode, n.subNodes),
 		entries: make([]entry, n.subEnts),
 	}
+	if copyBatch {
+		b.batches = make([]int, n.subDims)
+	}
 	return b.build(n)
+}
+
+// builtNode is a TensorDict built by buildFromMeta with its consolidation
+// state, allocated together.
+type builtNode struct {
+	td TensorDict
+	cs consState
 }
 
 // treeBuilder hands out the TensorDicts, consolidation states and entries
 // of a tree built by buildFromMeta.
 type treeBuilder struct {
 	st      *tensor.Storage
-	tds     []TensorDict
-	cons    []consState
+	nodes   []builtNode
 	entries []entry
+	batches []int // nil: share the tree's batch sizes
 }
 
 func (b *treeBuilder) build(n *metaNode) (*TensorDict, error) {
 	size := len(n.nts) + len(n.leaves) + len(n.children)
-	if len(b.tds) == 0 || len(b.entries) < size {
+	if len(b.nodes) == 0 || len(b.entries) < size {
 		// A tree whose counts were changed after decoding: a bug.
 		panic("tensordict: buildFromMeta: metadata tree counts are wrong")
 	}
-	td, cs := &b.tds[0], &b.cons[0]
-	b.tds, b.cons = b.tds[1:], b.cons[1:]
+	td, cs := &b.nodes[0].td, &b.nodes[0].cs
+	b.nodes = b.nodes[1:]
 	td.batch, td.entries, td.index = n.batch, b.entries[:0:size], make(map[string]int, size)
 	b.entries = b.entries[size:]
+	if b.batches != nil {
+		k := len(n.batch)
+		td.batch = b.batches[:k:k]
+		copy(td.batch, n.batch)
+		b.batches = b.batches[k:]
+	}
 	for _, nt := range n.nts {
 		if err := addNew(td, n, nt.name, entry{kind: kindNonTensor, v: nt.v}); err != nil {
 			return nil, err
@@ -707,6 +754,8 @@ func addNew(td *TensorDict, n *metaNode, name string, e entry) error {
 	if _, dup := td.index[name]; dup {
 		return fmt.Errorf("key %v: defined twice", n.path().child(name))
 	}
-	td.add(name, e)
+	e.name = name
+	td.index[name] = len(td.entries)
+	td.entries = append(td.entries, e)
 	return nil
 }
