@@ -148,6 +148,11 @@ type metaDecoder struct {
 	childBuf0 [4]childMeta
 	leaves0   [4]leafMeta
 	ints0     [16]int
+	all0      [8]*leafMeta
+
+	// sorted is every leaf in storage order (by start, then in document
+	// order), once decode has succeeded.
+	sorted []*leafMeta
 }
 
 // init readies d, a zero decoder, to read meta.
@@ -523,13 +528,19 @@ func (d *metaDecoder) checkLeaf(n *metaNode, l *leafMeta) error {
 
 // checkOverlap refuses leaves whose byte ranges overlap, and sets the first
 // offset of every child.
+//
+// It leaves the leaves in storage order in d.sorted.
 func (d *metaDecoder) checkOverlap(root *metaNode) error {
-	all := make([]*leafMeta, 0, d.leafN)
+	all := d.all0[:0]
+	if d.leafN > len(d.all0) {
+		all = make([]*leafMeta, 0, d.leafN)
+	}
 	all, _ = collectLeaves(all, root)
 	byStart := func(a, b *leafMeta) int { return cmp.Compare(a.start, b.start) }
 	if !slices.IsSortedFunc(all, byStart) {
 		slices.SortStableFunc(all, byStart)
 	}
+	d.sorted = all
 	var prev *leafMeta
 	for _, l := range all {
 		if l.stop == l.start {

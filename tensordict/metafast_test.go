@@ -199,11 +199,16 @@ func checkDecodeMatchesReference(t *testing.T, meta []byte, stLen int, opts ...C
 	}
 	rs, refErr := refStructureOfMeta(meta)
 	s, err := structureOfMeta(meta)
-	if refErr != nil || err != nil {
-		if refErr == nil || err == nil || !sameError(refErr, err) {
-			t.Fatalf("structure errors differ:\nref: %v\ngot: %v\nmeta: %.300q", refErr, err, meta)
+	_, hashErr := StructureHash(meta)
+	if refErr != nil || err != nil || hashErr != nil {
+		if refErr == nil || err == nil || hashErr == nil || !sameError(refErr, err) {
+			t.Fatalf("structure errors differ:\nref: %v\ngot: %v\nhash: %v\nmeta: %.300q", refErr, err, hashErr, meta)
 		}
 		return
+	}
+	h, err := StructureHash(meta)
+	if err != nil || h != rs.hash() {
+		t.Fatalf("StructureHash %x, %v; reference %x\nmeta: %.300q", h, err, rs.hash(), meta)
 	}
 	if rs.hash() != s.hash() {
 		t.Fatalf("structure hashes differ: %x vs %x\nmeta: %.300q", rs.hash(), s.hash(), meta)

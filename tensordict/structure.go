@@ -1,10 +1,8 @@
 package tensordict
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -64,20 +62,75 @@ func (b *structBuilder) walk(td *TensorDict, depth int) {
 }
 
 func structureOfMeta(meta []byte) (structure, error) {
-	root, _, err := decodeMetadata(meta, math.MaxInt, newReadConfig(nil))
+	d := new(metaDecoder)
+	if len(meta) > defaultMaxMetadataBytes {
+		return structure{}, fmt.Errorf("metadata is %d bytes, limit %d", len(meta), defaultMaxMetadataBytes)
+	}
+	d.init(meta, math.MaxInt, newReadConfig(nil))
+	root, _, err := d.decode()
 	if err != nil {
 		return structure{}, err
 	}
-	all, _ := collectLeaves(nil, root)
-	slices.SortStableFunc(all, func(a, b *leafMeta) int { return cmp.Compare(a.start, b.start) })
-	s := structure{batch: root.batch, leaves: make([]structLeaf, len(all))}
-	parts := make([]string, 0, 2*len(all))
-	for i, l := range all {
+	s := structure{batch: root.batch, leaves: make([]structLeaf, len(d.sorted))}
+	parts := make([]string, 0, 2*len(d.sorted))
+	for i, l := range d.sorted {
 		j := len(parts)
 		parts = append(l.node.appendPath(parts), l.name)
 		s.leaves[i] = structLeaf{key: Key(parts[j:len(parts):len(parts)]), dt: l.dt, shape: l.shape}
 	}
 	return s, nil
+}
+
+// hashMeta is structureOfMeta(meta).hash() without building the structure.
+func hashMeta(meta []byte) (uint64, error) {
+	if len(meta) > defaultMaxMetadataBytes {
+		return 0, fmt.Errorf("metadata is %d bytes, limit %d", len(meta), defaultMaxMetadataBytes)
+	}
+	d := decoderPool.Get().(*metaDecoder)
+	defer func() {
+		*d = metaDecoder{}
+		decoderPool.Put(d)
+	}()
+	d.init(meta, math.MaxInt, newReadConfig(nil))
+	root, _, err := d.decode()
+	if err != nil {
+		return 0, err
+	}
+	h := newFNV()
+	h.num(len(root.batch))
+	for _, v := range root.batch {
+		h.num(v)
+	}
+	h.num(len(d.sorted))
+	for _, l := range d.sorted {
+		h.num(l.node.depth() + 1)
+		h.path(l.node)
+		h.lenStr(l.name)
+		h.dtype(l.dt)
+		h.num(len(l.shape))
+		for _, v := range l.shape {
+			h.num(v)
+		}
+	}
+	return uint64(h), nil
+}
+
+// depth returns the number of parts of n's key.
+func (n *metaNode) depth() int {
+	k := 0
+	for m := n; m.parent != nil; m = m.parent {
+		k++
+	}
+	return k
+}
+
+// path hashes the parts of n's key, as lenStr would each.
+func (h *fnvHash) path(n *metaNode) {
+	if n.parent == nil {
+		return
+	}
+	h.path(n.parent)
+	h.lenStr(n.name)
 }
 
 // appendPath appends the parts of n's key to dst.
@@ -202,11 +255,11 @@ func (td *TensorDict) Signature() uint64 { return signature(td) }
 // StructureHash returns the Signature of the TensorDict that the consolidated
 // metadata meta describes, without building it.
 func StructureHash(meta []byte) (uint64, error) {
-	s, err := structureOfMeta(meta)
+	h, err := hashMeta(meta)
 	if err != nil {
 		return 0, fmt.Errorf("tensordict: StructureHash: %w", err)
 	}
-	return s.hash(), nil
+	return h, nil
 }
 
 // DiffStructure returns nil if a and b have the same structure (see
