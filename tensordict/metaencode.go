@@ -105,15 +105,24 @@ func appendLeaf(b []byte, l *planLeaf) []byte {
 		if d > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, int64(l.t.Size(d)), 10)
+		b = appendInt(b, l.t.Size(d))
 	}
 	b = append(b, "],"...)
-	b = strconv.AppendInt(b, int64(l.start), 10)
+	b = appendInt(b, l.start)
 	b = append(b, ',')
-	b = strconv.AppendInt(b, int64(l.start+l.nbytes+l.pad), 10)
+	b = appendInt(b, l.start+l.nbytes+l.pad)
 	b = append(b, ',')
-	b = strconv.AppendInt(b, int64(l.pad), 10)
+	b = appendInt(b, l.pad)
 	return append(b, ']')
+}
+
+// appendInt appends v in decimal, the common one-digit case without
+// strconv.
+func appendInt(b []byte, v int) []byte {
+	if uint(v) < 10 {
+		return append(b, byte('0'+v))
+	}
+	return strconv.AppendInt(b, int64(v), 10)
 }
 
 // appendInts appends s as a JSON array.
@@ -123,7 +132,7 @@ func appendInts(b []byte, s []int) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, int64(v), 10)
+		b = appendInt(b, v)
 	}
 	return append(b, ']')
 }
