@@ -81,6 +81,7 @@ type childMeta struct {
 type metaNode struct {
 	parent   *metaNode // nil at the root
 	name     string    // the key part under parent
+	level    int       // the number of parts of the node's key
 	batch    []int
 	names    int // length of names, -1 if absent or null
 	locked   bool
@@ -96,10 +97,7 @@ type metaNode struct {
 
 // path returns the node's key, for messages (nil at the root).
 func (n *metaNode) path() Key {
-	depth := 0
-	for m := n; m.parent != nil; m = m.parent {
-		depth++
-	}
+	depth := n.level
 	if depth == 0 {
 		return nil
 	}
@@ -229,6 +227,9 @@ func (d *metaDecoder) node(parent *metaNode, name string, top bool) (*metaNode, 
 	p := &d.p
 	n := d.nodes.one()
 	n.parent, n.name, n.names = parent, name, -1
+	if parent != nil {
+		n.level = parent.level + 1
+	}
 	mark := len(d.childBuf)
 	more, err := p.openObject()
 	for i := 0; more && err == nil; more, err = p.nextMember() {

@@ -337,3 +337,26 @@ func TestAppendLayoutDoesNotAllocate(t *testing.T) {
 	c := mustConsolidate(t, td)
 	assert.Equal(t, 0., testing.AllocsPerRun(100, func() { _ = c.IsConsolidated() }), "IsConsolidated")
 }
+
+// TestMetaKeyPartsBounded: the structure of metadata with many leaves deep
+// down is refused before its keys are built.
+func TestMetaKeyPartsBounded(t *testing.T) {
+	const depth, leaves = 900, maxKeyParts/900 + 10
+	var b strings.Builder
+	node := `{"cls":"TensorDict","cls_metadata":{"batch_size":[]}`
+	for range depth {
+		b.WriteString(node + `,"n":`)
+	}
+	b.WriteString(`{"cls":"TensorDict","cls_metadata":{"batch_size":[]},"leaves":{`)
+	for i := range leaves {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"l%d":["torch.int8",[0],0,0,0]`, i)
+	}
+	b.WriteString(`}}` + strings.Repeat("}", depth))
+	meta := []byte(b.String())
+	_, err := StructureHash(meta)
+	assert.ErrorContains(t, err, "parts")
+	assert.ErrorContains(t, DiffStructureMeta(New(), meta), "parts")
+}

@@ -71,8 +71,12 @@ func structureOfMeta(meta []byte) (structure, error) {
 	if err != nil {
 		return structure{}, err
 	}
+	n, err := keyParts(d.sorted)
+	if err != nil {
+		return structure{}, err
+	}
 	s := structure{batch: root.batch, leaves: make([]structLeaf, len(d.sorted))}
-	parts := make([]string, 0, 2*len(d.sorted))
+	parts := make([]string, 0, n)
 	for i, l := range d.sorted {
 		j := len(parts)
 		parts = append(l.node.appendPath(parts), l.name)
@@ -96,6 +100,9 @@ func hashMeta(meta []byte) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if _, err := keyParts(d.sorted); err != nil {
+		return 0, err
+	}
 	h := newFNV()
 	h.num(len(root.batch))
 	for _, v := range root.batch {
@@ -103,7 +110,7 @@ func hashMeta(meta []byte) (uint64, error) {
 	}
 	h.num(len(d.sorted))
 	for _, l := range d.sorted {
-		h.num(l.node.depth() + 1)
+		h.num(l.node.level + 1)
 		h.path(l.node)
 		h.lenStr(l.name)
 		h.dtype(l.dt)
@@ -115,13 +122,21 @@ func hashMeta(meta []byte) (uint64, error) {
 	return uint64(h), nil
 }
 
-// depth returns the number of parts of n's key.
-func (n *metaNode) depth() int {
-	k := 0
-	for m := n; m.parent != nil; m = m.parent {
-		k++
+// maxKeyParts bounds the key parts, summed over the leaves, of the
+// structure of metadata from outside: a million leaves a thousand levels
+// deep, say, would otherwise cost a billion parts (16 GB of keys).
+const maxKeyParts = 1 << 24
+
+// keyParts returns the key parts of leaves, summed, or an error if they are
+// more than maxKeyParts.
+func keyParts(leaves []*leafMeta) (int, error) {
+	n := 0
+	for _, l := range leaves {
+		if n += l.node.level + 1; n > maxKeyParts {
+			return 0, fmt.Errorf("leaf keys have more than %d parts in all", maxKeyParts)
+		}
 	}
-	return k
+	return n, nil
 }
 
 // path hashes the parts of n's key, as lenStr would each.
