@@ -31,21 +31,58 @@ type p2pKey struct {
 	recv bool
 }
 
+// tagLock is the lock of one p2pKey. It stays in the table only while some
+// call holds or waits for it (refs > 0), so the table is bounded by the
+// transfers in progress, not by every tag and group ever used.
+type tagLock struct {
+	mu   sync.Mutex
+	key  p2pKey
+	refs int // guarded by p2pLocks
+}
+
+// tagLockFree bounds the free list of tagLocks kept for reuse, which
+// spares the steady state of Send and Recv an allocation per call.
+const tagLockFree = 64
+
 var p2pLocks = struct {
 	sync.Mutex
-	m map[p2pKey]*sync.Mutex
-}{m: map[p2pKey]*sync.Mutex{}}
+	m    map[p2pKey]*tagLock
+	free []*tagLock
+}{m: map[p2pKey]*tagLock{}}
 
-// p2pLock returns the lock of k, creating it on first use.
-func p2pLock(k p2pKey) *sync.Mutex {
+// acquireTag takes the lock of k, entering it in the table if needed.
+func acquireTag(k p2pKey) *tagLock {
 	p2pLocks.Lock()
-	mu, ok := p2pLocks.m[k]
+	l, ok := p2pLocks.m[k]
 	if !ok {
-		mu = new(sync.Mutex)
-		p2pLocks.m[k] = mu
+		if n := len(p2pLocks.free); n > 0 {
+			l = p2pLocks.free[n-1]
+			p2pLocks.free = p2pLocks.free[:n-1]
+		} else {
+			l = new(tagLock)
+		}
+		l.key = k
+		p2pLocks.m[k] = l
+	}
+	l.refs++
+	p2pLocks.Unlock()
+	l.mu.Lock()
+	return l
+}
+
+// releaseTag releases l, removing it from the table when nobody else holds
+// or waits for it.
+func releaseTag(l *tagLock) {
+	l.mu.Unlock()
+	p2pLocks.Lock()
+	if l.refs--; l.refs == 0 {
+		delete(p2pLocks.m, l.key)
+		if len(p2pLocks.free) < tagLockFree {
+			l.key = p2pKey{}
+			p2pLocks.free = append(p2pLocks.free, l)
+		}
 	}
 	p2pLocks.Unlock()
-	return mu
 }
 
 // tagSet returns the distinct tags of tags, sorted, in dst.
@@ -57,19 +94,17 @@ func tagSet(dst, tags []int) []int {
 
 // lockTags takes the locks of the sorted distinct tags (in order, so that
 // two calls cannot deadlock) and returns them in held.
-func lockTags(held []*sync.Mutex, c *mpi.Comm, peer int, recv bool, tags []int) []*sync.Mutex {
+func lockTags(held []*tagLock, c *mpi.Comm, peer int, recv bool, tags []int) []*tagLock {
 	held = held[:0]
 	for _, t := range tags {
-		mu := p2pLock(p2pKey{c: c, peer: peer, tag: t, recv: recv})
-		mu.Lock()
-		held = append(held, mu)
+		held = append(held, acquireTag(p2pKey{c: c, peer: peer, tag: t, recv: recv}))
 	}
 	return held
 }
 
-func unlockAll(held []*sync.Mutex) {
+func unlockAll(held []*tagLock) {
 	for i := len(held) - 1; i >= 0; i-- {
-		held[i].Unlock()
+		releaseTag(held[i])
 	}
 }
 

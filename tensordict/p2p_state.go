@@ -56,7 +56,7 @@ type p2pState struct {
 	cur    []int // per-leaf tags, nil in consolidated mode
 	tag0   int   // tag of the header and metadata messages
 	tagSet []int // distinct tags, sorted
-	held   []*sync.Mutex
+	held   []*tagLock
 }
 
 // p2pStateOf returns td's state, locked, building or rebuilding it as

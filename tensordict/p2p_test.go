@@ -277,4 +277,9 @@ func TestRecvOverLimitDrainsExactly(t *testing.T) {
 			assert.Less(t, time.Since(start), drainIdle, "draining waited for messages that were never sent")
 		})
 	}
+	// No transfer is in progress: the table of tag locks is empty.
+	p2pLocks.Lock()
+	defer p2pLocks.Unlock()
+	assert.Empty(t, p2pLocks.m)
+	assert.LessOrEqual(t, len(p2pLocks.free), tagLockFree)
 }

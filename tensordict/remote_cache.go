@@ -19,6 +19,11 @@ import (
 // metaCacheSize is the number of decoded metadata trees kept.
 const metaCacheSize = 8
 
+// metaCacheMaxBytes is the largest metadata kept in the cache, so that the
+// cache holds at most metaCacheSize times this much (plus the decoded
+// trees): large metadata comes with transfers whose cost dwarfs decoding.
+const metaCacheMaxBytes = 64 << 10
+
 type metaCacheEntry struct {
 	meta  []byte // the metadata, a private copy
 	total int    // the storage size it was validated against
@@ -61,6 +66,9 @@ func fromConsolidatedCached(st *tensor.Storage, meta []byte) (*TensorDict, error
 	cloneNonTensors(td)
 	td.cons.base, td.cons.end = 0, st.Len()
 	td.class = class
+	if len(meta) > metaCacheMaxBytes {
+		return td, nil
+	}
 	metaCache.entries[metaCache.next] = &metaCacheEntry{meta: bytes.Clone(meta), total: st.Len(), root: root, class: class}
 	metaCache.next = (metaCache.next + 1) % metaCacheSize
 	return td, nil

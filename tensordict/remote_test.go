@@ -398,12 +398,32 @@ func TestFromRemoteInitMetadataCache(t *testing.T) {
 	td := New(2)
 	require.NoError(t, td.Set(K("x"), tensor.Ones(tensor.Float32, 2)))
 	require.NoError(t, td.SetNonTensor(K("cfg"), map[string]any{"lr": 0.5}))
+	// Metadata over metaCacheMaxBytes is not kept.
+	wide := New()
+	for i := range 2000 {
+		require.NoError(t, wide.Set(K("many", fmt.Sprintf("leaf%04d", i)), tensor.Ones(tensor.Uint8, 1)))
+	}
 	if g.Rank() == 0 {
 		for range 3 {
 			require.NoError(t, td.InitRemote(1))
 		}
+		require.NoError(t, wide.InitRemote(1))
 		return
 	}
+	defer func() {
+		r, err := FromRemoteInit(0, testCtx(t))
+		require.NoError(t, err)
+		meta, err := r.ConsolidatedMetadata()
+		require.NoError(t, err)
+		require.Greater(t, len(meta), metaCacheMaxBytes)
+		metaCache.Lock()
+		defer metaCache.Unlock()
+		for _, e := range metaCache.entries {
+			if e != nil {
+				assert.LessOrEqual(t, len(e.meta), metaCacheMaxBytes)
+			}
+		}
+	}()
 	var got []*TensorDict
 	for range 3 {
 		r, err := FromRemoteInit(0, testCtx(t))
