@@ -4,8 +4,10 @@
 package tensordict
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -36,8 +38,9 @@ const (
 	tagLargePayloadEnd  = 1 << 30
 )
 
-// payloadTags hands out payload tags per library communicator.
-var payloadTags sync.Map // *mpi.Comm -> *tagCounter
+// payloadTags hands out payload tags per library communicator. It holds
+// communicators weakly: an entry goes when its communicator is collected.
+var payloadTags sync.Map // weak.Pointer[mpi.Comm] -> *tagCounter
 
 type tagCounter struct {
 	n          atomic.Uint64
@@ -47,7 +50,8 @@ type tagCounter struct {
 // nextPayloadTag returns the next payload tag of c, cycling through the
 // payload tag range of c.
 func nextPayloadTag(c *mpi.Comm) int {
-	v, ok := payloadTags.Load(c)
+	w := weak.Make(c)
+	v, ok := payloadTags.Load(w)
 	if !ok {
 		tc := &tagCounter{base: tagSmallPayloadBase, span: tagSmallPayloadEnd - tagSmallPayloadBase}
 		if ub := c.TagUB(); ub >= tagLargePayloadEnd {
@@ -55,7 +59,10 @@ func nextPayloadTag(c *mpi.Comm) int {
 		} else if ub > tagLargePayloadBase+4096 {
 			tc.base, tc.span = tagLargePayloadBase, uint64(ub-tagLargePayloadBase)
 		}
-		v, _ = payloadTags.LoadOrStore(c, tc)
+		var loaded bool
+		if v, loaded = payloadTags.LoadOrStore(w, tc); !loaded {
+			runtime.AddCleanup(c, func(w weak.Pointer[mpi.Comm]) { payloadTags.Delete(w) }, w)
+		}
 	}
 	tc := v.(*tagCounter)
 	return int(tc.base + (tc.n.Add(1)-1)%tc.span)
