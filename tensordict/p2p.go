@@ -177,7 +177,11 @@ func (s *p2pState) send(l *link) error {
 // If the sender's keys, dtypes or shapes differ from td's, Recv returns an
 // error wrapping ErrMismatch that names the first differing key; the
 // sender's data is consumed and discarded, so the sender does not hang,
-// and td is left unchanged. With WithContext, a Recv whose sender has not
+// and td is left unchanged. The same holds for a sender over WithMaxBytes
+// (the error wraps wire.ErrLimit). Exactly the messages the sender's
+// header announces are discarded, so a later transfer on the same tags is
+// received intact; each is awaited at most 2 s, in case the header lies.
+// With WithContext, a Recv whose sender has not
 // started when the context ends returns an error wrapping ctx.Err(); once
 // the header has arrived, the transfer runs to its end.
 func (td *TensorDict) Recv(src int, opts ...RemoteOption) (int, error) {

@@ -136,7 +136,9 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 //
 // Everything from the peer is checked before use: the header against the
 // limits (WithMaxBytes, 64 GiB by default) before any allocation, the
-// metadata as FromConsolidated checks it. The storage is allocated once and
+// metadata as FromConsolidated checks it. A refused transfer's payload is
+// drained, exactly the messages its header announces (each awaited at
+// most 2 s), so that the sender does not hang. The storage is allocated once and
 // received in place; every leaf of the result views it, so the result is
 // consolidated and a later Recv with WithConsolidated into it moves one
 // message with no allocation. Non-tensor values, nesting, batch sizes and
