@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -30,7 +31,9 @@ type p2pLeaf struct {
 // p2pState is what Send and Recv keep per TensorDict between calls, so that
 // the steady state encodes nothing and allocates nothing: the leaves, the
 // layout, the structure hashes, the metadata and the message buffers. It
-// is rebuilt when the TensorDict's leaves change.
+// is rebuilt when the TensorDict's leaves change, and when its metadata
+// does (a non-tensor value, a batch size or the lock state): every call
+// re-encodes the metadata into metaBuf, without allocating, and compares.
 type p2pState struct {
 	mu         sync.Mutex
 	leaves     []p2pLeaf // storage order: depth first, insertion order
@@ -41,6 +44,7 @@ type p2pState struct {
 	consHash   uint64 // structure in storage order (Signature)
 	sortedHash uint64 // structure in sorted order, batch sizes ignored
 	meta       []byte // consolidated metadata (Layout), padded by metaAlign
+	metaLen    int    // len(meta) before padding
 	contiguous Key    // the first non-contiguous leaf, or nil
 
 	hdr   []byte // header message, either way (its own pointer-free allocation, for cgo)
@@ -57,6 +61,11 @@ type p2pState struct {
 	tag0   int   // tag of the header and metadata messages
 	tagSet []int // distinct tags, sorted
 	held   []*tagLock
+
+	// Reused to re-encode the metadata on every call (see current).
+	chk     plan
+	path    []string
+	metaBuf []byte
 }
 
 // p2pStateOf returns td's state, locked, building or rebuilding it as
@@ -77,7 +86,7 @@ func p2pStateOf(op string, td *TensorDict) (*p2pState, error) {
 		s = td.p2p.Load()
 	}
 	s.mu.Lock()
-	if s.leaves != nil && s.valid(td) {
+	if s.leaves != nil && s.valid(td) && s.current(op, td) {
 		return s, nil
 	}
 	if err := s.build(op, td); err != nil {
@@ -96,6 +105,34 @@ func (s *p2pState) valid(td *TensorDict) bool {
 		return false
 	}
 	return s.st == nil || !s.st.Released()
+}
+
+// current reports whether td's metadata still encodes to what s was built
+// from: the leaves alone do not tell whether a non-tensor value, a batch
+// size or the lock state changed. It lays td out into a plan kept in s and
+// appends the metadata to a buffer kept in s, so that once the buffers have
+// grown to td's size it does not allocate. An error (td cannot be laid out
+// any more) reports false: build then returns it.
+func (s *p2pState) current(op string, td *TensorDict) bool {
+	p := &s.chk
+	p.total = 0
+	p.nodes, p.leaves = p.nodes[:0], p.leaves[:0]
+	pl := planner{op: op, p: p, path: s.path[:0]}
+	err := pl.node(td, 0)
+	s.path = pl.path[:0]
+	var b []byte
+	if err == nil {
+		b, err = p.appendMetadata(s.metaBuf[:0])
+	}
+	// Drop the plan's references to td's nodes and tensors, so that a
+	// later change of td does not keep the old ones alive.
+	clear(p.nodes)
+	clear(p.leaves)
+	if err != nil {
+		return false
+	}
+	s.metaBuf = b[:0]
+	return p.total == s.total && bytes.Equal(b, s.meta[:s.metaLen])
 }
 
 func (s *p2pState) same(td *TensorDict, i *int) bool {
@@ -156,6 +193,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	}
 	s.total = total
 	s.meta = metaAlign(meta, 0)
+	s.metaLen = len(meta)
 	s.st, s.base = nil, 0
 	if c := td.cons; c != nil && !c.st.Released() && c.base+total <= c.st.Len() {
 		s.st, s.base = c.st, c.base
