@@ -157,3 +157,17 @@ func TestP2PStateFollowsMetadata(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(meta), string(bytes.TrimRight(after, " ")))
 }
+
+// BenchmarkP2PStateCheck measures what every Send, Recv and small
+// InitRemote pays to confirm that the cached state is current.
+func BenchmarkP2PStateCheck(b *testing.B) {
+	td := staleTD(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := p2pStateOf("bench", td)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.mu.Unlock()
+	}
+}
