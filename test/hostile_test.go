@@ -34,7 +34,7 @@ import (
 // mpi.Send (or mpi.Bcast) on the group's library communicator, where the
 // library's protocol messages travel, while rank 1 (or every other rank)
 // calls the library as usual. Each crafted message must give the receiver
-// an error, quickly, and leave it able to run a normal transfer with the
+// an error without hanging, and leave it able to run a normal transfer with the
 // same peer right after.
 
 // hostileMeta is the consolidated metadata of {x: dtype shape} whose bytes
@@ -74,7 +74,7 @@ func healthyTD(t *testing.T) *tensordict.TensorDict {
 // checkHealthy runs a normal InitRemote from rank 0 to rank 1.
 func checkHealthy(t *testing.T, me int) {
 	t.Helper()
-	ctx := mpitest.Ctx(t, 20*time.Second)
+	ctx := mpitest.Ctx(t, hangLimit)
 	td := healthyTD(t)
 	if me == 0 {
 		require.NoError(t, td.InitRemote(1), "the InitRemote after a hostile message")
@@ -178,7 +178,7 @@ func TestHostileInitRemote(t *testing.T) {
 			if me == 0 {
 				require.NoError(t, mpi.Send(world.LibComm(), c.msg(), 1, tag))
 			} else {
-				ctx := mpitest.Ctx(t, 20*time.Second)
+				ctx := mpitest.Ctx(t, hangLimit)
 				start := time.Now()
 				td, err := tensordict.FromRemoteInit(0, tensordict.WithContext(ctx))
 				took := time.Since(start)
@@ -196,7 +196,7 @@ func TestHostileInitRemote(t *testing.T) {
 						assert.Contains(t, err.Error(), c.text)
 					}
 				}
-				assert.Less(t, took, 5*time.Second)
+				assert.Less(t, took, hangLimit)
 			}
 			checkHealthy(t, me)
 		})
@@ -255,7 +255,7 @@ func TestHostileSend(t *testing.T) {
 				require.NoError(t, x.Set(tensordict.K("x"), tensor.Zeros(tensor.Float32, 4)))
 				td, err = x.Consolidate()
 				require.NoError(t, err)
-				ctx := mpitest.Ctx(t, 20*time.Second)
+				ctx := mpitest.Ctx(t, hangLimit)
 				start := time.Now()
 				_, err = td.Recv(0, tensordict.WithConsolidated(), tensordict.WithTag(tag), tensordict.WithContext(ctx))
 				took := time.Since(start)
@@ -269,13 +269,15 @@ func TestHostileSend(t *testing.T) {
 						assert.Contains(t, err.Error(), c.text)
 					}
 				}
-				assert.Less(t, took, 5*time.Second)
+				assert.Less(t, took, hangLimit)
 			}
 			// A normal Send/Recv works afterwards. (Not on the same tag:
-			// after refusing a header, Recv drains the payload it announces
-			// from that tag for up to 2 s per message, which would take the
-			// next transfer's messages; see TestRecvOverLimit.)
-			ctx := mpitest.Ctx(t, 20*time.Second)
+			// after refusing a header, Recv drains the messages it
+			// announces from that tag, awaiting each up to 2 s; these
+			// headers lie, so a next transfer on the tag within those 2 s
+			// would be taken for their payload. TestRecvOverLimit checks
+			// the same tag after an honest refused header.)
+			ctx := mpitest.Ctx(t, hangLimit)
 			x := healthyTD(t)
 			if me == 0 {
 				require.NoError(t, x.Send(1, tensordict.WithConsolidated(), tensordict.WithTag(tag+1)))
@@ -361,7 +363,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 			if me == 0 {
 				tc.root(t)
 			} else {
-				ctx := mpitest.Ctx(t, 20*time.Second)
+				ctx := mpitest.Ctx(t, hangLimit)
 				start := time.Now()
 				td, err := tensordict.New().Broadcast(0, tensordict.WithContext(ctx))
 				took := time.Since(start)
@@ -384,7 +386,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 					assert.Contains(t, err.Error(), tc.text)
 				}
 				assert.Less(t, len(err.Error()), maxErrorText, "error text of %d bytes", len(err.Error()))
-				assert.Less(t, took, 5*time.Second)
+				assert.Less(t, took, hangLimit)
 			}
 			// A genuine Broadcast works afterwards.
 			var src *tensordict.TensorDict
@@ -402,12 +404,10 @@ func TestHostileBroadcastRoot(t *testing.T) {
 // error that grows with the input (a key path repeated at every nesting
 // level) is itself a way to exhaust memory.
 //
-// KNOWN BUG (tensordict/fromconsolidated.go, the metadata decoder): each
-// nesting level wraps its child's error with the child's full key, so the
-// error for metadata nested 1000 levels deep (the depth limit) holds about
-// 500,000 key parts, some 1 MB of text built in quadratic time (1.4 s
-// here). The "10,000 nesting levels" cases fail on this bound until the
-// decoder names the key once.
+// This found the metadata decoder (tensordict/fromconsolidated.go)
+// wrapping each nesting level's error with the child's full key, which
+// made the error for metadata nested to the depth limit (1000 levels)
+// some 1 MB of text, built in quadratic time; it now names the key once.
 const maxErrorText = 64 << 10
 
 // clip shortens s for the test log.

@@ -41,7 +41,7 @@ func writeFile(t *testing.T, path, s string) {
 // TestHostileMemmapDir crafts saved directories that try to make
 // LoadMemmap read outside the directory, follow symbolic links, read a
 // huge or blocking meta.json, or recurse without bound. Each must be
-// refused with an error naming the file, quickly.
+// refused with an error naming the file, without hanging.
 func TestHostileMemmapDir(t *testing.T) {
 	mpitest.Need(t, 1)
 	leafData := strings.Repeat("\x00\x00\x80\x3f", 4) // float32 ones
@@ -125,12 +125,12 @@ func TestHostileMemmapDir(t *testing.T) {
 			var r result
 			select {
 			case r = <-ch:
-			case <-time.After(3 * time.Second):
+			case <-time.After(hangLimit):
 				// Unblock a reader stuck opening a FIFO, then fail.
 				if f, err := os.OpenFile(filepath.Join(root, "meta.json"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 					f.Close()
 				}
-				t.Fatalf("LoadMemmap still blocked after 3 s")
+				t.Fatalf("LoadMemmap still blocked after %v", hangLimit)
 			}
 			took := time.Since(start)
 			var after runtime.MemStats
@@ -142,9 +142,10 @@ func TestHostileMemmapDir(t *testing.T) {
 			t.Logf("%s (%v, %d KiB allocated)", clip(r.err.Error()), took.Round(time.Microsecond), (after.TotalAlloc-before.TotalAlloc)>>10)
 			assert.Contains(t, r.err.Error(), "tensordict: LoadMemmap")
 			assert.Contains(t, r.err.Error(), c.text)
-			// Generous: 1001 levels are 1001 files to open and parse, on
-			// a machine shared by up to 4 ranks per 2 cores.
-			assert.Less(t, took, 5*time.Second)
+			// A bound against hanging, not a speed check: 1001 levels are
+			// 1001 files to open and parse, on a machine shared by up to
+			// 4 ranks per 2 cores (TestHostileMemmapDir runs on each).
+			assert.Less(t, took, hangLimit)
 			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(32<<20), "bytes allocated to refuse it")
 			assert.Less(t, len(r.err.Error()), maxErrorText)
 		})

@@ -6,6 +6,7 @@ package test
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 )
@@ -21,5 +22,13 @@ func init() {
 		os.Exit(runHelper(mode))
 	}
 }
+
+// hangLimit bounds each operation a test expects to end (contexts of
+// receives, inTime, "took" checks). It is there to catch a hang, not to
+// measure speed: the CI machine runs 4 ranks on 2 cores beside other jobs,
+// where an operation of a few milliseconds can take seconds. It stays
+// below mpitest.AgreeTimeout (60 s), which the ranks that sit a subtest
+// out spend waiting for the others' verdict.
+const hangLimit = 30 * time.Second
 
 func TestMain(m *testing.M) { mpitest.Main(m) }

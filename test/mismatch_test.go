@@ -73,12 +73,12 @@ func TestRecvIntoDifferentStructure(t *testing.T) {
 			if c.consolidated {
 				opts = append(opts, tensordict.WithConsolidated())
 			}
-			ctx := mpitest.Ctx(t, 20*time.Second)
+			ctx := mpitest.Ctx(t, hangLimit)
 			recvOpts := append([]tensordict.RemoteOption{tensordict.WithContext(ctx)}, opts...)
 			if me == 0 {
 				td := mismatchTD(t, 3, tensor.Int64)
-				require.NoError(t, inTime(10*time.Second, func() error { return td.Send(1, opts...) }), "the sender of a refused transfer")
-				require.NoError(t, inTime(10*time.Second, func() error { return td.Send(1, opts...) }), "the sender of the matching transfer")
+				require.NoError(t, inTime(hangLimit, func() error { return td.Send(1, opts...) }), "the sender of a refused transfer")
+				require.NoError(t, inTime(hangLimit, func() error { return td.Send(1, opts...) }), "the sender of the matching transfer")
 				return
 			}
 			wrong := mismatchTD(t, c.m, c.dt)
@@ -117,6 +117,13 @@ func zero(t *testing.T, td *tensordict.TensorDict) {
 // FromRemoteInit, or both Recv), a deadlock by design. With a context each
 // returns an error wrapping context.DeadlineExceeded, in about the
 // deadline, and a normal exchange works afterwards.
+//
+// The phases cannot overlap whatever the ranks' timing: the crossed
+// receives run on a group of their own (ranks 0 and 1), both ranks pass
+// that group's barrier once their receive has returned, and only then
+// does the exchange run, on the world. Without the barrier a rank that
+// started the subtest late could still be in its 500 ms receive when the
+// other's InitRemote arrived, and take it.
 func TestCrossedReceives(t *testing.T) {
 	world := mpitest.Need(t, 2)
 	const deadline = 500 * time.Millisecond
@@ -126,28 +133,35 @@ func TestCrossedReceives(t *testing.T) {
 			if me > 1 {
 				return
 			}
+			pair, err := world.New([]int{0, 1})
+			require.NoError(t, err)
+			defer pair.Free()
 			peer := 1 - me
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
+			opts := []tensordict.RemoteOption{tensordict.WithGroup(pair), tensordict.WithContext(ctx)}
 			td := mismatchTD(t, 3, tensor.Int64)
 			start := time.Now()
-			err := inTime(10*time.Second, func() error {
+			err = inTime(hangLimit, func() error {
 				if op == "FromRemoteInit" {
-					_, err := tensordict.FromRemoteInit(peer, tensordict.WithContext(ctx))
+					_, err := tensordict.FromRemoteInit(peer, opts...)
 					return err
 				}
-				_, err := td.Recv(peer, tensordict.WithContext(ctx))
+				_, err := td.Recv(peer, opts...)
 				return err
 			})
 			took := time.Since(start)
+			// Both receives have returned (or inTime gave up on this one)
+			// before either rank sends anything.
+			require.NoError(t, inTime(hangLimit, pair.Barrier), "the barrier after the crossed receives")
 			require.Error(t, err)
 			t.Logf("rank %d: %v after %v", me, err, took.Round(time.Millisecond))
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 			assert.Contains(t, err.Error(), op)
-			assert.Less(t, took, deadline+2*time.Second)
+			assert.Less(t, took, deadline+hangLimit)
 
 			// The failed receives consumed nothing: a normal exchange works.
-			ctx2 := mpitest.Ctx(t, 20*time.Second)
+			ctx2 := mpitest.Ctx(t, hangLimit)
 			if me == 0 {
 				require.NoError(t, td.InitRemote(1))
 			} else {
@@ -183,7 +197,7 @@ func TestSubgroupRankOutOfRange(t *testing.T) {
 	require.GreaterOrEqual(t, bad, sub.Size())
 	rng := fmt.Sprintf("[0, %d)", sub.Size())
 	td := mismatchTD(t, 3, tensor.Int64)
-	ctx := mpitest.Ctx(t, 5*time.Second)
+	ctx := mpitest.Ctx(t, hangLimit)
 	opts := []tensordict.RemoteOption{tensordict.WithGroup(sub), tensordict.WithContext(ctx)}
 	calls := []struct {
 		op  string
@@ -210,11 +224,13 @@ func TestSubgroupRankOutOfRange(t *testing.T) {
 			continue
 		}
 		start := time.Now()
-		err := inTime(2*time.Second, c.run)
+		err := inTime(hangLimit, c.run)
 		if assert.Error(t, err, c.op) {
 			assert.Contains(t, err.Error(), "tensordict: "+c.op, c.op)
 			assert.Contains(t, err.Error(), fmt.Sprintf("%d is out of range %s", bad, rng), c.op)
-			assert.Less(t, time.Since(start), time.Second, c.op)
+			// A check of the argument: far less than the context's
+			// hangLimit, which an operation that waited would reach.
+			assert.Less(t, time.Since(start), hangLimit/3, "%s waited instead of refusing the rank", c.op)
 			t.Logf("%s: %v", c.op, err)
 		}
 	}
@@ -244,10 +260,10 @@ func TestRecvOverLimit(t *testing.T) {
 			}
 			big := mismatchTD(t, 3, tensor.Int64) // 1.25 MiB
 			small := healthyTD(t)
-			ctx := mpitest.Ctx(t, 20*time.Second)
+			ctx := mpitest.Ctx(t, hangLimit)
 			const limit = 64 << 10
 			if me == 0 {
-				err := inTime(10*time.Second, func() error {
+				err := inTime(hangLimit, func() error {
 					if op == "InitRemote" {
 						return big.InitRemote(1)
 					}
@@ -257,7 +273,7 @@ func TestRecvOverLimit(t *testing.T) {
 				if op == "InitRemote" {
 					require.NoError(t, small.InitRemote(1))
 				} else {
-					require.NoError(t, inTime(10*time.Second, func() error { return small.Send(1, tensordict.WithConsolidated()) }))
+					require.NoError(t, inTime(hangLimit, func() error { return small.Send(1, tensordict.WithConsolidated()) }))
 				}
 				return
 			}
