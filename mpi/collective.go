@@ -40,6 +40,23 @@ func Bcast[T Scalar](c *Comm, buf []T, root int) error {
 	return err
 }
 
+// blockLen returns the per-rank block length of a collective whose
+// all-ranks buffer (named which) has whole elements and whose one-rank
+// buffer has part: part itself, checked against whole, or with inplace
+// whole/Size(), which must divide evenly.
+func (c *Comm) blockLen(op, which string, whole, part int, inplace bool) (int, error) {
+	if inplace {
+		if whole%c.size != 0 {
+			return 0, argError(op, C.MPI_ERR_BUFFER, "in place: %s buffer of %d elements is not a multiple of size %d", which, whole, c.size)
+		}
+		return whole / c.size, nil
+	}
+	if whole != part*c.size {
+		return 0, argError(op, C.MPI_ERR_BUFFER, "%s buffer has %d elements, need %d×%d", which, whole, c.size, part)
+	}
+	return part, nil
+}
+
 // Gather collects len(send) elements from every process of c into recv at
 // root, rank i's block at recv[i*len(send):], as MPI_Gather. At root, recv
 // must have Size()*len(send) elements; elsewhere it is ignored. At root,
@@ -53,13 +70,8 @@ func Gather[T Scalar](c *Comm, send, recv []T, root int) error {
 	inplace := send == nil
 	n := len(send)
 	if c.rank == root {
-		if inplace {
-			if len(recv)%c.size != 0 {
-				return argError(op, C.MPI_ERR_BUFFER, "in place: receive buffer of %d elements is not a multiple of size %d", len(recv), c.size)
-			}
-			n = len(recv) / c.size
-		} else if len(recv) != n*c.size {
-			return argError(op, C.MPI_ERR_BUFFER, "receive buffer has %d elements, need %d×%d", len(recv), c.size, n)
+		if n, err = c.blockLen(op, "receive", len(recv), n, inplace); err != nil {
+			return err
 		}
 	} else if inplace {
 		return argError(op, C.MPI_ERR_BUFFER, "nil send buffer (in place) on rank %d, which is not root %d", c.rank, root)
@@ -82,14 +94,9 @@ func Allgather[T Scalar](c *Comm, send, recv []T) error {
 		return err
 	}
 	inplace := send == nil
-	n := len(send)
-	if inplace {
-		if len(recv)%c.size != 0 {
-			return argError(op, C.MPI_ERR_BUFFER, "in place: receive buffer of %d elements is not a multiple of size %d", len(recv), c.size)
-		}
-		n = len(recv) / c.size
-	} else if len(recv) != n*c.size {
-		return argError(op, C.MPI_ERR_BUFFER, "receive buffer has %d elements, need %d×%d", len(recv), c.size, n)
+	n, err := c.blockLen(op, "receive", len(recv), len(send), inplace)
+	if err != nil {
+		return err
 	}
 	cn, err := count32(op, n)
 	if err != nil {
@@ -112,13 +119,8 @@ func Scatter[T Scalar](c *Comm, send, recv []T, root int) error {
 	inplace := recv == nil
 	n := len(recv)
 	if c.rank == root {
-		if inplace {
-			if len(send)%c.size != 0 {
-				return argError(op, C.MPI_ERR_BUFFER, "in place: send buffer of %d elements is not a multiple of size %d", len(send), c.size)
-			}
-			n = len(send) / c.size
-		} else if len(send) != n*c.size {
-			return argError(op, C.MPI_ERR_BUFFER, "send buffer has %d elements, need %d×%d", len(send), c.size, n)
+		if n, err = c.blockLen(op, "send", len(send), n, inplace); err != nil {
+			return err
 		}
 	} else if inplace {
 		return argError(op, C.MPI_ERR_BUFFER, "nil receive buffer (in place) on rank %d, which is not root %d", c.rank, root)
