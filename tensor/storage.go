@@ -3,7 +3,8 @@ package tensor
 import (
 	"fmt"
 	"sync"
-	"unsafe"
+
+	"github.com/tdmpi/tdmpi/internal/mem"
 )
 
 // Storage is a flat, 8-byte aligned run of bytes that one or more tensors view.
@@ -52,13 +53,7 @@ func (s *Storage) Owner() any { return s.owner }
 
 // alignedBytes allocates n zero bytes on the Go heap, aligned to 8 bytes so
 // that every dtype's elements can be viewed in place.
-func alignedBytes(n int) []byte {
-	if n == 0 {
-		return []byte{}
-	}
-	words := make([]uint64, (n+7)/8)
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), n)
-}
+func alignedBytes(n int) []byte { return mem.Alloc(n) }
 
 // Bytes returns the whole storage. It panics if the storage was released, since
 // the memory may no longer be mapped.

@@ -1,0 +1,52 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+//go:build linux
+
+package mem
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// vmaFlags returns the VmFlags line of the mapping of /proc/self/smaps
+// that contains address p.
+func vmaFlags(t *testing.T, p uintptr) string {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	require.NoError(t, err)
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		var lo, hi uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 && strings.Contains(line[:strings.IndexByte(line, ' ')], "-") {
+			in = lo <= p && p < hi
+			continue
+		}
+		if in && strings.HasPrefix(line, "VmFlags:") {
+			return line
+		}
+	}
+	require.NoError(t, sc.Err())
+	t.Fatalf("no mapping of /proc/self/smaps holds %#x", p)
+	return ""
+}
+
+func TestAdviseHugeMarksInterior(t *testing.T) {
+	for _, alloc := range []func(int) []byte{Alloc, AllocUninit} {
+		b := alloc(3 * HugeMin)
+		off, n := hugeSpan(b)
+		require.Positive(t, n)
+		// "hg" is the VM_HUGEPAGE flag that MADV_HUGEPAGE sets.
+		require.Contains(t, strings.Fields(vmaFlags(t, addr(b)+uintptr(off))), "hg")
+		sink = b
+	}
+}

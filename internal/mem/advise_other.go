@@ -1,0 +1,9 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+//go:build !linux
+
+package mem
+
+// adviseHuge does nothing: transparent huge pages are a Linux feature.
+func adviseHuge([]byte) {}

@@ -1,0 +1,65 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mem
+
+import "unsafe"
+
+// HugeMin is the size from which Alloc and AllocUninit advise huge pages:
+// two huge pages, so that the 2 MiB-aligned interior of any allocation
+// this large holds at least one.
+const HugeMin = 4 << 20
+
+// hugePage is the size of a transparent huge page on x86-64 and arm64 with
+// 4 KiB base pages.
+const hugePage = 2 << 20
+
+// Alloc returns n zero bytes on the Go heap, 8-byte aligned, advised to
+// use huge pages when n is at least HugeMin. It panics if n is negative.
+func Alloc(n int) []byte {
+	if n < 0 {
+		panic("mem: Alloc: negative size")
+	}
+	if n == 0 {
+		return []byte{}
+	}
+	words := make([]uint64, (n+7)/8)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), n)
+	adviseHuge(b)
+	return b
+}
+
+// AllocUninit returns n bytes on the Go heap, 8-byte aligned, advised to
+// use huge pages when n is at least HugeMin, whose contents are undefined:
+// they may hold bytes this process freed earlier. The caller must
+// overwrite all n bytes before anything reads them, and must not let the
+// slice escape if it fails to. It panics if n is negative.
+func AllocUninit(n int) []byte {
+	if n < 0 {
+		panic("mem: AllocUninit: negative size")
+	}
+	if n == 0 {
+		return []byte{}
+	}
+	b := allocNoZero(n)
+	adviseHuge(b)
+	return b
+}
+
+// hugeSpan returns the offset and length of the 2 MiB-aligned run of whole
+// huge pages inside b, length 0 if b is smaller than HugeMin or holds none.
+func hugeSpan(b []byte) (off, n int) {
+	return hugeRange(uintptr(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+}
+
+// hugeRange is hugeSpan of the n bytes at address p.
+func hugeRange(p uintptr, n int) (off, ln int) {
+	if n < HugeMin {
+		return 0, 0
+	}
+	off = int((p+hugePage-1)&^(hugePage-1) - p)
+	if off >= n {
+		return 0, 0
+	}
+	return off, (n - off) &^ (hugePage - 1)
+}
