@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -194,7 +195,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 			return td, nil
 		}
 		// Copy the storage so that its leaves are 8-byte aligned.
-		st := tensor.NewStorage(len(f.Inline))
+		st := tensor.StorageOf(mem.AllocUninit(len(f.Inline)))
 		copy(st.Bytes(), f.Inline)
 		return cl.rebuild(src, st, f.Meta, string(f.Class))
 	}
@@ -215,7 +216,8 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	if reuse {
 		st = td.ConsolidatedStorage()
 	} else {
-		st = tensor.NewStorage(int(h.Total))
+		// The broadcast fills it whole, or st is dropped.
+		st = tensor.StorageOf(mem.AllocUninit(int(h.Total)))
 	}
 	if berr := cl.bcastBytes(st.Bytes()[:h.Total], src); berr != nil {
 		return nil, cl.errorf("receiving the storage from rank %d: %w", src, berr)

@@ -144,7 +144,11 @@ func (l *link) bcastRecv() (*TensorDict, error) {
 		}
 		return nil
 	})
-	return td, err
+	if err != nil {
+		// td may have been built before the storage failed to arrive.
+		return nil, err
+	}
+	return td, nil
 }
 
 // agree tells every rank of the group whether all of them can go on. local

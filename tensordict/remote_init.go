@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -265,7 +266,8 @@ func (l *link) drainPayload(h *wire.Header) error {
 // storageFor returns the storage a received TensorDict of total bytes
 // lives in: inline (the frame's aligned tail) when the storage came in the
 // header message, else a new heap buffer, or with WithMemmap a mapped file
-// (inline bytes are copied into it). finish completes the file (true) or
+// (inline bytes are copied into it). A heap buffer is not cleared: the
+// caller must fill it completely or drop it. finish completes the file (true) or
 // removes it (false).
 func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, func(ok bool) error, error) {
 	noop := func(bool) error { return nil }
@@ -280,7 +282,9 @@ func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, fu
 		}
 		return tensor.StorageOf(inline), noop, nil
 	}
-	return tensor.NewStorage(int(total)), noop, nil
+	// The receive overwrites every byte (or the storage is dropped), so
+	// it need not be cleared first.
+	return tensor.StorageOf(mem.AllocUninit(int(total))), noop, nil
 }
 
 // FromRemoteInitAs receives a TensorDict as FromRemoteInit does and returns
