@@ -39,6 +39,8 @@ BIG_PKGS ?= ./mpi/... ./tensordict/...
 BIG_ENV ?= TDMPI_BIG=1
 # Seconds mpirun allows one package's big tests (they move gigabytes).
 BIG_TIMEOUT ?= 900
+# staticcheck, pinned, run from the module proxy by make lint.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Packages the test-suite job of slurm-test runs, and with which launcher (srun or mpirun).
 SLURM_TEST_PKGS ?= ./mpi/... ./group/... ./tensordict/...
 SLURM_TEST_LAUNCH ?= srun
@@ -167,10 +169,11 @@ fuzz: ## fuzz every Fuzz target of the module for FUZZTIME each (found automatic
 	hpc/scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: lint
-lint: ## gofmt -l must print nothing; go vet; bash -n on the shell scripts
+lint: ## gofmt -l must print nothing; go vet; staticcheck; bash -n on the shell scripts
 	@out=$$(gofmt -l .); \
 	if [[ -n "$$out" ]]; then echo "lint: gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch .ci/run; do bash -n "$$f"; done
 
 .PHONY: race

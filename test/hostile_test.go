@@ -249,11 +249,9 @@ func TestHostileSend(t *testing.T) {
 					require.NoError(t, mpi.Send(world.LibComm(), m, 1, tag))
 				}
 			} else {
-				td, err := tensordict.New().Consolidate()
-				require.NoError(t, err)
 				x := tensordict.New()
 				require.NoError(t, x.Set(tensordict.K("x"), tensor.Zeros(tensor.Float32, 4)))
-				td, err = x.Consolidate()
+				td, err := x.Consolidate()
 				require.NoError(t, err)
 				ctx := mpitest.Ctx(t, hangLimit)
 				start := time.Now()
