@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -36,8 +37,10 @@ func (td *TensorDict) Consolidate() (*TensorDict, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := tensor.NewStorage(p.total)
-	if err := pack(st.Bytes(), p, false); err != nil {
+	// The leaves and their pads tile the storage, so pack writes every
+	// byte and the storage need not be cleared first.
+	st := tensor.StorageOf(mem.AllocUninit(p.total))
+	if err := pack(st.Bytes(), p, true); err != nil {
 		return nil, fmt.Errorf("tensordict: Consolidate: %w", err)
 	}
 	return viewsOf(p, st)

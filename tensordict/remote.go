@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -293,8 +294,8 @@ func (sp *sendPlan) bytes() ([]byte, error) {
 	if sp.storage != nil {
 		return sp.storage, nil
 	}
-	buf := alignedBuf(sp.total)
-	if err := pack(buf, sp.p, false); err != nil {
+	buf := mem.AllocUninit(sp.total) // pack writes every byte, pads too
+	if err := pack(buf, sp.p, true); err != nil {
 		return nil, err
 	}
 	return buf, nil
