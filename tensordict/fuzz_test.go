@@ -22,7 +22,7 @@ func addSeeds(f *testing.F, add func(meta []byte, stLen int)) {
 	}
 }
 
-func seedMixed(f *testing.F) *TensorDict {
+func seedMixed(f testing.TB) *TensorDict {
 	td := New(3)
 	td.Set(K("x"), tensor.Ones(tensor.Float32, 3))
 	td.Set(K("y"), tensor.Ones(tensor.Int64, 3))
@@ -30,7 +30,7 @@ func seedMixed(f *testing.F) *TensorDict {
 	return td
 }
 
-func seedNonTensor(f *testing.F) *TensorDict {
+func seedNonTensor(f testing.TB) *TensorDict {
 	td := New(3)
 	td.Set(K("a"), tensor.Ones(tensor.Float32, 3))
 	td.SetNonTensor(K("label"), map[string]any{"s": "h\u00e9\"llo", "n": []any{1, 2.5, nil, true}})

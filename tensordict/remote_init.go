@@ -206,13 +206,9 @@ func (l *link) recvInit() (*TensorDict, error) {
 		// cannot be trusted, so nothing is drained.
 		return nil, l.errorf("header of a %v message, want %v", f.Kind, wire.KindInit)
 	}
-	stor, finish, err := l.storageFor(f.Total, f.Inline, f.Meta)
+	td, stor, finish, err := l.buildInit(&f)
 	if err != nil {
 		return nil, l.errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
-	}
-	td, err := fromConsolidatedCached(stor, f.Meta)
-	if err != nil {
-		return nil, l.errorf("%w", errors.Join(err, l.drainPayload(&f.Header), finish(false)))
 	}
 	if f.Inline == nil && f.Total > 0 {
 		if err := recvChunks(l.c, stor.Bytes(), l.peer, f.PayloadTag); err != nil {
@@ -226,6 +222,23 @@ func (l *link) recvInit() (*TensorDict, error) {
 		td.class = string(f.Class)
 	}
 	return td, nil
+}
+
+// buildInit allocates the storage that the InitRemote header frame f
+// announces (or takes its inline storage) and builds the TensorDict over
+// it from f's metadata, before any separate payload arrives; finish then
+// completes or removes a memory-mapped storage. On error nothing is left
+// behind (finish has run).
+func (l *link) buildInit(f *wire.Frame) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, err error) {
+	stor, finish, err = l.storageFor(f.Total, f.Inline, f.Meta)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	td, err = fromConsolidatedCached(stor, f.Meta)
+	if err != nil {
+		return nil, nil, nil, errors.Join(err, finish(false))
+	}
+	return td, stor, finish, nil
 }
 
 // refuseOversized consumes a header message of n bytes that exceeds

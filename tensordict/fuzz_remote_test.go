@@ -1,0 +1,78 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/tdmpi/tdmpi/internal/wire"
+)
+
+// fuzzMaxBytes is the storage limit of FuzzInitFrame's receiver.
+const fuzzMaxBytes = 256 << 10
+
+// FuzzInitFrame feeds arbitrary bytes to the receiving side of InitRemote
+// as the header message: the frame is parsed against the receiver's
+// limits, the storage is allocated (inline, or as large as the header
+// announces) and the TensorDict is built from the metadata, by the
+// functions FromRemoteInit uses. No input may panic, and none may make the
+// receiver allocate more than the storage limit plus a bounded multiple of
+// the input's length.
+func FuzzInitFrame(f *testing.F) {
+	for _, td := range []*TensorDict{seedTD(f), seedMixed(f), seedNonTensor(f)} {
+		frame, ok, err := smallInitFrame("fuzz", td)
+		if err != nil || !ok {
+			f.Fatalf("seed frame: ok %v, %v", ok, err)
+		}
+		f.Add(frame)
+		// The same metadata announcing a separate payload.
+		sp, err := planSend("fuzz", td)
+		if err != nil {
+			f.Fatal(err)
+		}
+		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: fnv64(sp.meta), Leaves: int64(sp.leaves),
+			Total: int64(sp.total), Chunk: wire.MaxChunk, PayloadTag: 1}
+		f.Add(wire.AppendFrame(nil, &h, sp.class, sp.meta, nil))
+		// A payload far over the limit, which must be refused before
+		// anything is allocated.
+		h.Total = 64 << 20
+		f.Add(wire.AppendFrame(nil, &h, sp.class, sp.meta, nil))
+	}
+	l := &link{op: "FromRemoteInit", o: resolveRemoteOptions([]RemoteOption{WithMaxBytes(fuzzMaxBytes)})}
+	var before, after runtime.MemStats
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		frame := alignedBuf(len(msg))
+		copy(frame, msg)
+		runtime.ReadMemStats(&before)
+		td, err := decodeInitFrame(l, frame)
+		runtime.ReadMemStats(&after)
+		// Everything the receiver allocated: the storage (at most the
+		// limit) and the decoding, which grows with the metadata's length.
+		if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(fuzzMaxBytes+512*len(msg)+64<<10); got > limit {
+			t.Fatalf("a %d-byte frame made the receiver allocate %d bytes (bound %d)", len(msg), got, limit)
+		}
+		if err != nil {
+			return
+		}
+		checkRebuilt(t, td)
+	})
+}
+
+// decodeInitFrame is what FromRemoteInit does with a received header
+// frame before any payload arrives.
+func decodeInitFrame(l *link, frame []byte) (*TensorDict, error) {
+	fr, err := wire.ParseFrame(frame, l.o.limits())
+	if err != nil {
+		return nil, err
+	}
+	td, stor, finish, err := l.buildInit(&fr)
+	if err != nil {
+		return nil, err
+	}
+	if fr.Inline == nil {
+		clear(stor.Bytes()) // what the payload would do
+	}
+	return td, finish(true)
+}
