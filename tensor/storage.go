@@ -27,10 +27,8 @@ type Storage struct {
 	owner    any
 }
 
-// NewStorage returns a zeroed heap Storage of n bytes, aligned to 8 bytes. From
-// 4 MiB up the memory is advised to use transparent huge pages on Linux, which
-// MPI moves faster (about 1.4x for 256 MiB on shared memory); it stays on the
-// Go heap and is freed by the garbage collector. It panics if n is negative.
+// NewStorage returns a zeroed heap Storage of n bytes, aligned to 8 bytes. It
+// panics if n is negative.
 func NewStorage(n int) *Storage {
 	if n < 0 {
 		panic(fmt.Sprintf("tensor: NewStorage: negative size %d", n))

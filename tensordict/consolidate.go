@@ -38,8 +38,10 @@ func (td *TensorDict) Consolidate() (*TensorDict, error) {
 		return nil, err
 	}
 	// The leaves and their pads tile the storage, so pack writes every
-	// byte and the storage need not be cleared first.
-	st := tensor.StorageOf(mem.AllocUninit(p.total))
+	// byte and the storage need not be cleared first. A consolidated
+	// storage is made to be sent, often many times: huge pages make that
+	// faster (see internal/mem).
+	st := tensor.StorageOf(mem.Huge(mem.AllocUninit(p.total)))
 	if err := pack(st.Bytes(), p, true); err != nil {
 		return nil, fmt.Errorf("tensordict: Consolidate: %w", err)
 	}

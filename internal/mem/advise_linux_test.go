@@ -40,9 +40,12 @@ func vmaFlags(t *testing.T, p uintptr) string {
 	return ""
 }
 
-func TestAdviseHugeMarksInterior(t *testing.T) {
+func TestHugeMarksInterior(t *testing.T) {
+	if !hugeOn {
+		t.Skip("TDMPI_HUGEPAGES=0: Huge advises nothing")
+	}
 	for _, alloc := range []func(int) []byte{Alloc, AllocUninit} {
-		b := alloc(3 * HugeMin)
+		b := Huge(alloc(3 * HugeMin))
 		off, n := hugeSpan(b)
 		require.Positive(t, n)
 		// "hg" is the VM_HUGEPAGE flag that MADV_HUGEPAGE sets.

@@ -3,24 +3,32 @@
 
 // Package mem allocates the Go heap memory that tensor storages live in.
 //
-// Large storages are what tdmpi moves between ranks, and how fast MPI moves
-// them depends on the memory: Open MPI's shared-memory transport copies a
-// large message with one process_vm_readv call, whose cost is dominated by
-// page-table work when the buffers are backed by 4 KiB pages. On the
-// machines of docs/bench.txt a 256 MiB message between buffers backed by
-// 2 MiB transparent huge pages moves about 1.4 times as fast as between
-// ordinary heap buffers. Alloc and AllocUninit therefore advise the kernel
-// (madvise MADV_HUGEPAGE) to back every allocation of at least HugeMin bytes
-// with huge pages; the memory stays on the Go heap, is freed by the garbage
-// collector, and may be used as any other slice.
+// # Clearing
 //
-// The second cost of a fresh buffer is clearing it: the runtime zeroes a
-// reused heap span before handing it out, which for a 256 MiB receive
-// buffer takes about as long as the receive itself. AllocUninit skips that
-// for buffers that the caller overwrites completely before anyone reads
-// them, such as a receive buffer that a message of exactly its length
-// fills.
+// The runtime clears a reused heap span before handing it out; for a
+// 64 MiB buffer that takes about as long as receiving it over shared
+// memory. AllocUninit skips the clearing, for buffers that the caller
+// overwrites completely before anyone reads them: a receive buffer that a
+// message of exactly its length fills, or a consolidated storage whose
+// leaves and pads tile it.
+//
+// # Huge pages
+//
+// Open MPI's shared-memory transport copies a large message with one
+// process_vm_readv call on the receiving side, whose cost is dominated by
+// walking the sender's pages when they are 4 KiB pages. On the machines of
+// docs/bench.txt a 256 MiB message moves about 1.3 times as fast from a
+// buffer backed by 2 MiB transparent huge pages. Huge asks for them
+// (madvise MADV_HUGEPAGE). It is worth it for a buffer that lives long and
+// is sent often, such as a consolidated storage, and not for short-lived
+// ones: a new huge page must be found and cleared by the kernel, and in a
+// virtual machine whose host takes back free guest memory (virtio-balloon
+// free page reporting, as on these machines) the host must fault it in
+// again, which cost up to 5 ms per 2 MiB page here, six times the transfer
+// itself. Setting TDMPI_HUGEPAGES=0 in the environment turns the advice
+// off.
 //
 // The huge-page advice is Linux only and the uninitialised allocation
-// needs the gc toolchain; elsewhere both fall back to make.
+// needs the gc toolchain; elsewhere Huge does nothing and AllocUninit
+// clears, as make does.
 package mem

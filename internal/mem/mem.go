@@ -5,17 +5,16 @@ package mem
 
 import "unsafe"
 
-// HugeMin is the size from which Alloc and AllocUninit advise huge pages:
-// two huge pages, so that the 2 MiB-aligned interior of any allocation
-// this large holds at least one.
+// HugeMin is the smallest buffer Huge advises: two huge pages, so that the
+// 2 MiB-aligned interior of any buffer this large holds at least one.
 const HugeMin = 4 << 20
 
 // hugePage is the size of a transparent huge page on x86-64 and arm64 with
 // 4 KiB base pages.
 const hugePage = 2 << 20
 
-// Alloc returns n zero bytes on the Go heap, 8-byte aligned, advised to
-// use huge pages when n is at least HugeMin. It panics if n is negative.
+// Alloc returns n zero bytes on the Go heap, 8-byte aligned. It panics if n
+// is negative.
 func Alloc(n int) []byte {
 	if n < 0 {
 		panic("mem: Alloc: negative size")
@@ -24,16 +23,14 @@ func Alloc(n int) []byte {
 		return []byte{}
 	}
 	words := make([]uint64, (n+7)/8)
-	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), n)
-	adviseHuge(b)
-	return b
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), n)
 }
 
-// AllocUninit returns n bytes on the Go heap, 8-byte aligned, advised to
-// use huge pages when n is at least HugeMin, whose contents are undefined:
-// they may hold bytes this process freed earlier. The caller must
-// overwrite all n bytes before anything reads them, and must not let the
-// slice escape if it fails to. It panics if n is negative.
+// AllocUninit returns n bytes on the Go heap, 8-byte aligned, whose
+// contents are undefined: they may hold bytes this process freed earlier.
+// The caller must overwrite all n bytes before anything reads them, and
+// must not let the slice escape if it fails to. It panics if n is
+// negative.
 func AllocUninit(n int) []byte {
 	if n < 0 {
 		panic("mem: AllocUninit: negative size")
@@ -41,8 +38,18 @@ func AllocUninit(n int) []byte {
 	if n == 0 {
 		return []byte{}
 	}
-	b := allocNoZero(n)
-	adviseHuge(b)
+	return allocNoZero(n)
+}
+
+// Huge advises the kernel to back b with transparent huge pages, if b is
+// at least HugeMin bytes, and returns b. Call it on a new buffer, before
+// writing to it: pages already present stay as they are. It is advice:
+// where huge pages are disabled (or TDMPI_HUGEPAGES=0 is set) nothing
+// changes.
+func Huge(b []byte) []byte {
+	if hugeOn {
+		adviseHuge(b)
+	}
 	return b
 }
 
