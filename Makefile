@@ -61,9 +61,13 @@ TCP_FLAGS ?= --mca btl self,tcp --mca btl_tcp_if_include lo
 export TDMPI_TCP_FLAGS := $(TCP_FLAGS)
 # Time each fuzz target runs in `make fuzz` and `make test`.
 FUZZTIME ?= 60s
-# go test flags for benchmarks.
+# go test flags for the single-process benchmarks of every package.
 BENCH ?= .
 BENCHTIME ?= 1s
+# The two-rank benchmarks (run under mpirun -np 2 in MPI_PKGS) need the same b.N
+# on both ranks, so a fixed count.
+MPI_BENCH ?= PingPong|Remote|Collective
+MPI_BENCHTIME ?= 20x
 # `make bench` also runs `tdmpi bench TDMPI_BENCH_ARGS` under mpirun -np 2 when
 # TDMPI_BENCH is not empty: by default, once cmd/tdmpi/main.go exists.
 TDMPI_BENCH ?= $(wildcard cmd/tdmpi/main.go)
@@ -190,10 +194,11 @@ race: deps ## go test -race: RACE_PKGS alone, then MPI_PKGS under mpirun -np 2
 	$(timeout) $(GO) test -count=1 -race -p 1 -run '$(RACE_RUN)' -exec "$(MPIEXEC) -np 2" $$pkgs
 
 .PHONY: bench
-bench: deps ## benchmarks of MPI_PKGS under mpirun -np 2, then tdmpi bench (once cmd/tdmpi exists)
+bench: deps ## single-process benchmarks, then two-rank ones (MPI_BENCH) under mpirun -np 2, then tdmpi bench
+	$(timeout) $(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem ./...
 	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
 	if [[ -z "$$pkgs" ]]; then echo "bench: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
-	$(timeout) $(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem \
+	$(timeout) $(GO) test -count=1 -p 1 -run '^$$' -bench '$(MPI_BENCH)' -benchtime $(MPI_BENCHTIME) -benchmem \
 		-exec "$(MPIEXEC) -np 2" $$pkgs
 ifneq ($(TDMPI_BENCH),)
 	@mkdir -p $(BIN)
