@@ -31,7 +31,8 @@ Bench measures, in one run, for payloads from -min to -max bytes (each size
 	raw-p2p        mpi.Send and mpi.Recv of a []byte, ping-pong (p2p baseline)
 	raw-bcast      mpi.Bcast of a []byte, the root alternating (bcast baseline)
 	raw-p2p-hp     raw-p2p on off-heap huge-page memory (tensor.NewOffHeapStorage):
-	               the ceiling, which tdmpi's heap buffers do not reach
+	               the ceiling; tdmpi's consolidated storages use huge pages
+	               too, the buffers it receives into do not
 	initremote     InitRemote and FromRemoteInit, ping-pong
 	initremote-bc  InitRemote and FromRemoteInit with WithBroadcast, the
 	               source alternating
