@@ -91,3 +91,15 @@ func TestFromBytesChecksBools(t *testing.T) {
 	_, err = FromBytes(Bool, []byte{0, 2}, 2)
 	require.EqualError(t, err, "tensor: FromStorage: bool element 1 is byte 2, want 0 or 1")
 }
+
+func TestShapeAndStridesShareNothingVisible(t *testing.T) {
+	for _, shape := range [][]int{{}, {3}, {2, 1, 4}, {0, 5}} {
+		sh, st := shapeAndStrides(shape)
+		require.Equal(t, shape, sh)
+		require.Equal(t, contiguousStrides(shape), st)
+		require.Equal(t, len(sh), cap(sh), "an append to the shape must not write into the strides")
+		grown := append(sh, 99)
+		require.Len(t, grown, len(shape)+1)
+		require.Equal(t, contiguousStrides(shape), st)
+	}
+}

@@ -69,6 +69,24 @@ func equalInts(a, b []int) bool {
 }
 
 // cloneInts returns a copy of s that is never nil.
+// shapeAndStrides returns a copy of shape and its contiguous strides, both
+// in one allocation (each capped at its length, so that an append to one
+// never writes into the other).
+func shapeAndStrides(shape []int) (sh, strides []int) {
+	n := len(shape)
+	buf := make([]int, 2*n)
+	sh, strides = buf[:n:n], buf[n:]
+	copy(sh, shape)
+	s := 1
+	for i := n - 1; i >= 0; i-- {
+		strides[i] = s
+		if shape[i] > 1 {
+			s *= shape[i]
+		}
+	}
+	return sh, strides
+}
+
 func cloneInts(s []int) []int {
 	return append(make([]int, 0, len(s)), s...)
 }

@@ -68,7 +68,8 @@ func FromStorage(dt DType, st *Storage, off int, shape ...int) (*Tensor, error) 
 			}
 		}
 	}
-	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), offset: off, st: st}, nil
+	sh, strides := shapeAndStrides(shape)
+	return &Tensor{dtype: dt, shape: sh, strides: strides, offset: off, st: st}, nil
 }
 
 // FromBytes returns a tensor of dtype dt and the given shape over b, which it

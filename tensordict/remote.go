@@ -233,7 +233,7 @@ func metaAlign(meta []byte, classLen int) []byte {
 }
 
 // alignedBuf returns n zero bytes, 8-byte aligned, on the Go heap.
-func alignedBuf(n int) []byte { return tensor.NewStorage(n).Bytes() }
+func alignedBuf(n int) []byte { return mem.Alloc(n) }
 
 // sendPlan is what InitRemote sends: the storage, the metadata and the
 // class name of a TensorDict laid out for consolidation.
