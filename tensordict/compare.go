@@ -48,7 +48,7 @@ func (td *TensorDict) compare(op string, prefix Key, o *TensorDict, fn func(a, b
 	for i := range td.entries {
 		e := &td.entries[i]
 		k := prefix.child(e.name)
-		j, ok := o.index[e.name]
+		j, ok := o.lookup(e.name)
 		if !ok {
 			return nil, fmt.Errorf("tensordict: %s: key %v missing from the other tensordict (keys %v vs %v)", op, k, td.names(), o.names())
 		}

@@ -675,7 +675,7 @@ func (b *treeBuilder) build(n *metaNode) (*TensorDict, error) {
 	}
 	td, cs := &b.nodes[0].td, &b.nodes[0].cs
 	b.nodes = b.nodes[1:]
-	td.batch, td.entries, td.index = n.batch, b.entries[:0:size], make(map[string]int, size)
+	td.batch, td.entries, td.index = n.batch, b.entries[:0:size], nil
 	b.entries = b.entries[size:]
 	if b.batches != nil {
 		k := len(n.batch)
@@ -763,11 +763,10 @@ func byFirst(a, b childMeta) int {
 // addNew adds entry e named name to td, the TensorDict of node n, unless td
 // has one of that name already.
 func addNew(td *TensorDict, n *metaNode, name string, e entry) error {
-	if _, dup := td.index[name]; dup {
+	if _, dup := td.lookup(name); dup {
 		return fmt.Errorf("key %v: defined twice", n.path().child(name))
 	}
 	e.name = name
-	td.index[name] = len(td.entries)
-	td.entries = append(td.entries, e)
+	td.appendEntry(e)
 	return nil
 }

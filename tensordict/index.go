@@ -183,7 +183,7 @@ func stackAt(prefix Key, tds []*TensorDict, d, bd int) (*TensorDict, error) {
 		e := &first.entries[i]
 		k := prefix.child(e.name)
 		for n, o := range tds {
-			j, ok := o.index[e.name]
+			j, ok := o.lookup(e.name)
 			if !ok {
 				return nil, fmt.Errorf("tensordict: Stack: key %v missing from tensordict %d", k, n)
 			}

@@ -137,7 +137,7 @@ func (l *loader) loadTD(dir string, parentBatch []int, depth int) (*TensorDict, 
 	td.class = tm.Class
 	td.setSavedPath(dir)
 	for _, e := range tm.Entries {
-		if _, dup := td.index[e.Key]; dup {
+		if _, dup := td.lookup(e.Key); dup {
 			return nil, fmt.Errorf("%s: duplicate entry %q", m.Path, e.Key)
 		}
 		if e.Leaf != nil {

@@ -1106,9 +1106,9 @@ func refCheckOverlap(root *refMetaNode) error {
 // refBuildFromMeta makes the TensorDict of a validated metadata node over st.
 func refBuildFromMeta(n *refMetaNode, st *tensor.Storage) (*TensorDict, error) {
 	size := len(n.nts) + len(n.leaves) + len(n.children)
-	td := &TensorDict{batch: n.batch, entries: make([]entry, 0, size), index: make(map[string]int, size)}
+	td := &TensorDict{batch: n.batch, entries: make([]entry, 0, size)}
 	add := func(name string, e entry) error {
-		if _, dup := td.index[name]; dup {
+		if _, dup := td.lookup(name); dup {
 			return fmt.Errorf("key %v: defined twice", n.path.child(name))
 		}
 		td.add(name, e)

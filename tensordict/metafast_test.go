@@ -67,7 +67,7 @@ func dumpTD(td *TensorDict) string {
 		}
 		b.WriteByte('\n')
 		for i, e := range td.entries {
-			if td.index[e.name] != i {
+			if j, ok := td.lookup(e.name); !ok || j != i {
 				fmt.Fprintf(&b, "%s BAD INDEX %q\n", indent, e.name)
 			}
 			switch e.kind {

@@ -294,7 +294,7 @@ func (td *TensorDict) flattenInto(out *TensorDict, prefix Key, sep string, errp 
 			continue
 		}
 		name := strings.Join(k, sep)
-		if _, dup := out.index[name]; dup {
+		if _, dup := out.lookup(name); dup {
 			*errp = fmt.Errorf("tensordict: FlattenKeys: key %v and another key both flatten to %q", k, name)
 			return
 		}

@@ -184,23 +184,51 @@ func BenchmarkRemoteInit256MiB(b *testing.B) {
 	}
 }
 
+// latencyReps is how many round trips one iteration of a latency
+// benchmark makes, so that the barriers between measured rounds (a few
+// microseconds each) weigh nothing against the round trips even at
+// -benchtime 20x.
+const latencyReps = 500
+
+// repeat returns f run n times.
+func repeat(n int, f func() error) func() error {
+	return func() error {
+		for range n {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// reportLatency reports the one-way times of ours and raw, each b.N
+// iterations of latencyReps round trips, and their ratio.
+func reportLatency(b *testing.B, rawT, ours time.Duration) {
+	oneWays := float64(2 * latencyReps * b.N)
+	b.ReportMetric(float64(ours)/float64(rawT), "x-raw")
+	b.ReportMetric(float64(ours.Nanoseconds())/oneWays, "ns/one-way")
+	b.ReportMetric(float64(rawT.Nanoseconds())/oneWays, "raw-ns/one-way")
+}
+
 // BenchmarkRemoteSeedLatency: one-way time of InitRemote/FromRemoteInit
 // of the seed TensorDict (half a ping-pong) against an 8-byte mpi.Send.
+// An iteration is latencyReps round trips.
 func BenchmarkRemoteSeedLatency(b *testing.B) {
 	g := benchGroup(b, 2)
 	buf := make([]byte, 8)
 	td := remoteSeedTD(b)
 	rawT, ours := remoteCompare(b, g,
-		pingPong(g, rawSend(g, buf), rawRecv(g, buf)),
-		pingPong(g, func(p int) error { return td.InitRemote(p) }, func(p int) error { _, err := FromRemoteInit(p); return err }))
-	b.ReportMetric(float64(ours)/float64(rawT), "x-raw")
-	b.ReportMetric(float64(ours.Nanoseconds())/float64(2*b.N), "ns/one-way")
-	b.ReportMetric(float64(rawT.Nanoseconds())/float64(2*b.N), "raw-ns/one-way")
+		repeat(latencyReps, pingPong(g, rawSend(g, buf), rawRecv(g, buf))),
+		repeat(latencyReps, pingPong(g, func(p int) error { return td.InitRemote(p) },
+			func(p int) error { _, err := FromRemoteInit(p); return err })))
+	reportLatency(b, rawT, ours)
 }
 
 // BenchmarkRemoteHeaderCost: one-way time of a consolidated Send/Recv of
 // the 32-byte seed TensorDict (header, then metadata with the storage)
-// against a raw 32-byte message: what the header costs.
+// against a raw 32-byte message: what the header costs. An iteration is
+// latencyReps round trips.
 func BenchmarkRemoteHeaderCost(b *testing.B) {
 	g := benchGroup(b, 2)
 	buf := make([]byte, 32)
@@ -210,12 +238,10 @@ func BenchmarkRemoteHeaderCost(b *testing.B) {
 	}
 	b.ReportAllocs()
 	rawT, ours := remoteCompare(b, g,
-		pingPong(g, rawSend(g, buf), rawRecv(g, buf)),
-		pingPong(g, func(p int) error { return td.Send(p, WithConsolidated()) },
-			func(p int) error { _, err := td.Recv(p, WithConsolidated()); return err }))
-	b.ReportMetric(float64(ours)/float64(rawT), "x-raw")
-	b.ReportMetric(float64(ours.Nanoseconds())/float64(2*b.N), "ns/one-way")
-	b.ReportMetric(float64(rawT.Nanoseconds())/float64(2*b.N), "raw-ns/one-way")
+		repeat(latencyReps, pingPong(g, rawSend(g, buf), rawRecv(g, buf))),
+		repeat(latencyReps, pingPong(g, func(p int) error { return td.Send(p, WithConsolidated()) },
+			func(p int) error { _, err := td.Recv(p, WithConsolidated()); return err })))
+	reportLatency(b, rawT, ours)
 }
 
 // BenchmarkRemoteSendRecvConsolidated16MiB: consolidated Send/Recv of a

@@ -84,7 +84,7 @@ func New(batchSize ...int) *TensorDict {
 
 // newTD returns an empty TensorDict holding a copy of batch.
 func newTD(batch []int) *TensorDict {
-	return &TensorDict{batch: append(make([]int, 0, len(batch)), batch...), index: make(map[string]int)}
+	return &TensorDict{batch: append(make([]int, 0, len(batch)), batch...)}
 }
 
 // BatchSize returns a copy of the batch size: the leading dimensions every
@@ -137,7 +137,7 @@ func (td *TensorDict) find(op string, k Key) (*TensorDict, int, error) {
 	}
 	node := td
 	for i := 0; i < len(k)-1; i++ {
-		j, ok := node.index[k[i]]
+		j, ok := node.lookup(k[i])
 		if !ok {
 			return nil, -1, fmt.Errorf("tensordict: %s: key %v: %w (no entry %v)", op, k, ErrNotFound, k[:i+1])
 		}
@@ -147,7 +147,7 @@ func (td *TensorDict) find(op string, k Key) (*TensorDict, int, error) {
 		}
 		node = e.td
 	}
-	j, ok := node.index[k[len(k)-1]]
+	j, ok := node.lookup(k[len(k)-1])
 	if !ok {
 		return nil, -1, fmt.Errorf("tensordict: %s: key %v: %w", op, k, ErrNotFound)
 	}
@@ -207,7 +207,7 @@ func (td *TensorDict) GetNonTensor(k Key) (any, error) {
 func (td *TensorDict) parentFor(op string, k Key) (node *TensorDict, depth int, err error) {
 	node = td
 	for depth = 0; depth < len(k)-1; depth++ {
-		j, ok := node.index[k[depth]]
+		j, ok := node.lookup(k[depth])
 		if !ok {
 			return node, depth, nil
 		}
@@ -237,12 +237,11 @@ func makeLevels(op string, k Key, node *TensorDict, depth int) (*TensorDict, err
 // add appends or replaces the entry name in td.
 func (td *TensorDict) add(name string, e entry) {
 	e.name = name
-	if j, ok := td.index[name]; ok {
+	if j, ok := td.lookup(name); ok {
 		td.entries[j] = e
 		return
 	}
-	td.index[name] = len(td.entries)
-	td.entries = append(td.entries, e)
+	td.appendEntry(e)
 }
 
 // checkWrite returns an error if writing an entry of kind kd named name into
@@ -251,7 +250,7 @@ func checkWrite(op string, k Key, node *TensorDict, name string, kd kind) error 
 	if !node.locked {
 		return nil
 	}
-	j, ok := node.index[name]
+	j, ok := node.lookup(name)
 	if !ok {
 		return fmt.Errorf("tensordict: %s: key %v: cannot add a new entry: %w", op, k, ErrLocked)
 	}
@@ -416,19 +415,8 @@ func (td *TensorDict) Del(k Key) error {
 	if node.locked {
 		return fmt.Errorf("tensordict: Del: key %v: %w", k, ErrLocked)
 	}
-	node.remove(j)
+	node.removeEntry(j)
 	return nil
-}
-
-// remove deletes entry j, keeping the others in order.
-func (td *TensorDict) remove(j int) {
-	delete(td.index, td.entries[j].name)
-	copy(td.entries[j:], td.entries[j+1:])
-	td.entries[len(td.entries)-1] = entry{}
-	td.entries = td.entries[:len(td.entries)-1]
-	for i := j; i < len(td.entries); i++ {
-		td.index[td.entries[i].name] = i
-	}
 }
 
 // SetBatchSize changes the batch size of td, and of its nested TensorDicts
