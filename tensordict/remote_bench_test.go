@@ -245,34 +245,43 @@ func BenchmarkRemoteHeaderCost(b *testing.B) {
 }
 
 // BenchmarkRemoteSendRecvConsolidated16MiB: consolidated Send/Recv of a
-// 16 MiB TensorDict of 4 leaves (ping-pong) against raw 16 MiB messages.
+// 16 MiB TensorDict of 4 leaves (ping-pong) against raw 16 MiB messages
+// between Go heap buffers (raw/op) and between huge-page buffers like the
+// TensorDict's consolidated storage (raw-same/op).
 func BenchmarkRemoteSendRecvConsolidated16MiB(b *testing.B) {
+	const n = 16 << 20
 	g := benchGroup(b, 2)
-	buf := make([]byte, 16<<20)
-	td := consolidatedTD(b, 4, 4<<20)
+	buf, hp := make([]byte, n), mem.Huge(mem.Alloc(n))
+	td := consolidatedTD(b, 4, n/4)
 	b.ReportAllocs()
-	rawT, ours := remoteCompare(b, g,
-		pingPong(g, rawSend(g, buf), rawRecv(g, buf)),
-		pingPong(g, func(p int) error { return td.Send(p, WithConsolidated()) },
-			func(p int) error { _, err := td.Recv(p, WithConsolidated()); return err }))
-	b.ReportMetric(float64(rawT)/float64(ours), "raw/op")
+	ours := pingPong(g, func(p int) error { return td.Send(p, WithConsolidated()) },
+		func(p int) error { _, err := td.Recv(p, WithConsolidated()); return err })
+	rawT, oursT := remoteCompare(b, g, pingPong(g, rawSend(g, buf), rawRecv(g, buf)), ours)
+	b.StopTimer()
+	sameT, oursT2 := remoteCompare(b, g, pingPong(g, rawSend(g, hp), rawRecv(g, hp)), ours)
+	b.ReportMetric(float64(rawT)/float64(oursT), "raw/op")
+	b.ReportMetric(float64(sameT)/float64(oursT2), "raw-same/op")
 }
 
 // BenchmarkRemoteBroadcast64MiB: InitRemote with WithBroadcast of a
 // consolidated 64 MiB TensorDict (the receivers allocate each time)
-// against mpi.Bcast of 64 MiB.
+// against mpi.Bcast of 64 MiB from and into Go heap buffers (raw/op) and
+// huge-page buffers like the sender's consolidated storage (raw-same/op).
 func BenchmarkRemoteBroadcast64MiB(b *testing.B) {
+	const n = 64 << 20
 	g := benchGroup(b, 2)
-	buf := make([]byte, 64<<20)
-	td := consolidatedTD(b, 4, 16<<20)
-	rawT, ours := remoteCompare(b, g,
-		func() error { return mpi.Bcast(g.LibComm(), buf, 0) },
-		func() error {
-			if g.Rank() == 0 {
-				return td.InitRemote(0, WithBroadcast())
-			}
-			_, err := FromRemoteInit(0, WithBroadcast())
-			return err
-		})
-	b.ReportMetric(float64(rawT)/float64(ours), "raw/op")
+	buf, hp := make([]byte, n), mem.Huge(mem.Alloc(n))
+	td := consolidatedTD(b, 4, n/4)
+	ours := func() error {
+		if g.Rank() == 0 {
+			return td.InitRemote(0, WithBroadcast())
+		}
+		_, err := FromRemoteInit(0, WithBroadcast())
+		return err
+	}
+	rawT, oursT := remoteCompare(b, g, func() error { return mpi.Bcast(g.LibComm(), buf, 0) }, ours)
+	b.StopTimer()
+	sameT, oursT2 := remoteCompare(b, g, func() error { return mpi.Bcast(g.LibComm(), hp, 0) }, ours)
+	b.ReportMetric(float64(rawT)/float64(oursT), "raw/op")
+	b.ReportMetric(float64(sameT)/float64(oursT2), "raw-same/op")
 }
