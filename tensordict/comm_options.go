@@ -10,12 +10,13 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // RemoteOption configures a communication method: InitRemote,
 // FromRemoteInit, Send, Recv, ISend, IRecv and the collectives. Options a
-// method has no use for are ignored by it. RemoteOptions are plain values
-// (no closures), so passing them allocates nothing.
+// method has no use for are ignored by it. RemoteOptions are plain values,
+// so passing them allocates nothing.
 type RemoteOption struct {
 	kind optKind
 	g    *group.Group
@@ -23,7 +24,12 @@ type RemoteOption struct {
 	s    string
 	n    int64
 	err  error
+	fn   Allocator
 }
+
+// An Allocator returns the storage of n bytes that a received TensorDict
+// is built in (see WithAllocator).
+type Allocator func(n int) (*tensor.Storage, error)
 
 type optKind uint8
 
@@ -38,6 +44,7 @@ const (
 	optTag
 	optPseudoRand
 	optConsolidated
+	optAllocator
 	optInvalid
 )
 
@@ -52,7 +59,8 @@ type remoteOptions struct {
 	tag          int    // first per-leaf tag
 	pseudoRand   bool
 	consolidated bool
-	err          error // the first invalid option
+	alloc        Allocator // WithAllocator, nil for new heap memory
+	err          error     // the first invalid option
 }
 
 func invalid(err error) RemoteOption { return RemoteOption{kind: optInvalid, err: err} }
@@ -101,6 +109,28 @@ func WithMemmap(prefix string) RemoteOption {
 		return invalid(errors.New("WithMemmap: empty prefix"))
 	}
 	return RemoteOption{kind: optMemmap, s: prefix}
+}
+
+// WithAllocator makes FromRemoteInit (both modes) build the TensorDict it
+// returns in storage from alloc instead of new heap memory: alloc is called
+// once per receive with the storage size, after the sender's header has
+// been checked against the limits, and must return a live storage of
+// exactly that many bytes, 8-byte aligned, which the receive overwrites
+// whole. Its old contents and anything still viewing them are the
+// caller's concern.
+//
+// It lets a loop reuse memory: hand back the storage of a previous result
+// that is no longer used (its ConsolidatedStorage) instead of having the
+// runtime find, and the kernel fault in, hundreds of megabytes for every
+// receive; or receive into memory of another kind, such as
+// tensor.NewOffHeapStorage's huge pages, which MPI moves faster. An error
+// from alloc fails the receive (the sender is not left blocked). It cannot
+// be combined with WithMemmap.
+func WithAllocator(alloc Allocator) RemoteOption {
+	if alloc == nil {
+		return invalid(errors.New("WithAllocator: nil allocator"))
+	}
+	return RemoteOption{kind: optAllocator, fn: alloc}
 }
 
 // WithMaxBytes sets the largest storage, in bytes, that a receive accepts
@@ -168,6 +198,8 @@ func resolveRemoteOptions(opts []RemoteOption) remoteOptions {
 			o.pseudoRand = true
 		case optConsolidated:
 			o.consolidated = true
+		case optAllocator:
+			o.alloc = p.fn
 		case optInvalid:
 			o.fail(p.err)
 		}
@@ -183,6 +215,9 @@ func resolveRemoteOptions(opts []RemoteOption) remoteOptions {
 func (o *remoteOptions) check(op string) error {
 	if o.err != nil {
 		return fmt.Errorf("tensordict: %s: %w", op, o.err)
+	}
+	if o.alloc != nil && o.memmap != "" {
+		return fmt.Errorf("tensordict: %s: WithAllocator and WithMemmap cannot be combined", op)
 	}
 	if o.group == nil {
 		return fmt.Errorf("tensordict: %s: %w", op, group.ErrNotInitialized)

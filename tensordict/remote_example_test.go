@@ -72,3 +72,41 @@ func ExampleIntGenerator() {
 	fmt.Println()
 	// Output: 6756 1717 4410
 }
+
+// WithAllocator lets a loop of FromRemoteInit calls reuse one storage:
+// each result is built in the storage of the previous one, which the loop
+// no longer needs. It runs on any number of ranks, one included.
+func ExampleWithAllocator() {
+	g := group.World()
+	var spare *tensor.Storage // the storage of the previous result
+	reuse := func(n int) (*tensor.Storage, error) {
+		if spare != nil && spare.Len() == n {
+			return spare, nil
+		}
+		return tensor.NewStorage(n), nil
+	}
+	for step := range 3 {
+		var got *tensordict.TensorDict
+		if g.Rank() == 0 {
+			got = tensordict.New()
+			got.Set(tensordict.K("w"), tensor.Full(tensor.Float32, float64(step), 4))
+			if err := got.InitRemote(0, tensordict.WithBroadcast()); err != nil {
+				fmt.Println(err)
+				return
+			}
+		} else {
+			var err error
+			got, err = tensordict.FromRemoteInit(0, tensordict.WithBroadcast(), tensordict.WithAllocator(reuse))
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			spare = got.ConsolidatedStorage() // done with got after this step
+		}
+		fmt.Println(step, got.EqScalar(float64(step)).All())
+	}
+	// Output:
+	// 0 true
+	// 1 true
+	// 2 true
+}

@@ -133,7 +133,8 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 
 // FromRemoteInit receives the TensorDict that rank src of the group sends
 // with InitRemote, as tensordict's from_remote_init. Options: WithGroup,
-// WithBroadcast, WithContext, WithMaxBytes, WithDevice, WithMemmap.
+// WithBroadcast, WithContext, WithMaxBytes, WithDevice, WithMemmap,
+// WithAllocator.
 //
 // Everything from the peer is checked before use: the header against the
 // limits (WithMaxBytes, 64 GiB by default) before any allocation, the
@@ -278,14 +279,22 @@ func (l *link) drainPayload(h *wire.Header) error {
 
 // storageFor returns the storage a received TensorDict of total bytes
 // lives in: inline (the frame's aligned tail) when the storage came in the
-// header message, else a new heap buffer, or with WithMemmap a mapped file
-// (inline bytes are copied into it). A heap buffer is not cleared: the
-// caller must fill it completely or drop it. finish completes the file (true) or
-// removes it (false).
+// header message, else a new heap buffer; with WithMemmap a mapped file,
+// with WithAllocator the allocator's storage (inline bytes are copied into
+// either). A heap buffer is not cleared: the caller must fill it completely
+// or drop it. finish completes the file (true) or removes it (false).
 func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, func(ok bool) error, error) {
 	noop := func(bool) error { return nil }
 	if l.o.memmap != "" {
 		return createMemmapStorage(l.o.memmap, total, inline, meta)
+	}
+	if l.o.alloc != nil {
+		st, err := allocatorStorage(l.o.alloc, total)
+		if err != nil {
+			return nil, nil, err
+		}
+		copy(st.Bytes(), inline)
+		return st, noop, nil
 	}
 	if inline != nil {
 		if len(inline) > 0 && !aligned8(inline) {
@@ -298,6 +307,24 @@ func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, fu
 	// The receive overwrites every byte (or the storage is dropped), so
 	// it need not be cleared first.
 	return tensor.StorageOf(mem.AllocUninit(int(total))), noop, nil
+}
+
+// allocatorStorage calls alloc for n bytes and checks what it returns.
+func allocatorStorage(alloc Allocator, n int64) (st *tensor.Storage, err error) {
+	st, err = alloc(int(n))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("WithAllocator: allocating %d bytes: %w", n, err)
+	case st == nil:
+		return nil, fmt.Errorf("WithAllocator: allocating %d bytes: nil storage", n)
+	case st.Released():
+		return nil, fmt.Errorf("WithAllocator: allocating %d bytes: the storage was released", n)
+	case int64(st.Len()) != n:
+		return nil, fmt.Errorf("WithAllocator: allocating %d bytes: got a storage of %d bytes", n, st.Len())
+	case n > 0 && !aligned8(st.Bytes()):
+		return nil, fmt.Errorf("WithAllocator: allocating %d bytes: the storage is not 8-byte aligned", n)
+	}
+	return st, nil
 }
 
 // FromRemoteInitAs receives a TensorDict as FromRemoteInit does and returns

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -387,7 +386,10 @@ func TestRemoteOptionErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "out of range")
 	err = td.InitRemote(group.World().Rank())
 	assert.ErrorContains(t, err, "caller itself")
-	assert.True(t, errors.Is(nil, nil))
+	_, err = FromRemoteInit(0, WithAllocator(nil))
+	assert.ErrorContains(t, err, "WithAllocator: nil allocator")
+	_, err = FromRemoteInit(0, WithMemmap(t.TempDir()), WithAllocator(func(n int) (*tensor.Storage, error) { return tensor.NewStorage(n), nil }))
+	assert.ErrorContains(t, err, "WithAllocator and WithMemmap cannot be combined")
 }
 
 func TestFromRemoteInitMetadataCache(t *testing.T) {

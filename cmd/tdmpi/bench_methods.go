@@ -49,8 +49,9 @@ var methods = []*method{
 	{name: "raw-p2p", pattern: patternP2P, desc: "mpi.Send and mpi.Recv of a []byte", prepare: prepareRawP2P},
 	{name: "raw-bcast", pattern: patternBcast, desc: "mpi.Bcast of a []byte", prepare: prepareRawBcast},
 	{name: "raw-p2p-hp", pattern: patternP2P, baseline: "raw-p2p", desc: "mpi.Send and mpi.Recv of off-heap huge-page memory", prepare: prepareRawP2PHuge},
-	{name: "initremote", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit", prepare: prepareInitRemote(false)},
-	{name: "initremote-bc", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "InitRemote and FromRemoteInit with WithBroadcast", prepare: prepareInitRemote(true)},
+	{name: "initremote", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit", prepare: prepareInitRemote(false, false)},
+	{name: "initremote-bc", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "InitRemote and FromRemoteInit with WithBroadcast", prepare: prepareInitRemote(true, false)},
+	{name: "initremote-re", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit with WithAllocator reusing the previous result's storage", prepare: prepareInitRemote(false, true)},
 	{name: "send-consol", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv with WithConsolidated", prepare: prepareSendRecv(true)},
 	{name: "send-leaves", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv, one message per leaf", prepare: prepareSendRecv(false)},
 }
@@ -177,11 +178,30 @@ func leafCount(size int64, leaves int) int {
 	return leaves
 }
 
-func prepareInitRemote(bcast bool) func(*group.Group, int64, int) (func() error, func() error, error) {
+func prepareInitRemote(bcast, reuse bool) func(*group.Group, int64, int) (func() error, func() error, error) {
 	return func(g *group.Group, size int64, leaves int) (func() error, func() error, error) {
 		opts := []tensordict.RemoteOption{tensordict.WithGroup(g)}
 		if bcast {
 			opts = append(opts, tensordict.WithBroadcast())
+		}
+		// With reuse, every result is built in the storage of the one
+		// before (released only at the end), as a loop that is done with
+		// each result before the next would.
+		var spare *tensor.Storage
+		release := func(got *tensordict.TensorDict) error {
+			if !reuse {
+				return got.Release()
+			}
+			spare = got.ConsolidatedStorage()
+			return nil
+		}
+		if reuse {
+			opts = append(opts, tensordict.WithAllocator(func(n int) (*tensor.Storage, error) {
+				if spare != nil && spare.Len() == n {
+					return spare, nil
+				}
+				return tensor.NewStorage(n), nil
+			}))
 		}
 		rank := g.Rank()
 		if !bcast && rank > 1 {
@@ -207,30 +227,34 @@ func prepareInitRemote(bcast bool) func(*group.Group, int64, int) (func() error,
 					if err != nil {
 						return err
 					}
-					return back.Release()
+					return release(back)
 				case 1:
 					got, err := recv(0)
 					if err != nil {
 						return err
 					}
-					return errors.Join(got.InitRemote(0, opts...), got.Release())
+					return errors.Join(got.InitRemote(0, opts...), release(got))
 				default: // broadcast only: receive both
 					for src := range 2 {
 						got, err := recv(src)
 						if err != nil {
 							return err
 						}
-						if err := got.Release(); err != nil {
+						if err := release(got); err != nil {
 							return err
 						}
 					}
 					return nil
 				}
 			}, func() error {
+				var err error
 				if td != nil {
-					return td.Release()
+					err = td.Release()
 				}
-				return nil
+				if spare != nil {
+					err = errors.Join(err, spare.Release())
+				}
+				return err
 			}, nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
@@ -83,8 +84,8 @@ func TestSelectMethods(t *testing.T) {
 		list string
 		want []string
 	}{
-		{"", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "send-consol", "send-leaves"}},
-		{"all", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "send-consol", "send-leaves"}},
+		{"", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "send-consol", "send-leaves"}},
+		{"all", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "send-consol", "send-leaves"}},
 		{"initremote", []string{"raw-p2p", "initremote"}},
 		{"send-leaves, initremote-bc", []string{"raw-p2p", "raw-bcast", "initremote-bc", "send-leaves"}},
 		{"raw-bcast", []string{"raw-bcast"}},
@@ -295,8 +296,8 @@ func TestBenchMpirun(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
 
-	// 14 sizes (8 B to 64 KiB) times 7 methods, ratios on every row.
-	const rows = 14 * 7
+	// 14 sizes (8 B to 64 KiB) times every method, ratios on every row.
+	rows := 14 * len(methods)
 	table := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	require.Len(t, table, rows+1, stdout.String())
 	ratio := regexp.MustCompile(`\s\d+\.\d\dx\s`)
@@ -306,7 +307,7 @@ func TestBenchMpirun(t *testing.T) {
 	assert.Regexp(t, `(?m)^64 KiB\s+raw-p2p\s+\S+ [mun]?s\s+.*1\.00x`, stdout.String())
 	assert.Regexp(t, `(?m)^\s+raw-p2p-hp\s+\S+ [mun]?s\s+`, stdout.String(), "no leaf count for raw methods")
 	assert.Regexp(t, `(?m)^\s+initremote\s+16\s+\S+ [mun]?s\s+\d+\.\d+\s+\d+\.\d+x\s+raw-p2p`, stdout.String())
-	assert.Contains(t, stderr.String(), "bench: [ 98/98 ")
+	assert.Contains(t, stderr.String(), fmt.Sprintf("bench: [%3d/%d ", rows, rows))
 	assert.Contains(t, stderr.String(), "bench: wrote "+out+".csv and "+out+".png")
 
 	f, err := os.Open(out + ".csv")

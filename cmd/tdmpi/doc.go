@@ -74,6 +74,8 @@
 //	               too, the buffers it receives into do not
 //	initremote     InitRemote and FromRemoteInit, ping-pong
 //	initremote-bc  InitRemote and FromRemoteInit with WithBroadcast, the source alternating
+//	initremote-re  initremote with WithAllocator handing each receive the
+//	               storage of the previous result (no fresh memory)
 //	send-consol    Send and Recv with WithConsolidated, ping-pong
 //	send-leaves    Send and Recv, one message per leaf, ping-pong
 //
