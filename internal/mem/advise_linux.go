@@ -18,3 +18,13 @@ func adviseHuge(b []byte) {
 	}
 	_ = unix.Madvise(b[off:off+n], unix.MADV_HUGEPAGE)
 }
+
+// adviseNoHuge asks the kernel not to use transparent huge pages for the
+// huge-page-aligned interior of b (MADV_NOHUGEPAGE). Advice only.
+func adviseNoHuge(b []byte) {
+	off, n := hugeSpan(b)
+	if n == 0 {
+		return
+	}
+	_ = unix.Madvise(b[off:off+n], unix.MADV_NOHUGEPAGE)
+}

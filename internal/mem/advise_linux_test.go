@@ -53,3 +53,14 @@ func TestHugeMarksInterior(t *testing.T) {
 		sink = b
 	}
 }
+
+func TestNoHugeMarksInterior(t *testing.T) {
+	b := NoHuge(Huge(Alloc(3 * HugeMin)))
+	off, n := hugeSpan(b)
+	require.Positive(t, n)
+	// "nh" is the VM_NOHUGEPAGE flag that MADV_NOHUGEPAGE sets.
+	flags := strings.Fields(vmaFlags(t, addr(b)+uintptr(off)))
+	require.Contains(t, flags, "nh")
+	require.NotContains(t, flags, "hg")
+	sink = b
+}

@@ -7,3 +7,6 @@ package mem
 
 // adviseHuge does nothing: transparent huge pages are a Linux feature.
 func adviseHuge([]byte) {}
+
+// adviseNoHuge does nothing: transparent huge pages are a Linux feature.
+func adviseNoHuge([]byte) {}

@@ -53,6 +53,15 @@ func Huge(b []byte) []byte {
 	return b
 }
 
+// NoHuge advises the kernel not to back b with transparent huge pages and
+// returns b: a new buffer then gets 4 KiB pages even where the heap memory
+// it reuses was advised by Huge before. Benchmarks use it for baselines of
+// a known page size.
+func NoHuge(b []byte) []byte {
+	adviseNoHuge(b)
+	return b
+}
+
 // hugeSpan returns the offset and length of the 2 MiB-aligned run of whole
 // huge pages inside b, length 0 if b is smaller than HugeMin or holds none.
 func hugeSpan(b []byte) (off, n int) {
