@@ -57,6 +57,33 @@
 // with it (as Python's _tensorclass_type), so that a receiver can rebuild the
 // right type with Lookup or Instantiate.
 //
+// # Communication over MPI
+//
+// Every rank starts MPI with group.Init. InitRemote and FromRemoteInit copy
+// a whole TensorDict to another rank (or, WithBroadcast, to every rank of a
+// group): one header message with the metadata, then the consolidated
+// storage, which the receiver allocates once and builds its result over.
+// Send and Recv then move new values into that result: per leaf with
+// tensordict's tags, or WithConsolidated as one message into the
+// receiver's existing storage, which allocates nothing. ISend and IRecv are
+// their nonblocking forms; Broadcast, AllReduce, Reduce, AllGather, Scatter
+// and GatherAndStack are the collectives. Options select the group
+// (WithGroup), bound a wait (WithContext) and what a peer may make the
+// receiver allocate (WithMaxBytes).
+//
+// Every message carries a versioned header with a hash of the sender's
+// structure. A receiver whose keys, dtypes or shapes differ gets an error
+// naming the first difference, not reinterpreted bytes, and the sender is
+// not left blocked.
+//
+// Memory decides the speed of large transfers. Storages made by
+// Consolidate are advised to use transparent huge pages, which Open MPI
+// moves faster. FromRemoteInit needs new memory for every result, and new
+// memory is slow to fault in, on virtual machines especially: a loop that
+// receives large TensorDicts should either Recv into the previous result
+// or give FromRemoteInit that result's storage with WithAllocator. With
+// WithMemmap the storage is received straight into a memory-mapped file.
+//
 // # Concurrency
 //
 // A TensorDict is not safe for concurrent use if any goroutine mutates it
