@@ -12,27 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/tdmpi/tdmpi/internal/testfs"
 	"github.com/tdmpi/tdmpi/tensor"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes on a new directory and returns
-// it, unmounting it when the test ends. It skips the test when mounting is
-// not allowed (not root, or no CAP_SYS_ADMIN in a container).
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "fs")
-	require.NoError(t, os.Mkdir(dir, 0o755))
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root and CAP_SYS_ADMIN): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-			_ = unix.Unmount(dir, unix.MNT_DETACH)
-		}
-	})
-	return dir
-}
 
 // withoutFallocate makes reserve take its fallback, as on a file system
 // without fallocate, until the test ends.
@@ -70,7 +52,7 @@ func entries(t *testing.T, dir string) []string {
 // with SIGBUS (which storing into an unreserved mapping would).
 func TestFullDiskIsENOSPC(t *testing.T) {
 	const mib = 1 << 20
-	fs := mountTmpfs(t, mib)
+	fs := testfs.Tmpfs(t, mib)
 	cases := []struct {
 		name string
 		make func(path string, opts ...Option) (*tensor.Tensor, error)
@@ -131,7 +113,7 @@ func TestFullDiskIsENOSPC(t *testing.T) {
 // TestExpandedFitsOnSmallDisk: a non-contiguous tensor that fits is
 // written in full, with and without fallocate.
 func TestExpandedFitsOnSmallDisk(t *testing.T) {
-	fs := mountTmpfs(t, 1<<20)
+	fs := testfs.Tmpfs(t, 1<<20)
 	for _, fallback := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
 			if fallback {
@@ -161,7 +143,7 @@ func TestExpandedFitsOnSmallDisk(t *testing.T) {
 // reserved: another file filling the file system cannot take them, and
 // storing into every page of the mapping afterwards does not fault.
 func TestEmptyHoldsItsBlocks(t *testing.T) {
-	fs := mountTmpfs(t, 1<<20)
+	fs := testfs.Tmpfs(t, 1<<20)
 	for _, fallback := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
 			if fallback {
@@ -190,8 +172,8 @@ func TestEmptyHoldsItsBlocks(t *testing.T) {
 // shared-memory directory is too small, and returns ENOSPC when neither
 // has room.
 func TestAnonymousFullDisk(t *testing.T) {
-	shm := mountTmpfs(t, 256<<10)
-	tmp := mountTmpfs(t, 1<<20)
+	shm := testfs.Tmpfs(t, 256<<10)
+	tmp := testfs.Tmpfs(t, 1<<20)
 	saved := anonDirs
 	anonDirs = []string{shm}
 	t.Cleanup(func() { anonDirs = saved })

@@ -14,27 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/tdmpi/tdmpi/internal/testfs"
 	"github.com/tdmpi/tdmpi/tensor"
 )
-
-// memmapTmpfs mounts a tmpfs of size bytes on a new directory and returns
-// it, unmounting it when the test ends. It skips the test when mounting is
-// not allowed (not root, or no CAP_SYS_ADMIN in a container).
-func memmapTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "fs")
-	require.NoError(t, os.Mkdir(dir, 0o755))
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs (needs root and CAP_SYS_ADMIN): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-			_ = unix.Unmount(dir, unix.MNT_DETACH)
-		}
-	})
-	return dir
-}
 
 // tempFiles returns the temporary files (".*.tmp") left under dir.
 func tempFiles(t *testing.T, dir string) []string {
@@ -71,7 +53,7 @@ func memmapFiles(t *testing.T, dir string) []string {
 // blocks reserved). The source is untouched and the directory does not
 // load.
 func TestMemmapFullDiskENOSPC(t *testing.T) {
-	fs := memmapTmpfs(t, 1<<20)
+	fs := testfs.Tmpfs(t, 1<<20)
 	build := func(t *testing.T, expand bool) *TensorDict {
 		td := New(4)
 		for _, k := range []Key{K("a"), K("n", "b")} {

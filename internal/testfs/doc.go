@@ -1,0 +1,7 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+// Package testfs gives tests real file systems with properties a test
+// needs, such as one that fills up: disk-full paths are tested against a
+// real kernel, not a fake.
+package testfs
