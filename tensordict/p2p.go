@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -280,32 +279,15 @@ func (s *p2pState) recvHeader(l *link) (wire.Header, error) {
 
 // waitMessage returns when a message from src with tag can be received,
 // or with ctx's error when ctx ends first. Without a context that can end
-// it returns at once (the receive itself waits). It does not allocate.
+// it returns at once (the receive itself waits).
 func waitMessage(ctx context.Context, c *mpi.Comm, src, tag int) error {
 	if ctx.Done() == nil {
 		return nil
 	}
-	sleep := minSleep
-	for i := 0; ; i++ {
+	return pollCtx(ctx, func() (bool, error) {
 		ok, _, err := mpi.Iprobe(c, src, tag)
-		if err != nil || ok {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if i < spinAttempts {
-			continue
-		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		sleep = min(2*sleep, maxSleep)
-	}
+		return ok, err
+	})
 }
 
 // check compares the sender's header and metadata with s.

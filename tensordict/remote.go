@@ -99,20 +99,30 @@ const (
 )
 
 // probe matches the next message from src with tag on c. If ctx can end,
-// it polls with Improbe, backing off, and returns ctx's error (wrapped by
+// it polls with Improbe (see pollCtx) and returns ctx's error (wrapped by
 // the caller) when ctx ends first; nothing is then consumed.
-func probe(ctx context.Context, c *mpi.Comm, src, tag int) (*mpi.Message, mpi.Status, error) {
+func probe(ctx context.Context, c *mpi.Comm, src, tag int) (m *mpi.Message, st mpi.Status, err error) {
 	if ctx.Done() == nil {
 		return mpi.Mprobe(c, src, tag)
 	}
+	err = pollCtx(ctx, func() (ok bool, err error) {
+		m, ok, st, err = mpi.Improbe(c, src, tag)
+		return ok, err
+	})
+	return m, st, err
+}
+
+// pollCtx calls try until it reports done or fails, spinning spinAttempts
+// times, then sleeping between calls from minSleep, doubling up to
+// maxSleep. It returns ctx's error if ctx ends first.
+func pollCtx(ctx context.Context, try func() (done bool, err error)) error {
 	sleep := minSleep
 	for i := 0; ; i++ {
-		m, ok, st, err := mpi.Improbe(c, src, tag)
-		if err != nil || ok {
-			return m, st, err
+		if done, err := try(); err != nil || done {
+			return err
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, mpi.Status{}, err
+			return err
 		}
 		if i < spinAttempts {
 			continue
@@ -121,7 +131,7 @@ func probe(ctx context.Context, c *mpi.Comm, src, tag int) (*mpi.Message, mpi.St
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, mpi.Status{}, ctx.Err()
+			return ctx.Err()
 		case <-t.C:
 		}
 		sleep = min(2*sleep, maxSleep)
