@@ -102,6 +102,17 @@ func (s *Storage) Release() error {
 	return nil
 }
 
+// liveBytes returns the whole storage, or an error naming op if s was
+// released, under one read lock.
+func (s *Storage) liveBytes(op string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.released {
+		return nil, fmt.Errorf("tensor: %s: storage was released (closed memory map?)", op)
+	}
+	return s.buf, nil
+}
+
 // checkLive returns an error if s was released.
 func (s *Storage) checkLive(op string) error {
 	if s.Released() {

@@ -49,20 +49,21 @@ func FromStorage(dt DType, st *Storage, off int, shape ...int) (*Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := st.checkLive("FromStorage"); err != nil {
+	b, err := st.liveBytes("FromStorage")
+	if err != nil {
 		return nil, err
 	}
-	if off < 0 || off > st.Len() || nb > st.Len()-off {
-		return nil, fmt.Errorf("tensor: FromStorage: %v%v needs bytes [%d, %d), storage has %d", dt, shape, off, off+nb, st.Len())
+	if off < 0 || off > len(b) || nb > len(b)-off {
+		return nil, fmt.Errorf("tensor: FromStorage: %v%v needs bytes [%d, %d), storage has %d", dt, shape, off, off+nb, len(b))
 	}
 	if a := align(dt); off%a != 0 {
 		return nil, fmt.Errorf("tensor: FromStorage: offset %d is not a multiple of %d for %v", off, a, dt)
-	} else if b := st.Bytes(); len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(a) != 0 {
+	} else if len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(a) != 0 {
 		return nil, fmt.Errorf("tensor: FromStorage: storage memory is not aligned to %d bytes for %v", a, dt)
 	}
 	if dt == Bool {
 		// Go bools must be 0 or 1; bytes from a file or a peer may not be.
-		for i, v := range st.Bytes()[off : off+nb] {
+		for i, v := range b[off : off+nb] {
 			if v > 1 {
 				return nil, fmt.Errorf("tensor: FromStorage: bool element %d is byte %d, want 0 or 1", i, v)
 			}
