@@ -115,8 +115,6 @@ func (s *Storage) liveBytes(op string) ([]byte, error) {
 
 // checkLive returns an error if s was released.
 func (s *Storage) checkLive(op string) error {
-	if s.Released() {
-		return fmt.Errorf("tensor: %s: storage was released (closed memory map?)", op)
-	}
-	return nil
+	_, err := s.liveBytes(op)
+	return err
 }

@@ -118,7 +118,6 @@ func (v *viewBuilder) build(ni int) (*TensorDict, int, error) {
 	copy(out.batch, src.batch)
 	out.entries = v.entries[:0:ne]
 	v.batches, v.entries = v.batches[nb:], v.entries[ne:]
-	out.index = nil
 	out.class, out.locked = src.class, src.locked
 	li, ci := n.leaf0, ni+1
 	first, last := -1, -1

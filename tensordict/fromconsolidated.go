@@ -675,7 +675,7 @@ func (b *treeBuilder) build(n *metaNode) (*TensorDict, error) {
 	}
 	td, cs := &b.nodes[0].td, &b.nodes[0].cs
 	b.nodes = b.nodes[1:]
-	td.batch, td.entries, td.index = n.batch, b.entries[:0:size], nil
+	td.batch, td.entries = n.batch, b.entries[:0:size]
 	b.entries = b.entries[size:]
 	if b.batches != nil {
 		k := len(n.batch)

@@ -8,23 +8,17 @@ package mem
 import "golang.org/x/sys/unix"
 
 // adviseHuge asks the kernel to back the huge-page-aligned interior of b
-// with transparent huge pages. It is advice: where the kernel has them
-// disabled, or refuses, b is unchanged and nothing is reported. Pages
-// already present stay as they are until the kernel collapses them.
-func adviseHuge(b []byte) {
+// with transparent huge pages (on) or not to (off). It is advice: where
+// the kernel has them disabled, or refuses, nothing changes and nothing is
+// reported. Pages already present stay as they are.
+func adviseHuge(b []byte, on bool) {
 	off, n := hugeSpan(b)
 	if n == 0 {
 		return
 	}
-	_ = unix.Madvise(b[off:off+n], unix.MADV_HUGEPAGE)
-}
-
-// adviseNoHuge asks the kernel not to use transparent huge pages for the
-// huge-page-aligned interior of b (MADV_NOHUGEPAGE). Advice only.
-func adviseNoHuge(b []byte) {
-	off, n := hugeSpan(b)
-	if n == 0 {
-		return
+	advice := unix.MADV_NOHUGEPAGE
+	if on {
+		advice = unix.MADV_HUGEPAGE
 	}
-	_ = unix.Madvise(b[off:off+n], unix.MADV_NOHUGEPAGE)
+	_ = unix.Madvise(b[off:off+n], advice)
 }

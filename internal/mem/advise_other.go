@@ -6,7 +6,4 @@
 package mem
 
 // adviseHuge does nothing: transparent huge pages are a Linux feature.
-func adviseHuge([]byte) {}
-
-// adviseNoHuge does nothing: transparent huge pages are a Linux feature.
-func adviseNoHuge([]byte) {}
+func adviseHuge([]byte, bool) {}

@@ -48,7 +48,7 @@ func AllocUninit(n int) []byte {
 // changes.
 func Huge(b []byte) []byte {
 	if hugeOn {
-		adviseHuge(b)
+		adviseHuge(b, true)
 	}
 	return b
 }
@@ -58,7 +58,7 @@ func Huge(b []byte) []byte {
 // it reuses was advised by Huge before. Benchmarks use it for baselines of
 // a known page size.
 func NoHuge(b []byte) []byte {
-	adviseNoHuge(b)
+	adviseHuge(b, false)
 	return b
 }
 
