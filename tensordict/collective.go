@@ -59,11 +59,10 @@ func (cl *coll) checkRoot(what string, r int) error {
 	return nil
 }
 
-// runCollective resolves opts, takes the group's protocol lock and runs f.
+// runCollective checks the resolved options o, takes the group's protocol lock and runs f.
 // It logs the start (with root, unless negative, and bytes(rank), when
 // bytes is not nil and the line is written) and any error.
-func runCollective(op string, root int, bytes func(rank int) int64, opts []RemoteOption, f func(cl *coll) error) error {
-	o := resolveRemoteOptions(opts)
+func runCollective(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll) error) error {
 	if err := o.check(op); err != nil {
 		return logFailed(op, err)
 	}

@@ -46,14 +46,14 @@ const bcastPrefix = 24
 //
 // Options: WithGroup, WithContext (checked before the storage moves),
 // WithMaxBytes, WithConsolidated.
-func (td *TensorDict) Broadcast(src int, opts ...RemoteOption) (*TensorDict, error) {
+func (td *TensorDict) Broadcast(src int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
 	err := runCollective("Broadcast", src, func(r int) int64 {
 		if r != src {
 			return -1
 		}
 		return tensorBytes(td)
-	}, opts, func(cl *coll) error {
+	}, resolve(opts, usesBroadcast), func(cl *coll) error {
 		if err := cl.checkRoot("src", src); err != nil {
 			return err
 		}

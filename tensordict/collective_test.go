@@ -203,11 +203,11 @@ func TestCollectiveBroadcastErrors(t *testing.T) {
 		if g.Rank() == 0 {
 			require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Uint8, 1<<20)))
 		}
-		var opts []RemoteOption
+		var opts []any
 		if g.Rank() == g.Size()-1 {
 			opts = append(opts, WithMaxBytes(1000))
 		}
-		got, err := td.Broadcast(0, opts...)
+		got, err := td.Broadcast(0, mpitest.As[CollectiveOption](opts)...)
 		require.Error(t, err)
 		assert.Nil(t, got)
 		assert.Contains(t, err.Error(), "limit")
@@ -387,6 +387,26 @@ func TestCollectiveReduceErrors(t *testing.T) {
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, n-1, pe.Rank)
 		}
+	})
+	mpitest.Run(t, "different ops", func(t *testing.T) {
+		td := collSeed(t, float64(r+1))
+		op := ReduceSum
+		if r == n-1 {
+			op = ReduceMax
+		}
+		err := td.AllReduce(op)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrMismatch)
+		assert.Contains(t, err.Error(), "different ops (sum and max)")
+		collCheckSeed(t, td, float64(r+1), 0) // nothing was reduced
+	})
+	mpitest.Run(t, "different roots", func(t *testing.T) {
+		td := collSeed(t, float64(r+1))
+		err := td.Reduce(min(r, 1), ReduceSum)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrMismatch)
+		assert.Contains(t, err.Error(), "different roots (0 and 1)")
+		collCheckSeed(t, td, float64(r+1), 0)
 	})
 	mpitest.Run(t, "bad dst", func(t *testing.T) {
 		err := New().Reduce(-1, ReduceSum)
@@ -570,13 +590,13 @@ func TestCollectiveAllGatherEmptyAndLimits(t *testing.T) {
 		}
 	})
 	mpitest.Run(t, "limit on one rank", func(t *testing.T) {
-		var opts []RemoteOption
+		var opts []any
 		if r == 0 {
 			opts = append(opts, WithMaxBytes(64))
 		}
 		td := New()
 		require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Float64, 100)))
-		all, err := td.AllGather(opts...)
+		all, err := td.AllGather(mpitest.As[CollectiveOption](opts)...)
 		require.Error(t, err)
 		assert.Nil(t, all)
 		assert.Contains(t, err.Error(), "limit")
@@ -638,11 +658,11 @@ func TestCollectiveScatter(t *testing.T) {
 				tds = append(tds, td)
 			}
 		}
-		var opts []RemoteOption
+		var opts []any
 		if r == n-1 {
 			opts = append(opts, WithMaxBytes(64))
 		}
-		_, err := New().Scatter(0, tds, opts...)
+		_, err := New().Scatter(0, tds, mpitest.As[CollectiveOption](opts)...)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "limit")
 	})

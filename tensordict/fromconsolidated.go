@@ -188,7 +188,7 @@ func (e placedError) Unwrap() error { return e.err }
 // decodeMetadata parses and validates meta against a storage of stLen bytes.
 func decodeMetadata(meta []byte, stLen int, cfg readConfig) (*metaNode, string, error) {
 	if len(meta) > cfg.maxMetaBytes {
-		return nil, "", fmt.Errorf("metadata is %d bytes, limit %d", len(meta), cfg.maxMetaBytes)
+		return nil, "", fmt.Errorf("metadata is %d bytes, limit %d: %w", len(meta), cfg.maxMetaBytes, ErrLimit)
 	}
 	d := new(metaDecoder)
 	d.init(meta, stLen, cfg)
@@ -216,7 +216,7 @@ func (d *metaDecoder) decode() (*metaNode, string, error) {
 func (d *metaDecoder) count(n *metaNode, name string) error {
 	d.entries++
 	if d.entries > d.cfg.maxEntries {
-		return fmt.Errorf("key %v: more than %d entries", n.path().child(name), d.cfg.maxEntries)
+		return fmt.Errorf("key %v: more than %d entries: %w", n.path().child(name), d.cfg.maxEntries, ErrLimit)
 	}
 	return nil
 }
@@ -603,7 +603,7 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 	}
 	cfg := newReadConfig(opts)
 	if len(meta) > cfg.maxMetaBytes {
-		return nil, fmt.Errorf("tensordict: FromConsolidated: metadata is %d bytes, limit %d", len(meta), cfg.maxMetaBytes)
+		return nil, fmt.Errorf("tensordict: FromConsolidated: metadata is %d bytes, limit %d: %w", len(meta), cfg.maxMetaBytes, ErrLimit)
 	}
 	// The decoded tree lives only until the TensorDict is built, which
 	// copies what it keeps (batch sizes; names and values are the

@@ -14,11 +14,17 @@ import (
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
-// ErrMismatch is wrapped by the error of a Recv (or IRecv) whose
-// TensorDict differs in structure from the sender's: keys, dtypes or
+// ErrMismatch is matched (errors.Is) by the error of a Recv (or IRecv)
+// whose TensorDict differs in structure from the sender's (keys, dtypes or
 // shapes of the leaves, the consolidated layout, or the transfer mode or
-// tags.
+// tags), and by a collective's *StructureError.
 var ErrMismatch = errors.New("structure mismatch")
+
+// ErrLimit is matched (errors.Is) by the error of a receive or a load
+// that refused what a peer or a file announced because it exceeds a limit
+// (WithMaxBytes, WithMaxMetadataBytes, WithMaxDepth, WithMaxEntries, or a
+// header's own bounds), before anything was allocated for it.
+var ErrLimit = wire.ErrLimit
 
 // p2pInlineMax is the largest consolidated storage Send puts in the
 // metadata message instead of a message of its own.
@@ -48,12 +54,12 @@ const p2pInlineMax = 16 << 10
 //
 // Concurrent transfers between the same two ranks must use different tags
 // (WithTag); transfers on the same tags are serialized.
-func (td *TensorDict) Send(dst int, opts ...RemoteOption) error {
+func (td *TensorDict) Send(dst int, opts ...SendOption) error {
 	return logFailed("Send", td.send(dst, opts))
 }
 
-func (td *TensorDict) send(dst int, opts []RemoteOption) error {
-	lv, err := newLink("Send", dst, "to", opts)
+func (td *TensorDict) send(dst int, opts []SendOption) error {
+	lv, err := newLink("Send", dst, "to", resolve(opts, usesSend))
 	l := &lv
 	if err != nil {
 		return err
@@ -183,13 +189,13 @@ func (s *p2pState) send(l *link) error {
 // With WithContext, a Recv whose sender has not
 // started when the context ends returns an error wrapping ctx.Err(); once
 // the header has arrived, the transfer runs to its end.
-func (td *TensorDict) Recv(src int, opts ...RemoteOption) (int, error) {
+func (td *TensorDict) Recv(src int, opts ...RecvOption) (int, error) {
 	tag, err := td.recv(src, opts)
 	return tag, logFailed("Recv", err)
 }
 
-func (td *TensorDict) recv(src int, opts []RemoteOption) (int, error) {
-	lv, err := newLink("Recv", src, "from", opts)
+func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
+	lv, err := newLink("Recv", src, "from", resolve(opts, usesRecv))
 	l := &lv
 	if err != nil {
 		return 0, err

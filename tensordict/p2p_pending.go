@@ -86,13 +86,13 @@ func (p *Pending) Tag() int { return p.tag }
 // completes it. It takes Send's options. Every message is posted before
 // ISend returns, in the order Send sends them, so ISend pairs with Recv or
 // IRecv like Send.
-func (td *TensorDict) ISend(dst int, opts ...RemoteOption) (*Pending, error) {
+func (td *TensorDict) ISend(dst int, opts ...SendOption) (*Pending, error) {
 	p, err := td.isend(dst, opts)
 	return p, logFailed("ISend", err)
 }
 
-func (td *TensorDict) isend(dst int, opts []RemoteOption) (*Pending, error) {
-	lv, err := newLink("ISend", dst, "to", opts)
+func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
+	lv, err := newLink("ISend", dst, "to", resolve(opts, usesSend))
 	l := &lv
 	if err != nil {
 		return nil, err
@@ -166,13 +166,13 @@ func (td *TensorDict) isend(dst int, opts []RemoteOption) (*Pending, error) {
 // received into td's tensors after its header has been checked against
 // td's structure, so a sender with another structure gets an ErrMismatch
 // error, not a corrupted td.
-func (td *TensorDict) IRecv(src int, opts ...RemoteOption) (*Pending, error) {
+func (td *TensorDict) IRecv(src int, opts ...RecvOption) (*Pending, error) {
 	p, err := td.irecv(src, opts)
 	return p, logFailed("IRecv", err)
 }
 
-func (td *TensorDict) irecv(src int, opts []RemoteOption) (*Pending, error) {
-	lv, err := newLink("IRecv", src, "from", opts)
+func (td *TensorDict) irecv(src int, opts []RecvOption) (*Pending, error) {
+	lv, err := newLink("IRecv", src, "from", resolve(opts, usesRecv))
 	l := &lv
 	if err != nil {
 		return nil, err

@@ -32,11 +32,10 @@ type link struct {
 	o    remoteOptions
 }
 
-// newLink resolves opts for op and checks the peer rank. It returns the
+// newLink checks the resolved options o of op and the peer rank. It returns the
 // link by value, so that the steady state of Send and Recv allocates
 // nothing.
-func newLink(op string, peer int, dir string, opts []RemoteOption) (link, error) {
-	o := resolveRemoteOptions(opts)
+func newLink(op string, peer int, dir string, o remoteOptions) (link, error) {
 	if err := o.check(op); err != nil {
 		return link{}, err
 	}

@@ -41,11 +41,11 @@ func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
 }
 
 func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
-	o := resolveRemoteOptions(opts)
+	o := resolve(opts, usesInitSend)
 	if o.broadcast && o.group != nil {
 		dst = o.group.Rank()
 	}
-	lv, err := newLink("InitRemote", dst, "to", opts)
+	lv, err := newLink("InitRemote", dst, "to", o)
 	l := &lv
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
 }
 
 func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
-	lv, err := newLink("FromRemoteInit", src, "from", opts)
+	lv, err := newLink("FromRemoteInit", src, "from", resolve(opts, usesInitRecv))
 	l := &lv
 	if err != nil {
 		return nil, err

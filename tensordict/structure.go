@@ -133,7 +133,7 @@ func keyParts(leaves []*leafMeta) (int, error) {
 	n := 0
 	for _, l := range leaves {
 		if n += l.node.level + 1; n > maxKeyParts {
-			return 0, fmt.Errorf("leaf keys have more than %d parts in all", maxKeyParts)
+			return 0, fmt.Errorf("leaf keys have more than %d parts in all: %w", maxKeyParts, ErrLimit)
 		}
 	}
 	return n, nil
