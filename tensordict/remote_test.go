@@ -446,4 +446,3 @@ func TestFromRemoteInitMetadataCache(t *testing.T) {
 		assert.True(t, x.Equal(tensor.Ones(tensor.Float32, 2)), "result %d shares storage", i)
 	}
 }
-

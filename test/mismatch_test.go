@@ -204,14 +204,24 @@ func TestSubgroupRankOutOfRange(t *testing.T) {
 		run func() error
 	}{
 		{"InitRemote", func() error { return td.InitRemote(bad, mpitest.As[tensordict.RemoteOption](opts)...) }},
-		{"FromRemoteInit", func() error { _, err := tensordict.FromRemoteInit(bad, mpitest.As[tensordict.RemoteOption](opts)...); return err }},
+		{"FromRemoteInit", func() error {
+			_, err := tensordict.FromRemoteInit(bad, mpitest.As[tensordict.RemoteOption](opts)...)
+			return err
+		}},
 		{"Send", func() error { return td.Send(bad, mpitest.As[tensordict.SendOption](opts)...) }},
 		{"Recv", func() error { _, err := td.Recv(bad, mpitest.As[tensordict.RecvOption](opts)...); return err }},
 		{"ISend", func() error { _, err := td.ISend(bad, mpitest.As[tensordict.SendOption](opts)...); return err }},
 		{"IRecv", func() error { _, err := td.IRecv(bad, mpitest.As[tensordict.RecvOption](opts)...); return err }},
-		{"Broadcast", func() error { _, err := td.Broadcast(bad, mpitest.As[tensordict.CollectiveOption](opts)...); return err }},
-		{"Reduce", func() error { return td.Reduce(bad, tensordict.ReduceSum, mpitest.As[tensordict.CollectiveOption](opts)...) }},
-		{"InitRemote", func() error { return td.InitRemote(0, mpitest.As[tensordict.RemoteOption](append(opts, tensordict.WithBroadcast()))...) }},
+		{"Broadcast", func() error {
+			_, err := td.Broadcast(bad, mpitest.As[tensordict.CollectiveOption](opts)...)
+			return err
+		}},
+		{"Reduce", func() error {
+			return td.Reduce(bad, tensordict.ReduceSum, mpitest.As[tensordict.CollectiveOption](opts)...)
+		}},
+		{"InitRemote", func() error {
+			return td.InitRemote(0, mpitest.As[tensordict.RemoteOption](append(opts, tensordict.WithBroadcast()))...)
+		}},
 		{"FromRemoteInit", func() error {
 			_, err := tensordict.FromRemoteInit(bad, mpitest.As[tensordict.RemoteOption](append(opts, tensordict.WithBroadcast()))...)
 			return err
