@@ -28,8 +28,10 @@
 // (one file, also one written by Python's consolidate(filename=...)), and
 // prints it as a tree: every key with its dtype, shape, size in bytes and
 // the first N elements of each tensor (-n, default 6), every nested
-// TensorDict with its batch size, and every non-tensor value. Inspect does
-// not start MPI and runs without mpirun.
+// TensorDict with its batch size, and every non-tensor value. The tree is the
+// one fmt.Print of a TensorDict prints (tensordict's TensorDict.WriteTree),
+// elements in tensor's Go form ("[0.1 1.5 -2 ...]"). Inspect does not start
+// MPI and runs without mpirun.
 //
 // With -json, inspect prints one JSON object instead, whose schema is stable
 // (fields are only ever added):

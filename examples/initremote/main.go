@@ -4,6 +4,8 @@
 //
 // np: 2
 // expect: ^rank 1: keys \[a c d\], all ones: true$
+// expect: ^TensorDict, batch size \[1 2\], 3 tensor leaves, 32 B$
+// expect: ^    └── f  float32     \[1 2 2\]  16 B   \[1 1 1 1\]$
 // expect: ^OK$
 
 // Command initremote is the seed scenario of Python tensordict's init_remote
@@ -19,8 +21,9 @@
 // ("c"), float32 ones in memory, and ("d", "e", "f"), float32 ones in a
 // memory-mapped file. It expands the batch to [1, 2], makes the leaves contiguous
 // and calls InitRemote(1). Rank 1 calls FromRemoteInit(0), checks the keys and
-// values it received, and prints the TensorDict. The program exits with status 1
-// if a check or a call fails.
+// values it received, and prints the TensorDict (fmt.Println of a TensorDict
+// prints its tree: keys, dtypes, shapes, batch sizes and first values). The
+// program exits with status 1 if a check or a call fails.
 package main
 
 import (
