@@ -7,6 +7,12 @@ import (
 	"strings"
 )
 
+// Print options shared with PythonRepr, at torch's defaults.
+const (
+	printThreshold = 1000 // more elements than this are summarized
+	printEdgeItems = 3    // elements shown at each end of a summarized dimension
+)
+
 // String formats t the Go way: its dtype and shape, then its elements
 // nested as fmt prints nested slices, for example
 //
@@ -90,6 +96,70 @@ func (t *Tensor) FormatElements(n int) (elems []string, more bool) {
 		}
 	}
 	return elems, total > m
+}
+
+// scalar is one element read for printing.
+type scalar struct {
+	re, im float64
+	i      int64 // integer and bool dtypes
+}
+
+// scalarAt reads element i of the 1-D or 0-D view v (i is 0 for 0-D).
+func scalarAt(v *Tensor, i int) scalar {
+	p := 0
+	if len(v.strides) > 0 {
+		p = i * v.strides[0]
+	}
+	switch v.dtype {
+	case Bool:
+		if elems[bool](v)[p] {
+			return scalar{i: 1}
+		}
+		return scalar{}
+	case Uint8:
+		return scalar{i: int64(elems[uint8](v)[p])}
+	case Int8:
+		return scalar{i: int64(elems[int8](v)[p])}
+	case Int16:
+		return scalar{i: int64(elems[int16](v)[p])}
+	case Int32:
+		return scalar{i: int64(elems[int32](v)[p])}
+	case Int64:
+		return scalar{i: elems[int64](v)[p]}
+	case Float16:
+		return scalar{re: float64(elems[F16](v)[p].Float32())}
+	case BFloat16:
+		return scalar{re: float64(elems[BF16](v)[p].Float32())}
+	case Float32:
+		return scalar{re: float64(elems[float32](v)[p])}
+	case Float64:
+		return scalar{re: elems[float64](v)[p]}
+	case Complex64:
+		z := elems[complex64](v)[p]
+		return scalar{re: float64(real(z)), im: float64(imag(z))}
+	default:
+		z := elems[complex128](v)[p]
+		return scalar{re: real(z), im: imag(z)}
+	}
+}
+
+// shownIndices returns the indices of a dimension of size n that printing
+// shows.
+func shownIndices(n int, summarize bool) []int {
+	var out []int
+	if summarize && n > 2*printEdgeItems {
+		for i := range printEdgeItems {
+			out = append(out, i)
+		}
+		for i := n - printEdgeItems; i < n; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	for i := range n {
+		out = append(out, i)
+	}
+	return out
 }
 
 // formatShape formats a shape as fmt prints an []int: "[2 3]"; a scalar's
