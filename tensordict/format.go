@@ -59,12 +59,13 @@ func (td *TensorDict) String() string {
 // level. The table has one row per entry: tensor leaves with their dtype,
 // shape, bytes and leading elements (see TreeOptions.Values; elements are
 // formatted as tensor.Tensor's String formats them, "<released>" for a
-// released storage; the VALUES column is left out when it would be empty), nested TensorDicts with their batch size (and
+// released storage), nested TensorDicts with their batch size (and
 // tensorclass name), and non-tensor values as compact JSON, cut to 60
-// characters. Keys that would not print safely in a column (empty, or with
-// spaces, quotes, control or unprintable characters) are quoted as Go
-// strings. A TensorDict with no entries prints "(no entries)" in place of
-// the table. WriteTree returns the first error of w.
+// characters. The VALUES column is left out when it would be empty. Keys
+// that would not print safely in a column (empty, or with spaces, quotes,
+// control or unprintable characters) are quoted as Go strings. A
+// TensorDict with no entries prints "(no entries)" in place of the table.
+// WriteTree returns the first error of w.
 func (td *TensorDict) WriteTree(w io.Writer, opts TreeOptions) error {
 	title := opts.Title
 	if title == "" {
