@@ -173,9 +173,10 @@ fuzz: ## fuzz every Fuzz target of the module for FUZZTIME each (found automatic
 	hpc/scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: lint
-lint: ## gofmt -l must print nothing; go vet; staticcheck; bash -n on the shell scripts
+lint: ## gofmt -l must print nothing; go mod tidy -diff; go vet; staticcheck; bash -n on the shell scripts
 	@out=$$(gofmt -l .); \
 	if [[ -n "$$out" ]]; then echo "lint: gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "lint: go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch .ci/run; do bash -n "$$f"; done

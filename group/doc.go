@@ -49,4 +49,15 @@
 // Errors name the operation and the rank: "group: New: rank 1 of 4:
 // ranks[2] = 7 is out of range [0,4)". Invalid arguments are found before
 // any MPI call, so a bad call returns at once instead of hanging.
+//
+// # Files
+//
+//	init.go    Init and Finalize (MPI once per process), World, the launch
+//	           check, the registry of live groups
+//	group.go   Group: Rank, Size, Comm, LibComm (the private library
+//	           communicator), Env, Barrier, Lock and Exclusive, WorldRank
+//	new.go     New and Split: subgroups over new communicators
+//	option.go  Option: WithThreadLevel, WithEnv, WithoutLaunchCheck, WithLogger
+//	errors.go  ErrFreed, ErrNotMember, ErrNotInitialized, and the error
+//	           text that names the group
 package group

@@ -48,4 +48,20 @@
 //
 // Package memmap knows nothing of TensorDict itself: package tensordict
 // builds Memmap and LoadMemmap on it.
+//
+// # Files
+//
+//	create.go   FromTensor, Empty, Zeros, Full, FromFile: creating and
+//	            mapping files (anonymous ones in /dev/shm); an overwritten
+//	            file is replaced by rename
+//	file.go     File, the mapping behind a tensor: Of, Is, Filename, Flush,
+//	            Close
+//	options.go  Option: ExistsOK, Private
+//	open.go     opening only regular files, never through symbolic links
+//	meta.go     Meta, ReadMeta, ParseMeta: the meta.json schema and its limits
+//	            (MetaFile, MaxMetaSize), TensorDictMeta, Leaf, Entry
+//	key.go      EncodeKey, DecodeKey, LegacyName, KeyPath: tensordict's file
+//	            names for keys
+//	pyjson.go   MarshalPython, Respace: JSON written byte for byte as Python's
+//	            json.dumps writes it
 package memmap

@@ -11,7 +11,9 @@
 #                                                 expectations
 #
 # An example is a folder examples/NAME/ with a main.go. main.go declares how to run and
-# check it with comment lines of this form, anywhere in the file:
+# check it with comment lines of this form, anywhere in the file (the examples keep them
+# in a comment block of their own at the top, separated by a blank line from the package
+# doc comment, so that they are not part of the program's documentation):
 #
 #   // np: 2                          ranks to start (default 2)
 #   // expect: ^rank 0 of 2: ok$      an extended regular expression (grep -E) that must

@@ -31,4 +31,13 @@
 // The huge-page advice is Linux only and the uninitialised allocation
 // needs the gc toolchain; elsewhere Huge does nothing and AllocUninit
 // clears, as make does.
+//
+// # Files
+//
+//	mem.go           Alloc, AllocUninit, Huge, NoHuge, HugeMin
+//	env.go           TDMPI_HUGEPAGES
+//	advise_*.go      madvise for huge pages (Linux; a no-op elsewhere)
+//	nozero_gc.go     allocation without clearing, through the gc
+//	                 toolchain's allocator
+//	nozero_other.go  the same, cleared, with other toolchains
 package mem
