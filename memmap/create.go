@@ -48,7 +48,7 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 	}
 	src := t
 	if src.Storage().Released() {
-		return nil, fmt.Errorf("memmap: FromTensor: source tensor's storage was released")
+		return nil, fmt.Errorf("memmap: FromTensor: source tensor's %w", tensor.ErrReleased)
 	}
 	nb := src.NBytes()
 	contiguous := src.IsContiguous()

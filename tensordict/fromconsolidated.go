@@ -599,7 +599,7 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 		return nil, fmt.Errorf("tensordict: FromConsolidated: nil storage")
 	}
 	if st.Released() {
-		return nil, fmt.Errorf("tensordict: FromConsolidated: storage was released")
+		return nil, fmt.Errorf("tensordict: FromConsolidated: %w", tensor.ErrReleased)
 	}
 	cfg := newReadConfig(opts)
 	if len(meta) > cfg.maxMetaBytes {

@@ -158,7 +158,7 @@ func (pl *planner) node(td *TensorDict, depth int) error {
 		case kindTensor:
 			nb := e.t.NBytes()
 			if e.t.Storage().Released() {
-				return fmt.Errorf("tensordict: %s: key %v: storage was released", pl.op, pl.key(e.name))
+				return fmt.Errorf("tensordict: %s: key %v: %w", pl.op, pl.key(e.name), tensor.ErrReleased)
 			}
 			start := p.total
 			if pl.useOffsets {

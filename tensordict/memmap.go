@@ -179,7 +179,7 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 		switch e.kind {
 		case kindTensor:
 			if e.t.Storage().Released() {
-				return nil, fmt.Errorf("tensordict: %s: key %v: storage was released", op, k)
+				return nil, fmt.Errorf("tensordict: %s: key %v: %w", op, k, tensor.ErrReleased)
 			}
 			if dir != "" {
 				sub = memmap.KeyPath(dir, e.name, ".memmap")
