@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -304,9 +303,7 @@ func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, fu
 		}
 		return tensor.StorageOf(inline), noop, nil
 	}
-	// The receive overwrites every byte (or the storage is dropped), so
-	// it need not be cleared first.
-	return tensor.StorageOf(mem.AllocUninit(int(total))), noop, nil
+	return newRecvStorage(total)
 }
 
 // allocatorStorage calls alloc for n bytes and checks what it returns.
