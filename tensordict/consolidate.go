@@ -22,7 +22,8 @@ type consState struct {
 // Consolidate returns a new TensorDict whose tensor leaves all view one byte
 // storage, as Python tensordict's consolidate(metadata=True) does: every
 // leaf's C-contiguous little-endian bytes, depth first in insertion order,
-// each followed by zeros up to a multiple of 8 bytes. The result has td's
+// each followed by zeros up to a multiple of 8 bytes, complex128 leaves
+// starting at a multiple of 16 (see Layout). The result has td's
 // structure, batch sizes, lock state and class name, and shares no memory
 // with td (non-tensor values are copied too). If td is already consolidated,
 // Consolidate returns td itself.
@@ -252,7 +253,7 @@ func pack(buf []byte, p *plan, zeroPads bool) error {
 		for i := range p.leaves {
 			l := &p.leaves[i]
 			if zeroPads {
-				clear(buf[l.start+l.nbytes : l.start+l.nbytes+l.pad])
+				l.clearPads(buf)
 			}
 			if l.nbytes == 0 {
 				continue
@@ -271,7 +272,7 @@ func pack(buf []byte, p *plan, zeroPads bool) error {
 	for i := range p.leaves {
 		l := &p.leaves[i]
 		if zeroPads {
-			clear(buf[l.start+l.nbytes : l.start+l.nbytes+l.pad])
+			l.clearPads(buf)
 		}
 		if l.nbytes == 0 {
 			continue
@@ -321,6 +322,13 @@ func pack(buf []byte, p *plan, zeroPads bool) error {
 	run()
 	wg.Wait()
 	return first
+}
+
+// clearPads zeroes the bytes of buf around leaf l that no leaf owns: the
+// gap before it and the pad after it.
+func (l *planLeaf) clearPads(buf []byte) {
+	clear(buf[l.start-l.gap : l.start])
+	clear(buf[l.start+l.nbytes : l.start+l.nbytes+l.pad])
 }
 
 // do performs one copy task.

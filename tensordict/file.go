@@ -86,12 +86,15 @@ func (td *TensorDict) SaveConsolidated(filename string) (err error) {
 
 // streamLeaves writes the storage of plan p to w.
 func streamLeaves(w *bufio.Writer, p *plan) error {
-	var zeros [8]byte
+	var zeros [16]byte
 	for _, l := range p.flatten() {
 		t := l.t.Contiguous()
 		b, err := t.Bytes()
 		if err != nil {
 			return fmt.Errorf("leaf %q: %w", l.name, err)
+		}
+		if _, err := w.Write(zeros[:l.gap]); err != nil {
+			return err
 		}
 		if _, err := w.Write(b); err != nil {
 			return err
