@@ -224,6 +224,9 @@ func (o *remoteOptions) check(op string) error {
 	if o.group == nil {
 		return fmt.Errorf("tensordict: %s: %w", op, group.ErrNotInitialized)
 	}
+	if err := o.group.Live(op); err != nil {
+		return fmt.Errorf("tensordict: %s: %w", op, err)
+	}
 	return nil
 }
 

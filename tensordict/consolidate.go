@@ -175,6 +175,9 @@ func (v *viewBuilder) build(ni int) (*TensorDict, int, error) {
 // contiguously and in depth-first order, without overlap. Replacing or adding
 // a leaf (other than by SetInPlace) ends consolidation.
 func (td *TensorDict) IsConsolidated() bool {
+	if td == nil {
+		return false
+	}
 	c := td.cons
 	if c == nil || c.st.Released() {
 		return false

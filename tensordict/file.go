@@ -141,6 +141,9 @@ type mapping struct {
 // address space) until the process ends.
 func LoadConsolidated(filename string, opts ...ConsolidatedOption) (*TensorDict, error) {
 	cfg := newReadConfig(opts)
+	if cfg.err != nil {
+		return nil, fmt.Errorf("tensordict: LoadConsolidated: %w", cfg.err)
+	}
 	f, err := os.Open(filename)
 	if err != nil {
 		return nil, fmt.Errorf("tensordict: LoadConsolidated: %w", err)
@@ -197,8 +200,12 @@ func fromConsolidatedBytes(data []byte, owner any, release func() error, cfg rea
 // Release frees every storage outside the Go heap that td's leaves view,
 // such as the mapping of LoadConsolidated; heap storages are left to the
 // garbage collector. td and every tensor viewing those storages must not be
-// used afterwards (their accessors return errors). Release is idempotent.
+// used afterwards (their accessors return errors). Release is idempotent,
+// and does nothing on a nil *TensorDict.
 func (td *TensorDict) Release() error {
+	if td == nil {
+		return nil
+	}
 	seen := map[*tensor.Storage]bool{}
 	var errs []error
 	rel := func(st *tensor.Storage) {

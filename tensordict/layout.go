@@ -89,6 +89,9 @@ func makePlan(op string, td *TensorDict, base int, useOffsets bool) (*plan, erro
 
 // fill lays out td into p, an empty plan, as makePlan does.
 func (p *plan) fill(op string, td *TensorDict, base int, useOffsets bool) error {
+	if td == nil {
+		return nilError(op)
+	}
 	nodes, leaves := countTree(td, 0)
 	p.total = base
 	p.nodes, p.leaves = p.nodes0[:0], p.leaves0[:0]

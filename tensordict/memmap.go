@@ -67,7 +67,7 @@ func (td *TensorDict) SavedPath() string { return td.savedPathValue() }
 // false, as in tensordict. A TensorDict without leaves is memory-mapped when
 // it is locked and has a saved path.
 func (td *TensorDict) IsMemmap() bool {
-	if !td.locked {
+	if td == nil || !td.locked {
 		return false
 	}
 	leaves := 0
@@ -110,6 +110,12 @@ type mmLeaf struct {
 }
 
 func (td *TensorDict) memmapTo(op, prefix string, inPlace, like bool, cfg memmapConfig) (*TensorDict, error) {
+	if td == nil {
+		return nil, nilError(op)
+	}
+	if cfg.err != nil {
+		return nil, fmt.Errorf("tensordict: %s: %w", op, cfg.err)
+	}
 	if prefix != "" {
 		abs, err := filepath.Abs(prefix)
 		if err != nil {

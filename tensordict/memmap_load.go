@@ -20,15 +20,21 @@ import (
 //
 // A directory written by someone else is not trusted. Keys are looked up
 // through their encoded file names only, so no key reaches outside its
-// directory; symbolic links, files shorter than their tensor, shapes that
+// directory; symbolic links, tensor files with more than one hard link
+// (which could name a file of the user's elsewhere: refused with an error
+// wrapping memmap.ErrHardLink unless CopyOnWrite is given, since a shared
+// mapping would write into it), files shorter than their tensor, shapes that
 // overflow, unknown dtypes, missing files, meta.json files larger than
 // memmap.MaxMetaSize and malformed JSON are errors that name the file.
 // Python-only content is refused with an error too: pickled non-tensor data,
 // nested (jagged) tensors, lazy stacks and tensorclasses.
 //
 // SubPath loads a nested TensorDict alone; loading its directory directly
-// does the same.
+// does the same. An empty prefix is an error (Memmap("") saves nothing).
 func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
+	if prefix == "" {
+		return nil, errors.New(`tensordict: LoadMemmap: empty prefix (Memmap("") maps anonymously and saves nothing to load; name the directory, "." for the working one)`)
+	}
 	var cfg loadConfig
 	for _, o := range opts {
 		o(&cfg)

@@ -1,6 +1,10 @@
 package tensordict
 
-import "runtime"
+import (
+	"errors"
+	"fmt"
+	"runtime"
+)
 
 // MemmapOption configures Memmap, MemmapInPlace and MemmapLike.
 type MemmapOption func(*memmapConfig)
@@ -9,6 +13,7 @@ type memmapConfig struct {
 	existsOK bool
 	workers  int
 	noSync   bool
+	err      error // an invalid option
 }
 
 // MemmapExistsOK lets Memmap write into a directory that already holds a
@@ -18,12 +23,14 @@ type memmapConfig struct {
 // removed, so an interrupted overwrite never loads as a mix of old and new.
 func MemmapExistsOK() MemmapOption { return func(c *memmapConfig) { c.existsOK = true } }
 
-// MemmapWorkers sets how many goroutines write tensor files at once (at
-// least 1). The default is twice GOMAXPROCS, at most 16.
+// MemmapWorkers sets how many goroutines write tensor files at once. The
+// default is twice GOMAXPROCS, at most 16. An n below 1 makes Memmap
+// return an error.
 func MemmapWorkers(n int) MemmapOption {
 	return func(c *memmapConfig) {
 		if n < 1 {
-			n = 1
+			c.err = errors.Join(c.err, fmt.Errorf("MemmapWorkers(%d): at least 1 worker is needed", n))
+			return
 		}
 		c.workers = n
 	}
