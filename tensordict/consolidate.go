@@ -50,24 +50,63 @@ func (td *TensorDict) Consolidate() (*TensorDict, error) {
 }
 
 // ConsolidateInto packs td's leaves, as Consolidate does, into buf, which
-// must hold exactly the total size Layout reports and be 8-byte aligned (a
-// memory map or an off-heap buffer is). It returns a consolidated TensorDict
-// whose leaves view buf; buf must stay valid as long as it is used.
+// must hold exactly the total size Layout reports and be 8-byte aligned. It
+// returns a consolidated TensorDict whose leaves view buf as a new heap
+// Storage: nothing links them to where buf came from, so buf must stay
+// valid as long as they are used. For the memory of a Storage outside the
+// Go heap (off-heap, memory-mapped), use ConsolidateIntoStorage instead,
+// which keeps that Storage: once it is released, the leaves report
+// tensor.ErrReleased rather than touch unmapped memory.
 func (td *TensorDict) ConsolidateInto(buf []byte) (*TensorDict, error) {
-	p, err := makePlan("ConsolidateInto", td, 0, false)
+	return td.consolidateInto("ConsolidateInto", buf, nil)
+}
+
+// ConsolidateIntoStorage is ConsolidateInto into the whole of st, which
+// must have exactly the total size Layout reports and be live. The leaves
+// of the result view st itself, so a Release of st is seen by every use of
+// them (tensor operations, Send, Broadcast into the result) as an error
+// wrapping tensor.ErrReleased.
+func (td *TensorDict) ConsolidateIntoStorage(st *tensor.Storage) (*TensorDict, error) {
+	const op = "ConsolidateIntoStorage"
+	if st == nil {
+		return nil, fmt.Errorf("tensordict: %s: nil storage", op)
+	}
+	buf, err := liveStorageBytes(st)
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: %s: %w", op, err)
+	}
+	return td.consolidateInto(op, buf, st)
+}
+
+// liveStorageBytes returns st's bytes, or an error wrapping
+// tensor.ErrReleased.
+func liveStorageBytes(st *tensor.Storage) ([]byte, error) {
+	if st.Released() {
+		return nil, tensor.ErrReleased
+	}
+	return st.Bytes(), nil
+}
+
+// consolidateInto packs td into buf, the bytes of st (nil: buf becomes a
+// new heap Storage).
+func (td *TensorDict) consolidateInto(op string, buf []byte, st *tensor.Storage) (*TensorDict, error) {
+	p, err := makePlan(op, td, 0, false)
 	if err != nil {
 		return nil, err
 	}
 	if len(buf) != p.total {
-		return nil, fmt.Errorf("tensordict: ConsolidateInto: buffer has %d bytes, layout needs %d", len(buf), p.total)
+		return nil, fmt.Errorf("tensordict: %s: buffer has %d bytes, layout needs %d", op, len(buf), p.total)
 	}
 	if len(buf) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%8 != 0 {
-		return nil, fmt.Errorf("tensordict: ConsolidateInto: buffer is not 8-byte aligned")
+		return nil, fmt.Errorf("tensordict: %s: buffer is not 8-byte aligned", op)
 	}
 	if err := pack(buf, p, true); err != nil {
-		return nil, fmt.Errorf("tensordict: ConsolidateInto: %w", err)
+		return nil, fmt.Errorf("tensordict: %s: %w", op, err)
 	}
-	return viewsOf(p, tensor.StorageOf(buf))
+	if st == nil {
+		st = tensor.StorageOf(buf)
+	}
+	return viewsOf(p, st)
 }
 
 // viewsOf builds the consolidated TensorDict of plan p over st. The
