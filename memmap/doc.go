@@ -49,6 +49,13 @@
 // file names); an encoded key never escapes its directory. LegacyName gives
 // the unencoded name older versions used, when it is safe to look for.
 //
+// # Concurrent writers
+//
+// LockDir takes an advisory lock (flock) on a directory: package
+// tensordict's Memmap holds it exclusively on every directory it writes,
+// and LoadMemmap shared on the one it loads, so that saves into one
+// directory take turns and a load sees one of them whole.
+//
 // Package memmap knows nothing of TensorDict itself: package tensordict
 // builds Memmap and LoadMemmap on it.
 package memmap

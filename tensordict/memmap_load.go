@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -31,6 +32,15 @@ import (
 //
 // SubPath loads a nested TensorDict alone; loading its directory directly
 // does the same. An empty prefix is an error (Memmap("") saves nothing).
+//
+// LoadMemmap holds a shared lock on the directory it loads while it loads
+// (see Memmap), so a Memmap of this package into it, from any process,
+// waits, and the result is one complete save. Files that a later save
+// replaces stay mapped with their old content. A writer that takes no lock
+// is detected when it replaces or removes the root meta.json during the
+// load (which a rewrite does first, and an interrupted one leaves absent):
+// LoadMemmap then loads again, up to 3 times, and returns an error
+// wrapping ErrRewritten if the directory never stays still.
 func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
 	if prefix == "" {
 		return nil, errors.New(`tensordict: LoadMemmap: empty prefix (Memmap("") maps anonymously and saves nothing to load; name the directory, "." for the working one)`)
@@ -54,16 +64,64 @@ func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
 	if cfg.private {
 		mopts = append(mopts, memmap.Private())
 	}
+	lock, err := memmap.LockDir(dir, false)
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
+	}
+	defer lock.Unlock()
+	for attempt := 1; ; attempt++ {
+		td, changed, err := loadOnce(dir, mopts)
+		if !changed {
+			if err != nil {
+				return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
+			}
+			td.Lock()
+			return td, nil
+		}
+		if attempt == loadAttempts {
+			return nil, fmt.Errorf("tensordict: LoadMemmap: %s: %w (%d attempts)", dir, ErrRewritten, loadAttempts)
+		}
+	}
+}
+
+// ErrRewritten is wrapped by the error of a LoadMemmap during which the
+// directory's meta.json was replaced or removed, every time it tried: a
+// writer that does not take this package's lock (Python tensordict, say)
+// was rewriting the directory, and what was mapped may mix two saves.
+var ErrRewritten = errors.New("directory was rewritten while it was loaded")
+
+// loadAttempts is how many times LoadMemmap loads a directory that keeps
+// changing under it before it gives up.
+const loadAttempts = 3
+
+// loadOnce loads the TensorDict in dir, and reports whether dir's
+// meta.json changed (was replaced, removed or modified) while it did, in
+// which case nothing is returned and the mappings made are closed.
+func loadOnce(dir string, mopts []memmap.Option) (*TensorDict, bool, error) {
+	meta := filepath.Join(dir, memmap.MetaFile)
+	before, berr := os.Lstat(meta)
 	l := &loader{opts: mopts}
 	td, err := l.loadTD(dir, nil, 0)
-	if err != nil {
+	after, aerr := os.Lstat(meta)
+	changed := (berr == nil) != (aerr == nil) || (berr == nil && !sameFile(before, after))
+	if err != nil || changed {
 		for _, t := range l.mapped {
 			_ = memmap.Close(t)
 		}
-		return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
+		return nil, changed, err
 	}
-	td.Lock()
-	return td, nil
+	return td, false, nil
+}
+
+// sameFile reports whether a and b describe the same, unmodified file:
+// same inode, size, modification and change times.
+func sameFile(a, b fs.FileInfo) bool {
+	if !os.SameFile(a, b) || a.Size() != b.Size() || !a.ModTime().Equal(b.ModTime()) {
+		return false
+	}
+	sa, okA := a.Sys().(*syscall.Stat_t)
+	sb, okB := b.Sys().(*syscall.Stat_t)
+	return !okA || !okB || sa.Ctim == sb.Ctim
 }
 
 // loader holds the state of one LoadMemmap.
