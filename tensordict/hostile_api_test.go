@@ -262,3 +262,37 @@ func TestLoadMemmapHardLink(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, make([]byte, 24), b, "the victim file is unchanged")
 }
+
+// TestLoadMemmapRewritten: a writer that takes no lock replaces meta.json
+// while LoadMemmap loads; LoadMemmap loads again, and gives up with
+// ErrRewritten if it never stays still.
+func TestLoadMemmapRewritten(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "saved")
+	_, err := alignTD(t).Memmap(dir)
+	require.NoError(t, err)
+	meta := filepath.Join(dir, memmap.MetaFile)
+	text, err := os.ReadFile(meta)
+	require.NoError(t, err)
+	rewrites := 0
+	rewrite := func(times int) func(string) {
+		return func(string) {
+			if rewrites < times {
+				rewrites++
+				require.NoError(t, memmap.WriteMetaNoSync(meta, text)) // same text, new file
+			}
+		}
+	}
+	defer func(f func(string)) { afterLoad = f }(afterLoad)
+
+	afterLoad = rewrite(1)
+	got, err := LoadMemmap(dir)
+	require.NoError(t, err, "the second load sees no change")
+	requireSameTD(t, alignTD(t), got)
+	assert.Equal(t, 1, rewrites)
+
+	rewrites = 0
+	afterLoad = rewrite(1 << 30)
+	_, err = LoadMemmap(dir)
+	require.ErrorIs(t, err, ErrRewritten)
+	assert.Equal(t, loadAttempts, rewrites)
+}
