@@ -289,34 +289,43 @@ type copyTask struct {
 // pack copies the leaves of p into buf at their planned offsets. With
 // zeroPads, the pad bytes are written too (buf may hold old data); a fresh
 // storage is already zero.
+//
+// A fault on a mapped leaf or buf (a file truncated by another process) is
+// an error wrapping memmap.ErrFault, not the end of the process.
 func pack(buf []byte, p *plan, zeroPads bool) error {
-	if p.total < parallelThreshold || runtime.GOMAXPROCS(0) < 2 {
-		// One goroutine: copy leaf by leaf, without a task list.
-		for i := range p.leaves {
-			l := &p.leaves[i]
-			if zeroPads {
-				l.clearPads(buf)
-			}
-			if l.nbytes == 0 {
-				continue
-			}
-			to := l.nbytes
-			if !l.t.IsContiguous() {
-				to = -1
-			}
-			if err := (copyTask{l: l, from: 0, to: to}).do(buf); err != nil {
-				return err
-			}
+	return mem.CatchFault(func() error {
+		if p.total < parallelThreshold || runtime.GOMAXPROCS(0) < 2 {
+			return packSerial(buf, p, zeroPads)
 		}
-		return nil
+		return packParallel(buf, p, zeroPads)
+	})
+}
+
+// packSerial is pack on one goroutine: leaf by leaf, without a task list.
+func packSerial(buf []byte, p *plan, zeroPads bool) error {
+	for i := range p.leaves {
+		l := &p.leaves[i]
+		if !l.prepare(buf, zeroPads) {
+			continue
+		}
+		to := l.nbytes
+		if !l.t.IsContiguous() {
+			to = -1
+		}
+		if err := (copyTask{l: l, from: 0, to: to}).do(buf); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// packParallel is pack with GOMAXPROCS goroutines sharing chunks of the
+// leaves; each worker catches its own faults.
+func packParallel(buf []byte, p *plan, zeroPads bool) error {
 	var tasks []copyTask
 	for i := range p.leaves {
 		l := &p.leaves[i]
-		if zeroPads {
-			l.clearPads(buf)
-		}
-		if l.nbytes == 0 {
+		if !l.prepare(buf, zeroPads) {
 			continue
 		}
 		if !l.t.IsContiguous() {
@@ -341,20 +350,27 @@ func pack(buf []byte, p *plan, zeroPads bool) error {
 		first error
 		wg    sync.WaitGroup
 	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+	}
 	run := func() {
 		defer wg.Done()
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(tasks) {
-				return
-			}
-			if err := tasks[i].do(buf); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
+		if err := mem.CatchFault(func() error {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(tasks) {
+					return nil
 				}
-				mu.Unlock()
+				if err := tasks[i].do(buf); err != nil {
+					fail(err)
+				}
 			}
+		}); err != nil {
+			fail(err)
 		}
 	}
 	wg.Add(workers)
@@ -364,6 +380,15 @@ func pack(buf []byte, p *plan, zeroPads bool) error {
 	run()
 	wg.Wait()
 	return first
+}
+
+// prepare clears l's pads in buf if zeroPads (buf may hold old data; a
+// fresh storage is already zero) and reports whether l has bytes to copy.
+func (l *planLeaf) prepare(buf []byte, zeroPads bool) bool {
+	if zeroPads {
+		l.clearPads(buf)
+	}
+	return l.nbytes > 0
 }
 
 // clearPads zeroes the bytes of buf around leaf l that no leaf owns: the

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -64,7 +65,7 @@ func (td *TensorDict) SaveConsolidated(filename string) (err error) {
 		}
 	}()
 	w := bufio.NewWriterSize(f, 1<<20)
-	if err = write(w); err != nil {
+	if err = mem.CatchFault(func() error { return write(w) }); err != nil {
 		return err
 	}
 	if _, err = w.Write(meta); err != nil {
@@ -136,6 +137,9 @@ type mapping struct {
 // reading it, so loading costs the metadata parse only. The file is checked
 // like FromConsolidated's input, with the same options.
 //
+// A file that another process truncates afterwards makes accesses to the
+// lost pages fault; see LoadMemmap for which accesses are guarded.
+//
 // The leaves view the mapping until Release is called on the result; a
 // loaded TensorDict that is dropped without Release keeps its mapping (and
 // address space) until the process ends.
@@ -167,7 +171,11 @@ func LoadConsolidated(filename string, opts ...ConsolidatedOption) (*TensorDict,
 	if err != nil {
 		return nil, fmt.Errorf("tensordict: LoadConsolidated %s: mmap: %w", filename, err)
 	}
-	td, err := fromConsolidatedBytes(data, &mapping{path: filename, data: data}, func() error { return syscall.Munmap(data) }, cfg)
+	var td *TensorDict
+	err = mem.CatchFault(func() (err error) {
+		td, err = fromConsolidatedBytes(data, &mapping{path: filename, data: data}, func() error { return syscall.Munmap(data) }, cfg)
+		return err
+	})
 	if err != nil {
 		syscall.Munmap(data)
 		return nil, fmt.Errorf("tensordict: LoadConsolidated %s: %w", filename, err)

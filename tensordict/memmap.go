@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -329,7 +330,7 @@ func writeLeaves(op string, leaves []*mmLeaf, like bool, cfg memmapConfig) error
 		go func() {
 			defer wg.Done()
 			for l := range jobs {
-				errs[index[l]] = writeLeaf(l, like, cfg.noSync, mopts)
+				errs[index[l]] = mem.CatchFault(func() error { return writeLeaf(l, like, cfg.noSync, mopts) })
 			}
 		}()
 	}

@@ -33,6 +33,18 @@ import (
 // SubPath loads a nested TensorDict alone; loading its directory directly
 // does the same. An empty prefix is an error (Memmap("") saves nothing).
 //
+// A file that another process truncates after it was mapped loses the
+// pages past its new end, and the kernel answers an access to them with
+// SIGBUS, which ends a Go program. The library's own accesses are guarded
+// (debug.SetPanicOnFault, see memmap.Guard) and return an error wrapping
+// memmap.ErrFault (or syscall.EFAULT where a write(2) reads the pages):
+// Consolidate, ConsolidateInto, SaveConsolidated, Memmap, SetInPlace and
+// Set. Accesses that cannot return an error (Clone, Contiguous, EqScalar
+// and the other tensor operations), the caller's own reads outside
+// memmap.Guard, and MPI transfers (which read the memory in C, where no
+// fault can be caught) still end the process. InMemory reads the files at
+// load instead, for directories that others may truncate.
+//
 // LoadMemmap holds a shared lock on the directory it loads while it loads
 // (see Memmap), so a Memmap of this package into it, from any process,
 // waits, and the result is one complete save. Files that a later save
@@ -70,7 +82,7 @@ func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
 	}
 	defer lock.Unlock()
 	for attempt := 1; ; attempt++ {
-		td, changed, err := loadOnce(dir, mopts)
+		td, changed, err := loadOnce(dir, mopts, cfg.inMemory)
 		if !changed {
 			if err != nil {
 				return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
@@ -97,10 +109,10 @@ const loadAttempts = 3
 // loadOnce loads the TensorDict in dir, and reports whether dir's
 // meta.json changed (was replaced, removed or modified) while it did, in
 // which case nothing is returned and the mappings made are closed.
-func loadOnce(dir string, mopts []memmap.Option) (*TensorDict, bool, error) {
+func loadOnce(dir string, mopts []memmap.Option, inMemory bool) (*TensorDict, bool, error) {
 	meta := filepath.Join(dir, memmap.MetaFile)
 	before, berr := os.Lstat(meta)
-	l := &loader{opts: mopts}
+	l := &loader{opts: mopts, inMemory: inMemory}
 	td, err := l.loadTD(dir, nil, 0)
 	afterLoad(dir)
 	after, aerr := os.Lstat(meta)
@@ -131,8 +143,9 @@ func sameFile(a, b fs.FileInfo) bool {
 
 // loader holds the state of one LoadMemmap.
 type loader struct {
-	opts   []memmap.Option
-	mapped []*tensor.Tensor // to close on failure
+	opts     []memmap.Option
+	inMemory bool             // read the files instead of mapping them (InMemory)
+	mapped   []*tensor.Tensor // to close on failure
 }
 
 // childDir returns the directory of the nested collection key in dir: its
@@ -243,6 +256,13 @@ func (l *loader) loadLeaf(dir, metaPath, key string, leaf *memmap.Leaf, batch []
 	n, _ := tensor.Numel(leaf.Shape) // checked by memmap
 	if !ok && n > 0 {
 		return nil, fmt.Errorf("%s: entry %q: tensor file %s is missing", metaPath, key, path)
+	}
+	if l.inMemory {
+		t, err := memmap.ReadFile(path, leaf.DType, leaf.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("%s: entry %q: %w", metaPath, key, err)
+		}
+		return t, nil
 	}
 	t, err := memmap.FromFile(path, leaf.DType, leaf.Shape, l.opts...)
 	if err != nil {

@@ -55,8 +55,9 @@ func memmapOptions(opts []MemmapOption) memmapConfig {
 type LoadOption func(*loadConfig)
 
 type loadConfig struct {
-	subPath []string
-	private bool
+	subPath  []string
+	private  bool
+	inMemory bool
 }
 
 // SubPath makes LoadMemmap load the nested TensorDict named by the key parts
@@ -65,6 +66,16 @@ type loadConfig struct {
 func SubPath(parts ...string) LoadOption {
 	return func(c *loadConfig) { c.subPath = append([]string(nil), parts...) }
 }
+
+// InMemory makes LoadMemmap read every tensor file into memory
+// (memmap.ReadFile) instead of mapping it: loading costs a read of every
+// byte and memory for all of them, and in exchange the result no longer
+// depends on the files. Another process truncating or rewriting them
+// afterwards cannot make any access fault, MPI transfers included (see
+// Memmap for what a truncated mapping does). The result is locked, but not
+// memory-mapped (IsMemmap is false), and writes to it never reach the
+// files.
+func InMemory() LoadOption { return func(c *loadConfig) { c.inMemory = true } }
 
 // CopyOnWrite makes LoadMemmap map every tensor file copy-on-write: the
 // loaded tensors can be modified, but the changes never reach the files.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -367,12 +368,16 @@ func writeThrough(k Key, dst, v *tensor.Tensor) error {
 	return copyInto("Set", k, dst, v)
 }
 
-// copyInto copies v into the leaf dst named k, converting its dtype.
+// copyInto copies v into the leaf dst named k, converting its dtype. A
+// fault on a mapping (a file truncated by another process) is an error
+// wrapping memmap.ErrFault.
 func copyInto(op string, k Key, dst, v *tensor.Tensor) error {
-	if v.DType() != dst.DType() {
-		v = v.To(dst.DType())
-	}
-	if err := dst.CopyFrom(v); err != nil {
+	if err := mem.CatchFault(func() error {
+		if v.DType() != dst.DType() {
+			v = v.To(dst.DType())
+		}
+		return dst.CopyFrom(v)
+	}); err != nil {
 		return fmt.Errorf("tensordict: %s: key %v: %w", op, k, err)
 	}
 	return nil
