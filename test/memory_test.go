@@ -4,6 +4,7 @@
 package test
 
 import (
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
@@ -78,4 +79,56 @@ func TestHostileHeaderBeyondMemory(t *testing.T) {
 			checkHealthy(t, me)
 		})
 	}
+}
+
+// TestHostileBroadcastBeyondMemory: Broadcast's receivers refuse, and
+// agree to refuse, a root's storage that is within their limit (here
+// exactly the default limit, the machine's memory) but beyond the memory
+// they have available: each returns an error wrapping ErrNoMemory, the root
+// learns it from the agreement step, and the next Broadcast works.
+func TestHostileBroadcastBeyondMemory(t *testing.T) {
+	world := mpitest.Need(t, 2)
+	me, size := world.Rank(), world.Size()
+	if mem.Physical() <= 0 {
+		t.Skip("SKIP: the machine's memory size is unknown here (no /proc/meminfo)")
+	}
+	c := world.LibComm()
+	bcastFirst := sourceConst(t, "../tensordict/collective_broadcast.go", "bcastFirst")
+	bcastPrefix := sourceConst(t, "../tensordict/collective_broadcast.go", "bcastPrefix")
+	maxReportedError := sourceConst(t, "../tensordict/collective.go", "maxReportedError")
+	total := wire.MachineMaxTotal() // the default limit: accepted by it
+	mpitest.Run(t, "machine-sized storage", func(t *testing.T) {
+		if me == 0 {
+			h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Leaves: 1, Total: total, Chunk: wire.MaxChunk}
+			f := frame(h, "", hostileMeta("uint8", "[16]", 0, 16), nil, nil)
+			b := make([]byte, bcastFirst)
+			binary.LittleEndian.PutUint64(b[8:], uint64(len(f)))
+			binary.LittleEndian.PutUint64(b[16:], 1) // more messages follow
+			copy(b[bcastPrefix:], f)
+			require.NoError(t, mpi.Bcast(c, b, 0))
+			worst := []int32{int32(size)}
+			require.NoError(t, mpi.Allreduce(c, nil, worst, mpi.OpMin))
+			require.Less(t, int(worst[0]), size, "a receiver refused")
+			require.NoError(t, mpi.Bcast(c, make([]byte, maxReportedError), int(worst[0])))
+		} else {
+			ctx := mpitest.Ctx(t, hangLimit)
+			start := time.Now()
+			td, err := tensordict.New().Broadcast(0, tensordict.WithContext(ctx))
+			took := time.Since(start)
+			if assert.Error(t, err, "Broadcast accepted %d bytes: %v", total, td) {
+				t.Logf("%s (%v)", clip(err.Error()), took.Round(time.Millisecond))
+				if me == 1 {
+					assert.ErrorIs(t, err, tensordict.ErrNoMemory)
+				}
+			}
+			assert.Less(t, took, hangLimit)
+		}
+		var src *tensordict.TensorDict
+		if me == 0 {
+			src = healthyTD(t)
+		}
+		got, err := src.Broadcast(0)
+		require.NoError(t, err, "the Broadcast after the refused one")
+		assert.True(t, got.EqScalar(7).All())
+	})
 }
