@@ -136,7 +136,8 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // WithAllocator.
 //
 // Everything from the peer is checked before use: the header against the
-// limits (WithMaxBytes, 64 GiB by default) before any allocation, the
+// limits (WithMaxBytes: by default the machine's memory, at most 64 GiB)
+// and the memory available (ErrNoMemory) before any allocation, the
 // metadata as FromConsolidated checks it. A refused transfer's payload is
 // drained, exactly the messages its header announces (each awaited at
 // most 2 s), so that the sender does not hang. The storage is allocated once and
