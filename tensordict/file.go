@@ -138,7 +138,10 @@ type mapping struct {
 // like FromConsolidated's input, with the same options.
 //
 // A file that another process truncates afterwards makes accesses to the
-// lost pages fault; see LoadMemmap for which accesses are guarded.
+// lost pages fault; see LoadMemmap for which accesses are guarded. To be
+// independent of the file, read it instead (os.ReadFile) and rebuild the
+// TensorDict with FromConsolidated over tensor.StorageOf of its storage
+// bytes, as LoadMemmap's InMemory does for directories.
 //
 // The leaves view the mapping until Release is called on the result; a
 // loaded TensorDict that is dropped without Release keeps its mapping (and
