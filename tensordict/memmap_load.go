@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -131,14 +130,10 @@ func loadOnce(dir string, mopts []memmap.Option, inMemory bool) (*TensorDict, bo
 var afterLoad = func(dir string) {}
 
 // sameFile reports whether a and b describe the same, unmodified file:
-// same inode, size, modification and change times.
+// same inode, size and modification time (a replacement written later has
+// a later one, even where the file system reuses the inode number).
 func sameFile(a, b fs.FileInfo) bool {
-	if !os.SameFile(a, b) || a.Size() != b.Size() || !a.ModTime().Equal(b.ModTime()) {
-		return false
-	}
-	sa, okA := a.Sys().(*syscall.Stat_t)
-	sb, okB := b.Sys().(*syscall.Stat_t)
-	return !okA || !okB || sa.Ctim == sb.Ctim
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
 // loader holds the state of one LoadMemmap.
