@@ -82,6 +82,13 @@ func (g *Group) String() string {
 	return fmt.Sprintf("%s rank %d of %d", kind, g.rank, g.size)
 }
 
+// Live returns an error wrapping ErrFreed, "group: <op>: rank r of n:
+// group is freed", if g was freed (by Free, or by Finalize for every
+// group), and nil otherwise. Packages that run protocols on g's
+// communicators check it first, so that a freed group is reported as such
+// rather than as an MPI error about an invalid communicator.
+func (g *Group) Live(op string) error { return g.live(op) }
+
 // live returns an error naming op if g is freed.
 func (g *Group) live(op string) error {
 	g.mu.Lock()

@@ -23,7 +23,10 @@
 // FromFile maps a file this process may write with MAP_SHARED, so writes
 // from other processes that map it are seen, and writes through the tensor
 // reach the file; a read-only file (or the Private option) is mapped
-// copy-on-write. FromFile and ReadMeta refuse anything that is not a
+// copy-on-write. A file with several hard links is mapped shared only
+// with the HardLinks option (ErrHardLink otherwise), so that a leaf of a
+// foreign directory that is a link to another file cannot be written
+// through. FromFile and ReadMeta refuse anything that is not a
 // regular file (symbolic link, directory, named pipe, socket, device)
 // without blocking on it.
 //
@@ -45,6 +48,13 @@
 // tensordict 0.13 and later do (percent-encoding of characters unsafe in
 // file names); an encoded key never escapes its directory. LegacyName gives
 // the unencoded name older versions used, when it is safe to look for.
+//
+// # Concurrent writers
+//
+// LockDir takes an advisory lock (flock) on a directory: package
+// tensordict's Memmap holds it exclusively on every directory it writes,
+// and LoadMemmap shared on the one it loads, so that saves into one
+// directory take turns and a load sees one of them whole.
 //
 // Package memmap knows nothing of TensorDict itself: package tensordict
 // builds Memmap and LoadMemmap on it.

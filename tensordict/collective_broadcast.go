@@ -202,6 +202,9 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	if err == nil {
 		err = cl.ctx.Err()
 	}
+	if err == nil {
+		err = checkRoomFor(td, cl.consolidated, h.Total)
+	}
 	if err := cl.agree(err); err != nil {
 		return nil, err
 	}

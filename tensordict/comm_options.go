@@ -240,8 +240,10 @@ func WithAllocator(alloc Allocator) RemoteOption {
 }
 
 // WithMaxBytes sets the largest storage, in bytes, that a receive accepts
-// from a peer (default 64 GiB). A peer announcing more gets the receive an
-// error before anything is allocated.
+// from a peer (default: the machine's memory, at most 64 GiB). A peer
+// announcing more gets the receive an error before anything is allocated.
+// A storage within the limit but beyond the memory available now is
+// refused too, with an error wrapping ErrNoMemory.
 func WithMaxBytes(n int64) LimitOption {
 	if n <= 0 {
 		return invalid(fmt.Errorf("WithMaxBytes: %d is not positive", n))
@@ -364,6 +366,9 @@ func (o *remoteOptions) check(op string) error {
 	}
 	if o.group == nil {
 		return fmt.Errorf("tensordict: %s: %w", op, group.ErrNotInitialized)
+	}
+	if err := o.group.Live(op); err != nil {
+		return fmt.Errorf("tensordict: %s: %w", op, err)
 	}
 	return nil
 }

@@ -28,8 +28,12 @@ type Pending struct {
 }
 
 // Wait blocks until the transfer completes and returns its error. Calling
-// it again returns the same error.
+// it again returns the same error. On a nil or zero Pending it returns an
+// error.
 func (p *Pending) Wait() error {
+	if p == nil || p.l == nil {
+		return errNotPending("Wait")
+	}
 	if p.over {
 		return p.err
 	}
@@ -45,6 +49,9 @@ func (p *Pending) Wait() error {
 // Test reports whether the transfer has completed, and its error if so. It
 // does not block.
 func (p *Pending) Test() (bool, error) {
+	if p == nil || p.l == nil {
+		return true, errNotPending("Test")
+	}
 	if p.over {
 		return true, p.err
 	}
@@ -79,7 +86,18 @@ func (p *Pending) fail(err error) error {
 
 // Tag returns the last tag of the transfer, as tensordict's isend and recv
 // return it; for an IRecv it is known once the transfer has completed.
-func (p *Pending) Tag() int { return p.tag }
+func (p *Pending) Tag() int {
+	if p == nil {
+		return 0
+	}
+	return p.tag
+}
+
+// errNotPending is the error of Wait and Test on a nil or zero Pending,
+// which no ISend or IRecv returned.
+func errNotPending(method string) error {
+	return fmt.Errorf("tensordict: Pending.%s: not a Pending returned by ISend or IRecv", method)
+}
 
 // ISend starts sending td to rank dst of the group as Send does and
 // returns at once; the transfer goes on while the caller works, and Wait

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -137,7 +136,8 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // WithAllocator.
 //
 // Everything from the peer is checked before use: the header against the
-// limits (WithMaxBytes, 64 GiB by default) before any allocation, the
+// limits (WithMaxBytes: by default the machine's memory, at most 64 GiB)
+// and the memory available (ErrNoMemory) before any allocation, the
 // metadata as FromConsolidated checks it. A refused transfer's payload is
 // drained, exactly the messages its header announces (each awaited at
 // most 2 s), so that the sender does not hang. The storage is allocated once and
@@ -304,9 +304,7 @@ func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, fu
 		}
 		return tensor.StorageOf(inline), noop, nil
 	}
-	// The receive overwrites every byte (or the storage is dropped), so
-	// it need not be cleared first.
-	return tensor.StorageOf(mem.AllocUninit(int(total))), noop, nil
+	return newRecvStorage(total)
 }
 
 // allocatorStorage calls alloc for n bytes and checks what it returns.
