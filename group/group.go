@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/hpc"
 	"github.com/tdmpi/tdmpi/internal/log"
@@ -25,6 +26,12 @@ type Group struct {
 	seq   uint64 // creation order, for Finalize
 
 	proto sync.Mutex // held by Exclusive and Lock
+
+	// colls counts this process's collectives on g that are running or
+	// waiting for proto; contended is set, for good, when it exceeds one
+	// (see Collective).
+	colls     atomic.Int32
+	contended atomic.Bool
 
 	mu    sync.Mutex // guards freed
 	freed bool
@@ -126,6 +133,31 @@ func (g *Group) Exclusive(f func() error) error {
 	g.proto.Lock()
 	defer g.proto.Unlock()
 	return f()
+}
+
+// Collective runs f as one collective operation on g, holding g's protocol
+// lock like Exclusive. busy, which f may call any number of times, reports
+// whether this process has ever had two collectives on g at once: another
+// goroutine entered a collective on g while one was waiting or running.
+// Once true it stays true for the life of g.
+//
+// MPI pairs the collectives of a communicator by their order on each rank,
+// so collectives started on one group from several goroutines are paired
+// in whatever order each rank's scheduler picked, and data from different
+// calls would be combined. The library's collectives treat busy as an
+// error that every rank learns at the collective's agreement step (a rank
+// whose own calls were sequential learns it from a peer), so that from
+// then on every collective on g fails on every rank instead of returning
+// wrong data, and a call during which busy became true fails on the rank
+// that saw it. Concurrent collectives need a group per goroutine (New).
+func (g *Group) Collective(f func(busy func() bool) error) error {
+	if g.colls.Add(1) > 1 {
+		g.contended.Store(true)
+	}
+	defer g.colls.Add(-1)
+	g.proto.Lock()
+	defer g.proto.Unlock()
+	return f(g.contended.Load)
 }
 
 // WorldRank returns the world rank of the process with rank groupRank in g.

@@ -39,7 +39,7 @@ func (cl *coll) prepareBlock(td *TensorDict) (block, error) {
 	if td == nil {
 		return block{}, fmt.Errorf("nil tensordict")
 	}
-	if err := cl.ctx.Err(); err != nil {
+	if err := cl.ready(); err != nil {
 		return block{}, err
 	}
 	meta, total, err := Layout(td)

@@ -62,7 +62,7 @@ func (td *TensorDict) Reduce(dst int, op ReduceOp, opts ...CollectiveOption) err
 // reduce runs AllReduce (root < 0) or Reduce (to root).
 func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 	var leaves []Item
-	local := cl.ctx.Err()
+	local := cl.ready()
 	if td == nil {
 		local = errors.New("nil tensordict")
 	} else {

@@ -53,10 +53,13 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 		var lerr error
 		if cl.rank != src {
 			if lerr = cl.checkInfo(src, mine); lerr == nil {
+				lerr = cl.ready()
+			}
+			if lerr == nil {
 				recv = make([]uint64, blockWords(mine))
 			}
 		} else {
-			lerr = cl.ctx.Err()
+			lerr = cl.ready()
 		}
 		if err := cl.agree(lerr); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -844,4 +845,75 @@ func mustGet(t testing.TB, td *TensorDict, k Key) *tensor.Tensor {
 	x, err := td.Get(k)
 	require.NoError(t, err)
 	return x
+}
+
+// TestCollectiveConcurrentGoroutines runs AllReduce on one group from
+// several goroutines per rank at once. MPI pairs them in whatever order
+// each rank's goroutines reach it, so no call may return another call's
+// sum: the calls fail (ErrConcurrent, here or on a peer), and so does
+// every later collective on that group, while other groups still work.
+// Calls already past their agreement when a second goroutine arrived fail
+// on the ranks that saw it (their results are undefined).
+func TestCollectiveConcurrentGoroutines(t *testing.T) {
+	w0 := mpitest.Need(t, 2)
+	n, r := w0.Size(), w0.Rank()
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	g, err := w0.New(all)
+	require.NoError(t, err)
+	defer g.Free()
+	const workers, rounds = 4, 25
+	var res struct{ ok, concurrent, peer, wrong int }
+	var mu sync.Mutex
+	var other []error
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for range rounds {
+				td := New(8)
+				if err := td.Set(K("x"), tensor.Full(tensor.Float64, float64((w+1)*(r+1)), 8)); err != nil {
+					panic(err)
+				}
+				err := td.AllReduce(ReduceSum, WithGroup(g))
+				var pe *PeerError
+				mu.Lock()
+				switch {
+				case err == nil:
+					got, _ := td.Get(K("x"))
+					if tensor.Get[float64](got, 0) == float64((w+1)*n*(n+1)/2) {
+						res.ok++
+					} else {
+						res.wrong++
+					}
+				case errors.Is(err, ErrConcurrent):
+					res.concurrent++
+				case errors.As(err, &pe) && strings.Contains(pe.Msg, ErrConcurrent.Error()):
+					res.peer++
+				default:
+					other = append(other, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	t.Logf("rank %d: %d calls: %d right, %d refused here, %d refused by a peer, %d wrong",
+		r, workers*rounds, res.ok, res.concurrent, res.peer, res.wrong)
+	assert.Zero(t, res.wrong, "calls that returned nil with another call's data")
+	assert.Empty(t, other)
+	assert.Positive(t, res.concurrent+res.peer, "concurrent calls were not detected")
+
+	// The group stays refused on every rank; the world still works.
+	td := collSeed(t, float64(r+1))
+	err = td.AllReduce(ReduceSum, WithGroup(g))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), ErrConcurrent.Error())
+	collCheckSeed(t, td, float64(r+1), 0)
+	require.NoError(t, td.AllReduce(ReduceSum))
+	collCheckSeed(t, td, float64(n*(n+1)/2), 0)
 }

@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -282,4 +283,54 @@ func TestRecvOverLimitDrainsExactly(t *testing.T) {
 	defer p2pLocks.Unlock()
 	assert.Empty(t, p2pLocks.m)
 	assert.LessOrEqual(t, len(p2pLocks.free), tagLockFree)
+}
+
+// TestRecvReleasedStorageDrains checks that a receiver whose storage was
+// released fails without leaving a rendezvous-size sender blocked: it takes
+// and discards the transfer, and the next transfer on the same tags arrives
+// intact.
+func TestRecvReleasedStorageDrains(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	const n = 4 << 20 // float32s: 16 MiB, far over any eager limit
+	for _, consolidated := range []bool{true, false} {
+		mpitest.Run(t, fmt.Sprintf("consolidated=%v", consolidated), func(t *testing.T) {
+			var opts []any
+			if consolidated {
+				opts = append(opts, WithConsolidated())
+			}
+			ctx := mpitest.Ctx(t, 30*time.Second)
+			if g.Rank() == 0 {
+				td := New()
+				require.NoError(t, td.Set(K("x"), tensor.Full(tensor.Float32, 7, n)))
+				// Returns only if the receiver took the payload.
+				require.NoError(t, td.Send(1, mpitest.As[SendOption](opts)...))
+				require.NoError(t, td.Send(1, mpitest.As[SendOption](opts)...))
+				return
+			}
+			x, err := tensor.EmptyOffHeap(tensor.Float32, n)
+			require.NoError(t, err)
+			gone := New()
+			require.NoError(t, gone.Set(K("x"), x))
+			require.NoError(t, x.Storage().Release())
+			_, err = gone.Recv(0, mpitest.As[RecvOption](append(opts, WithContext(ctx)))...)
+			require.Error(t, err)
+			t.Log(err)
+			assert.Contains(t, err.Error(), "released")
+
+			ok := New()
+			require.NoError(t, ok.Set(K("x"), tensor.Zeros(tensor.Float32, n)))
+			if consolidated {
+				ok, err = ok.Consolidate()
+				require.NoError(t, err)
+			}
+			_, err = ok.Recv(0, mpitest.As[RecvOption](append(opts, WithContext(ctx)))...)
+			require.NoError(t, err)
+			got, err := ok.Get(K("x"))
+			require.NoError(t, err)
+			assert.Equal(t, float32(7), tensor.Get[float32](got, n-1))
+		})
+	}
 }

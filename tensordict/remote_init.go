@@ -212,7 +212,7 @@ func (l *link) recvInit() (*TensorDict, error) {
 		return nil, l.errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
 	}
 	if f.Inline == nil && f.Total > 0 {
-		if err := recvChunks(l.c, stor.Bytes(), l.peer, f.PayloadTag); err != nil {
+		if err := recvChunks(l.o.ctx, l.c, stor.Bytes(), l.peer, f.PayloadTag); err != nil {
 			return nil, l.errorf("receiving %d bytes of storage: %w", f.Total, errors.Join(err, finish(false)))
 		}
 	}

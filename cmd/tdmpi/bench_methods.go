@@ -195,7 +195,7 @@ func prepareInitRemote(bcast, reuse bool) func(*group.Group, int64, int) (func()
 			spare = got.ConsolidatedStorage()
 			return nil
 		}
-		if reuse {
+		if reuse && g.Rank() != 0 { // rank 0 sends; the allocator is the receivers'
 			opts = append(opts, tensordict.WithAllocator(func(n int) (*tensor.Storage, error) {
 				if spare != nil && spare.Len() == n {
 					return spare, nil
