@@ -104,4 +104,3 @@ func unlockAll(held []*tagLock) {
 		releaseTag(held[i])
 	}
 }
-
