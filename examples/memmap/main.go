@@ -20,6 +20,7 @@
 // The lines below tell hpc/scripts/examples.sh how to run and check this program.
 //
 // np: 2
+// nodes: 1
 // expect: ^rank 0: saved 1000 samples \([0-9]+ bytes\) to .+$
 // expect: ^rank 0: 1 other rank\(s\) loaded the dataset and saw the new labels$
 // expect: ^OK$
