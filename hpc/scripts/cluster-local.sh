@@ -255,17 +255,25 @@ down() {
 	done
 	stop "$CTLD_PID:slurmctld" "$MUNGE_PID:munged"
 	rm -f "$MUNGE_SOCKET" "$MUNGE_SOCKET.lock" "$BASE/run/nodes"
+	# What Open MPI's processes on the nodes leave when they are killed: session folders
+	# and shared-memory segments, named after the node (every such process is gone now).
+	rm -rf /tmp/ompi."$NODE_PREFIX"[0-9].* "${TMPDIR:-/tmp}"/ompi."$NODE_PREFIX"[0-9].* \
+		/dev/shm/vader_segment."$NODE_PREFIX"[0-9].*
 	for i in $(existing_nodes); do
 		name=$(node_name "$i")
 		ip netns del "$name" 2>/dev/null || log "could not remove namespace $name"
 	done
 	for ((i = 1; i <= MAX_NODES; i++)); do
 		if ip link show "$VETH_PREFIX$i" >/dev/null 2>&1; then
-			ip link del "$VETH_PREFIX$i" || true
+			ip link del "$VETH_PREFIX$i" 2>/dev/null || true # may go with its namespace meanwhile
 		fi
 	done
 	if ip link show "$BRIDGE" >/dev/null 2>&1; then
 		ip link del "$BRIDGE"
+	fi
+	# The first `ip netns add` makes /run/netns a mount point; undo it once no namespace is left.
+	if [[ -d /run/netns && -z "$(ls -A /run/netns)" ]] && mountpoint -q /run/netns; then
+		umount /run/netns || log "could not unmount /run/netns"
 	fi
 	log "down"
 }
