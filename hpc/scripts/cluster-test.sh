@@ -50,25 +50,10 @@ else
 	examples=("$@")
 fi
 
-was_up=0
-if "$scripts/cluster-local.sh" status >/dev/null 2>&1; then
-	was_up=1
-fi
-outdir=$(mktemp -d /tmp/tdmpi-cluster-test.XXXXXX)
 # shellcheck source=hpc/scripts/slurm-jobs.sh
 source "$scripts/slurm-jobs.sh"
 LOG_PREFIX=cluster-test
-cleanup() {
-	local rc=$?
-	cancel_submitted
-	if [[ $was_up -eq 0 && "${TDMPI_CLUSTER_KEEP:-0}" != 1 ]]; then
-		"$scripts/cluster-local.sh" down || true
-	fi
-	rm -rf "$outdir"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
+begin_jobs "$scripts/cluster-local.sh" "${TDMPI_CLUSTER_KEEP:-0}"
 
 t0=$SECONDS
 "$scripts/cluster-local.sh" up 2

@@ -3,16 +3,44 @@
 #
 #   root       the repository (jobs run there: sbatch --chdir)
 #   scripts    hpc/scripts, for examples.sh
-#   outdir     a folder for the jobs' output files
+#   LOG_PREFIX the script's name, at the start of every message
 #   SLURM_CONF (exported) the cluster to submit to
 #
-# and reads afterwards: out (the output file of the last job submitted), summary (one
-# line per job: id, name, state, exit code, seconds) and jobs_submitted (their ids).
+# then calls begin_jobs, and reads afterwards: outdir (the jobs' output folder), out (the
+# output file of the last job submitted), summary (one line per job: id, name, state,
+# exit code, nodes, seconds) and jobs_submitted (their ids).
 #
 # shellcheck shell=bash
 
 jobs_submitted=()
 summary=()
+outdir=
+was_up=0
+
+# begin_jobs CLUSTER KEEP notes whether the cluster that the script CLUSTER (slurm-local.sh
+# or cluster-local.sh) runs is up already, makes $outdir, and sets the exit trap: cancel
+# the jobs submitted, take the cluster down (unless it was up before, or KEEP is 1),
+# remove $outdir, and exit with the script's status.
+begin_jobs() {
+	cluster_script=$1 keep=$2
+	if "$cluster_script" status >/dev/null 2>&1; then
+		was_up=1
+	fi
+	outdir=$(mktemp -d "/tmp/tdmpi-$LOG_PREFIX.XXXXXX")
+	trap end_jobs EXIT
+	trap 'exit 143' TERM INT
+}
+
+# end_jobs is begin_jobs's exit trap.
+end_jobs() {
+	local rc=$?
+	cancel_submitted
+	if [[ $was_up -eq 0 && "$keep" != 1 ]]; then
+		"$cluster_script" down || true
+	fi
+	rm -rf "$outdir"
+	exit "$rc"
+}
 
 # submit NAME SCRIPT WAIT SBATCH-ARGS... -- SCRIPT-ARGS...: submit, wait at most WAIT s
 # (cancelling the job then), record the job's state; sets $out to the job's output file.

@@ -36,25 +36,10 @@ prog=$BIN/examples/$example
 np=$("$scripts/examples.sh" np "$example")
 
 eval "$("$scripts/slurm-local.sh" env)"
-was_up=0
-if "$scripts/slurm-local.sh" status >/dev/null 2>&1; then
-	was_up=1
-fi
-outdir=$(mktemp -d /tmp/tdmpi-slurm-test.XXXXXX)
 # shellcheck source=hpc/scripts/slurm-jobs.sh
 source "$scripts/slurm-jobs.sh"
 LOG_PREFIX=slurm-test
-cleanup() {
-	local rc=$?
-	cancel_submitted
-	if [[ $was_up -eq 0 && "${TDMPI_SLURM_KEEP:-0}" != 1 ]]; then
-		"$scripts/slurm-local.sh" down || true
-	fi
-	rm -rf "$outdir"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
+begin_jobs "$scripts/slurm-local.sh" "${TDMPI_SLURM_KEEP:-0}"
 
 t0=$SECONDS
 "$scripts/slurm-local.sh" up
