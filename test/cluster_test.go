@@ -305,29 +305,46 @@ func readFile(j *job, r int, name string) string {
 // fault, non-zero; once the link is back, no process of the job is left on
 // any node within clusterGoneLimit, and node 2 returns to service. What
 // the ranks' calls did (returned within the deadline, or not) is logged
-// and compared with the deadline.
+// and compared with the deadline. In the last case the link goes down
+// while rank 0 waits for the header of rank 1's InitRemote (rank 1 pauses
+// before sending): there rank 0's FromRemoteInit must return its context's
+// error within the deadline.
 func TestClusterLinkDown(t *testing.T) {
 	c := needCluster(t)
 	size := clusterBytes
 	if testing.Short() {
 		size = clusterShortBytes
 	}
-	cases := []struct{ launcher, op string }{
-		{"srun", "InitRemote"},
-		{"srun", "Broadcast"},
-		{"srun", "AllReduce"},
-		{"mpirun", "AllReduce"},
+	cases := []struct {
+		launcher, op string
+		waiting      bool // rank 0 waits for rank 1's InitRemote header when the link goes
+	}{
+		{"srun", "InitRemote", false},
+		{"srun", "Broadcast", false},
+		{"srun", "AllReduce", false},
+		{"mpirun", "AllReduce", false},
+		{"srun", "InitRemote", true},
 	}
 	for _, tc := range cases {
-		t.Run(tc.launcher+"/"+tc.op, func(t *testing.T) {
+		sub := tc.launcher + "/" + tc.op
+		if tc.waiting {
+			sub += "/waiting for the header"
+		}
+		t.Run(sub, func(t *testing.T) {
 			node := c.nodes[1]
 			bin := helperBinary(t, "tdmpi-cl-link-"+strings.ToLower(tc.op))
 			env := []string{envOp + "=" + tc.op, envBytes + "=" + strconv.Itoa(size),
 				envDeadline + "=" + strconv.Itoa(int(clusterDeadline.Milliseconds())), "TDMPI_LOG=info"}
+			if tc.waiting {
+				// Rank 1 (node 2) sends, 2 s after the start of each call.
+				env = append(env, envSender+"=1", envPause+"=2000")
+			}
 			j, name := c.start(t, tc.launcher, bin, helperLoop, 2, env...)
 			t.Cleanup(func() { c.restore(t, node) })
 			d0 := waitIteration(t, j, 0)
-			midway(d0)
+			if !tc.waiting {
+				midway(d0)
+			}
 			c.run(t, "link", node, "down")
 			down := time.Now()
 			ended := j.wait(clusterEndLimit)
@@ -351,6 +368,13 @@ func TestClusterLinkDown(t *testing.T) {
 				assert.NotEqual(t, "iteration wrong", e.line.Message, "rank %d got wrong data: %s", r, e.line.Wrong)
 			}
 			c.run(t, "boot", node)
+			if tc.waiting {
+				// The header never came: rank 0's receive is bounded by its context.
+				assert.True(t, calls[0].returned && calls[0].after < clusterDeadline+2*time.Second,
+					"rank 0's FromRemoteInit, waiting for the header, should return within its %v deadline: %v", clusterDeadline, calls[0])
+				assert.Contains(t, calls[0].line.Error, "context deadline exceeded")
+				return
+			}
 			// WithContext bounds the calls only while they wait to start:
 			// once a transfer is under way it runs to its end (the
 			// documentation of FromRemoteInit, Broadcast and AllReduce),

@@ -27,6 +27,8 @@ const (
 	envDir      = "TDMPI_TEST_DIR"         // directory for pid files, markers, data
 	envDeadline = "TDMPI_TEST_DEADLINE_MS" // helperLoop: WithContext deadline of each call; unset: none
 	envIters    = "TDMPI_TEST_ITERS"       // helperLoop: iterations before a clean exit; unset: until killed
+	envSender   = "TDMPI_TEST_SENDER"      // helperLoop: the rank (0 or 1) that sends InitRemote; unset: 0
+	envPause    = "TDMPI_TEST_PAUSE_MS"    // helperLoop: the sender's pause before each InitRemote
 )
 
 // Helper modes.
@@ -92,13 +94,14 @@ func startRank() (*group.Group, int) {
 	return g, exitOK
 }
 
-// runLoop repeats envOp (InitRemote from rank 0 to 1, Broadcast from rank
-// 0, AllReduce with ReduceMax) on a float32 leaf of envBytes bytes until
-// the process is killed, or envIters times (then it finalizes and exits
-// 0); with envDeadline, each call has a WithContext deadline. Rank r's
-// leaf holds r+1, so every result is known: a received InitRemote or
-// Broadcast holds 1 everywhere, an AllReduce the group size; each is
-// checked element by element. It logs (info) "iteration start", then
+// runLoop repeats envOp (InitRemote from rank envSender, 0 or 1, to the
+// other, Broadcast from rank 0, AllReduce with ReduceMax) on a float32 leaf
+// of envBytes bytes until the process is killed, or envIters times (then
+// it finalizes and exits 0); with envDeadline, each call has a WithContext
+// deadline; with envPause, the sender of InitRemote sleeps that long
+// before each send. Rank r's leaf holds r+1, so every result is known: a
+// received InitRemote holds envSender+1 everywhere, a Broadcast 1, an
+// AllReduce the group size; each is checked element by element. It logs (info) "iteration start", then
 // "iteration done", "iteration failed" (the call's error) or "iteration
 // wrong" (the first wrong element), each with its number, the call's
 // duration in ms and the wall clock in unix ms ("t"); the library logs "op
@@ -113,6 +116,12 @@ func runLoop() int {
 	}
 	deadline, _ := strconv.Atoi(os.Getenv(envDeadline))
 	iters, _ := strconv.Atoi(os.Getenv(envIters))
+	pause, _ := strconv.Atoi(os.Getenv(envPause))
+	sender, _ := strconv.Atoi(os.Getenv(envSender))
+	if sender != 0 && sender != 1 {
+		fmt.Fprintf(os.Stderr, "helper: %s=%q\n", envSender, os.Getenv(envSender))
+		return exitSetup
+	}
 	g, code := startRank()
 	if g == nil {
 		return code
@@ -139,10 +148,13 @@ func runLoop() int {
 		want := float32(1)
 		switch op {
 		case "InitRemote":
-			if g.Rank() == 0 {
-				err = td.InitRemote(1, tensordict.WithContext(ctx))
-			} else if g.Rank() == 1 {
-				got, err = tensordict.FromRemoteInit(0, tensordict.WithContext(ctx))
+			switch g.Rank() {
+			case sender:
+				time.Sleep(time.Duration(pause) * time.Millisecond)
+				err = td.InitRemote(1-sender, tensordict.WithContext(ctx))
+			case 1 - sender:
+				got, err = tensordict.FromRemoteInit(sender, tensordict.WithContext(ctx))
+				want = float32(sender + 1)
 			}
 		case "Broadcast":
 			var out *tensordict.TensorDict
