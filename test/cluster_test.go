@@ -336,8 +336,9 @@ func TestClusterLinkDown(t *testing.T) {
 			env := []string{envOp + "=" + tc.op, envBytes + "=" + strconv.Itoa(size),
 				envDeadline + "=" + strconv.Itoa(int(clusterDeadline.Milliseconds())), "TDMPI_LOG=info"}
 			if tc.waiting {
-				// Rank 1 (node 2) sends, 2 s after the start of each call.
-				env = append(env, envSender+"=1", envPause+"=2000")
+				// Rank 1 (node 2) sends, 1.5 s after the start of each
+				// call but the first; the link goes down in between.
+				env = append(env, envSender+"=1", envPause+"=1500")
 			}
 			j, name := c.start(t, tc.launcher, bin, helperLoop, 2, env...)
 			t.Cleanup(func() { c.restore(t, node) })

@@ -28,7 +28,7 @@ const (
 	envDeadline = "TDMPI_TEST_DEADLINE_MS" // helperLoop: WithContext deadline of each call; unset: none
 	envIters    = "TDMPI_TEST_ITERS"       // helperLoop: iterations before a clean exit; unset: until killed
 	envSender   = "TDMPI_TEST_SENDER"      // helperLoop: the rank (0 or 1) that sends InitRemote; unset: 0
-	envPause    = "TDMPI_TEST_PAUSE_MS"    // helperLoop: the sender's pause before each InitRemote
+	envPause    = "TDMPI_TEST_PAUSE_MS"    // helperLoop: the sender's pause before each InitRemote but the first
 )
 
 // Helper modes.
@@ -99,7 +99,7 @@ func startRank() (*group.Group, int) {
 // of envBytes bytes until the process is killed, or envIters times (then
 // it finalizes and exits 0); with envDeadline, each call has a WithContext
 // deadline; with envPause, the sender of InitRemote sleeps that long
-// before each send. Rank r's leaf holds r+1, so every result is known: a
+// before each send but the first. Rank r's leaf holds r+1, so every result is known: a
 // received InitRemote holds envSender+1 everywhere, a Broadcast 1, an
 // AllReduce the group size; each is checked element by element. It logs (info) "iteration start", then
 // "iteration done", "iteration failed" (the call's error) or "iteration
@@ -150,7 +150,9 @@ func runLoop() int {
 		case "InitRemote":
 			switch g.Rank() {
 			case sender:
-				time.Sleep(time.Duration(pause) * time.Millisecond)
+				if it > 0 {
+					time.Sleep(time.Duration(pause) * time.Millisecond)
+				}
 				err = td.InitRemote(1-sender, tensordict.WithContext(ctx))
 			case 1 - sender:
 				got, err = tensordict.FromRemoteInit(sender, tensordict.WithContext(ctx))
