@@ -3,6 +3,7 @@
 // comment below.
 //
 // np: 2
+// nodes: 1
 // expect: ^rank 0: saved 1000 samples \([0-9]+ bytes\) to .+$
 // expect: ^rank 0: 1 other rank\(s\) loaded the dataset and saw the new labels$
 // expect: ^OK$
