@@ -24,6 +24,9 @@ type Group struct {
 	world bool
 	seq   uint64 // creation order, for Finalize
 
+	torch   bool   // world group with torch peers: lib is comm (see torch.go)
+	goGroup *Group // the Go ranks' group when torch is set
+
 	proto sync.Mutex // held by Exclusive and Lock
 
 	mu    sync.Mutex // guards freed
@@ -181,8 +184,10 @@ func (g *Group) free() error {
 	g.freed = true
 	unregister(g)
 	var errs []error
-	if err := g.lib.Free(); err != nil {
-		errs = append(errs, err)
+	if g.lib != g.comm {
+		if err := g.lib.Free(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !g.world {
 		if err := g.comm.Free(); err != nil {

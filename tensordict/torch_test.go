@@ -1,0 +1,276 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/torchwire"
+	"github.com/tdmpi/tdmpi/internal/torchwire/wirefixture"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+func torchCases(t *testing.T) []*wirefixture.Case {
+	t.Helper()
+	cases, err := wirefixture.Load()
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+	return cases
+}
+
+// playPython sends what Python's init_remote sent, byte for byte and with
+// its calls: three sends to dst on tag 0 of MPI_COMM_WORLD, or three
+// broadcasts from this rank.
+func playPython(t *testing.T, md *wirefixture.Mode, bcast bool, dst int) {
+	t.Helper()
+	w := mpi.World()
+	n := []int64{int64(binary.LittleEndian.Uint64(md.Payload[0]))}
+	if bcast {
+		require.NoError(t, mpi.Bcast(w, n, w.Rank()))
+		require.NoError(t, mpi.Bcast(w, md.Payload[1], w.Rank()))
+		require.NoError(t, mpi.Bcast(w, md.Payload[2], w.Rank()))
+		return
+	}
+	require.NoError(t, mpi.Send(w, n, dst, torchwire.Tag))
+	require.NoError(t, mpi.Send(w, md.Payload[1], dst, torchwire.Tag))
+	require.NoError(t, mpi.Send(w, md.Payload[2], dst, torchwire.Tag))
+}
+
+// recvAsPython receives what a Go InitRemote(WithTorch) sends, as Python's
+// from_remote_init does: the length, the pickle, then _total_bytes bytes.
+func recvAsPython(t *testing.T, src int, bcast bool) [3][]byte {
+	t.Helper()
+	w := mpi.World()
+	var out [3][]byte
+	n := []int64{0}
+	get := func(b any) {
+		if bcast {
+			switch x := b.(type) {
+			case []int64:
+				require.NoError(t, mpi.Bcast(w, x, src))
+			case []byte:
+				require.NoError(t, mpi.Bcast(w, x, src))
+			}
+			return
+		}
+		m, st, err := mpi.Mprobe(w, src, torchwire.Tag)
+		require.NoError(t, err)
+		switch x := b.(type) {
+		case []int64:
+			require.EqualValues(t, 8, st.Bytes(), "message 0")
+			_, err = mpi.Mrecv(m, x)
+		case []byte:
+			require.EqualValues(t, len(x), st.Bytes(), "exact count")
+			_, err = mpi.Mrecv(m, x)
+		}
+		require.NoError(t, err)
+	}
+	get(n)
+	out[0] = binary.LittleEndian.AppendUint64(nil, uint64(n[0]))
+	out[1] = make([]byte, n[0])
+	get(out[1])
+	meta, err := torchwire.ParseMeta(out[1], bcast, torchwire.Limits{})
+	require.NoError(t, err)
+	out[2] = make([]byte, meta.TotalBytes)
+	get(out[2])
+	return out
+}
+
+// checkAgainst compares a received TensorDict with the one the case sent.
+func checkAgainst(t *testing.T, want *wirefixture.TensorDict, got *TensorDict) {
+	t.Helper()
+	assert.Equal(t, want.BatchSize, got.BatchSize())
+	assert.Equal(t, want.Locked, got.IsLocked())
+	if want.Class != "TensorDict" {
+		assert.Equal(t, want.Class, got.ClassName())
+	}
+	assert.True(t, got.IsConsolidated())
+	var leaves int
+	for _, it := range got.Items(IncludeNested(), LeavesOnly()) {
+		if it.Tensor != nil {
+			leaves++
+		}
+	}
+	assert.Equal(t, len(want.Leaves), leaves)
+	for _, wl := range want.Leaves {
+		tt, err := got.Get(K(wl.Key...))
+		if !assert.NoError(t, err, "leaf %v", wl.Key) {
+			continue
+		}
+		assert.Equal(t, wl.DType, tt.DType().String(), "leaf %v", wl.Key)
+		assert.Equal(t, wl.Shape, tt.Shape(), "leaf %v", wl.Key)
+		b, err := tt.Bytes()
+		require.NoError(t, err)
+		sum := sha256.Sum256(b)
+		assert.Equal(t, wl.SHA256, hex.EncodeToString(sum[:]), "leaf %v bytes", wl.Key)
+	}
+	for _, nt := range want.NonTensors {
+		v, err := got.GetNonTensor(K(nt.Key...))
+		if assert.NoError(t, err, "non-tensor %v", nt.Key) {
+			assert.Equal(t, nt.Value, v, "non-tensor %v", nt.Key)
+		}
+	}
+	for _, n := range want.Nodes {
+		sub, err := got.GetTD(K(n.Key...))
+		if assert.NoError(t, err, "node %v", n.Key) {
+			assert.Equal(t, n.BatchSize, sub.BatchSize(), "node %v", n.Key)
+			assert.Equal(t, n.Locked, sub.IsLocked(), "node %v", n.Key)
+		}
+	}
+}
+
+// plainMeta decodes a metadata pickle to plain values, with every node's
+// names set to None: tdmpi has no dimension names and sends None.
+func plainMeta(t *testing.T, p []byte) any {
+	t.Helper()
+	v, err := torchwire.Decode(p, torchwire.Limits{})
+	require.NoError(t, err)
+	plain, err := torchwire.Plain(v)
+	require.NoError(t, err)
+	var clear func(v any)
+	clear = func(v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		if cm, ok := m["cls_metadata"].(map[string]any); ok {
+			if bs, ok := cm["batch_size"].([]any); ok {
+				cm["names"] = make([]any, len(bs))
+			}
+		}
+		for _, e := range m {
+			clear(e)
+		}
+	}
+	clear(plain)
+	return plain
+}
+
+// Every recorded transcript, replayed by rank 0 as Python sent it, is
+// received by rank 1 (point to point) or every other rank (broadcast) with
+// WithTorch; then the receiver sends the TensorDict back with WithTorch,
+// and rank 0, receiving as Python does, checks each message against what
+// Python sent: the length, a pickle that decodes to the same metadata
+// (names aside), and the same storage bytes.
+func TestTorchReplay(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	for _, c := range torchCases(t) {
+		for _, mode := range []string{"p2p", "bcast"} {
+			bcast := mode == "bcast"
+			mpitest.Run(t, c.Name+"/"+mode, func(t *testing.T) {
+				md := c.Modes[mode]
+				opts := []RemoteOption{WithTorch(), testCtx(t)}
+				if bcast {
+					opts = append(opts, WithBroadcast())
+				}
+				switch {
+				case g.Rank() == 0:
+					playPython(t, md, bcast, 1)
+					back := recvAsPython(t, 1, bcast)
+					assert.Equal(t, binary.LittleEndian.AppendUint64(nil, uint64(len(back[1]))), back[0], "message 0")
+					assert.Equal(t, plainMeta(t, md.Payload[1]), plainMeta(t, back[1]), "message 1")
+					assert.Equal(t, md.Payload[2], back[2], "message 2")
+				case g.Rank() == 1 || bcast:
+					got, err := FromRemoteInit(0, opts...)
+					require.NoError(t, err)
+					checkAgainst(t, &c.TD, got)
+					if !bcast {
+						require.NoError(t, got.InitRemote(0, opts...))
+						return
+					}
+					if g.Rank() == 1 {
+						require.NoError(t, got.InitRemote(0, opts...))
+						return
+					}
+					again, err := FromRemoteInit(1, opts...)
+					require.NoError(t, err)
+					checkAgainst(t, &c.TD, again)
+				}
+			})
+		}
+	}
+}
+
+// A receive that no sender answers ends with the context; a peer that
+// announces one size and sends another, or sends a pickle that names a
+// global, gets an error, not a hang.
+func TestTorchRefuses(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	w := mpi.World()
+	mpitest.Run(t, "context", func(t *testing.T) {
+		if g.Rank() != 1 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := FromRemoteInit(0, WithTorch(), WithContext(ctx))
+		require.Error(t, err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, time.Since(start), 20*time.Second)
+	})
+	mpitest.Run(t, "wrong length", func(t *testing.T) {
+		switch g.Rank() {
+		case 0:
+			require.NoError(t, mpi.Send(w, []int64{10}, 1, 0))
+			require.NoError(t, mpi.Send(w, make([]byte, 12), 1, 0))
+		case 1:
+			_, err := FromRemoteInit(0, WithTorch(), testCtx(t))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "the metadata pickle is a message of 12 bytes, want 10")
+		}
+	})
+	mpitest.Run(t, "global", func(t *testing.T) {
+		p := []byte("\x80\x04cos\nsystem\n.")
+		switch g.Rank() {
+		case 0:
+			require.NoError(t, mpi.Send(w, []int64{int64(len(p))}, 1, 0))
+			require.NoError(t, mpi.Send(w, p, 1, 0))
+		case 1:
+			_, err := FromRemoteInit(0, WithTorch(), testCtx(t))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, torchwire.ErrOpcode)
+			assert.Contains(t, err.Error(), "GLOBAL")
+		}
+	})
+	mpitest.Run(t, "subgroup", func(t *testing.T) {
+		if g.Rank() > 1 {
+			return
+		}
+		sub, err := g.New([]int{0, 1})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, sub.Free()) }()
+		_, err = FromRemoteInit(1-g.Rank(), WithTorch(), WithGroup(sub))
+		assert.ErrorContains(t, err, "torch's ranks talk on the world")
+	})
+}
+
+// A complex128 leaf that 8-byte padding would put at 8 mod 16 is either
+// laid out 16-aligned or refused before anything is sent, naming the key.
+func TestTorchComplex128Alignment(t *testing.T) {
+	td := New(1)
+	require.NoError(t, td.Set(K("x"), tensor.Ones(tensor.Float64, 1)))
+	require.NoError(t, td.Set(K("n", "z"), tensor.Ones(tensor.Complex128, 1)))
+	pickle, storage, err := torchPrepare(td, false)
+	if err != nil {
+		assert.ErrorIs(t, err, torchwire.ErrMetadata)
+		assert.ErrorContains(t, err, `key ("n", "z"): complex128 leaf starts at byte 8`)
+		return
+	}
+	m, err := torchwire.ParseMeta(pickle, false, torchwire.Limits{})
+	require.NoError(t, err)
+	leaf := m.Root.Children[0].Node.Leaves[0]
+	assert.Zero(t, leaf.Start%16)
+	assert.EqualValues(t, len(storage), m.TotalBytes)
+}
