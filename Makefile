@@ -77,7 +77,7 @@ RACE_PKGS ?= ./...
 RACE_RUN ?= .
 
 # The steps of `make test`, in order. All run; the summary names the failures.
-TEST_STEPS ?= test-unit test-mpi test-tcp test-race test-big examples slurm-test fuzz lint
+TEST_STEPS ?= test-unit test-mpi test-tcp test-race test-big examples torchpeer slurm-test fuzz lint
 
 # Debian packages: for building and running MPI programs, and for the local Slurm.
 DEPS_MPI := openmpi-bin libopenmpi-dev pkg-config
@@ -168,6 +168,10 @@ examples-build: deps ## build every examples/*/ program into BIN/examples/
 examples: deps ## run every example with its declared np (// np: N), shared memory and TCP
 	TDMPI_MPI_TIMEOUT=$(EXAMPLE_TIMEOUT) hpc/scripts/examples.sh run
 
+.PHONY: torchpeer
+torchpeer: deps ## run examples/torchpeer with a PyTorch rank (both modes) where one exists, else say why not
+	TDMPI_MPI_TIMEOUT=$(EXAMPLE_TIMEOUT) examples/torchpeer/run.sh
+
 .PHONY: fuzz
 fuzz: ## fuzz every Fuzz target of the module for FUZZTIME each (found automatically)
 	hpc/scripts/fuzz.sh $(FUZZTIME)
@@ -178,7 +182,7 @@ lint: ## gofmt -l must print nothing; go vet; staticcheck; bash -n on the shell 
 	if [[ -n "$$out" ]]; then echo "lint: gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch .ci/run; do bash -n "$$f"; done
+	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch examples/*/*.sh .ci/run; do bash -n "$$f"; done
 
 .PHONY: race
 .PHONY: test-race
