@@ -29,64 +29,6 @@ func torchCases(t *testing.T) []*wirefixture.Case {
 	return cases
 }
 
-// playPython sends what Python's init_remote sent, byte for byte and with
-// its calls: three sends to dst on tag 0 of MPI_COMM_WORLD, or three
-// broadcasts from this rank.
-func playPython(t *testing.T, md *wirefixture.Mode, bcast bool, dst int) {
-	t.Helper()
-	w := mpi.World()
-	n := []int64{int64(binary.LittleEndian.Uint64(md.Payload[0]))}
-	if bcast {
-		require.NoError(t, mpi.Bcast(w, n, w.Rank()))
-		require.NoError(t, mpi.Bcast(w, md.Payload[1], w.Rank()))
-		require.NoError(t, mpi.Bcast(w, md.Payload[2], w.Rank()))
-		return
-	}
-	require.NoError(t, mpi.Send(w, n, dst, torchwire.Tag))
-	require.NoError(t, mpi.Send(w, md.Payload[1], dst, torchwire.Tag))
-	require.NoError(t, mpi.Send(w, md.Payload[2], dst, torchwire.Tag))
-}
-
-// recvAsPython receives what a Go InitRemote(WithTorch) sends, as Python's
-// from_remote_init does: the length, the pickle, then _total_bytes bytes.
-func recvAsPython(t *testing.T, src int, bcast bool) [3][]byte {
-	t.Helper()
-	w := mpi.World()
-	var out [3][]byte
-	n := []int64{0}
-	get := func(b any) {
-		if bcast {
-			switch x := b.(type) {
-			case []int64:
-				require.NoError(t, mpi.Bcast(w, x, src))
-			case []byte:
-				require.NoError(t, mpi.Bcast(w, x, src))
-			}
-			return
-		}
-		m, st, err := mpi.Mprobe(w, src, torchwire.Tag)
-		require.NoError(t, err)
-		switch x := b.(type) {
-		case []int64:
-			require.EqualValues(t, 8, st.Bytes(), "message 0")
-			_, err = mpi.Mrecv(m, x)
-		case []byte:
-			require.EqualValues(t, len(x), st.Bytes(), "exact count")
-			_, err = mpi.Mrecv(m, x)
-		}
-		require.NoError(t, err)
-	}
-	get(n)
-	out[0] = binary.LittleEndian.AppendUint64(nil, uint64(n[0]))
-	out[1] = make([]byte, n[0])
-	get(out[1])
-	meta, err := torchwire.ParseMeta(out[1], bcast, torchwire.Limits{})
-	require.NoError(t, err)
-	out[2] = make([]byte, meta.TotalBytes)
-	get(out[2])
-	return out
-}
-
 // checkAgainst compares a received TensorDict with the one the case sent.
 func checkAgainst(t *testing.T, want *wirefixture.TensorDict, got *TensorDict) {
 	t.Helper()
@@ -130,31 +72,11 @@ func checkAgainst(t *testing.T, want *wirefixture.TensorDict, got *TensorDict) {
 	}
 }
 
-// plainMeta decodes a metadata pickle to plain values, with every node's
-// names set to None: tdmpi has no dimension names and sends None.
 func plainMeta(t *testing.T, p []byte) any {
 	t.Helper()
-	v, err := torchwire.Decode(p, torchwire.Limits{})
+	v, err := wirefixture.PlainMeta(p)
 	require.NoError(t, err)
-	plain, err := torchwire.Plain(v)
-	require.NoError(t, err)
-	var clear func(v any)
-	clear = func(v any) {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return
-		}
-		if cm, ok := m["cls_metadata"].(map[string]any); ok {
-			if bs, ok := cm["batch_size"].([]any); ok {
-				cm["names"] = make([]any, len(bs))
-			}
-		}
-		for _, e := range m {
-			clear(e)
-		}
-	}
-	clear(plain)
-	return plain
+	return v
 }
 
 // Every recorded transcript, replayed by rank 0 as Python sent it, is
@@ -176,8 +98,9 @@ func TestTorchReplay(t *testing.T) {
 				}
 				switch {
 				case g.Rank() == 0:
-					playPython(t, md, bcast, 1)
-					back := recvAsPython(t, 1, bcast)
+					require.NoError(t, wirefixture.SendAsTorch(md, bcast, 1))
+					back, err := wirefixture.RecvAsTorch(1, bcast)
+					require.NoError(t, err)
 					assert.Equal(t, binary.LittleEndian.AppendUint64(nil, uint64(len(back[1]))), back[0], "message 0")
 					assert.Equal(t, plainMeta(t, md.Payload[1]), plainMeta(t, back[1]), "message 1")
 					assert.Equal(t, md.Payload[2], back[2], "message 2")

@@ -117,7 +117,7 @@ func ParseMeta(p []byte, broadcast bool, lim Limits) (*Meta, error) {
 // batch sizes (non-negative, without overflow, leaf shapes and nested batch
 // sizes starting with their node's batch size), names (one per batch
 // dimension), and each leaf's byte range (stop - start = bytes + pad, pad
-// below 8, inside _total_bytes). Errors wrap ErrMetadata and name the key.
+// below 16, inside _total_bytes). Errors wrap ErrMetadata and name the key.
 func FromValue(v any, broadcast bool) (*Meta, error) {
 	root, ok := v.(*Dict)
 	if !ok {
@@ -403,8 +403,8 @@ func (m *Meta) checkRanges(n *Node, path []string) error {
 		switch {
 		case !ok:
 			return metaErr(kp, "%s%v has more than 2^63 bytes", l.DType, l.Shape)
-		case l.Pad < 0 || l.Pad >= 8:
-			return metaErr(kp, "pad %d is not in [0, 8)", l.Pad)
+		case l.Pad < 0 || l.Pad >= 16:
+			return metaErr(kp, "pad %d is not in [0, 16)", l.Pad)
 		case l.Start < 0 || l.Stop < l.Start:
 			return metaErr(kp, "bad byte range [%d, %d)", l.Start, l.Stop)
 		case l.Stop-l.Start != nb+l.Pad:
