@@ -47,8 +47,10 @@ const optTorch optKind = 0x80
 // neither), a tensorclass keeps its Python name as its class name, and
 // WithMemmap is not supported.
 //
-// WithContext bounds each receive of a point-to-point transfer; a broadcast
-// checks it only before it starts (a blocking MPI_Bcast cannot be left).
+// WithContext bounds each receive of a point-to-point transfer; a send,
+// and a broadcast, check it only before they start (a blocking MPI_Bcast
+// cannot be left, and Python's receiver cannot be told that a send gave
+// up).
 // A receive that refuses what the peer sent returns an error and leaves
 // the rest of the transfer unreceived: Python's sender may then block, as
 // it would against a Python receiver that raised.
@@ -217,6 +219,9 @@ func fromRemoteInitTorch(src int, opts []RemoteOption) (*TensorDict, error) {
 
 // recvTorch receives the three messages and builds the TensorDict.
 func (l *torchLink) recvTorch() (*TensorDict, error) {
+	if err := l.o.ctx.Err(); err != nil {
+		return nil, l.errorf("%w", err) // a broadcast, once begun, must run to its end
+	}
 	var n [1]int64
 	if err := l.recv(n[:], "the pickle length"); err != nil {
 		return nil, err
@@ -265,9 +270,6 @@ func (l *torchLink) torchStorage(n int64) (*tensor.Storage, error) {
 // another size is received into scratch memory and refused.
 func (l *torchLink) recv(b any, what string) error {
 	if l.o.broadcast {
-		if err := l.o.ctx.Err(); err != nil {
-			return l.errorf("before %s: %w", what, err)
-		}
 		var err error
 		switch x := b.(type) {
 		case []int64:
