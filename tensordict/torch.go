@@ -111,6 +111,10 @@ func (td *TensorDict) initRemoteTorch(dst int, opts []RemoteOption) error {
 		return l.errorf("%w", err)
 	}
 	n := torchwire.LengthMessage(int64(len(pickle)))
+	mode := torchwire.P2P
+	if l.o.broadcast {
+		mode = torchwire.Broadcast
+	}
 	return l.g.Exclusive(func() error {
 		for i, m := range [...]func() error{
 			func() error { return l.send(n[:]) },
@@ -118,7 +122,7 @@ func (td *TensorDict) initRemoteTorch(dst int, opts []RemoteOption) error {
 			func() error { return l.send(storage) },
 		} {
 			if err := m(); err != nil {
-				return l.errorf("%s: %w", torchwire.Messages(int64(len(pickle)), int64(len(storage)))[i].What, err)
+				return l.errorf("%s: %w", torchwire.Messages(mode, int64(len(pickle)), int64(len(storage)))[i].What, err)
 			}
 		}
 		return nil

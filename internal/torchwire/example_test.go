@@ -20,8 +20,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	for _, msg := range torchwire.Messages(int64(len(p)), m.TotalBytes) {
-		fmt.Printf("message %d: %s x %d\n", msg.Index, msg.Datatype, msg.Count)
+	for _, msg := range torchwire.Messages(torchwire.P2P, int64(len(p)), m.TotalBytes) {
+		fmt.Printf("message %d: %s, %s x %d\n", msg.Index, msg.Send, msg.Datatype, msg.Count)
 	}
 	back, err := torchwire.ParseMeta(p, false, torchwire.Limits{})
 	if err != nil {
@@ -34,9 +34,9 @@ func Example() {
 	_, err = torchwire.Decode([]byte("\x80\x04cos\nsystem\n."), torchwire.Limits{})
 	fmt.Println(errors.Is(err, torchwire.ErrOpcode))
 	// Output:
-	// message 0: MPI_LONG x 1
-	// message 1: MPI_UNSIGNED_CHAR x 157
-	// message 2: MPI_UNSIGNED_CHAR x 8
+	// message 0: MPI_Isend, MPI_LONG x 1
+	// message 1: MPI_Isend, MPI_UNSIGNED_CHAR x 157
+	// message 2: MPI_Isend, MPI_UNSIGNED_CHAR x 8
 	// x float32 [2]
 	// true
 }

@@ -75,15 +75,23 @@ func TestFixturesDecode(t *testing.T) {
 			t.Run(c.Name+"/"+mode, func(t *testing.T) {
 				md := c.Modes[mode]
 				require.NotNil(t, md)
-				msgs := torchwire.Messages(int64(len(md.Payload[1])), int64(len(md.Payload[2])))
+				wm := torchwire.P2P
+				if mode == "bcast" {
+					wm = torchwire.Broadcast
+				}
+				msgs := torchwire.Messages(wm, int64(len(md.Payload[1])), int64(len(md.Payload[2])))
+				require.Len(t, md.Messages, 3)
 				for i, rec := range md.Messages {
 					assert.Equal(t, string(msgs[i].Datatype), rec.Datatype, "message %d datatype", i)
 					assert.Equal(t, msgs[i].Count, rec.Count, "message %d count", i)
-					assert.Equal(t, "MPI_COMM_WORLD", rec.Comm)
+					assert.Equal(t, msgs[i].Send, rec.Call, "message %d call", i)
+					assert.Equal(t, torchwire.Comm, rec.Comm)
 					if rec.Tag != nil {
 						assert.Equal(t, torchwire.Tag, *rec.Tag)
 					}
 				}
+				checkCalls(t, md.SenderCalls, msgs, true)
+				checkCalls(t, md.ReceiverCalls, msgs, false)
 				n, err := torchwire.ParseLength(md.Payload[0], 1<<30)
 				require.NoError(t, err)
 				require.EqualValues(t, len(md.Payload[1]), n)
@@ -108,6 +116,47 @@ func TestFixturesDecode(t *testing.T) {
 				}
 				checkTD(t, &c.TD, m, md.Payload[2])
 			})
+		}
+	}
+}
+
+// checkCalls checks a rank's recorded MPI calls against the protocol:
+// MPI_Init_thread, torch 1.13's init barrier, then per message the send
+// (or receive) and its MPI_Wait, or one MPI_Bcast, and MPI_Finalize.
+func checkCalls(t *testing.T, calls []wirefixture.Call, msgs [3]torchwire.Message, sender bool) {
+	t.Helper()
+	var fns []string
+	for _, c := range calls {
+		fns = append(fns, c.Fn)
+	}
+	want := []string{"MPI_Init_thread", "MPI_Barrier"}
+	var data []wirefixture.Call
+	for _, m := range msgs {
+		call := m.Recv
+		if sender {
+			call = m.Send
+		}
+		want = append(want, call)
+		if call != "MPI_Bcast" {
+			want = append(want, "MPI_Wait")
+		}
+	}
+	want = append(want, "MPI_Finalize")
+	require.Equal(t, want, fns)
+	for _, c := range calls {
+		if c.Fn != "MPI_Wait" && c.Fn != "MPI_Init_thread" && c.Fn != "MPI_Finalize" {
+			assert.Equal(t, torchwire.Comm, c.Comm, "%s", c.Fn)
+		}
+		if c.Datatype != "" {
+			data = append(data, c)
+		}
+	}
+	require.Len(t, data, 3)
+	for i, c := range data {
+		assert.Equal(t, string(msgs[i].Datatype), c.Datatype, "call %s", c.Fn)
+		assert.Equal(t, msgs[i].Count, c.Count, "call %s", c.Fn)
+		if c.Tag != nil {
+			assert.Equal(t, torchwire.Tag, *c.Tag)
 		}
 	}
 }

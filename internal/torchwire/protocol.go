@@ -11,8 +11,12 @@ import (
 
 // Tag is the MPI tag of every point-to-point message of init_remote over
 // torch.distributed's "mpi" backend. Broadcasts have no tag. Both travel
-// on MPI_COMM_WORLD, with world ranks.
+// on Comm, with world ranks.
 const Tag = 0
+
+// Comm is the communicator of every message: torch's default process
+// group on the "mpi" backend is the world itself.
+const Comm = "MPI_COMM_WORLD"
 
 // MaxCount is the largest message torch's MPI backend can send: it passes
 // the element count as a C int, so a pickle or storage of 2^31 bytes or
@@ -53,22 +57,30 @@ const (
 
 // Message is one of the three messages of a transfer.
 type Message struct {
-	Index    int
-	What     string
-	Datatype Datatype
-	Count    int64 // elements
-	Bytes    int64
+	Index int
+	What  string
+	// Send and Recv are torch's calls on each side: MPI_Isend and
+	// MPI_Irecv, each completed by MPI_Wait before the next message, on
+	// Tag of Comm; or MPI_Bcast on both sides, on Comm.
+	Send, Recv string
+	Datatype   Datatype
+	Count      int64 // elements
+	Bytes      int64
 }
 
-// Messages returns the three messages of a transfer whose metadata pickle
-// has pickleLen bytes and whose storage has total bytes, in the order they
-// travel: torch's object-size tensor (one int64: pickleLen), the pickle,
-// the storage. The same in both modes.
-func Messages(pickleLen, total int64) [3]Message {
+// Messages returns the three messages of a transfer in mode whose metadata
+// pickle has pickleLen bytes and whose storage has total bytes, in the
+// order they travel: torch's object-size tensor (one int64: pickleLen), the
+// pickle, the storage.
+func Messages(mode Mode, pickleLen, total int64) [3]Message {
+	send, recv := "MPI_Isend", "MPI_Irecv"
+	if mode == Broadcast {
+		send, recv = "MPI_Bcast", "MPI_Bcast"
+	}
 	return [3]Message{
-		{0, "length of the pickled metadata (int64[1])", Long, 1, 8},
-		{1, "pickled metadata dict", UnsignedChar, pickleLen, pickleLen},
-		{2, "consolidated storage", UnsignedChar, total, total},
+		{0, "length of the pickled metadata (int64[1])", send, recv, Long, 1, 8},
+		{1, "pickled metadata dict", send, recv, UnsignedChar, pickleLen, pickleLen},
+		{2, "consolidated storage", send, recv, UnsignedChar, total, total},
 	}
 }
 
