@@ -57,7 +57,7 @@ func plainOgorek(t *testing.T, v any) any {
 	return v
 }
 
-func loadCases(t *testing.T) []*wirefixture.Case {
+func loadCases(t testing.TB) []*wirefixture.Case {
 	t.Helper()
 	cases, err := wirefixture.Load()
 	require.NoError(t, err)
