@@ -51,9 +51,10 @@ const optTorch optKind = 0x80
 // and a broadcast, check it only before they start (a blocking MPI_Bcast
 // cannot be left, and Python's receiver cannot be told that a send gave
 // up).
-// A receive that refuses what the peer sent returns an error and leaves
-// the rest of the transfer unreceived: Python's sender may then block, as
-// it would against a Python receiver that raised.
+// A point-to-point receive that refuses what the peer sent drains the rest
+// of the transfer (each message awaited at most 2 s) and returns an error;
+// a broadcast receiver that refuses cannot, and leaves the root's later
+// broadcasts unmatched.
 func WithTorch() RemoteOption { return RemoteOption{kind: optTorch} }
 
 // torchOn reports whether opts hold WithTorch.
@@ -221,7 +222,12 @@ func fromRemoteInitTorch(src int, opts []RemoteOption) (*TensorDict, error) {
 	return td, err
 }
 
-// recvTorch receives the three messages and builds the TensorDict.
+// recvTorch receives the three messages and builds the TensorDict. A
+// point-to-point transfer it refuses after a well-formed length message is
+// drained: the messages Python's sender still owes (it sends all three
+// whatever the receiver thinks) are received and dropped, each awaited at
+// most 2 s, so that the sender is not left blocked and nothing of the
+// transfer stays queued on tag 0 for a later receive.
 func (l *torchLink) recvTorch() (*TensorDict, error) {
 	if err := l.o.ctx.Err(); err != nil {
 		return nil, l.errorf("%w", err) // a broadcast, once begun, must run to its end
@@ -232,22 +238,22 @@ func (l *torchLink) recvTorch() (*TensorDict, error) {
 	}
 	size, err := torchwire.CheckLength(n[0], defaultTorchMaxPickle)
 	if err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.refuse(l.errorf("%w", err), 2)
 	}
 	pickle := make([]byte, size)
 	if err := l.recv(pickle, "the metadata pickle"); err != nil {
-		return nil, err
+		return nil, l.refuse(err, 1)
 	}
 	m, err := torchwire.ParseMeta(pickle, l.o.broadcast, torchwire.Limits{MaxPickle: defaultTorchMaxPickle})
 	if err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.refuse(l.errorf("%w", err), 1)
 	}
 	if lim := l.o.limits().Resolve().MaxTotal; m.TotalBytes > lim {
-		return nil, l.errorf("the peer announces a storage of %d bytes, over the limit of %d (WithMaxBytes)", m.TotalBytes, lim)
+		return nil, l.refuse(l.errorf("the peer announces a storage of %d bytes, over the limit of %d (WithMaxBytes)", m.TotalBytes, lim), 1)
 	}
 	st, err := l.torchStorage(m.TotalBytes)
 	if err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.refuse(l.errorf("%w", err), 1)
 	}
 	if err := l.recv(st.Bytes(), "the storage"); err != nil {
 		return nil, err
@@ -257,6 +263,17 @@ func (l *torchLink) recvTorch() (*TensorDict, error) {
 		return nil, l.errorf("%w", err)
 	}
 	return td, nil
+}
+
+// refuse returns err, the error of a refused transfer, after draining the
+// rest messages the sender still owes when it is point to point (see
+// recvTorch). A broadcast cannot be drained: the root's later broadcasts
+// stay unmatched.
+func (l *torchLink) refuse(err error, rest int64) error {
+	if l.o.broadcast {
+		return err
+	}
+	return errors.Join(err, drainMessages(l.c, l.peer, rest, func(int64) int { return torchwire.Tag }))
 }
 
 // torchStorage returns the storage of n bytes the TensorDict is built in:

@@ -143,29 +143,50 @@ func TestTorchRefuses(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Less(t, time.Since(start), 20*time.Second)
 	})
-	mpitest.Run(t, "wrong length", func(t *testing.T) {
-		switch g.Rank() {
-		case 0:
-			require.NoError(t, mpi.Send(w, []int64{10}, 1, 0))
-			require.NoError(t, mpi.Send(w, make([]byte, 12), 1, 0))
-		case 1:
-			_, err := FromRemoteInit(0, WithTorch(), testCtx(t))
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "the metadata pickle is a message of 12 bytes, want 10")
+	// Each refused transfer is followed by a good one, which arrives
+	// intact: the refused one was drained, to its last message.
+	var seed *wirefixture.Case
+	for _, c := range torchCases(t) {
+		if c.Name == "seed" {
+			seed = c
 		}
+	}
+	require.NotNil(t, seed)
+	refused := func(name string, msgs [3][]byte, check func(t *testing.T, err error)) {
+		mpitest.Run(t, name, func(t *testing.T) {
+			switch g.Rank() {
+			case 0:
+				n := []int64{int64(binary.LittleEndian.Uint64(msgs[0]))}
+				require.NoError(t, mpi.Send(w, n, 1, 0))
+				require.NoError(t, mpi.Send(w, msgs[1], 1, 0))
+				require.NoError(t, mpi.Send(w, msgs[2], 1, 0))
+				require.NoError(t, wirefixture.SendAsTorch(seed.Modes["p2p"], false, 1))
+			case 1:
+				_, err := FromRemoteInit(0, WithTorch(), testCtx(t))
+				require.Error(t, err)
+				check(t, err)
+				got, err := FromRemoteInit(0, WithTorch(), testCtx(t))
+				require.NoError(t, err)
+				checkAgainst(t, &seed.TD, got)
+			}
+		})
+	}
+	le := func(n int) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(n)) }
+	refused("wrong length", [3][]byte{le(10), make([]byte, 12), make([]byte, 32)}, func(t *testing.T, err error) {
+		assert.Contains(t, err.Error(), "the metadata pickle is a message of 12 bytes, want 10")
 	})
-	mpitest.Run(t, "global", func(t *testing.T) {
-		p := []byte("\x80\x04cos\nsystem\n.")
-		switch g.Rank() {
-		case 0:
-			require.NoError(t, mpi.Send(w, []int64{int64(len(p))}, 1, 0))
-			require.NoError(t, mpi.Send(w, p, 1, 0))
-		case 1:
-			_, err := FromRemoteInit(0, WithTorch(), testCtx(t))
-			require.Error(t, err)
-			assert.ErrorIs(t, err, torchwire.ErrOpcode)
-			assert.Contains(t, err.Error(), "GLOBAL")
-		}
+	global := []byte("\x80\x04cos\nsystem\n.")
+	refused("global", [3][]byte{le(len(global)), global, make([]byte, 8)}, func(t *testing.T, err error) {
+		assert.ErrorIs(t, err, torchwire.ErrOpcode)
+		assert.Contains(t, err.Error(), "GLOBAL")
+	})
+	refused("huge pickle", [3][]byte{le(1 << 40), {1}, {2}}, func(t *testing.T, err error) {
+		assert.ErrorIs(t, err, torchwire.ErrLimit)
+	})
+	short := seed.Modes["p2p"].Payload // an array: a copy
+	short[2] = short[2][:24]
+	refused("short storage", short, func(t *testing.T, err error) {
+		assert.Contains(t, err.Error(), "the storage is a message of 24 bytes, want 32")
 	})
 	mpitest.Run(t, "subgroup", func(t *testing.T) {
 		if g.Rank() > 1 {
