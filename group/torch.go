@@ -45,8 +45,11 @@ type torchConfig struct {
 //     (Open MPI's OMPI_MCA_orte_app_num and OMPI_APP_CTX_NUM_PROCS), or
 //     the ones TorchGoRanks lists.
 //
-// Subgroups of the world that torch's ranks must take part in
-// (torch.distributed.new_group) are not supported.
+// Collectives on the world group are collectives of the whole job:
+// Barrier matches Python's torch.distributed.barrier(), and Split would
+// need torch's ranks to make an MPI_Comm_split they never make. New over
+// Go ranks only is fine (MPI_Comm_create_group). Subgroups that torch's
+// ranks must take part in (torch.distributed.new_group) are not supported.
 func WithTorchPeers(opts ...TorchOption) Option {
 	return func(c *config) {
 		t := &torchConfig{}
