@@ -70,7 +70,7 @@ func torchOn(opts []RemoteOption) bool {
 // torchLink is a torch-wire transfer in progress.
 type torchLink struct {
 	link
-	c *mpi.Comm // MPI_COMM_WORLD
+	world *mpi.Comm // MPI_COMM_WORLD, where torch talks (not link.c, the library's)
 }
 
 // newTorchLink resolves opts for op with peer, a world rank (the root in
@@ -96,7 +96,7 @@ func newTorchLink(op string, peer int, dir string, opts []RemoteOption) (*torchL
 	if l.o.memmap != "" {
 		return nil, l.errorf("WithTorch: WithMemmap is not supported")
 	}
-	return &torchLink{link: l, c: l.g.Comm()}, nil
+	return &torchLink{link: l, world: l.g.Comm()}, nil
 }
 
 func (td *TensorDict) initRemoteTorch(dst int, opts []RemoteOption) error {
@@ -135,14 +135,14 @@ func (l *torchLink) send(b any) error {
 	switch x := b.(type) {
 	case []int64:
 		if l.o.broadcast {
-			return mpi.Bcast(l.c, x, l.peer)
+			return mpi.Bcast(l.world, x, l.peer)
 		}
-		return mpi.Send(l.c, x, l.peer, torchwire.Tag)
+		return mpi.Send(l.world, x, l.peer, torchwire.Tag)
 	case []byte:
 		if l.o.broadcast {
-			return mpi.Bcast(l.c, x, l.peer)
+			return mpi.Bcast(l.world, x, l.peer)
 		}
-		return mpi.Send(l.c, x, l.peer, torchwire.Tag)
+		return mpi.Send(l.world, x, l.peer, torchwire.Tag)
 	}
 	panic("tensordict: torchLink.send: unexpected buffer type")
 }
@@ -273,7 +273,7 @@ func (l *torchLink) refuse(err error, rest int64) error {
 	if l.o.broadcast {
 		return err
 	}
-	return errors.Join(err, drainMessages(l.c, l.peer, rest, func(int64) int { return torchwire.Tag }))
+	return errors.Join(err, drainMessages(l.world, l.peer, rest, func(int64) int { return torchwire.Tag }))
 }
 
 // torchStorage returns the storage of n bytes the TensorDict is built in:
@@ -294,16 +294,16 @@ func (l *torchLink) recv(b any, what string) error {
 		var err error
 		switch x := b.(type) {
 		case []int64:
-			err = mpi.Bcast(l.c, x, l.peer)
+			err = mpi.Bcast(l.world, x, l.peer)
 		case []byte:
-			err = mpi.Bcast(l.c, x, l.peer)
+			err = mpi.Bcast(l.world, x, l.peer)
 		}
 		if err != nil {
 			return l.errorf("receiving %s: %w", what, err)
 		}
 		return nil
 	}
-	msg, st, err := probe(l.o.ctx, l.c, l.peer, torchwire.Tag)
+	msg, st, err := probe(l.o.ctx, l.world, l.peer, torchwire.Tag)
 	if err != nil {
 		return l.errorf("waiting for %s: %w", what, err)
 	}
