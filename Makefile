@@ -86,7 +86,7 @@ RACE_PKGS ?= ./...
 RACE_RUN ?= .
 
 # The steps of `make test`, in order. All run; the summary names the failures.
-TEST_STEPS ?= test-unit test-mpi test-tcp test-race test-big examples slurm-test cluster-test fuzz lint
+TEST_STEPS ?= test-unit test-mpi test-tcp test-race test-big examples torchpeer slurm-test cluster-test fuzz lint
 
 # Debian packages: for building and running MPI programs, and for the local Slurm.
 DEPS_MPI := openmpi-bin libopenmpi-dev pkg-config
@@ -179,6 +179,10 @@ examples-build: deps ## build every examples/*/ program into BIN/examples/
 examples: deps ## run every example with its declared np (// np: N), shared memory and TCP
 	TDMPI_MPI_TIMEOUT=$(EXAMPLE_TIMEOUT) hpc/scripts/examples.sh run
 
+.PHONY: torchpeer
+torchpeer: deps ## run examples/torchpeer with a PyTorch rank (both modes) where one exists, else say why not
+	TDMPI_MPI_TIMEOUT=$(EXAMPLE_TIMEOUT) examples/torchpeer/run.sh
+
 .PHONY: fuzz
 fuzz: ## fuzz every Fuzz target of the module for FUZZTIME each (found automatically)
 	hpc/scripts/fuzz.sh $(FUZZTIME)
@@ -190,7 +194,7 @@ lint: ## gofmt -l must print nothing; go mod tidy -diff; go vet; staticcheck; ba
 	@$(GO) mod tidy -diff || { echo "lint: go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch .ci/run; do bash -n "$$f"; done
+	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch examples/*/*.sh .ci/run; do bash -n "$$f"; done
 
 .PHONY: race
 .PHONY: test-race

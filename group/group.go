@@ -25,6 +25,9 @@ type Group struct {
 	world bool
 	seq   uint64 // creation order, for Finalize
 
+	torch   bool   // world group with torch peers: lib is comm (see torch.go)
+	goGroup *Group // the Go ranks' group when torch is set
+
 	proto sync.Mutex // held by Exclusive and Lock
 
 	// colls counts this process's collectives on g that are running or
@@ -220,8 +223,10 @@ func (g *Group) free() error {
 	g.freed = true
 	unregister(g)
 	var errs []error
-	if err := g.lib.Free(); err != nil {
-		errs = append(errs, err)
+	if g.lib != g.comm {
+		if err := g.lib.Free(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !g.world {
 		if err := g.comm.Free(); err != nil {

@@ -40,6 +40,9 @@ func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
 }
 
 func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
+	if torchOn(opts) {
+		return td.initRemoteTorch(dst, opts)
+	}
 	o := resolve(opts, usesInitSend)
 	if o.broadcast && o.group != nil {
 		dst = o.group.Rank()
@@ -164,6 +167,9 @@ func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
 }
 
 func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
+	if torchOn(opts) {
+		return fromRemoteInitTorch(src, opts)
+	}
 	lv, err := newLink("FromRemoteInit", src, "from", resolve(opts, usesInitRecv))
 	l := &lv
 	if err != nil {
