@@ -360,9 +360,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			if me == 0 {
 				tc.root(t)
-				// Every collective ends with the ranks comparing whether
-				// concurrent calls were seen (tensordict's closeCollective).
-				require.NoError(t, mpi.Allreduce(c, nil, []uint8{0}, mpi.OpMax))
+				endCollective(t, c)
 			} else {
 				ctx := mpitest.Ctx(t, hangLimit)
 				start := time.Now()
@@ -399,6 +397,14 @@ func TestHostileBroadcastRoot(t *testing.T) {
 			assert.True(t, got.EqScalar(7).All())
 		})
 	}
+}
+
+// endCollective takes part, as a crafted root, in the step that ends
+// every tdmpi collective: the ranks compare whether a rank saw concurrent
+// collectives on the group (tensordict's closeCollective).
+func endCollective(t *testing.T, c *mpi.Comm) {
+	t.Helper()
+	require.NoError(t, mpi.Allreduce(c, nil, []uint8{0}, mpi.OpMax))
 }
 
 // maxErrorText bounds the error text a hostile message may cause: an

@@ -110,6 +110,7 @@ func TestHostileBroadcastBeyondMemory(t *testing.T) {
 			require.NoError(t, mpi.Allreduce(c, nil, worst, mpi.OpMin))
 			require.Less(t, int(worst[0]), size, "a receiver refused")
 			require.NoError(t, mpi.Bcast(c, make([]byte, maxReportedError), int(worst[0])))
+			endCollective(t, c)
 		} else {
 			ctx := mpitest.Ctx(t, hangLimit)
 			start := time.Now()
