@@ -227,26 +227,17 @@ func (t *Tensor) Clone() *Tensor {
 	return out
 }
 
-// CopyFrom copies the elements of src into t, in place. Both must have the
-// same dtype and shape; src may be any view (even of t's own storage), t must
-// not repeat elements (no expanded dimensions).
+// CopyFrom copies the elements of src into t, in place, like torch's
+// copy_: src broadcasts to t's shape and is converted to t's dtype (as To
+// converts). src may be any view (even of t's own storage); t must not
+// repeat elements (no expanded dimensions). It returns an error if src does
+// not broadcast to t's shape, t repeats elements or a storage was released.
 func (t *Tensor) CopyFrom(src *Tensor) error {
-	if t.dtype != src.dtype || !equalInts(t.shape, src.shape) {
-		return fmt.Errorf("tensor: CopyFrom: destination %v%v, source %v%v", t.dtype, t.shape, src.dtype, src.shape)
-	}
-	if err := t.st.checkLive("CopyFrom"); err != nil {
+	s, err := prepareSource("CopyFrom", t, src, t.shape)
+	if err != nil {
 		return err
 	}
-	if err := src.st.checkLive("CopyFrom"); err != nil {
-		return err
-	}
-	if t.repeats() {
-		return fmt.Errorf("tensor: CopyFrom: destination of shape %v has strides %v that repeat elements", t.shape, t.strides)
-	}
-	if src.st == t.st {
-		src = src.Clone()
-	}
-	rawCopy(t, src)
+	rawCopy(t, s)
 	return nil
 }
 
