@@ -19,8 +19,41 @@
 //	td.Keys() // a, c
 //
 // Operations that transform a whole TensorDict (Expand, Contiguous, Clone,
-// To, Apply, Index, Slice, Mask, IndexSelect, Stack, Unbind, Eq, EqScalar)
-// return a new TensorDict; leaves are views where torch makes views.
+// To, Apply, Index, Slice, Mask, IndexSelect, Stack, Unbind, Eq, EqScalar,
+// and the algebra below) return a new TensorDict; leaves are views where
+// torch makes views.
+//
+// # Algebra
+//
+// Joining and splitting: Cat, Stack, Split, SplitSizes, Chunk, Unbind, Pad
+// and PadSequence. Shape of the batch: Reshape, View, Flatten, Unflatten,
+// Squeeze, Unsqueeze, Permute, Transpose, Expand and ExpandAs; these act
+// on every leaf's leading (batch) dimensions and return views wherever
+// torch does, so a write through the result reaches the original and the
+// cost is O(leaves), not O(bytes).
+//
+// Arithmetic pairs the leaves of two TensorDicts of the same structure key
+// by key (an error names the first key that differs), or applies a scalar
+// to every leaf: Add, Sub, Mul, Div, Pow and their InPlace and Scalar
+// forms; Neg, Abs, Clamp, Lerp; Zero, Fill and CopyFrom; comparisons Lt,
+// Le, Gt, Ge beside Eq and Ne; Where and MaskedFill with a batch-shaped
+// mask; IsClose and AllClose. In-place forms write into the existing
+// leaves, so a consolidated receive buffer or a memory-mapped TensorDict
+// keeps its storage: after AllReduce, grads.DivScalarInPlace(n) averages
+// without allocating.
+//
+// Reductions Sum, Mean, Prod, Max, Min, Std and Var reduce batch
+// dimensions (with none: every element of every leaf, and an empty batch
+// size, as Python does); AllDim and AnyDim reduce one.
+//
+// Indexed writes: SetAt(ix, src) is Python's td[ix] = src for an Index
+// made by IndexAt, IndexRange, IndexList or IndexMask, and SetAtKey is
+// set_at_; Update takes WriteInPlace, UpdateKeys and UpdateClone, and
+// UpdateInPlace is update_. These write through views into the leaves'
+// storage, so they reach the files of a TensorDict from LoadMemmap.
+// ApplyWith maps several TensorDicts at once (in place with ApplyInto, to
+// a new batch size with ApplyBatchSize), ApplyInPlace is apply_, and
+// FromMap and ToMap convert from and to nested maps.
 //
 // # Locking
 //
