@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"unsafe"
+
+	"github.com/tdmpi/tdmpi/internal/mem"
 )
 
 // Tensor is a dense N-dimensional array of one DType. Its elements live in a
@@ -35,6 +37,16 @@ func Empty(dt DType, shape ...int) *Tensor {
 		panic(err.Error())
 	}
 	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: NewStorage(nb)}
+}
+
+// emptyUninit is Empty without the zeroing: the caller writes every
+// element before anything reads them (Cat, Stack, Clone).
+func emptyUninit(dt DType, shape []int) *Tensor {
+	nb, err := NBytesOf(dt, shape)
+	if err != nil {
+		panic(err.Error())
+	}
+	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: StorageOf(mem.AllocUninit(nb))}
 }
 
 // Zeros returns a contiguous tensor of zeros. It panics like Empty.
@@ -222,7 +234,7 @@ func (t *Tensor) Contiguous() *Tensor {
 // Clone returns a contiguous copy of t in new heap storage. It panics if t's
 // storage was released.
 func (t *Tensor) Clone() *Tensor {
-	out := Empty(t.dtype, t.shape...)
+	out := emptyUninit(t.dtype, t.shape)
 	rawCopy(out, t)
 	return out
 }
