@@ -152,6 +152,10 @@ func TestUpdateOptions(t *testing.T) {
 	require.NoError(t, td.Update(extra, WriteInPlace()), "in place adds missing keys")
 	require.ErrorContains(t, td.UpdateInPlace(func() *TensorDict { o := New(2); _ = o.Set(K("zz"), tensor.Ones(tensor.Int8, 2)); return o }()), "UpdateInPlace: tensordict: Get: key zz: key not found")
 	require.ErrorContains(t, td.UpdateInPlace(nil), "nil tensordict")
+	deep := New(2)
+	require.NoError(t, deep.Set(K("m", "x"), tensor.Ones(tensor.Int8, 2)))
+	require.ErrorContains(t, td.UpdateInPlace(deep), "UpdateInPlace: tensordict: GetTD: key m: key not found")
+	assert.False(t, td.Has(K("m")), "nothing created for a missing nested tensordict")
 	require.ErrorContains(t, td.Update(rowTD(t, 3, 0), WriteInPlace()), "key a")
 }
 

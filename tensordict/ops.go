@@ -176,6 +176,9 @@ func (td *TensorDict) update(prefix Key, o *TensorDict, c *updateConfig) error {
 			err = td.SetNonTensor(k, e.v)
 		case kindTD:
 			if _, err = td.GetTD(k); err != nil {
+				if c.strict {
+					return fmt.Errorf("tensordict: UpdateInPlace: %w", err)
+				}
 				if err = td.SetTD(k, newTD(e.td.batch)); err != nil {
 					return fmt.Errorf("tensordict: Update: %w", err)
 				}
