@@ -41,8 +41,9 @@
 // MaxDims, MinDims, StdDims, VarDims, AllDims, AnyDims) return tensors with
 // torch's dtypes: sum and prod of bool and integers give int64, mean, std
 // and var need floating or complex input (std and var are real), max and
-// min keep the dtype. They accumulate floating values in float64 and round
-// once. Contiguous float64 data goes through gonum's floats package,
+// min keep the dtype; MaxDim and MinDim also return the positions (int64),
+// like torch.max(t, dim). They accumulate floating values in float64 and
+// round once. Contiguous float64 data goes through gonum's floats package,
 // contiguous float32 in-place Add, Sub and MulScalar through blas32.
 //
 // # Writes

@@ -140,3 +140,55 @@ func TestReduceDimsEdges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []float64{3, 12}, values(t, r))
 }
+
+func TestMaxMinDim(t *testing.T) {
+	for _, dt := range DTypes()[:10] {
+		t.Run(dt.String(), func(t *testing.T) {
+			vals := []float64{3, 1, 3, 0, 5, 2}
+			if dt == Bool {
+				vals = []float64{0, 1, 1, 0, 0, 0}
+			}
+			x := of(t, dt, vals, 2, 3)
+			v, i, err := x.MaxDim(1, false)
+			require.NoError(t, err)
+			assert.Equal(t, dt, v.DType())
+			assert.Equal(t, Int64, i.DType())
+			if dt == Bool {
+				assert.Equal(t, []float64{1, 0}, values(t, v))
+				assert.Equal(t, []float64{1, 0}, values(t, i), "first on ties")
+			} else {
+				assert.Equal(t, []float64{3, 5}, values(t, v))
+				assert.Equal(t, []float64{0, 1}, values(t, i), "first on ties")
+			}
+			v, i, err = x.MinDim(0, true)
+			require.NoError(t, err)
+			assert.Equal(t, []int{1, 3}, v.Shape())
+			if dt != Bool {
+				assert.Equal(t, []float64{0, 1, 2}, values(t, v))
+				assert.Equal(t, []float64{1, 0, 1}, values(t, i))
+			}
+		})
+	}
+	big, err := FromSlice([]int64{1<<60 + 1, 1 << 60, 1<<60 + 2})
+	require.NoError(t, err)
+	_, i, err := big.MinDim(0, false)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, i.At(), "int64 compared exactly")
+	_, i, err = big.MaxDim(0, false)
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, i.At())
+	_, i, err = f64s(t, []float64{1, math.NaN(), 5}, 3).MaxDim(0, false)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, i.At(), "NaN wins")
+	_, _, err = Zeros(Float32, 2, 0).MaxDim(1, false)
+	require.ErrorContains(t, err, "is empty")
+	_, _, err = Zeros(Float32, 0, 3).MaxDim(0, false)
+	require.ErrorContains(t, err, "is empty")
+	v, _, err := Zeros(Float32, 2, 0).MaxDim(0, false)
+	require.NoError(t, err, "no rows: nothing to pick")
+	assert.Equal(t, []int{0}, v.Shape())
+	_, _, err = Ones(Complex64, 2).MaxDim(0, false)
+	require.ErrorContains(t, err, "not supported")
+	_, _, err = Ones(Float32, 2).MinDim(1, false)
+	require.ErrorContains(t, err, "out of range")
+}

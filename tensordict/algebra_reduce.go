@@ -107,3 +107,41 @@ func (td *TensorDict) AllDim(dim int) (*TensorDict, error) {
 func (td *TensorDict) AnyDim(dim int) (*TensorDict, error) {
 	return td.reduceBatch("AnyDim", []int{dim}, func(t *tensor.Tensor, d []int) (*tensor.Tensor, error) { return t.AnyDims(d, false) })
 }
+
+// MaxDim returns the largest element of every leaf along batch dimension
+// dim and its position there, as two TensorDicts of the same structure,
+// like Python's max(dim) (whose return_indices defaults to true): values
+// keep each leaf's dtype, indices are int64. Both have dim removed from
+// their batch size.
+func (td *TensorDict) MaxDim(dim int) (values, indices *TensorDict, err error) {
+	return td.extremeDim("MaxDim", dim, (*tensor.Tensor).MaxDim)
+}
+
+// MinDim returns the smallest element of every leaf along batch dimension
+// dim and its position, like MaxDim.
+func (td *TensorDict) MinDim(dim int) (values, indices *TensorDict, err error) {
+	return td.extremeDim("MinDim", dim, (*tensor.Tensor).MinDim)
+}
+
+func (td *TensorDict) extremeDim(op string, dim int, pick func(t *tensor.Tensor, dim int, keep bool) (*tensor.Tensor, *tensor.Tensor, error)) (*TensorDict, *TensorDict, error) {
+	// Both results walk td's leaves in the same order: the second takes
+	// the indices the first computed, one by one.
+	var idx []*tensor.Tensor
+	values, err := td.reduceBatch(op, []int{dim}, func(t *tensor.Tensor, d []int) (*tensor.Tensor, error) {
+		v, i, err := pick(t, d[0], false)
+		idx = append(idx, i)
+		return v, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	indices, err := td.reduceBatch(op, []int{dim}, func(*tensor.Tensor, []int) (*tensor.Tensor, error) {
+		i := idx[0]
+		idx = idx[1:]
+		return i, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return values, indices, nil
+}

@@ -461,3 +461,21 @@ func TestReductions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "x", nv)
 }
+
+func TestMaxMinDim(t *testing.T) {
+	td := algTD(t)
+	v, i, err := td.MaxDim(1)
+	require.NoError(t, err)
+	assert.Equal(t, []int{4}, v.BatchSize())
+	assert.Equal(t, []int{4, 5}, batchOf(t, i, "n"))
+	assert.Equal(t, 6.0*3+2*2+1, leaf(t, v, "a").At(3, 1))
+	assert.Equal(t, 2.0, leaf(t, i, "a").At(3, 1))
+	assert.Equal(t, tensor.Int64, leaf(t, i, "n", "b").DType())
+	v, i, err = td.MinDim(-2)
+	require.NoError(t, err)
+	assert.Equal(t, []int{3}, v.BatchSize())
+	assert.Equal(t, 24.0, leaf(t, v, "n", "b").At(2, 4)) // b[i,j,l] = 100i+10j+l is least at i = 0
+	assert.Equal(t, 0.0, leaf(t, i, "n", "b").At(2, 4))
+	_, _, err = td.MaxDim(2)
+	require.ErrorContains(t, err, "dimension 2 out of range")
+}

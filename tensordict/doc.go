@@ -44,7 +44,8 @@
 //
 // Reductions Sum, Mean, Prod, Max, Min, Std and Var reduce batch
 // dimensions (with none: every element of every leaf, and an empty batch
-// size, as Python does); AllDim and AnyDim reduce one.
+// size, as Python does); MaxDim and MinDim also return the positions, as
+// Python's max(dim) does; AllDim and AnyDim reduce one.
 //
 // Indexed writes: SetAt(ix, src) is Python's td[ix] = src for an Index
 // made by IndexAt, IndexRange, IndexList or IndexMask, and SetAtKey is
