@@ -1,9 +1,10 @@
-# Makefile for tdmpi: install, build, run, test and benchmark, on one machine with mpirun
-# and inside a private single-node Slurm. `make help` lists the targets.
+# Makefile for tdmpi: install, build, run, test and benchmark, on one machine with mpirun,
+# inside a private single-node Slurm, and across the nodes of a local multi-node cluster
+# (network namespaces). `make help` lists the targets.
 #
 # On a fresh Debian 12 machine, as root, with Go and gcc:
 #   make run    installs Open MPI if missing, runs examples/$(MAIN_EXAMPLE) on 2 ranks
-#   make test   installs Open MPI, Slurm and munge if missing, runs the whole test suite
+#   make test   installs Open MPI, Slurm, munge and iproute2 if missing, runs the whole test suite
 #
 # Every variable below can be set on the command line: make test FUZZTIME=10s.
 
@@ -45,6 +46,14 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 SLURM_TEST_PKGS ?= ./mpi/... ./group/... ./tensordict/...
 SLURM_TEST_LAUNCH ?= srun
 
+# Packages the test-suite jobs of cluster-test run across 2 nodes (srun on 2 ranks, then
+# mpirun on 4), with which go test flags, and the node count of cluster-up. (./test/...
+# is not among them: its tests start MPI jobs of their own; its TestCluster* run from
+# the host instead.)
+CLUSTER_TEST_PKGS ?= ./mpi/... ./group/... ./internal/mpitest/... ./tensordict/...
+CLUSTER_TEST_GOFLAGS ?= -short
+CLUSTER_NODES ?= 2
+
 # Rank counts for the MPI test runs (4 is oversubscribed on two cores).
 TEST_NPS ?= 2 4
 MPIRUN ?= mpirun
@@ -77,11 +86,13 @@ RACE_PKGS ?= ./...
 RACE_RUN ?= .
 
 # The steps of `make test`, in order. All run; the summary names the failures.
-TEST_STEPS ?= test-unit test-mpi test-tcp test-race test-big examples slurm-test fuzz lint
+TEST_STEPS ?= test-unit test-mpi test-tcp test-race test-big examples torchpeer slurm-test cluster-test fuzz lint
 
 # Debian packages: for building and running MPI programs, and for the local Slurm.
 DEPS_MPI := openmpi-bin libopenmpi-dev pkg-config
 DEPS_SLURM := slurm-wlm munge
+# For the local multi-node cluster (network namespaces, nsenter) and the tests (pgrep).
+DEPS_CLUSTER := iproute2 util-linux procps
 
 # pkgs_of turns package patterns into the import paths that exist now.
 pkgs_of = $(filter-out ./% .,$(shell $(GO) list -e $(1) 2>/dev/null))
@@ -105,9 +116,9 @@ deps: ## install Open MPI and pkg-config with apt-get, if missing
 	@hpc/scripts/deps.sh $(DEPS_MPI)
 
 .PHONY: deps-all
-deps-all: ## install Open MPI, pkg-config, Slurm and munge with apt-get, if missing
+deps-all: ## install Open MPI, pkg-config, Slurm, munge, iproute2 and procps with apt-get, if missing
 	@command -v $(GO) >/dev/null || { echo "make: $(GO) not found; install Go 1.26 first" >&2; exit 1; }
-	@hpc/scripts/deps.sh $(DEPS_MPI) $(DEPS_SLURM)
+	@hpc/scripts/deps.sh $(DEPS_MPI) $(DEPS_SLURM) $(DEPS_CLUSTER)
 
 .PHONY: build
 build: deps ## go build and go vet every package
@@ -168,17 +179,22 @@ examples-build: deps ## build every examples/*/ program into BIN/examples/
 examples: deps ## run every example with its declared np (// np: N), shared memory and TCP
 	TDMPI_MPI_TIMEOUT=$(EXAMPLE_TIMEOUT) hpc/scripts/examples.sh run
 
+.PHONY: torchpeer
+torchpeer: deps ## run examples/torchpeer with a PyTorch rank (both modes) where one exists, else say why not
+	TDMPI_MPI_TIMEOUT=$(EXAMPLE_TIMEOUT) examples/torchpeer/run.sh
+
 .PHONY: fuzz
 fuzz: ## fuzz every Fuzz target of the module for FUZZTIME each (found automatically)
 	hpc/scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: lint
-lint: ## gofmt -l must print nothing; go vet; staticcheck; bash -n on the shell scripts
+lint: ## gofmt -l must print nothing; go mod tidy -diff; go vet; staticcheck; bash -n on the shell scripts
 	@out=$$(gofmt -l .); \
 	if [[ -n "$$out" ]]; then echo "lint: gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "lint: go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch .ci/run; do bash -n "$$f"; done
+	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch examples/*/*.sh .ci/run; do bash -n "$$f"; done
 
 .PHONY: race
 .PHONY: test-race
@@ -225,6 +241,25 @@ slurm-test: deps-all ## sbatch the job scripts of hpc/slurm/ (srun and mpirun) a
 	TDMPI_SLURM_TEST_PKGS="$(call pkgs_of,$(SLURM_TEST_PKGS))" \
 	TDMPI_SLURM_TEST_LAUNCH=$(SLURM_TEST_LAUNCH) \
 		$(timeout) hpc/scripts/slurm-test.sh $(SLURM_EXAMPLE)
+
+.PHONY: cluster-up
+cluster-up: deps-all ## start the local multi-node cluster of CLUSTER_NODES nodes (hpc/scripts/cluster-local.sh up)
+	hpc/scripts/cluster-local.sh up $(CLUSTER_NODES)
+	@echo 'use it with: eval "$$(hpc/scripts/cluster-local.sh env)"'
+
+.PHONY: cluster-down
+cluster-down: ## stop the local cluster: daemons, processes, namespaces, links
+	hpc/scripts/cluster-local.sh down
+
+.PHONY: cluster-status
+cluster-status: ## show the local cluster's daemons, nodes, links and exports
+	hpc/scripts/cluster-local.sh status
+
+.PHONY: cluster-test
+cluster-test: deps-all ## examples, hpc/slurm/ jobs, CLUSTER_TEST_PKGS and the failure tests across 2 nodes
+	TDMPI_CLUSTER_TEST_PKGS="$(call pkgs_of,$(CLUSTER_TEST_PKGS))" \
+	TDMPI_CLUSTER_TEST_GOFLAGS="$(CLUSTER_TEST_GOFLAGS)" \
+		$(timeout) hpc/scripts/cluster-test.sh
 
 .PHONY: clean
 clean: ## remove built programs, job outputs and Go's test cache

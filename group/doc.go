@@ -35,6 +35,16 @@
 // MPI_Comm_split. Both return groups the caller frees with Free. WorldRank
 // and GroupRank translate ranks between a group and the world.
 //
+// # Jobs with PyTorch ranks
+//
+// With WithTorchPeers, Init expects some ranks of the world to be PyTorch
+// processes on torch.distributed's "mpi" backend, whose process group is
+// MPI_COMM_WORLD itself. It then makes no collective call on the world
+// that torch's ranks do not make: the world group's LibComm is the world
+// communicator (no duplicate), Init makes torch's init barrier (see
+// TorchInitBarrier), and the Go ranks get a group of their own, GoGroup,
+// made with MPI_Comm_create_group, which only they take part in.
+//
 // # Concurrency
 //
 // A Group may be used from several goroutines at once. Protocols of several
@@ -49,4 +59,15 @@
 // Errors name the operation and the rank: "group: New: rank 1 of 4:
 // ranks[2] = 7 is out of range [0,4)". Invalid arguments are found before
 // any MPI call, so a bad call returns at once instead of hanging.
+//
+// # Files
+//
+//	init.go    Init and Finalize (MPI once per process), World, the launch
+//	           check, the registry of live groups
+//	group.go   Group: Rank, Size, Comm, LibComm (the private library
+//	           communicator), Env, Barrier, Lock and Exclusive, WorldRank
+//	new.go     New and Split: subgroups over new communicators
+//	option.go  Option: WithThreadLevel, WithEnv, WithoutLaunchCheck, WithLogger
+//	errors.go  ErrFreed, ErrNotMember, ErrNotInitialized, and the error
+//	           text that names the group
 package group

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/hpc"
 	"github.com/tdmpi/tdmpi/internal/log"
@@ -24,7 +25,16 @@ type Group struct {
 	world bool
 	seq   uint64 // creation order, for Finalize
 
+	torch   bool   // world group with torch peers: lib is comm (see torch.go)
+	goGroup *Group // the Go ranks' group when torch is set
+
 	proto sync.Mutex // held by Exclusive and Lock
+
+	// colls counts this process's collectives on g that are running or
+	// waiting for proto; contended is set, for good, when it exceeds one
+	// (see Collective).
+	colls     atomic.Int32
+	contended atomic.Bool
 
 	mu    sync.Mutex // guards freed
 	freed bool
@@ -82,6 +92,13 @@ func (g *Group) String() string {
 	return fmt.Sprintf("%s rank %d of %d", kind, g.rank, g.size)
 }
 
+// Live returns an error wrapping ErrFreed, "group: <op>: rank r of n:
+// group is freed", if g was freed (by Free, or by Finalize for every
+// group), and nil otherwise. Packages that run protocols on g's
+// communicators check it first, so that a freed group is reported as such
+// rather than as an MPI error about an invalid communicator.
+func (g *Group) Live(op string) error { return g.live(op) }
+
 // live returns an error naming op if g is freed.
 func (g *Group) live(op string) error {
 	g.mu.Lock()
@@ -119,6 +136,31 @@ func (g *Group) Exclusive(f func() error) error {
 	g.proto.Lock()
 	defer g.proto.Unlock()
 	return f()
+}
+
+// Collective runs f as one collective operation on g, holding g's protocol
+// lock like Exclusive. busy, which f may call any number of times, reports
+// whether this process has ever had two collectives on g at once: another
+// goroutine entered a collective on g while one was waiting or running.
+// Once true it stays true for the life of g.
+//
+// MPI pairs the collectives of a communicator by their order on each rank,
+// so collectives started on one group from several goroutines are paired
+// in whatever order each rank's scheduler picked, and data from different
+// calls would be combined. The library's collectives treat busy as an
+// error that every rank learns at the collective's agreement step (a rank
+// whose own calls were sequential learns it from a peer), so that from
+// then on every collective on g fails on every rank instead of returning
+// wrong data, and a call during which busy became true fails on the rank
+// that saw it. Concurrent collectives need a group per goroutine (New).
+func (g *Group) Collective(f func(busy func() bool) error) error {
+	if g.colls.Add(1) > 1 {
+		g.contended.Store(true)
+	}
+	defer g.colls.Add(-1)
+	g.proto.Lock()
+	defer g.proto.Unlock()
+	return f(g.contended.Load)
 }
 
 // WorldRank returns the world rank of the process with rank groupRank in g.
@@ -181,8 +223,10 @@ func (g *Group) free() error {
 	g.freed = true
 	unregister(g)
 	var errs []error
-	if err := g.lib.Free(); err != nil {
-		errs = append(errs, err)
+	if g.lib != g.comm {
+		if err := g.lib.Free(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !g.world {
 		if err := g.comm.Free(); err != nil {

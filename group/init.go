@@ -103,7 +103,13 @@ func Init(opts ...Option) (*Group, error) {
 		}
 	}
 	log.SetRankSize(rank, size)
-	g, err := newGroup(w, true)
+	var g *Group
+	var err error
+	if cfg.torch != nil {
+		g, err = torchWorld(w, cfg.torch)
+	} else {
+		g, err = newGroup(w, true)
+	}
 	if err != nil {
 		err = fmt.Errorf("group: Init: rank %d of %d: %w", rank, size, err)
 		if owned {

@@ -18,6 +18,7 @@ type config struct {
 	env     *hpc.Env
 	noCheck bool
 	logger  *zerolog.Logger
+	torch   *torchConfig // WithTorchPeers
 }
 
 // WithThreadLevel asks MPI for thread support level l instead of

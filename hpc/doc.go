@@ -41,4 +41,15 @@
 // describe a fake environment:
 //
 //	env := hpc.DetectFrom(func(k string) string { return fake[k] })
+//
+// # Files
+//
+//	env.go        Env, Detect, DetectFrom: what the launcher and Slurm say
+//	launcher.go   Launcher: Singleton, Mpirun, Srun, SlurmBatch
+//	check.go      CheckSize, LaunchError: the wrong-PMI check
+//	tasks.go      ParseTasksPerNode: Slurm's "2(x3),1" notation
+//	slurm/        sbatch job scripts to copy (srun-pmix, mpirun, test-suite)
+//	scripts/      the shell behind the Makefile: deps.sh (apt packages),
+//	              examples.sh (build, run and check examples/), fuzz.sh,
+//	              slurm-local.sh (a private single-node Slurm), slurm-test.sh
 package hpc

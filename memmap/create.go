@@ -48,7 +48,7 @@ func FromTensor(t *tensor.Tensor, filename string, opts ...Option) (*tensor.Tens
 	}
 	src := t
 	if src.Storage().Released() {
-		return nil, fmt.Errorf("memmap: FromTensor: source tensor's storage was released")
+		return nil, fmt.Errorf("memmap: FromTensor: source tensor's %w", tensor.ErrReleased)
 	}
 	nb := src.NBytes()
 	contiguous := src.IsContiguous()
@@ -145,7 +145,10 @@ func Full(dt tensor.DType, v float64, filename string, shape []int, opts ...Opti
 // A file this process may write is mapped shared (MAP_SHARED): writes through
 // the tensor reach the file, and writes by other processes that map it shared
 // are visible. A read-only file, or any file with the Private option, is
-// mapped copy-on-write (MAP_PRIVATE). A symbolic link is refused, and so is
+// mapped copy-on-write (MAP_PRIVATE). A file with more than one hard link
+// is refused for a shared mapping (an error wrapping ErrHardLink) unless
+// the HardLinks option is given; with Private it is mapped. A symbolic
+// link is refused, and so is
 // anything that is not a regular file (a directory, a named pipe, a device),
 // without waiting on it.
 func FromFile(filename string, dt tensor.DType, shape []int, opts ...Option) (*tensor.Tensor, error) {
@@ -178,6 +181,9 @@ func FromFile(filename string, dt tensor.DType, shape []int, opts ...Option) (*t
 	defer fd.Close()
 	if fi.Size() < int64(nb) {
 		return nil, fmt.Errorf("memmap: FromFile %s: file has %d bytes, %v%v needs %d", abs, fi.Size(), dt, shape, nb)
+	}
+	if n := links(fi); n > 1 && !private && !o.hardLinks {
+		return nil, fmt.Errorf("memmap: FromFile %s: %w: the file has %d names, and writes through a shared mapping would change it under the others (pass Private, or HardLinks if that is intended)", abs, ErrHardLink, n)
 	}
 	if err := f.mapFd(fd, nb, private); err != nil {
 		return nil, err

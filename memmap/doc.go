@@ -23,7 +23,10 @@
 // FromFile maps a file this process may write with MAP_SHARED, so writes
 // from other processes that map it are seen, and writes through the tensor
 // reach the file; a read-only file (or the Private option) is mapped
-// copy-on-write. FromFile and ReadMeta refuse anything that is not a
+// copy-on-write. A file with several hard links is mapped shared only
+// with the HardLinks option (ErrHardLink otherwise), so that a leaf of a
+// foreign directory that is a link to another file cannot be written
+// through. FromFile and ReadMeta refuse anything that is not a
 // regular file (symbolic link, directory, named pipe, socket, device)
 // without blocking on it.
 //
@@ -46,6 +49,29 @@
 // file names); an encoded key never escapes its directory. LegacyName gives
 // the unencoded name older versions used, when it is safe to look for.
 //
+// # Concurrent writers
+//
+// LockDir takes an advisory lock (flock) on a directory: package
+// tensordict's Memmap holds it exclusively on every directory it writes,
+// and LoadMemmap shared on the one it loads, so that saves into one
+// directory take turns and a load sees one of them whole.
+//
 // Package memmap knows nothing of TensorDict itself: package tensordict
 // builds Memmap and LoadMemmap on it.
+//
+// # Files
+//
+//	create.go   FromTensor, Empty, Zeros, Full, FromFile: creating and
+//	            mapping files (anonymous ones in /dev/shm); an overwritten
+//	            file is replaced by rename
+//	file.go     File, the mapping behind a tensor: Of, Is, Filename, Flush,
+//	            Close
+//	options.go  Option: ExistsOK, Private
+//	open.go     opening only regular files, never through symbolic links
+//	meta.go     Meta, ReadMeta, ParseMeta: the meta.json schema and its limits
+//	            (MetaFile, MaxMetaSize), TensorDictMeta, Leaf, Entry
+//	key.go      EncodeKey, DecodeKey, LegacyName, KeyPath: tensordict's file
+//	            names for keys
+//	pyjson.go   MarshalPython, Respace: JSON written byte for byte as Python's
+//	            json.dumps writes it
 package memmap

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -105,6 +106,22 @@ func (f *File) newTensor(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 	}
 	return t, nil
 }
+
+// ErrFault is wrapped by the errors of Guard, and of the functions of
+// packages memmap and tensordict that read or write mapped memory
+// themselves, when the memory faulted: a page past the end of a file that
+// another process truncated after it was mapped (which the kernel reports
+// with SIGBUS).
+var ErrFault = mem.ErrFault
+
+// Guard runs f and returns its error, or an error wrapping ErrFault if f
+// touched a page of a mapping that is no longer backed (debug.SetPanicOnFault
+// on for f). Use it around your own reads and writes of memory-mapped
+// tensors whose files other processes may truncate; without it such an
+// access ends the process with SIGBUS. It covers Go code on the calling
+// goroutine only: a goroutine f starts must call Guard itself, and memory
+// read by C code (an MPI transfer) is not covered.
+func Guard(f func() error) error { return mem.CatchFault(f) }
 
 // errNotMemmap is returned by the functions that need a memory-mapped tensor.
 var errNotMemmap = errors.New("tensor is not memory-mapped")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,6 +43,20 @@ func openRegular(op, path string, flag int) (*os.File, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	return f, fi, nil
+}
+
+// ErrHardLink is wrapped by the error of FromFile (and so of a
+// LoadMemmap) that refuses to map shared a file with more than one hard
+// link; see HardLinks.
+var ErrHardLink = errors.New("file has more than one hard link")
+
+// links returns the number of hard links of the file fi describes (1 when
+// the platform does not say).
+func links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }
 
 // lstat is os.Lstat; a test replaces it to swap a file after the check.

@@ -4,8 +4,9 @@ package memmap
 type Option func(*options)
 
 type options struct {
-	existsOK bool
-	private  bool
+	existsOK  bool
+	private   bool
+	hardLinks bool
 }
 
 // ExistsOK lets FromTensor, Empty, Zeros and Full overwrite an existing
@@ -21,6 +22,13 @@ func ExistsOK() Option { return func(o *options) { o.existsOK = true } }
 // is writable: the tensor can be modified, but the changes stay in this
 // process and never reach the file.
 func Private() Option { return func(o *options) { o.private = true } }
+
+// HardLinks lets FromFile map shared a file that has more than one name
+// (hard link). Without it such a file is mapped only copy-on-write
+// (Private), since writes through a shared mapping would change the file
+// behind every other name too: in a directory from someone else, a leaf
+// may be a link to a file of the user's that it does not name.
+func HardLinks() Option { return func(o *options) { o.hardLinks = true } }
 
 func collect(opts []Option) options {
 	var o options

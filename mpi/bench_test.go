@@ -8,7 +8,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/tdmpi/tdmpi/bench"
+	"github.com/tdmpi/tdmpi/internal/bench"
 )
 
 // Ping-pong benchmarks between World ranks 0 and 1, reported by rank 0.
@@ -17,7 +17,7 @@ import (
 // the benchmark loop as is. Rank 0 drives: for each run it sends rank 1 a
 // control message (tag ctrlTag+size index, payload b.N) on ctrlComm, then
 // times b.N round trips through this package and b.N round trips of the same
-// loop written in C (package bench) on the same buffer, interleaved in
+// loop written in C (package internal/bench) on the same buffer, interleaved in
 // rounds, and the C loop again with MPI_Mprobe+MPI_Mrecv receives (which
 // Recv uses; Cmprobe-us/1way). Figures are each loop's best round: ns/op is a Go round trip; the
 // metrics give one-way latency and bandwidth of both, and go/C-bw the ratio

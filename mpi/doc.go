@@ -90,4 +90,25 @@
 // buffers in pieces of 2^30 elements. The other collectives (Gather,
 // Scatter, Alltoall, the v variants, Scan) return ErrCount beyond 2^31-1
 // elements per rank.
+//
+// # Files
+//
+//	env.go         Init, InitThread, Finalize, Abort, Wtime, LibraryVersion,
+//	               ThreadLevel; the goroutine locked to MPI's main thread
+//	comm.go        Comm: World, Self, Rank, Size, TagUB, Dup, Split,
+//	               CreateGroup, TranslateRank, Barrier, Free
+//	types.go       Scalar, the element kinds and their MPI datatypes, buffers
+//	               and the big-count datatype of long buffers
+//	p2p.go         Send, Recv, Sendrecv, Probe, Iprobe; rank and tag checks
+//	message.go     Message: Mprobe, Improbe, Mrecv (matched probes)
+//	request.go     Request: Isend, Irecv, Wait, Test, Cancel, WaitAll,
+//	               WaitAny; pinning buffers until completion
+//	status.go      Status: Bytes, Count, Cancelled
+//	collective.go  Bcast, Gather, Allgather, Scatter, Alltoall, Gatherv,
+//	               Allgatherv, Scatterv
+//	reduce.go      Reduce, Allreduce (in pieces beyond 2^30 elements), Scan
+//	op.go          Op, the predefined reductions and the types each applies to
+//	errors.go      Error, the error-class sentinels (ErrRank, ErrTruncate, ...)
+//	shim.h         the C helpers: predefined handles, the BigMPI datatype,
+//	               statuses, receives that cannot overrun their buffer
 package mpi

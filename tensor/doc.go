@@ -88,4 +88,44 @@
 // Zeros, Ones or Full, a wrong number of indices or an index out of range in
 // At, SetAt, Get and Put, and Get or Put with a Go type that does not match
 // the dtype.
+//
+// # Printing
+//
+// fmt prints a tensor in a Go form (String): dtype, shape and the elements
+// nested as fmt prints nested slices, each in its shortest exact form, as
+// "float32[2 3] [[1 2 3] [4 5 6]]". Tensors of more than 1000 elements are
+// summarized with "...". PythonRepr prints what torch prints,
+// "tensor([[1., 2., 3.],\n        [4., 5., 6.]])", for comparing output with
+// Python's; FormatElements gives the first n elements, as String shows them.
+//
+// # Files
+//
+//	tensor.go            Tensor: constructors (Empty, Zeros, FromStorage,
+//	                     FromBytes, FromSlice, Data), shape and stride accessors,
+//	                     Contiguous, Clone, CopyFrom, Expand, Reshape
+//	dtype.go             DType, its names (String, TorchName, ParseDType), sizes
+//	elem.go, half.go     Elem, the Go element types; F16 and BF16 conversions
+//	shape.go             Numel, NBytesOf: shape arithmetic checked for overflow
+//	storage.go           Storage: heap and external storages, Release
+//	offheap*.go          NewOffHeapStorage, EmptyOffHeap: huge-page memory
+//	                     outside the Go heap (Linux; elsewhere an error)
+//	ones.go, arange.go   Ones, Full, Arange
+//	access.go            At, SetAt, AtComplex, SetAtComplex, Get, Put
+//	index.go             views and selections: Select, Narrow, Slice,
+//	                     IndexSelect, MaskSelect
+//	dims.go              Unsqueeze, Squeeze, Permute, Transpose
+//	join.go              Stack, Cat, Unbind
+//	convert.go           To: conversion between dtypes
+//	promote.go           PromoteTypes: torch's type promotion
+//	arith.go             Add, Sub, Mul, Div and their InPlace forms
+//	scalar.go            AddScalar, SubScalar, MulScalar, DivScalar
+//	compare.go           Eq, Lt, ..., their Scalar forms, Equal, All, Any
+//	reduce.go            Sum, Mean, Max, Min, AllClose
+//	iter.go, binary.go   walking operands row by row, BroadcastShapes
+//	kernels.go           the inner loops of arithmetic and comparisons
+//	copy.go              copying between layouts
+//	dense.go             Dense: the gonum view of a float64 tensor
+//	format.go            String (the Go form fmt prints), FormatElements,
+//	                     GoString
+//	pyrepr.go            PythonRepr: torch's tensor repr
 package tensor

@@ -7,84 +7,95 @@ import (
 	"strings"
 )
 
-// Print options, fixed at torch's defaults.
+// Print options shared with PythonRepr, at torch's defaults.
 const (
 	printThreshold = 1000 // more elements than this are summarized
 	printEdgeItems = 3    // elements shown at each end of a summarized dimension
-	printLineWidth = 80
-	printPrecision = 4
 )
 
-// String formats t the way torch prints a tensor with its default print
-// options, for example
+// String formats t the Go way: its dtype and shape, then its elements
+// nested as fmt prints nested slices, for example
 //
-//	tensor([[1., 1.],
-//	        [1., 1.]])
+//	float32[2 3] [[1 2 3] [4 5 6]]
+//	int64[] 7
+//	bool[2] [true false]
+//	complex64[2] [(1+2i) (3-1i)]
+//	float32[2 0] [[] []]
 //
-// Floating values share one notation: integers with a trailing dot, four
-// decimals, or scientific when magnitudes span more than 1000 or leave
-// [1e-4, 1e8]. Tensors of more than 1000 elements show three items at each
-// end of every dimension with "..." between them. The dtype is appended when
-// torch shows it: for every dtype but float32, complex64, int64 and bool, and
-// for empty tensors not of float32. A tensor whose storage was released
-// prints as "tensor(<released>)".
+// Each element is in its shortest form that reads back as the same value of
+// t's dtype (float16 and bfloat16 included): what strconv.FormatFloat with
+// precision -1 gives, so 1e+06, NaN, +Inf. A tensor of more than 1000
+// elements shows the first and last three of every dimension with "..."
+// between them. A tensor whose storage was released prints as
+// "float32[2] <released>". PythonRepr formats t as torch prints it.
 func (t *Tensor) String() string {
-	if t.st.Released() {
-		return "tensor(<released>)"
-	}
-	const prefix = "tensor("
-	indent := len(prefix)
-	var suffixes []string
-	var body string
-	if t.Numel() == 0 {
-		if len(t.shape) != 1 {
-			suffixes = append(suffixes, "size="+pyTuple(t.shape))
-		}
-		if t.dtype != Float32 {
-			suffixes = append(suffixes, "dtype="+t.dtype.TorchName())
-		}
-		body = "[]"
-	} else {
-		switch t.dtype {
-		case Float32, Complex64, Int64, Bool:
-		default:
-			suffixes = append(suffixes, "dtype="+t.dtype.TorchName())
-		}
-		body = t.formatBody(indent)
-	}
-	return addSuffixes(prefix+body, suffixes, indent)
-}
-
-// addSuffixes appends ", suffix" for each suffix, breaking the line first
-// when it would grow past the line width, and closes the parenthesis.
-func addSuffixes(s string, suffixes []string, indent int) string {
 	var b strings.Builder
-	b.WriteString(s)
-	// torch counts the last line this way, two more than its length.
-	last := len(s) - strings.LastIndexByte(s, '\n') + 1
-	for _, suf := range suffixes {
-		if last+len(suf)+2 > printLineWidth {
-			b.WriteString(",\n" + strings.Repeat(" ", indent) + suf)
-			last = indent + len(suf)
-		} else {
-			b.WriteString(", " + suf)
-			last += len(suf) + 2
-		}
+	b.WriteString(t.dtype.String())
+	b.WriteString(formatShape(t.shape))
+	b.WriteByte(' ')
+	if t.st.Released() {
+		b.WriteString("<released>")
+		return b.String()
 	}
-	b.WriteByte(')')
+	summarize := t.Numel() > printThreshold
+	t.appendNested(&b, summarize)
 	return b.String()
 }
 
-// pyTuple formats a shape as a Python tuple: (2, 0) or (0,).
-func pyTuple(s []int) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = strconv.Itoa(d)
+// appendNested writes t's elements as nested bracketed lists.
+func (t *Tensor) appendNested(b *strings.Builder, summarize bool) {
+	if len(t.shape) == 0 {
+		b.WriteString(formatScalar(t.dtype, scalarAt(t, 0)))
+		return
 	}
-	if len(s) == 1 {
-		return "(" + parts[0] + ",)"
+	b.WriteByte('[')
+	n := t.shape[0]
+	for k, i := range shownIndices(n, summarize) {
+		if k > 0 {
+			b.WriteByte(' ')
+		}
+		if summarize && n > 2*printEdgeItems && k == printEdgeItems {
+			b.WriteString("... ")
+		}
+		if len(t.shape) == 1 {
+			b.WriteString(formatScalar(t.dtype, scalarAt(t, i)))
+			continue
+		}
+		s, _ := t.Select(0, i)
+		s.appendNested(b, summarize)
 	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	b.WriteByte(']')
+}
+
+// FormatElements returns the first n elements of t in row-major order,
+// each formatted as String formats it, and whether t has more than n
+// elements. It returns nil and false if t's storage was released.
+func (t *Tensor) FormatElements(n int) (elems []string, more bool) {
+	if t.st.Released() {
+		return nil, false
+	}
+	total := t.Numel()
+	m := max(0, min(n, total))
+	elems = make([]string, 0, m)
+	// flat reads element i of t's storage, counted from t's offset.
+	flat := &Tensor{dtype: t.dtype, strides: []int{1}, offset: t.offset, st: t.st}
+	idx := make([]int, len(t.shape))
+	for range m {
+		off := 0
+		for d, i := range idx {
+			off += i * t.strides[d]
+		}
+		elems = append(elems, formatScalar(t.dtype, scalarAt(flat, off)))
+		// Advance the multi-index in row-major order.
+		for d := len(idx) - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < t.shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return elems, total > m
 }
 
 // scalar is one element read for printing.
@@ -132,24 +143,6 @@ func scalarAt(v *Tensor, i int) scalar {
 	}
 }
 
-// printed calls fn for every element that printing shows, in order.
-func printed(t *Tensor, summarize bool, fn func(scalar)) {
-	switch len(t.shape) {
-	case 0:
-		fn(scalarAt(t, 0))
-		return
-	case 1:
-		for _, i := range shownIndices(t.shape[0], summarize) {
-			fn(scalarAt(t, i))
-		}
-		return
-	}
-	for _, i := range shownIndices(t.shape[0], summarize) {
-		s, _ := t.Select(0, i)
-		printed(s, summarize, fn)
-	}
-}
-
 // shownIndices returns the indices of a dimension of size n that printing
 // shows.
 func shownIndices(n int, summarize bool) []int {
@@ -169,162 +162,54 @@ func shownIndices(n int, summarize bool) []int {
 	return out
 }
 
-// formatter formats the values of one tensor (or of one part of a complex
-// tensor) in a common notation and width, as torch's _Formatter does.
-type formatter struct {
-	floating bool
-	intMode  bool
-	sciMode  bool
-	width    int
-	boolean  bool
+// formatShape formats a shape as fmt prints an []int: "[2 3]"; a scalar's
+// is "[]".
+func formatShape(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = strconv.Itoa(d)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
-func newFormatter(dt DType, vals []scalar, part func(scalar) float64) *formatter {
-	f := &formatter{floating: dt.IsFloat() || dt.IsComplex(), intMode: true, width: 1, boolean: dt == Bool}
-	if !f.floating {
-		for _, v := range vals {
-			f.width = max(f.width, len(f.formatInt(v.i)))
+// formatScalar formats one element of dtype dt in its shortest form.
+func formatScalar(dt DType, s scalar) string {
+	switch dt {
+	case Bool:
+		return strconv.FormatBool(s.i != 0)
+	case Uint8, Int8, Int16, Int32, Int64:
+		return strconv.FormatInt(s.i, 10)
+	case Float16:
+		return formatHalf(s.re, func(f float32) float32 { return F16FromFloat32(f).Float32() })
+	case BFloat16:
+		return formatHalf(s.re, func(f float32) float32 { return BF16FromFloat32(f).Float32() })
+	case Float32:
+		return strconv.FormatFloat(s.re, 'g', -1, 32)
+	case Complex64:
+		return strconv.FormatComplex(complex(s.re, s.im), 'g', -1, 64)
+	case Complex128:
+		return strconv.FormatComplex(complex(s.re, s.im), 'g', -1, 128)
+	}
+	return strconv.FormatFloat(s.re, 'g', -1, 64)
+}
+
+// formatHalf formats v, a value of a 16-bit float type, with the fewest
+// significant digits that round back to v through round (the conversion to
+// that type and back).
+func formatHalf(v float64, round func(float32) float32) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v == 0 {
+		return strconv.FormatFloat(v, 'g', -1, 32)
+	}
+	// Five significant digits always suffice for float16, four for bfloat16.
+	for digits := 1; digits < 9; digits++ {
+		x, err := strconv.ParseFloat(strconv.FormatFloat(v, 'e', digits-1, 64), 64)
+		if err == nil && float64(round(float32(x))) == v {
+			// x is the shortest decimal; formatting it as a float64 prints
+			// exactly its digits, in the notation FormatFloat chooses.
+			return strconv.FormatFloat(x, 'g', -1, 64)
 		}
-		return f
 	}
-	var finite []float64
-	lo, hi := math.Inf(1), 0.0
-	for _, s := range vals {
-		v := part(s)
-		if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-			continue
-		}
-		finite = append(finite, v)
-		lo, hi = min(lo, math.Abs(v)), max(hi, math.Abs(v))
-		if v != math.Ceil(v) {
-			f.intMode = false
-		}
-	}
-	if len(finite) == 0 {
-		return f
-	}
-	if hi/lo > 1000 || hi > 1e8 || !f.intMode && lo < 1e-4 {
-		f.sciMode = true
-	}
-	for _, v := range finite {
-		n := len(f.formatFloat(v))
-		f.width = max(f.width, n)
-	}
-	return f
-}
-
-// formatInt formats an integer or bool element as Python's str does.
-func (f *formatter) formatInt(i int64) string {
-	if f.boolean {
-		if i != 0 {
-			return "True"
-		}
-		return "False"
-	}
-	return strconv.FormatInt(i, 10)
-}
-
-// formatFloat formats v unpadded in the formatter's notation.
-func (f *formatter) formatFloat(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "nan"
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
-	case f.sciMode:
-		return strconv.FormatFloat(v, 'e', printPrecision, 64)
-	case f.intMode:
-		return strconv.FormatFloat(v, 'f', 0, 64) + "."
-	default:
-		return strconv.FormatFloat(v, 'f', printPrecision, 64)
-	}
-}
-
-// pad right-aligns s in the formatter's width.
-func (f *formatter) pad(s string) string {
-	if n := f.width - len(s); n > 0 {
-		return strings.Repeat(" ", n) + s
-	}
-	return s
-}
-
-// formatBody formats the bracketed elements of the non-empty tensor t.
-func (t *Tensor) formatBody(indent int) string {
-	summarize := t.Numel() > printThreshold
-	var vals []scalar
-	printed(t, summarize, func(s scalar) { vals = append(vals, s) })
-	f1 := newFormatter(t.dtype, vals, func(s scalar) float64 { return s.re })
-	var f2 *formatter
-	if t.dtype.IsComplex() {
-		f2 = newFormatter(t.dtype, vals, func(s scalar) float64 { return s.im })
-	}
-	p := &printer{f1: f1, f2: f2, summarize: summarize}
-	return p.tensor(t, indent)
-}
-
-// printer lays out a tensor's elements with its formatters.
-type printer struct {
-	f1, f2    *formatter
-	summarize bool
-}
-
-// value formats one element, padded.
-func (p *printer) value(s scalar) string {
-	if !p.f1.floating {
-		return p.f1.pad(p.f1.formatInt(s.i))
-	}
-	re := p.f1.pad(p.f1.formatFloat(s.re))
-	if p.f2 == nil {
-		return re
-	}
-	im := strings.TrimLeft(p.f2.pad(p.f2.formatFloat(s.im))+"j", " ")
-	if im[0] == '+' || im[0] == '-' {
-		return re + im
-	}
-	return re + "+" + im
-}
-
-func (p *printer) tensor(t *Tensor, indent int) string {
-	switch len(t.shape) {
-	case 0:
-		return p.value(scalarAt(t, 0))
-	case 1:
-		return p.vector(t, indent)
-	}
-	var parts []string
-	n := t.shape[0]
-	for k, i := range shownIndices(n, p.summarize) {
-		if p.summarize && n > 2*printEdgeItems && k == printEdgeItems {
-			parts = append(parts, "...")
-		}
-		s, _ := t.Select(0, i)
-		parts = append(parts, p.tensor(s, indent+1))
-	}
-	sep := "," + strings.Repeat("\n", len(t.shape)-1) + strings.Repeat(" ", indent+1)
-	return "[" + strings.Join(parts, sep) + "]"
-}
-
-func (p *printer) vector(t *Tensor, indent int) string {
-	elemLen := p.f1.width + 2
-	if p.f2 != nil {
-		elemLen += p.f2.width + 1
-	}
-	perLine := max(1, (printLineWidth-indent)/elemLen)
-	n := t.shape[0]
-	var data []string
-	for k, i := range shownIndices(n, p.summarize) {
-		if p.summarize && n > 2*printEdgeItems && k == printEdgeItems {
-			data = append(data, " ...")
-		}
-		data = append(data, p.value(scalarAt(t, i)))
-	}
-	var lines []string
-	for i := 0; i < len(data); i += perLine {
-		lines = append(lines, strings.Join(data[i:min(i+perLine, len(data))], ", "))
-	}
-	return "[" + strings.Join(lines, ",\n"+strings.Repeat(" ", indent+1)) + "]"
+	return strconv.FormatFloat(v, 'g', -1, 32)
 }
 
 // GoString returns a Go-syntax-like description of t's dtype and shape, for

@@ -257,10 +257,10 @@ func TestViewsOfEmptyTensors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{0}, got.Shape())
 	assert.Equal(t, 0.0, s.Sum())
-	assert.Equal(t, "tensor([])", s.String())
+	assert.Equal(t, "float32[0] []", s.String())
 	n, err := f64s(t, iota64(4), 4).Narrow(0, 4, 0)
 	require.NoError(t, err)
-	assert.Equal(t, "tensor([], dtype=torch.float64)", n.To(Float64).String())
+	assert.Equal(t, "float64[0] []", n.To(Float64).String())
 }
 
 func TestViewsEveryDType(t *testing.T) {

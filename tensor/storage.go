@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -102,13 +103,18 @@ func (s *Storage) Release() error {
 	return nil
 }
 
+// ErrReleased is wrapped by every error about a tensor or storage whose
+// Storage was released (a closed memory map, a freed off-heap buffer), so
+// callers can test for it with errors.Is.
+var ErrReleased = errors.New("storage was released")
+
 // liveBytes returns the whole storage, or an error naming op if s was
 // released, under one read lock.
 func (s *Storage) liveBytes(op string) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.released {
-		return nil, fmt.Errorf("tensor: %s: storage was released (closed memory map?)", op)
+		return nil, fmt.Errorf("tensor: %s: %w (closed memory map?)", op, ErrReleased)
 	}
 	return s.buf, nil
 }

@@ -20,8 +20,7 @@ func Example() {
 	// Output:
 	// false true
 	// true
-	// tensor([[1., 1.],
-	//         [1., 1.]])
+	// float32[2 2] [[1 1] [1 1]]
 }
 
 func ExampleFromSlice() {
@@ -34,8 +33,7 @@ func ExampleFromSlice() {
 	fmt.Println(x)
 	// Output:
 	// int64 [2 3]
-	// tensor([[1, 2, 3],
-	//         [4, 5, 6]])
+	// int64[2 3] [[1 2 3] [4 5 6]]
 }
 
 func ExampleTensor_Add() {
@@ -51,8 +49,7 @@ func ExampleTensor_Add() {
 	_, err = a.Add(tensor.Ones(tensor.Float64, 3, 2))
 	fmt.Println(err)
 	// Output:
-	// tensor([[10., 11., 12.],
-	//         [23., 24., 25.]], dtype=torch.float64)
+	// float64[2 3] [[10 11 12] [23 24 25]]
 	// tensor: Add: shapes [2 3] and [3 2] do not broadcast
 }
 
@@ -68,11 +65,8 @@ func ExampleTensor_MaskSelect() {
 	fmt.Println(rows)
 	fmt.Println(x.GtScalar(2))
 	// Output:
-	// tensor([[0, 1],
-	//         [4, 5]])
-	// tensor([[False, False],
-	//         [False,  True],
-	//         [ True,  True]])
+	// int64[2 2] [[0 1] [4 5]]
+	// bool[3 2] [[false false] [false true] [true true]]
 }
 
 func ExampleTensor_Slice() {
@@ -82,8 +76,8 @@ func ExampleTensor_Slice() {
 	fmt.Println(evens)
 	fmt.Println(last3)
 	// Output:
-	// tensor([0, 2, 4, 6, 8], dtype=torch.int32)
-	// tensor([7, 8, 9], dtype=torch.int32)
+	// int32[5] [0 2 4 6 8]
+	// int32[3] [7 8 9]
 }
 
 func ExampleStack() {
@@ -98,8 +92,7 @@ func ExampleStack() {
 	parts, _ := s.Unbind(0)
 	fmt.Println(parts[1].Equal(b))
 	// Output:
-	// tensor([[0., 0.],
-	//         [1., 1.]])
+	// float32[2 2] [[0 0] [1 1]]
 	// true
 }
 
@@ -111,7 +104,22 @@ func ExampleTensor_To() {
 	fmt.Println(h)
 	// Output:
 	// [0x3c00 0xc000 0x2e66]
-	// tensor([ 1.0000, -2.0000,  0.1000], dtype=torch.float16)
+	// float16[3] [1 -2 0.1]
+}
+
+// PythonRepr prints a tensor as torch does, to compare with Python's output;
+// String (what fmt prints) is the Go form.
+func ExampleTensor_PythonRepr() {
+	x, _ := tensor.FromSlice([]float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	fmt.Println(x)
+	fmt.Println(x.PythonRepr())
+	fmt.Println(x.To(tensor.Float64).PythonRepr())
+	// Output:
+	// float32[2 3] [[1 2 3] [4 5 6]]
+	// tensor([[1., 2., 3.],
+	//         [4., 5., 6.]])
+	// tensor([[1., 2., 3.],
+	//         [4., 5., 6.]], dtype=torch.float64)
 }
 
 func ExampleNewOffHeapStorage() {

@@ -35,7 +35,58 @@ type coll struct {
 	// consolidated is WithConsolidated: Broadcast receives into the
 	// receiver's storage when the layouts match.
 	consolidated bool
+	// busy reports whether another goroutine of this process runs a
+	// collective on the group at the same time (group.Collective).
+	busy func() bool
 }
+
+// ErrConcurrent is matched (errors.Is) by the error of a collective on a
+// group on which some rank has run two collectives at once, from two
+// goroutines. MPI pairs collectives by their order on each rank, so such
+// calls could combine different TensorDicts without any error: instead,
+// from the first call a rank finds another one running beside it, every
+// collective on that group fails on every rank (see group.Group.Collective)
+// and moves nothing. Run concurrent collectives on groups of their own
+// (group.Group.New). A rank whose goroutines happen to run one after the
+// other, in an order that differs from another rank's, cannot be told
+// apart from a correct program; that is MPI's own rule, which tdmpi cannot
+// check.
+var ErrConcurrent = errors.New("concurrent collectives on one group")
+
+// closeCollective ends a collective on every rank of c, whatever err
+// (this rank's outcome) is: the ranks compare, with one small allreduce,
+// whether a second goroutine came to a collective on the group while this
+// one ran on any of them. If one did, MPI may have paired this call with
+// another call on some rank, and every rank returns errBusy (the result is
+// undefined); the agreement at the start of every later collective then
+// fails too.
+func closeCollective(c *mpi.Comm, busy func() bool, err error, errorf func(string, ...any) error) error {
+	flag := []uint8{0}
+	if busy() {
+		flag[0] = 1
+	}
+	if aerr := mpi.Allreduce(c, nil, flag, mpi.OpMax); aerr != nil {
+		return errors.Join(err, errorf("closing the collective: %w", aerr))
+	}
+	if flag[0] != 0 && err == nil {
+		return errorf("the result is undefined: %w", errBusy)
+	}
+	return err
+}
+
+// ready returns the error that stops this rank before the payload moves:
+// the context's, or ErrConcurrent, or nil.
+func (cl *coll) ready() error {
+	if err := cl.ctx.Err(); err != nil {
+		return err
+	}
+	if cl.busy != nil && cl.busy() {
+		return errBusy
+	}
+	return nil
+}
+
+var errBusy = fmt.Errorf("two goroutines of one rank have run collectives on this group at once: %w", ErrConcurrent)
 
 // errorf returns an error "tensordict: <op>: rank <r> of <n>: <message>".
 func (cl *coll) errorf(format string, args ...any) error {
@@ -59,19 +110,19 @@ func (cl *coll) checkRoot(what string, r int) error {
 	return nil
 }
 
-// runCollective resolves opts, takes the group's protocol lock and runs f.
+// runCollective checks the resolved options o, takes the group's protocol lock and runs f.
 // It logs the start (with root, unless negative, and bytes(rank), when
 // bytes is not nil and the line is written) and any error.
-func runCollective(op string, root int, bytes func(rank int) int64, opts []RemoteOption, f func(cl *coll) error) error {
-	o := resolveRemoteOptions(opts)
+func runCollective(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll) error) error {
 	if err := o.check(op); err != nil {
 		return logFailed(op, err)
 	}
 	g := o.group
 	cl := &coll{op: op, g: g, c: g.LibComm(), rank: g.Rank(), size: g.Size(), ctx: o.ctx, lim: fullLimits(o.limits()), consolidated: o.consolidated}
-	return logFailed(op, g.Exclusive(func() error {
+	return logFailed(op, g.Collective(func(busy func() bool) error {
+		cl.busy = busy
 		logCollStart(op, g, root, bytes)
-		return f(cl)
+		return closeCollective(cl.c, busy, f(cl), cl.errorf)
 	}))
 }
 

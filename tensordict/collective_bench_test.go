@@ -70,7 +70,7 @@ func benchBroadcast(b *testing.B, size int, reuse bool) {
 	if g.Rank() == 0 {
 		copy(raw, tdc.ConsolidatedStorage().Bytes())
 	}
-	var opts []RemoteOption
+	var opts []any
 	if reuse {
 		opts = append(opts, WithConsolidated())
 	}
@@ -86,7 +86,7 @@ func benchBroadcast(b *testing.B, size int, reuse bool) {
 		tRaw += timed(b, g, func() error { return mpi.Bcast(g.Comm(), raw, 0) })
 		b.StartTimer()
 		tTD += timed(b, g, func() error {
-			got, err := mine.Broadcast(0, opts...)
+			got, err := mine.Broadcast(0, mpitest.As[CollectiveOption](opts)...)
 			if err == nil && got.ConsolidatedStorage().Len() != size {
 				err = fmt.Errorf("got %d bytes", got.ConsolidatedStorage().Len())
 			}

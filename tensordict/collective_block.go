@@ -5,6 +5,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -38,7 +39,7 @@ func (cl *coll) prepareBlock(td *TensorDict) (block, error) {
 	if td == nil {
 		return block{}, fmt.Errorf("nil tensordict")
 	}
-	if err := cl.ctx.Err(); err != nil {
+	if err := cl.ready(); err != nil {
 		return block{}, err
 	}
 	meta, total, err := Layout(td)
@@ -104,7 +105,7 @@ func (cl *coll) layoutBlocks(infos []int64, include func(r int) bool) (displs, c
 			return nil, nil, 0, fmt.Errorf("blocks of %d bytes and more exceed what one MPI call can move (%d bytes)", int64(words)*8, int64(math.MaxInt32)*8)
 		}
 	}
-	return displs, counts, words, nil
+	return displs, counts, words, mem.CheckAvailable(int64(words) * 8)
 }
 
 // pack writes b into dst, which has exactly b's words.

@@ -46,14 +46,14 @@ const bcastPrefix = 24
 //
 // Options: WithGroup, WithContext (checked before the storage moves),
 // WithMaxBytes, WithConsolidated.
-func (td *TensorDict) Broadcast(src int, opts ...RemoteOption) (*TensorDict, error) {
+func (td *TensorDict) Broadcast(src int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
 	err := runCollective("Broadcast", src, func(r int) int64 {
 		if r != src {
 			return -1
 		}
 		return tensorBytes(td)
-	}, opts, func(cl *coll) error {
+	}, resolve(opts, usesBroadcast), func(cl *coll) error {
 		if err := cl.checkRoot("src", src); err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 	if !more {
 		return tdc, nil
 	}
-	if err := cl.agree(cl.ctx.Err()); err != nil {
+	if err := cl.agree(cl.ready()); err != nil {
 		return nil, err
 	}
 	if err := cl.bcastBytes(frame[n:], cl.rank); err != nil {
@@ -115,7 +115,7 @@ func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, frame, storage []byt
 	if td == nil {
 		return nil, nil, nil, fmt.Errorf("nil tensordict on the source rank")
 	}
-	if err := cl.ctx.Err(); err != nil {
+	if err := cl.ready(); err != nil {
 		return nil, nil, nil, err
 	}
 	tdc, err = td.Consolidate()
@@ -183,7 +183,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 		if err != nil {
 			return nil, cl.errorf("from rank %d: %w", src, err)
 		}
-		if err := cl.ctx.Err(); err != nil {
+		if err := cl.ready(); err != nil {
 			return nil, cl.wrap(err)
 		}
 		f, err := wire.ParseFrame(body[:frameLen], cl.lim)
@@ -200,7 +200,10 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 		return cl.rebuild(src, st, f.Meta, string(f.Class))
 	}
 	if err == nil {
-		err = cl.ctx.Err()
+		err = cl.ready()
+	}
+	if err == nil {
+		err = checkRoomFor(td, cl.consolidated, h.Total)
 	}
 	if err := cl.agree(err); err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 )
 
 // StructureError is returned by AllReduce, Reduce and GatherAndStack on
-// every rank when the ranks' TensorDicts differ in structure: keys, dtypes
+// every rank (it matches ErrMismatch with errors.Is) when the ranks' TensorDicts differ in structure: keys, dtypes
 // or shapes of their tensor leaves, or batch size. The check runs before
 // any payload moves, so no rank is left waiting.
 type StructureError struct {
@@ -34,6 +34,10 @@ func (e *StructureError) Error() string {
 	}
 	return fmt.Sprintf("structure of rank %d differs from rank %d at %s: %s", e.Rank, e.Ref, where, e.Detail)
 }
+
+// Is reports whether target is ErrMismatch, so that errors.Is(err,
+// ErrMismatch) holds for collectives as it does for Recv.
+func (e *StructureError) Is(target error) bool { return target == ErrMismatch }
 
 // leafDesc describes one tensor leaf for the structure check.
 type leafDesc struct {

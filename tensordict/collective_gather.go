@@ -19,9 +19,9 @@ import (
 //
 // Options: WithGroup, WithContext (checked before the blocks move),
 // WithMaxBytes.
-func (td *TensorDict) AllGather(opts ...RemoteOption) ([]*TensorDict, error) {
+func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error) {
 	var out []*TensorDict
-	err := runCollective("AllGather", -1, td.logBytes, opts, func(cl *coll) error {
+	err := runCollective("AllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
 		b, local := cl.prepareBlock(td)
 		mine := b.info(local)
 		infos := make([]int64, infoLen*cl.size)
@@ -75,9 +75,9 @@ func (td *TensorDict) AllGather(opts ...RemoteOption) ([]*TensorDict, error) {
 // makes every rank return a *StructureError naming the first differing
 // key. Non-tensor values must be equal on every rank, which only dst
 // checks, when it stacks. Options: WithGroup, WithContext, WithMaxBytes.
-func (td *TensorDict) GatherAndStack(dst int, opts ...RemoteOption) (*TensorDict, error) {
+func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
-	err := runCollective("GatherAndStack", dst, td.logBytes, opts, func(cl *coll) error {
+	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
 		if err := cl.checkRoot("dst", dst); err != nil {
 			return err
 		}

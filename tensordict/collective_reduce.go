@@ -38,8 +38,8 @@ import (
 // See ReduceOp for the dtypes each operation accepts. Options: WithGroup,
 // WithContext (checked before the reduction starts; MPI cannot cancel it
 // once under way).
-func (td *TensorDict) AllReduce(op ReduceOp, opts ...RemoteOption) error {
-	return runCollective("AllReduce", -1, td.logBytes, opts, func(cl *coll) error {
+func (td *TensorDict) AllReduce(op ReduceOp, opts ...CollectiveOption) error {
+	return runCollective("AllReduce", -1, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
 		return cl.reduce(td, op, -1)
 	})
 }
@@ -50,8 +50,8 @@ func (td *TensorDict) AllReduce(op ReduceOp, opts ...RemoteOption) error {
 // passes the same dst. The structure check, the order and the options are
 // those of AllReduce; the structure of dst is the reference its errors
 // compare with.
-func (td *TensorDict) Reduce(dst int, op ReduceOp, opts ...RemoteOption) error {
-	return runCollective("Reduce", dst, td.logBytes, opts, func(cl *coll) error {
+func (td *TensorDict) Reduce(dst int, op ReduceOp, opts ...CollectiveOption) error {
+	return runCollective("Reduce", dst, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
 		if err := cl.checkRoot("dst", dst); err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (td *TensorDict) Reduce(dst int, op ReduceOp, opts ...RemoteOption) error {
 // reduce runs AllReduce (root < 0) or Reduce (to root).
 func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 	var leaves []Item
-	local := cl.ctx.Err()
+	local := cl.ready()
 	if td == nil {
 		local = errors.New("nil tensordict")
 	} else {
@@ -76,9 +76,20 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 	if !fast {
 		notFast = 1
 	}
-	v, err := cl.checkSame(td, leaves, max(root, 0), local, lh, ^lh, notFast)
+	// Every rank must pass the same op and root: the check compares them
+	// beside the structure, as the maximum of a value and of its
+	// complement, which are complements of each other only when every rank
+	// gave the same value.
+	r1 := uint64(root + 1)
+	v, err := cl.checkSame(td, leaves, max(root, 0), local, lh, ^lh, notFast, uint64(op), ^uint64(op), r1, ^r1)
 	if err != nil {
 		return err
+	}
+	if v[3] != ^v[4] {
+		return cl.errorf("ranks passed different ops (%v and %v): %w", ReduceOp(^v[4]), ReduceOp(v[3]), ErrMismatch)
+	}
+	if v[5] != ^v[6] {
+		return cl.errorf("ranks passed different roots (%d and %d): %w", int(^v[6])-1, int(v[5])-1, ErrMismatch)
 	}
 	t := reduceTarget{c: cl.c, root: root}
 	if v[2] == 0 && v[0] == ^v[1] {

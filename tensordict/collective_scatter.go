@@ -20,7 +20,7 @@ import (
 //
 // Options: WithGroup, WithContext (checked before the blocks move),
 // WithMaxBytes.
-func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...RemoteOption) (*TensorDict, error) {
+func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
 	err := runCollective("Scatter", src, func(r int) int64 {
 		if r != src {
@@ -31,7 +31,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...RemoteOption) 
 			n += max(tensorBytes(x), 0)
 		}
 		return n
-	}, opts, func(cl *coll) error {
+	}, resolve(opts, usesCollRecv), func(cl *coll) error {
 		if err := cl.checkRoot("src", src); err != nil {
 			return err
 		}
@@ -53,10 +53,13 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...RemoteOption) 
 		var lerr error
 		if cl.rank != src {
 			if lerr = cl.checkInfo(src, mine); lerr == nil {
+				lerr = cl.ready()
+			}
+			if lerr == nil {
 				recv = make([]uint64, blockWords(mine))
 			}
 		} else {
-			lerr = cl.ctx.Err()
+			lerr = cl.ready()
 		}
 		if err := cl.agree(lerr); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -203,11 +204,11 @@ func TestCollectiveBroadcastErrors(t *testing.T) {
 		if g.Rank() == 0 {
 			require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Uint8, 1<<20)))
 		}
-		var opts []RemoteOption
+		var opts []any
 		if g.Rank() == g.Size()-1 {
 			opts = append(opts, WithMaxBytes(1000))
 		}
-		got, err := td.Broadcast(0, opts...)
+		got, err := td.Broadcast(0, mpitest.As[CollectiveOption](opts)...)
 		require.Error(t, err)
 		assert.Nil(t, got)
 		assert.Contains(t, err.Error(), "limit")
@@ -387,6 +388,26 @@ func TestCollectiveReduceErrors(t *testing.T) {
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, n-1, pe.Rank)
 		}
+	})
+	mpitest.Run(t, "different ops", func(t *testing.T) {
+		td := collSeed(t, float64(r+1))
+		op := ReduceSum
+		if r == n-1 {
+			op = ReduceMax
+		}
+		err := td.AllReduce(op)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrMismatch)
+		assert.Contains(t, err.Error(), "different ops (sum and max)")
+		collCheckSeed(t, td, float64(r+1), 0) // nothing was reduced
+	})
+	mpitest.Run(t, "different roots", func(t *testing.T) {
+		td := collSeed(t, float64(r+1))
+		err := td.Reduce(min(r, 1), ReduceSum)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrMismatch)
+		assert.Contains(t, err.Error(), "different roots (0 and 1)")
+		collCheckSeed(t, td, float64(r+1), 0)
 	})
 	mpitest.Run(t, "bad dst", func(t *testing.T) {
 		err := New().Reduce(-1, ReduceSum)
@@ -570,13 +591,13 @@ func TestCollectiveAllGatherEmptyAndLimits(t *testing.T) {
 		}
 	})
 	mpitest.Run(t, "limit on one rank", func(t *testing.T) {
-		var opts []RemoteOption
+		var opts []any
 		if r == 0 {
 			opts = append(opts, WithMaxBytes(64))
 		}
 		td := New()
 		require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Float64, 100)))
-		all, err := td.AllGather(opts...)
+		all, err := td.AllGather(mpitest.As[CollectiveOption](opts)...)
 		require.Error(t, err)
 		assert.Nil(t, all)
 		assert.Contains(t, err.Error(), "limit")
@@ -638,11 +659,11 @@ func TestCollectiveScatter(t *testing.T) {
 				tds = append(tds, td)
 			}
 		}
-		var opts []RemoteOption
+		var opts []any
 		if r == n-1 {
 			opts = append(opts, WithMaxBytes(64))
 		}
-		_, err := New().Scatter(0, tds, opts...)
+		_, err := New().Scatter(0, tds, mpitest.As[CollectiveOption](opts)...)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "limit")
 	})
@@ -824,4 +845,75 @@ func mustGet(t testing.TB, td *TensorDict, k Key) *tensor.Tensor {
 	x, err := td.Get(k)
 	require.NoError(t, err)
 	return x
+}
+
+// TestCollectiveConcurrentGoroutines runs AllReduce on one group from
+// several goroutines per rank at once. MPI pairs them in whatever order
+// each rank's goroutines reach it, so no call may return another call's
+// sum: the calls fail (ErrConcurrent, here or on a peer), and so does
+// every later collective on that group, while other groups still work.
+// Calls already past their agreement when a second goroutine arrived fail
+// on the ranks that saw it (their results are undefined).
+func TestCollectiveConcurrentGoroutines(t *testing.T) {
+	w0 := mpitest.Need(t, 2)
+	n, r := w0.Size(), w0.Rank()
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	g, err := w0.New(all)
+	require.NoError(t, err)
+	defer g.Free()
+	const workers, rounds = 4, 25
+	var res struct{ ok, concurrent, peer, wrong int }
+	var mu sync.Mutex
+	var other []error
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for range rounds {
+				td := New(8)
+				if err := td.Set(K("x"), tensor.Full(tensor.Float64, float64((w+1)*(r+1)), 8)); err != nil {
+					panic(err)
+				}
+				err := td.AllReduce(ReduceSum, WithGroup(g))
+				var pe *PeerError
+				mu.Lock()
+				switch {
+				case err == nil:
+					got, _ := td.Get(K("x"))
+					if tensor.Get[float64](got, 0) == float64((w+1)*n*(n+1)/2) {
+						res.ok++
+					} else {
+						res.wrong++
+					}
+				case errors.Is(err, ErrConcurrent):
+					res.concurrent++
+				case errors.As(err, &pe) && strings.Contains(pe.Msg, ErrConcurrent.Error()):
+					res.peer++
+				default:
+					other = append(other, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	t.Logf("rank %d: %d calls: %d right, %d refused here, %d refused by a peer, %d wrong",
+		r, workers*rounds, res.ok, res.concurrent, res.peer, res.wrong)
+	assert.Zero(t, res.wrong, "calls that returned nil with another call's data")
+	assert.Empty(t, other)
+	assert.Positive(t, res.concurrent+res.peer, "concurrent calls were not detected")
+
+	// The group stays refused on every rank; the world still works.
+	td := collSeed(t, float64(r+1))
+	err = td.AllReduce(ReduceSum, WithGroup(g))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), ErrConcurrent.Error())
+	collCheckSeed(t, td, float64(r+1), 0)
+	require.NoError(t, td.AllReduce(ReduceSum))
+	collCheckSeed(t, td, float64(n*(n+1)/2), 0)
 }

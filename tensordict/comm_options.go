@@ -13,11 +13,79 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// RemoteOption configures a communication method: InitRemote,
-// FromRemoteInit, Send, Recv, ISend, IRecv and the collectives. Options a
-// method has no use for are ignored by it. RemoteOptions are plain values,
-// so passing them allocates nothing.
-type RemoteOption struct {
+// Options of the communication methods come in families, one interface per
+// family, so that an option a method cannot use does not compile:
+//
+//   - RemoteOption: InitRemote, FromRemoteInit and FromRemoteInitAs;
+//   - SendOption: Send and ISend;
+//   - RecvOption: Recv and IRecv;
+//   - CollectiveOption: Broadcast, AllReduce, Reduce, AllGather, Scatter,
+//     GatherAndStack and their nonblocking forms.
+//
+// An option that several families use implements several: WithGroup and
+// WithContext return a CommOption, which every method takes; WithTag and
+// WithPseudoRandTags a P2POption; WithMaxBytes a LimitOption (every method
+// that receives a structure from a peer); WithConsolidated a PayloadOption.
+// Within a family, a method refuses with an error an option that only the
+// other side of the transfer uses (WithMemmap given to InitRemote,
+// WithMaxBytes given to AllReduce), before anything is sent. Options are
+// plain values: passing them allocates nothing.
+type RemoteOption interface {
+	remoteOption()
+}
+
+// SendOption configures Send and ISend. See RemoteOption for the families.
+type SendOption interface {
+	sendOption()
+}
+
+// RecvOption configures Recv and IRecv. See RemoteOption for the families.
+type RecvOption interface {
+	recvOption()
+}
+
+// CollectiveOption configures the collectives. See RemoteOption for the
+// families.
+type CollectiveOption interface {
+	collectiveOption()
+}
+
+// CommOption is an option of every communication method (WithGroup,
+// WithContext).
+type CommOption interface {
+	RemoteOption
+	SendOption
+	RecvOption
+	CollectiveOption
+}
+
+// P2POption is an option of Send, Recv, ISend and IRecv (WithTag,
+// WithPseudoRandTags).
+type P2POption interface {
+	SendOption
+	RecvOption
+}
+
+// LimitOption is an option of every method that receives a structure from
+// a peer: FromRemoteInit, Recv, IRecv and the collectives that return new
+// TensorDicts (WithMaxBytes).
+type LimitOption interface {
+	RemoteOption
+	RecvOption
+	CollectiveOption
+}
+
+// PayloadOption is an option of the point-to-point methods and Broadcast
+// (WithConsolidated).
+type PayloadOption interface {
+	SendOption
+	RecvOption
+	CollectiveOption
+}
+
+// option is the one concrete type behind every option interface; what a
+// constructor declares it returns decides where it compiles.
+type option struct {
 	kind optKind
 	g    *group.Group
 	ctx  context.Context
@@ -26,6 +94,11 @@ type RemoteOption struct {
 	err  error
 	fn   Allocator
 }
+
+func (option) remoteOption()     {}
+func (option) sendOption()       {}
+func (option) recvOption()       {}
+func (option) collectiveOption() {}
 
 // An Allocator returns the storage of n bytes that a received TensorDict
 // is built in (see WithAllocator).
@@ -45,7 +118,38 @@ const (
 	optPseudoRand
 	optConsolidated
 	optAllocator
+	optTorch
 	optInvalid
+)
+
+// optMask is a set of option kinds.
+type optMask uint32
+
+func maskOf(kinds ...optKind) optMask {
+	var m optMask
+	for _, k := range kinds {
+		m |= 1 << k
+	}
+	return m
+}
+
+// optNames names each kind as its constructor, for errors.
+var optNames = [...]string{
+	optGroup: "WithGroup", optBroadcast: "WithBroadcast", optContext: "WithContext",
+	optDevice: "WithDevice", optMemmap: "WithMemmap", optMaxBytes: "WithMaxBytes",
+	optTag: "WithTag", optPseudoRand: "WithPseudoRandTags", optConsolidated: "WithConsolidated",
+	optAllocator: "WithAllocator", optTorch: "WithTorch",
+}
+
+// The options each method uses; resolve refuses the others.
+var (
+	usesInitSend  = maskOf(optGroup, optBroadcast, optContext, optTorch)
+	usesInitRecv  = maskOf(optGroup, optBroadcast, optContext, optDevice, optMemmap, optMaxBytes, optAllocator, optTorch)
+	usesSend      = maskOf(optGroup, optContext, optTag, optPseudoRand, optConsolidated)
+	usesRecv      = usesSend | maskOf(optMaxBytes)
+	usesReduce    = maskOf(optGroup, optContext)
+	usesCollRecv  = usesReduce | maskOf(optMaxBytes)
+	usesBroadcast = usesCollRecv | maskOf(optConsolidated)
 )
 
 // remoteOptions is the resolved form of a list of RemoteOptions.
@@ -60,35 +164,37 @@ type remoteOptions struct {
 	pseudoRand   bool
 	consolidated bool
 	alloc        Allocator // WithAllocator, nil for new heap memory
+	torch        bool      // WithTorch
+	seen         optMask   // the kinds given
 	err          error     // the first invalid option
 }
 
-func invalid(err error) RemoteOption { return RemoteOption{kind: optInvalid, err: err} }
+func invalid(err error) option { return option{kind: optInvalid, err: err} }
 
 // WithGroup makes the operation run on group g instead of the world group.
 // Ranks given to the operation (dst, src, root) are then ranks of g.
-func WithGroup(g *group.Group) RemoteOption {
+func WithGroup(g *group.Group) CommOption {
 	if g == nil {
 		return invalid(errors.New("WithGroup: nil group"))
 	}
-	return RemoteOption{kind: optGroup, g: g}
+	return option{kind: optGroup, g: g}
 }
 
 // WithBroadcast makes InitRemote and FromRemoteInit use a broadcast over
 // the group instead of a point-to-point message: every rank of the group
 // calls one of them, the source InitRemote (its dst argument is ignored)
 // and every other rank FromRemoteInit, like tensordict's use_broadcast.
-func WithBroadcast() RemoteOption { return RemoteOption{kind: optBroadcast} }
+func WithBroadcast() RemoteOption { return option{kind: optBroadcast} }
 
 // WithContext bounds the operation by ctx: a receive still waiting for its
 // sender when ctx ends returns an error wrapping ctx.Err(). Messages
 // already under way are completed first, so a peer is never left with
 // half a transfer. Collectives check ctx only before they start.
-func WithContext(ctx context.Context) RemoteOption {
+func WithContext(ctx context.Context) CommOption {
 	if ctx == nil {
 		return invalid(errors.New("WithContext: nil context"))
 	}
-	return RemoteOption{kind: optContext, ctx: ctx}
+	return option{kind: optContext, ctx: ctx}
 }
 
 // WithDevice names the device of received storage, as tensordict's device
@@ -98,7 +204,7 @@ func WithDevice(device string) RemoteOption {
 	if device != "" && device != "cpu" {
 		return invalid(fmt.Errorf("WithDevice: device %q is not supported, tdmpi keeps tensors on the cpu", device))
 	}
-	return RemoteOption{kind: optDevice, s: "cpu"}
+	return option{kind: optDevice, s: "cpu"}
 }
 
 // WithMemmap makes FromRemoteInit receive the storage straight into a
@@ -108,7 +214,7 @@ func WithMemmap(prefix string) RemoteOption {
 	if prefix == "" {
 		return invalid(errors.New("WithMemmap: empty prefix"))
 	}
-	return RemoteOption{kind: optMemmap, s: prefix}
+	return option{kind: optMemmap, s: prefix}
 }
 
 // WithAllocator makes FromRemoteInit (both modes) build the TensorDict it
@@ -130,40 +236,42 @@ func WithAllocator(alloc Allocator) RemoteOption {
 	if alloc == nil {
 		return invalid(errors.New("WithAllocator: nil allocator"))
 	}
-	return RemoteOption{kind: optAllocator, fn: alloc}
+	return option{kind: optAllocator, fn: alloc}
 }
 
 // WithMaxBytes sets the largest storage, in bytes, that a receive accepts
-// from a peer (default 64 GiB). A peer announcing more gets the receive an
-// error before anything is allocated.
-func WithMaxBytes(n int64) RemoteOption {
+// from a peer (default: the machine's memory, at most 64 GiB). A peer
+// announcing more gets the receive an error before anything is allocated.
+// A storage within the limit but beyond the memory available now is
+// refused too, with an error wrapping ErrNoMemory.
+func WithMaxBytes(n int64) LimitOption {
 	if n <= 0 {
 		return invalid(fmt.Errorf("WithMaxBytes: %d is not positive", n))
 	}
-	return RemoteOption{kind: optMaxBytes, n: n}
+	return option{kind: optMaxBytes, n: n}
 }
 
 // WithTag sets the tag of the first per-leaf message of Send, Recv, ISend
 // and IRecv (tensordict's init_tag, default 0); later leaves use the
 // following tags. With WithConsolidated it is the tag of every message.
 // Tags must stay below MaxUserTag.
-func WithTag(initTag int) RemoteOption {
+func WithTag(initTag int) P2POption {
 	if initTag < 0 || initTag >= MaxUserTag {
 		return invalid(fmt.Errorf("WithTag: tag %d is out of range [0, %d)", initTag, MaxUserTag))
 	}
-	return RemoteOption{kind: optTag, n: int64(initTag)}
+	return option{kind: optTag, n: int64(initTag)}
 }
 
 // WithPseudoRandTags makes per-leaf messages use tensordict's pseudo-random
 // tag sequence (pseudo_rand=True) instead of consecutive tags: each tag is
 // IntGenerator of the previous tag plus one, starting from the WithTag tag.
-func WithPseudoRandTags() RemoteOption { return RemoteOption{kind: optPseudoRand} }
+func WithPseudoRandTags() P2POption { return option{kind: optPseudoRand} }
 
 // WithConsolidated makes Send, Recv, ISend and IRecv move the whole
 // consolidated storage in one message (tensordict's consolidated=True)
 // instead of one message per leaf. The receiver should be consolidated with
 // the sender's layout, as the result of FromRemoteInit is.
-func WithConsolidated() RemoteOption { return RemoteOption{kind: optConsolidated} }
+func WithConsolidated() PayloadOption { return option{kind: optConsolidated} }
 
 // fail records the first invalid option.
 func (o *remoteOptions) fail(err error) {
@@ -172,42 +280,79 @@ func (o *remoteOptions) fail(err error) {
 	}
 }
 
-// resolveRemoteOptions applies opts over the defaults: the world group and
-// a background context. The group is nil only when MPI is not running;
-// check reports that and any invalid option.
-func resolveRemoteOptions(opts []RemoteOption) remoteOptions {
+// apply records o in c.
+func (o option) apply(c *remoteOptions) {
+	c.seen |= 1 << o.kind
+	switch o.kind {
+	case optGroup:
+		c.group = o.g
+	case optBroadcast:
+		c.broadcast = true
+	case optContext:
+		c.ctx = o.ctx
+	case optDevice:
+		c.device = o.s
+	case optMemmap:
+		c.memmap = o.s
+	case optMaxBytes:
+		c.maxBytes = o.n
+	case optTag:
+		c.tag = int(o.n)
+	case optPseudoRand:
+		c.pseudoRand = true
+	case optConsolidated:
+		c.consolidated = true
+	case optAllocator:
+		c.alloc = o.fn
+	case optTorch:
+		c.torch = true
+	case optInvalid:
+		c.fail(o.err)
+	}
+}
+
+// resolve applies opts over the defaults, the world group and a background
+// context, and records as an error the first option that is not in uses.
+// The group is nil only when MPI is not running; check reports that and
+// any invalid option.
+//
+// It copies each option out of its interface rather than calling a method
+// through it, so that the options of a call stay on the caller's stack.
+func resolve[O any](opts []O, uses optMask) remoteOptions {
 	o := remoteOptions{ctx: context.Background()}
-	for i := range opts {
-		p := &opts[i]
-		switch p.kind {
-		case optGroup:
-			o.group = p.g
-		case optBroadcast:
-			o.broadcast = true
-		case optContext:
-			o.ctx = p.ctx
-		case optDevice:
-			o.device = p.s
-		case optMemmap:
-			o.memmap = p.s
-		case optMaxBytes:
-			o.maxBytes = p.n
-		case optTag:
-			o.tag = int(p.n)
-		case optPseudoRand:
-			o.pseudoRand = true
-		case optConsolidated:
-			o.consolidated = true
-		case optAllocator:
-			o.alloc = p.fn
-		case optInvalid:
-			o.fail(p.err)
+	for _, p := range opts {
+		if v, ok := any(p).(option); ok {
+			v.apply(&o)
+		} else {
+			o.fail(errors.New("nil option"))
+		}
+	}
+	if extra := o.seen &^ (uses | 1<<optInvalid); extra != 0 {
+		for k := optGroup; k < optInvalid; k++ {
+			if extra&(1<<k) != 0 {
+				o.fail(fmt.Errorf("%s has no use here%s", optNames[k], notHere(k, uses)))
+				break
+			}
 		}
 	}
 	if o.group == nil {
 		o.group = group.World()
 	}
 	return o
+}
+
+// notHere says where option kind k belongs, when a caller passed it to a
+// method of its family that does not use it.
+func notHere(k optKind, uses optMask) string {
+	switch {
+	case uses == usesInitSend:
+		return ": it configures the receiving side (FromRemoteInit)"
+	case k == optMaxBytes && uses&(1<<optMaxBytes) == 0:
+		return ": this collective receives no structure from a peer"
+	case k == optConsolidated:
+		return ": only Broadcast and the point-to-point methods take it"
+	}
+	return ""
 }
 
 // check returns an error naming op if an option was invalid or there is no
@@ -221,6 +366,9 @@ func (o *remoteOptions) check(op string) error {
 	}
 	if o.group == nil {
 		return fmt.Errorf("tensordict: %s: %w", op, group.ErrNotInitialized)
+	}
+	if err := o.group.Live(op); err != nil {
+		return fmt.Errorf("tensordict: %s: %w", op, err)
 	}
 	return nil
 }

@@ -22,7 +22,8 @@ type consState struct {
 // Consolidate returns a new TensorDict whose tensor leaves all view one byte
 // storage, as Python tensordict's consolidate(metadata=True) does: every
 // leaf's C-contiguous little-endian bytes, depth first in insertion order,
-// each followed by zeros up to a multiple of 8 bytes. The result has td's
+// each followed by zeros up to a multiple of 8 bytes, complex128 leaves
+// starting at a multiple of 16 (see Layout). The result has td's
 // structure, batch sizes, lock state and class name, and shares no memory
 // with td (non-tensor values are copied too). If td is already consolidated,
 // Consolidate returns td itself.
@@ -49,24 +50,63 @@ func (td *TensorDict) Consolidate() (*TensorDict, error) {
 }
 
 // ConsolidateInto packs td's leaves, as Consolidate does, into buf, which
-// must hold exactly the total size Layout reports and be 8-byte aligned (a
-// memory map or an off-heap buffer is). It returns a consolidated TensorDict
-// whose leaves view buf; buf must stay valid as long as it is used.
+// must hold exactly the total size Layout reports and be 8-byte aligned. It
+// returns a consolidated TensorDict whose leaves view buf as a new heap
+// Storage: nothing links them to where buf came from, so buf must stay
+// valid as long as they are used. For the memory of a Storage outside the
+// Go heap (off-heap, memory-mapped), use ConsolidateIntoStorage instead,
+// which keeps that Storage: once it is released, the leaves report
+// tensor.ErrReleased rather than touch unmapped memory.
 func (td *TensorDict) ConsolidateInto(buf []byte) (*TensorDict, error) {
-	p, err := makePlan("ConsolidateInto", td, 0, false)
+	return td.consolidateInto("ConsolidateInto", buf, nil)
+}
+
+// ConsolidateIntoStorage is ConsolidateInto into the whole of st, which
+// must have exactly the total size Layout reports and be live. The leaves
+// of the result view st itself, so a Release of st is seen by every use of
+// them (tensor operations, Send, Broadcast into the result) as an error
+// wrapping tensor.ErrReleased.
+func (td *TensorDict) ConsolidateIntoStorage(st *tensor.Storage) (*TensorDict, error) {
+	const op = "ConsolidateIntoStorage"
+	if st == nil {
+		return nil, fmt.Errorf("tensordict: %s: nil storage", op)
+	}
+	buf, err := liveStorageBytes(st)
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: %s: %w", op, err)
+	}
+	return td.consolidateInto(op, buf, st)
+}
+
+// liveStorageBytes returns st's bytes, or an error wrapping
+// tensor.ErrReleased.
+func liveStorageBytes(st *tensor.Storage) ([]byte, error) {
+	if st.Released() {
+		return nil, tensor.ErrReleased
+	}
+	return st.Bytes(), nil
+}
+
+// consolidateInto packs td into buf, the bytes of st (nil: buf becomes a
+// new heap Storage).
+func (td *TensorDict) consolidateInto(op string, buf []byte, st *tensor.Storage) (*TensorDict, error) {
+	p, err := makePlan(op, td, 0, false)
 	if err != nil {
 		return nil, err
 	}
 	if len(buf) != p.total {
-		return nil, fmt.Errorf("tensordict: ConsolidateInto: buffer has %d bytes, layout needs %d", len(buf), p.total)
+		return nil, fmt.Errorf("tensordict: %s: buffer has %d bytes, layout needs %d", op, len(buf), p.total)
 	}
 	if len(buf) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%8 != 0 {
-		return nil, fmt.Errorf("tensordict: ConsolidateInto: buffer is not 8-byte aligned")
+		return nil, fmt.Errorf("tensordict: %s: buffer is not 8-byte aligned", op)
 	}
 	if err := pack(buf, p, true); err != nil {
-		return nil, fmt.Errorf("tensordict: ConsolidateInto: %w", err)
+		return nil, fmt.Errorf("tensordict: %s: %w", op, err)
 	}
-	return viewsOf(p, tensor.StorageOf(buf))
+	if st == nil {
+		st = tensor.StorageOf(buf)
+	}
+	return viewsOf(p, st)
 }
 
 // viewsOf builds the consolidated TensorDict of plan p over st. The
@@ -174,6 +214,9 @@ func (v *viewBuilder) build(ni int) (*TensorDict, int, error) {
 // contiguously and in depth-first order, without overlap. Replacing or adding
 // a leaf (other than by SetInPlace) ends consolidation.
 func (td *TensorDict) IsConsolidated() bool {
+	if td == nil {
+		return false
+	}
 	c := td.cons
 	if c == nil || c.st.Released() {
 		return false
@@ -246,34 +289,43 @@ type copyTask struct {
 // pack copies the leaves of p into buf at their planned offsets. With
 // zeroPads, the pad bytes are written too (buf may hold old data); a fresh
 // storage is already zero.
+//
+// A fault on a mapped leaf or buf (a file truncated by another process) is
+// an error wrapping memmap.ErrFault, not the end of the process.
 func pack(buf []byte, p *plan, zeroPads bool) error {
-	if p.total < parallelThreshold || runtime.GOMAXPROCS(0) < 2 {
-		// One goroutine: copy leaf by leaf, without a task list.
-		for i := range p.leaves {
-			l := &p.leaves[i]
-			if zeroPads {
-				clear(buf[l.start+l.nbytes : l.start+l.nbytes+l.pad])
-			}
-			if l.nbytes == 0 {
-				continue
-			}
-			to := l.nbytes
-			if !l.t.IsContiguous() {
-				to = -1
-			}
-			if err := (copyTask{l: l, from: 0, to: to}).do(buf); err != nil {
-				return err
-			}
+	return mem.CatchFault(func() error {
+		if p.total < parallelThreshold || runtime.GOMAXPROCS(0) < 2 {
+			return packSerial(buf, p, zeroPads)
 		}
-		return nil
+		return packParallel(buf, p, zeroPads)
+	})
+}
+
+// packSerial is pack on one goroutine: leaf by leaf, without a task list.
+func packSerial(buf []byte, p *plan, zeroPads bool) error {
+	for i := range p.leaves {
+		l := &p.leaves[i]
+		if !l.prepare(buf, zeroPads) {
+			continue
+		}
+		to := l.nbytes
+		if !l.t.IsContiguous() {
+			to = -1
+		}
+		if err := (copyTask{l: l, from: 0, to: to}).do(buf); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// packParallel is pack with GOMAXPROCS goroutines sharing chunks of the
+// leaves; each worker catches its own faults.
+func packParallel(buf []byte, p *plan, zeroPads bool) error {
 	var tasks []copyTask
 	for i := range p.leaves {
 		l := &p.leaves[i]
-		if zeroPads {
-			clear(buf[l.start+l.nbytes : l.start+l.nbytes+l.pad])
-		}
-		if l.nbytes == 0 {
+		if !l.prepare(buf, zeroPads) {
 			continue
 		}
 		if !l.t.IsContiguous() {
@@ -298,20 +350,27 @@ func pack(buf []byte, p *plan, zeroPads bool) error {
 		first error
 		wg    sync.WaitGroup
 	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+	}
 	run := func() {
 		defer wg.Done()
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(tasks) {
-				return
-			}
-			if err := tasks[i].do(buf); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
+		if err := mem.CatchFault(func() error {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(tasks) {
+					return nil
 				}
-				mu.Unlock()
+				if err := tasks[i].do(buf); err != nil {
+					fail(err)
+				}
 			}
+		}); err != nil {
+			fail(err)
 		}
 	}
 	wg.Add(workers)
@@ -321,6 +380,22 @@ func pack(buf []byte, p *plan, zeroPads bool) error {
 	run()
 	wg.Wait()
 	return first
+}
+
+// prepare clears l's pads in buf if zeroPads (buf may hold old data; a
+// fresh storage is already zero) and reports whether l has bytes to copy.
+func (l *planLeaf) prepare(buf []byte, zeroPads bool) bool {
+	if zeroPads {
+		l.clearPads(buf)
+	}
+	return l.nbytes > 0
+}
+
+// clearPads zeroes the bytes of buf around leaf l that no leaf owns: the
+// gap before it and the pad after it.
+func (l *planLeaf) clearPads(buf []byte) {
+	clear(buf[l.start-l.gap : l.start])
+	clear(buf[l.start+l.nbytes : l.start+l.nbytes+l.pad])
 }
 
 // do performs one copy task.

@@ -66,10 +66,12 @@
 //
 // Consolidate packs every leaf, depth first in insertion order, into one
 // byte storage, each leaf's little-endian bytes padded with zeros to a
-// multiple of 8, and describes them with Python tensordict's consolidated
+// multiple of 8 (and complex128 leaves placed at multiples of 16, which
+// torch needs to view them; readers accept either), and describes them with Python tensordict's consolidated
 // metadata tree (ConsolidatedMetadata), as JSON. Layout computes that
 // metadata and the storage size without copying, ConsolidateInto packs into
-// a caller's buffer, and FromConsolidated rebuilds a TensorDict of views over
+// a caller's buffer (ConsolidateIntoStorage into a caller's Storage, whose
+// Release the result then sees), and FromConsolidated rebuilds a TensorDict of views over
 // a storage. SaveConsolidated and LoadConsolidated use the single-file format
 // of Python's consolidate(filename=...): [storage][metadata JSON][int64 LE
 // length]. Files and peers are untrusted: FromConsolidated and

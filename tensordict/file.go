@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -64,7 +65,7 @@ func (td *TensorDict) SaveConsolidated(filename string) (err error) {
 		}
 	}()
 	w := bufio.NewWriterSize(f, 1<<20)
-	if err = write(w); err != nil {
+	if err = mem.CatchFault(func() error { return write(w) }); err != nil {
 		return err
 	}
 	if _, err = w.Write(meta); err != nil {
@@ -86,12 +87,15 @@ func (td *TensorDict) SaveConsolidated(filename string) (err error) {
 
 // streamLeaves writes the storage of plan p to w.
 func streamLeaves(w *bufio.Writer, p *plan) error {
-	var zeros [8]byte
+	var zeros [16]byte
 	for _, l := range p.flatten() {
 		t := l.t.Contiguous()
 		b, err := t.Bytes()
 		if err != nil {
 			return fmt.Errorf("leaf %q: %w", l.name, err)
+		}
+		if _, err := w.Write(zeros[:l.gap]); err != nil {
+			return err
 		}
 		if _, err := w.Write(b); err != nil {
 			return err
@@ -133,11 +137,20 @@ type mapping struct {
 // reading it, so loading costs the metadata parse only. The file is checked
 // like FromConsolidated's input, with the same options.
 //
+// A file that another process truncates afterwards makes accesses to the
+// lost pages fault; see LoadMemmap for which accesses are guarded. To be
+// independent of the file, read it instead (os.ReadFile) and rebuild the
+// TensorDict with FromConsolidated over tensor.StorageOf of its storage
+// bytes, as LoadMemmap's InMemory does for directories.
+//
 // The leaves view the mapping until Release is called on the result; a
 // loaded TensorDict that is dropped without Release keeps its mapping (and
 // address space) until the process ends.
 func LoadConsolidated(filename string, opts ...ConsolidatedOption) (*TensorDict, error) {
 	cfg := newReadConfig(opts)
+	if cfg.err != nil {
+		return nil, fmt.Errorf("tensordict: LoadConsolidated: %w", cfg.err)
+	}
 	f, err := os.Open(filename)
 	if err != nil {
 		return nil, fmt.Errorf("tensordict: LoadConsolidated: %w", err)
@@ -161,7 +174,11 @@ func LoadConsolidated(filename string, opts ...ConsolidatedOption) (*TensorDict,
 	if err != nil {
 		return nil, fmt.Errorf("tensordict: LoadConsolidated %s: mmap: %w", filename, err)
 	}
-	td, err := fromConsolidatedBytes(data, &mapping{path: filename, data: data}, func() error { return syscall.Munmap(data) }, cfg)
+	var td *TensorDict
+	err = mem.CatchFault(func() (err error) {
+		td, err = fromConsolidatedBytes(data, &mapping{path: filename, data: data}, func() error { return syscall.Munmap(data) }, cfg)
+		return err
+	})
 	if err != nil {
 		syscall.Munmap(data)
 		return nil, fmt.Errorf("tensordict: LoadConsolidated %s: %w", filename, err)
@@ -194,8 +211,12 @@ func fromConsolidatedBytes(data []byte, owner any, release func() error, cfg rea
 // Release frees every storage outside the Go heap that td's leaves view,
 // such as the mapping of LoadConsolidated; heap storages are left to the
 // garbage collector. td and every tensor viewing those storages must not be
-// used afterwards (their accessors return errors). Release is idempotent.
+// used afterwards (their accessors return errors). Release is idempotent,
+// and does nothing on a nil *TensorDict.
 func (td *TensorDict) Release() error {
+	if td == nil {
+		return nil
+	}
 	seen := map[*tensor.Storage]bool{}
 	var errs []error
 	rel := func(st *tensor.Storage) {

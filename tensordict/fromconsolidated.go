@@ -2,6 +2,7 @@ package tensordict
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -23,6 +24,7 @@ type ConsolidatedOption func(*readConfig)
 
 type readConfig struct {
 	maxDepth, maxEntries, maxMetaBytes int
+	err                                error // an invalid option
 }
 
 func newReadConfig(opts []ConsolidatedOption) readConfig {
@@ -34,16 +36,35 @@ func newReadConfig(opts []ConsolidatedOption) readConfig {
 }
 
 // WithMaxDepth bounds the JSON nesting depth of the metadata (default 1000),
-// which bounds the nesting of TensorDicts and of non-tensor values.
-func WithMaxDepth(n int) ConsolidatedOption { return func(c *readConfig) { c.maxDepth = n } }
+// which bounds the nesting of TensorDicts and of non-tensor values. An n
+// below 1 makes the call return an error.
+func WithMaxDepth(n int) ConsolidatedOption {
+	return positiveLimit("WithMaxDepth", n, func(c *readConfig) *int { return &c.maxDepth })
+}
 
 // WithMaxEntries bounds the total number of entries (tensor leaves, nested
-// TensorDicts and non-tensor values) of the metadata (default 1<<20).
-func WithMaxEntries(n int) ConsolidatedOption { return func(c *readConfig) { c.maxEntries = n } }
+// TensorDicts and non-tensor values) of the metadata (default 1<<20). An n
+// below 1 makes the call return an error.
+func WithMaxEntries(n int) ConsolidatedOption {
+	return positiveLimit("WithMaxEntries", n, func(c *readConfig) *int { return &c.maxEntries })
+}
 
-// WithMaxMetadataBytes bounds the size of the metadata JSON (default 256 MiB).
+// WithMaxMetadataBytes bounds the size of the metadata JSON (default 256
+// MiB). An n below 1 makes the call return an error.
 func WithMaxMetadataBytes(n int) ConsolidatedOption {
-	return func(c *readConfig) { c.maxMetaBytes = n }
+	return positiveLimit("WithMaxMetadataBytes", n, func(c *readConfig) *int { return &c.maxMetaBytes })
+}
+
+// positiveLimit is the option setting the limit field to n, or recording
+// an error naming option if n is below 1 (which would refuse everything).
+func positiveLimit(option string, n int, field func(*readConfig) *int) ConsolidatedOption {
+	return func(c *readConfig) {
+		if n < 1 {
+			c.err = errors.Join(c.err, fmt.Errorf("%s(%d): the limit must be at least 1", option, n))
+			return
+		}
+		*field(c) = n
+	}
 }
 
 // isTopLevelExtra reports whether key is one of the transport fields Python
@@ -188,7 +209,7 @@ func (e placedError) Unwrap() error { return e.err }
 // decodeMetadata parses and validates meta against a storage of stLen bytes.
 func decodeMetadata(meta []byte, stLen int, cfg readConfig) (*metaNode, string, error) {
 	if len(meta) > cfg.maxMetaBytes {
-		return nil, "", fmt.Errorf("metadata is %d bytes, limit %d", len(meta), cfg.maxMetaBytes)
+		return nil, "", fmt.Errorf("metadata is %d bytes, limit %d: %w", len(meta), cfg.maxMetaBytes, ErrLimit)
 	}
 	d := new(metaDecoder)
 	d.init(meta, stLen, cfg)
@@ -216,7 +237,7 @@ func (d *metaDecoder) decode() (*metaNode, string, error) {
 func (d *metaDecoder) count(n *metaNode, name string) error {
 	d.entries++
 	if d.entries > d.cfg.maxEntries {
-		return fmt.Errorf("key %v: more than %d entries", n.path().child(name), d.cfg.maxEntries)
+		return fmt.Errorf("key %v: more than %d entries: %w", n.path().child(name), d.cfg.maxEntries, ErrLimit)
 	}
 	return nil
 }
@@ -599,11 +620,14 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 		return nil, fmt.Errorf("tensordict: FromConsolidated: nil storage")
 	}
 	if st.Released() {
-		return nil, fmt.Errorf("tensordict: FromConsolidated: storage was released")
+		return nil, fmt.Errorf("tensordict: FromConsolidated: %w", tensor.ErrReleased)
 	}
 	cfg := newReadConfig(opts)
+	if cfg.err != nil {
+		return nil, fmt.Errorf("tensordict: FromConsolidated: %w", cfg.err)
+	}
 	if len(meta) > cfg.maxMetaBytes {
-		return nil, fmt.Errorf("tensordict: FromConsolidated: metadata is %d bytes, limit %d", len(meta), cfg.maxMetaBytes)
+		return nil, fmt.Errorf("tensordict: FromConsolidated: metadata is %d bytes, limit %d: %w", len(meta), cfg.maxMetaBytes, ErrLimit)
 	}
 	// The decoded tree lives only until the TensorDict is built, which
 	// copies what it keeps (batch sizes; names and values are the

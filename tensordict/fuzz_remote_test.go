@@ -40,7 +40,7 @@ func FuzzInitFrame(f *testing.F) {
 		h.Total = 64 << 20
 		f.Add(wire.AppendFrame(nil, &h, sp.class, sp.meta, nil))
 	}
-	l := &link{op: "FromRemoteInit", o: resolveRemoteOptions([]RemoteOption{WithMaxBytes(fuzzMaxBytes)})}
+	l := &link{op: "FromRemoteInit", o: resolve([]LimitOption{WithMaxBytes(fuzzMaxBytes)}, usesInitRecv)}
 	var before, after runtime.MemStats
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		frame := alignedBuf(len(msg))

@@ -79,7 +79,7 @@ func (p *jsonParser) expect(c byte) error {
 func (p *jsonParser) enter() error {
 	p.depth++
 	if p.depth > p.maxDepth {
-		return p.errf("nesting deeper than %d", p.maxDepth)
+		return fmt.Errorf("JSON offset %d: nesting deeper than %d: %w", p.pos, p.maxDepth, ErrLimit)
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ type Item struct {
 // Keys returns the keys of td. By default it lists the top-level entries of
 // every kind in insertion order; see IncludeNested, LeavesOnly and Sorted.
 func (td *TensorDict) Keys(opts ...KeysOption) []Key {
+	if td == nil {
+		return nil
+	}
 	items := td.Items(opts...)
 	out := make([]Key, len(items))
 	for i, it := range items {
@@ -57,6 +60,9 @@ func (td *TensorDict) Keys(opts ...KeysOption) []Key {
 // Items returns the entries of td with their keys, chosen and ordered like
 // Keys.
 func (td *TensorDict) Items(opts ...KeysOption) []Item {
+	if td == nil {
+		return nil
+	}
 	var c keysConfig
 	for _, o := range opts {
 		o(&c)
@@ -95,7 +101,11 @@ func (td *TensorDict) walkItems(prefix Key, c *keysConfig, out *[]Item) {
 
 // walkLeaves calls fn for every tensor leaf, depth first in insertion order,
 // with the node holding it and its index there. It stops at the first error.
+// A nil td has no leaves.
 func (td *TensorDict) walkLeaves(prefix Key, fn func(k Key, node *TensorDict, j int) error) error {
+	if td == nil {
+		return nil
+	}
 	for i := range td.entries {
 		e := &td.entries[i]
 		switch e.kind {

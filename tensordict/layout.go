@@ -28,6 +28,7 @@ type planLeaf struct {
 	start  int // byte offset of the first element
 	nbytes int // numel * itemsize
 	pad    int // zero bytes after the data, so the next leaf is 8-aligned
+	gap    int // zero bytes before start, so a complex128 leaf is 16-aligned
 }
 
 // planNode is one TensorDict level of a plan. Nodes are kept in pre-order
@@ -56,6 +57,21 @@ type plan struct {
 // padTo8 returns the zero bytes that follow n bytes of data.
 func padTo8(n int) int { return (8 - n%8) % 8 }
 
+// leafStart returns the offset at which a leaf of dtype dt is placed when
+// the previous one ends (pad included) at off, an 8-aligned offset. Every
+// leaf is 8-aligned, as in tensordict; a complex128 leaf is 16-aligned,
+// since torch views bytes as complex128 only at offsets that are multiples
+// of 16 (Python's from_consolidated fails on a complex128 leaf at 8). The
+// bytes skipped are zeros that belong to no leaf: each leaf's stop - start
+// stays its bytes + pad, so readers of either alignment accept the layout,
+// and this package reads layouts of both.
+func leafStart(off int, dt tensor.DType) int {
+	if dt == tensor.Complex128 {
+		return (off + 15) &^ 15
+	}
+	return off
+}
+
 // maxPlanDepth bounds the nesting of TensorDicts Layout accepts, matching the
 // default metadata depth limit of FromConsolidated.
 const maxPlanDepth = defaultMaxDepth - 8
@@ -73,6 +89,9 @@ func makePlan(op string, td *TensorDict, base int, useOffsets bool) (*plan, erro
 
 // fill lays out td into p, an empty plan, as makePlan does.
 func (p *plan) fill(op string, td *TensorDict, base int, useOffsets bool) error {
+	if td == nil {
+		return nilError(op)
+	}
 	nodes, leaves := countTree(td, 0)
 	p.total = base
 	p.nodes, p.leaves = p.nodes0[:0], p.leaves0[:0]
@@ -158,14 +177,14 @@ func (pl *planner) node(td *TensorDict, depth int) error {
 		case kindTensor:
 			nb := e.t.NBytes()
 			if e.t.Storage().Released() {
-				return fmt.Errorf("tensordict: %s: key %v: storage was released", pl.op, pl.key(e.name))
+				return fmt.Errorf("tensordict: %s: key %v: %w", pl.op, pl.key(e.name), tensor.ErrReleased)
 			}
-			start := p.total
+			start := leafStart(p.total, e.t.DType())
 			if pl.useOffsets {
 				start = e.t.Offset()
 			}
 			pad := padTo8(nb)
-			p.leaves = append(p.leaves, planLeaf{name: e.name, t: e.t, start: start, nbytes: nb, pad: pad})
+			p.leaves = append(p.leaves, planLeaf{name: e.name, t: e.t, start: start, nbytes: nb, pad: pad, gap: max(start-p.total, 0)})
 			p.total = start + nb + pad
 		case kindTD:
 			if isReserved(e.name) {

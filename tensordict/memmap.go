@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -37,6 +38,17 @@ import (
 // A Memmap that fails removes the tensor files it wrote, so a full file
 // system (an error wrapping syscall.ENOSPC, never a SIGBUS; see package
 // memmap) gets its space back.
+//
+// Concurrent writers of one directory, in this process or others, take
+// turns: each holds an exclusive lock (flock) on every directory it writes
+// from before it removes the old meta.json until its last meta.json is in
+// place, and LoadMemmap holds a shared one while it loads, so a load sees
+// one complete save, never a mix, and the last writer's save is what
+// remains. The lock is advisory: Python tensordict and other programs do
+// not take it (LoadMemmap then detects a rewrite of the root meta.json
+// during its load, see there), and on file systems without directory locks
+// (some NFS setups, Lustre without -o flock) nothing is locked. A writer
+// waits for the lock as long as another holds it.
 //
 // An empty prefix maps every leaf anonymously (shared memory, no files, no
 // metadata). The result is a new TensorDict; td is unchanged.
@@ -67,7 +79,7 @@ func (td *TensorDict) SavedPath() string { return td.savedPathValue() }
 // false, as in tensordict. A TensorDict without leaves is memory-mapped when
 // it is locked and has a saved path.
 func (td *TensorDict) IsMemmap() bool {
-	if !td.locked {
+	if td == nil || !td.locked {
 		return false
 	}
 	leaves := 0
@@ -110,6 +122,12 @@ type mmLeaf struct {
 }
 
 func (td *TensorDict) memmapTo(op, prefix string, inPlace, like bool, cfg memmapConfig) (*TensorDict, error) {
+	if td == nil {
+		return nil, nilError(op)
+	}
+	if cfg.err != nil {
+		return nil, fmt.Errorf("tensordict: %s: %w", op, cfg.err)
+	}
 	if prefix != "" {
 		abs, err := filepath.Abs(prefix)
 		if err != nil {
@@ -123,7 +141,13 @@ func (td *TensorDict) memmapTo(op, prefix string, inPlace, like bool, cfg memmap
 		return nil, err
 	}
 	if prefix != "" {
-		if err := prepareDirs(op, root, cfg.existsOK, true); err != nil {
+		var locks []*memmap.DirLock
+		defer func() {
+			for _, l := range locks {
+				l.Unlock()
+			}
+		}()
+		if err := prepareDirs(op, root, cfg.existsOK, true, &locks); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +203,7 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 		switch e.kind {
 		case kindTensor:
 			if e.t.Storage().Released() {
-				return nil, fmt.Errorf("tensordict: %s: key %v: storage was released", op, k)
+				return nil, fmt.Errorf("tensordict: %s: key %v: %w", op, k, tensor.ErrReleased)
 			}
 			if dir != "" {
 				sub = memmap.KeyPath(dir, e.name, ".memmap")
@@ -223,9 +247,11 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 }
 
 // prepareDirs creates the node directories, refusing symbolic links and
-// non-directories, and checks for (or, with existsOK, removes) the meta.json
+// non-directories, locks each node directory exclusively (appending the
+// locks to locks, parents before children, the order every writer takes
+// them in), and checks for (or, with existsOK, removes) the meta.json
 // files of an earlier save, top-down, before any data is written.
-func prepareDirs(op string, n *mmNode, existsOK, root bool) error {
+func prepareDirs(op string, n *mmNode, existsOK, root bool, locks *[]*memmap.DirLock) error {
 	dirs := []string{n.dir}
 	for _, nt := range n.nts {
 		dirs = append(dirs, nt.dir)
@@ -233,6 +259,13 @@ func prepareDirs(op string, n *mmNode, existsOK, root bool) error {
 	for i, d := range dirs {
 		if err := makeDir(op, d, root && i == 0); err != nil {
 			return err
+		}
+		if i == 0 {
+			l, err := memmap.LockDir(d, true)
+			if err != nil {
+				return fmt.Errorf("tensordict: %s: %w", op, err)
+			}
+			*locks = append(*locks, l)
 		}
 		meta := filepath.Join(d, memmap.MetaFile)
 		if _, err := os.Lstat(meta); err == nil {
@@ -248,7 +281,7 @@ func prepareDirs(op string, n *mmNode, existsOK, root bool) error {
 		}
 	}
 	for _, k := range n.kids {
-		if err := prepareDirs(op, k, existsOK, false); err != nil {
+		if err := prepareDirs(op, k, existsOK, false, locks); err != nil {
 			return err
 		}
 	}
@@ -297,7 +330,7 @@ func writeLeaves(op string, leaves []*mmLeaf, like bool, cfg memmapConfig) error
 		go func() {
 			defer wg.Done()
 			for l := range jobs {
-				errs[index[l]] = writeLeaf(l, like, cfg.noSync, mopts)
+				errs[index[l]] = mem.CatchFault(func() error { return writeLeaf(l, like, cfg.noSync, mopts) })
 			}
 		}()
 	}

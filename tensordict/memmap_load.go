@@ -20,15 +20,42 @@ import (
 //
 // A directory written by someone else is not trusted. Keys are looked up
 // through their encoded file names only, so no key reaches outside its
-// directory; symbolic links, files shorter than their tensor, shapes that
+// directory; symbolic links, tensor files with more than one hard link
+// (which could name a file of the user's elsewhere: refused with an error
+// wrapping memmap.ErrHardLink unless CopyOnWrite is given, since a shared
+// mapping would write into it), files shorter than their tensor, shapes that
 // overflow, unknown dtypes, missing files, meta.json files larger than
 // memmap.MaxMetaSize and malformed JSON are errors that name the file.
 // Python-only content is refused with an error too: pickled non-tensor data,
 // nested (jagged) tensors, lazy stacks and tensorclasses.
 //
 // SubPath loads a nested TensorDict alone; loading its directory directly
-// does the same.
+// does the same. An empty prefix is an error (Memmap("") saves nothing).
+//
+// A file that another process truncates after it was mapped loses the
+// pages past its new end, and the kernel answers an access to them with
+// SIGBUS, which ends a Go program. The library's own accesses are guarded
+// (debug.SetPanicOnFault, see memmap.Guard) and return an error wrapping
+// memmap.ErrFault (or syscall.EFAULT where a write(2) reads the pages):
+// Consolidate, ConsolidateInto, SaveConsolidated, Memmap, SetInPlace and
+// Set. Accesses that cannot return an error (Clone, Contiguous, EqScalar
+// and the other tensor operations), the caller's own reads outside
+// memmap.Guard, and MPI transfers (which read the memory in C, where no
+// fault can be caught) still end the process. InMemory reads the files at
+// load instead, for directories that others may truncate.
+//
+// LoadMemmap holds a shared lock on the directory it loads while it loads
+// (see Memmap), so a Memmap of this package into it, from any process,
+// waits, and the result is one complete save. Files that a later save
+// replaces stay mapped with their old content. A writer that takes no lock
+// is detected when it replaces or removes the root meta.json during the
+// load (which a rewrite does first, and an interrupted one leaves absent):
+// LoadMemmap then loads again, up to 3 times, and returns an error
+// wrapping ErrRewritten if the directory never stays still.
 func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
+	if prefix == "" {
+		return nil, errors.New(`tensordict: LoadMemmap: empty prefix (Memmap("") maps anonymously and saves nothing to load; name the directory, "." for the working one)`)
+	}
 	var cfg loadConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -48,22 +75,72 @@ func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
 	if cfg.private {
 		mopts = append(mopts, memmap.Private())
 	}
-	l := &loader{opts: mopts}
-	td, err := l.loadTD(dir, nil, 0)
+	lock, err := memmap.LockDir(dir, false)
 	if err != nil {
+		return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
+	}
+	defer lock.Unlock()
+	for attempt := 1; ; attempt++ {
+		td, changed, err := loadOnce(dir, mopts, cfg.inMemory)
+		if !changed {
+			if err != nil {
+				return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
+			}
+			td.Lock()
+			return td, nil
+		}
+		if attempt == loadAttempts {
+			return nil, fmt.Errorf("tensordict: LoadMemmap: %s: %w (%d attempts)", dir, ErrRewritten, loadAttempts)
+		}
+	}
+}
+
+// ErrRewritten is wrapped by the error of a LoadMemmap during which the
+// directory's meta.json was replaced or removed, every time it tried: a
+// writer that does not take this package's lock (Python tensordict, say)
+// was rewriting the directory, and what was mapped may mix two saves.
+var ErrRewritten = errors.New("directory was rewritten while it was loaded")
+
+// loadAttempts is how many times LoadMemmap loads a directory that keeps
+// changing under it before it gives up.
+const loadAttempts = 3
+
+// loadOnce loads the TensorDict in dir, and reports whether dir's
+// meta.json changed (was replaced, removed or modified) while it did, in
+// which case nothing is returned and the mappings made are closed.
+func loadOnce(dir string, mopts []memmap.Option, inMemory bool) (*TensorDict, bool, error) {
+	meta := filepath.Join(dir, memmap.MetaFile)
+	before, berr := os.Lstat(meta)
+	l := &loader{opts: mopts, inMemory: inMemory}
+	td, err := l.loadTD(dir, nil, 0)
+	afterLoad(dir)
+	after, aerr := os.Lstat(meta)
+	changed := (berr == nil) != (aerr == nil) || (berr == nil && !sameFile(before, after))
+	if err != nil || changed {
 		for _, t := range l.mapped {
 			_ = memmap.Close(t)
 		}
-		return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
+		return nil, changed, err
 	}
-	td.Lock()
-	return td, nil
+	return td, false, nil
+}
+
+// afterLoad runs between a load and the check that meta.json did not
+// change; tests replace it to rewrite the directory at that point.
+var afterLoad = func(dir string) {}
+
+// sameFile reports whether a and b describe the same, unmodified file:
+// same inode, size and modification time (a replacement written later has
+// a later one, even where the file system reuses the inode number).
+func sameFile(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
 // loader holds the state of one LoadMemmap.
 type loader struct {
-	opts   []memmap.Option
-	mapped []*tensor.Tensor // to close on failure
+	opts     []memmap.Option
+	inMemory bool             // read the files instead of mapping them (InMemory)
+	mapped   []*tensor.Tensor // to close on failure
 }
 
 // childDir returns the directory of the nested collection key in dir: its
@@ -174,6 +251,13 @@ func (l *loader) loadLeaf(dir, metaPath, key string, leaf *memmap.Leaf, batch []
 	n, _ := tensor.Numel(leaf.Shape) // checked by memmap
 	if !ok && n > 0 {
 		return nil, fmt.Errorf("%s: entry %q: tensor file %s is missing", metaPath, key, path)
+	}
+	if l.inMemory {
+		t, err := memmap.ReadFile(path, leaf.DType, leaf.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("%s: entry %q: %w", metaPath, key, err)
+		}
+		return t, nil
 	}
 	t, err := memmap.FromFile(path, leaf.DType, leaf.Shape, l.opts...)
 	if err != nil {

@@ -1,6 +1,10 @@
 package tensordict
 
-import "runtime"
+import (
+	"errors"
+	"fmt"
+	"runtime"
+)
 
 // MemmapOption configures Memmap, MemmapInPlace and MemmapLike.
 type MemmapOption func(*memmapConfig)
@@ -9,6 +13,7 @@ type memmapConfig struct {
 	existsOK bool
 	workers  int
 	noSync   bool
+	err      error // an invalid option
 }
 
 // MemmapExistsOK lets Memmap write into a directory that already holds a
@@ -18,12 +23,14 @@ type memmapConfig struct {
 // removed, so an interrupted overwrite never loads as a mix of old and new.
 func MemmapExistsOK() MemmapOption { return func(c *memmapConfig) { c.existsOK = true } }
 
-// MemmapWorkers sets how many goroutines write tensor files at once (at
-// least 1). The default is twice GOMAXPROCS, at most 16.
+// MemmapWorkers sets how many goroutines write tensor files at once. The
+// default is twice GOMAXPROCS, at most 16. An n below 1 makes Memmap
+// return an error.
 func MemmapWorkers(n int) MemmapOption {
 	return func(c *memmapConfig) {
 		if n < 1 {
-			n = 1
+			c.err = errors.Join(c.err, fmt.Errorf("MemmapWorkers(%d): at least 1 worker is needed", n))
+			return
 		}
 		c.workers = n
 	}
@@ -48,8 +55,9 @@ func memmapOptions(opts []MemmapOption) memmapConfig {
 type LoadOption func(*loadConfig)
 
 type loadConfig struct {
-	subPath []string
-	private bool
+	subPath  []string
+	private  bool
+	inMemory bool
 }
 
 // SubPath makes LoadMemmap load the nested TensorDict named by the key parts
@@ -58,6 +66,16 @@ type loadConfig struct {
 func SubPath(parts ...string) LoadOption {
 	return func(c *loadConfig) { c.subPath = append([]string(nil), parts...) }
 }
+
+// InMemory makes LoadMemmap read every tensor file into memory
+// (memmap.ReadFile) instead of mapping it: loading costs a read of every
+// byte and memory for all of them, and in exchange the result no longer
+// depends on the files. Another process truncating or rewriting them
+// afterwards cannot make any access fault, MPI transfers included (see
+// Memmap for what a truncated mapping does). The result is locked, but not
+// memory-mapped (IsMemmap is false), and writes to it never reach the
+// files.
+func InMemory() LoadOption { return func(c *loadConfig) { c.inMemory = true } }
 
 // CopyOnWrite makes LoadMemmap map every tensor file copy-on-write: the
 // loaded tensors can be modified, but the changes never reach the files.

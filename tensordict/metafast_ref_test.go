@@ -95,6 +95,9 @@ func (p *refPlan) node(op string, prefix Key, td *TensorDict, depth int, useOffs
 				return nil, fmt.Errorf("tensordict: %s: key %v: storage was released", op, prefix.child(e.name))
 			}
 			start := p.total
+			if e.t.DType() == tensor.Complex128 && start%16 != 0 {
+				start += 8 // torch views complex128 at multiples of 16 only
+			}
 			if useOffsets {
 				start = e.t.Offset()
 			}

@@ -16,6 +16,9 @@ type leafFunc func(k Key, t *tensor.Tensor) (*tensor.Tensor, error)
 // batch sizes. The class name is kept; lock, consolidation and memmap state
 // are not.
 func (td *TensorDict) rebuild(op string, prefix Key, newBatch func([]int) []int, fn leafFunc) (*TensorDict, error) {
+	if td == nil {
+		return nil, nilError(op)
+	}
 	out := newTD(newBatch(td.batch))
 	out.class = td.class
 	out.entries = make([]entry, 0, len(td.entries))
@@ -61,7 +64,11 @@ func (td *TensorDict) Apply(fn func(Key, *tensor.Tensor) (*tensor.Tensor, error)
 }
 
 // mustRebuild is rebuild for leaf functions that cannot fail.
+// It returns nil for a nil td.
 func (td *TensorDict) mustRebuild(op string, fn func(*tensor.Tensor) *tensor.Tensor) *TensorDict {
+	if td == nil {
+		return nil
+	}
 	out, err := td.rebuild(op, nil, sameBatch, func(_ Key, t *tensor.Tensor) (*tensor.Tensor, error) { return fn(t), nil })
 	if err != nil {
 		panic("tensordict: " + op + ": " + err.Error())
@@ -71,7 +78,8 @@ func (td *TensorDict) mustRebuild(op string, fn func(*tensor.Tensor) *tensor.Ten
 
 // Clone returns a deep copy of td: every leaf copied into new contiguous
 // storage, non-tensor values copied. Like Python tensordict, the clone is not
-// locked, consolidated or memory-mapped; it keeps the class name.
+// locked, consolidated or memory-mapped; it keeps the class name. The clone
+// of a nil *TensorDict is nil.
 func (td *TensorDict) Clone() *TensorDict {
 	return td.mustRebuild("Clone", (*tensor.Tensor).Clone)
 }

@@ -12,13 +12,20 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// ErrMismatch is wrapped by the error of a Recv (or IRecv) whose
-// TensorDict differs in structure from the sender's: keys, dtypes or
+// ErrMismatch is matched (errors.Is) by the error of a Recv (or IRecv)
+// whose TensorDict differs in structure from the sender's (keys, dtypes or
 // shapes of the leaves, the consolidated layout, or the transfer mode or
-// tags.
+// tags), and by a collective's *StructureError.
 var ErrMismatch = errors.New("structure mismatch")
+
+// ErrLimit is matched (errors.Is) by the error of a receive or a load
+// that refused what a peer or a file announced because it exceeds a limit
+// (WithMaxBytes, WithMaxMetadataBytes, WithMaxDepth, WithMaxEntries, or a
+// header's own bounds), before anything was allocated for it.
+var ErrLimit = wire.ErrLimit
 
 // p2pInlineMax is the largest consolidated storage Send puts in the
 // metadata message instead of a message of its own.
@@ -48,12 +55,12 @@ const p2pInlineMax = 16 << 10
 //
 // Concurrent transfers between the same two ranks must use different tags
 // (WithTag); transfers on the same tags are serialized.
-func (td *TensorDict) Send(dst int, opts ...RemoteOption) error {
+func (td *TensorDict) Send(dst int, opts ...SendOption) error {
 	return logFailed("Send", td.send(dst, opts))
 }
 
-func (td *TensorDict) send(dst int, opts []RemoteOption) error {
-	lv, err := newLink("Send", dst, "to", opts)
+func (td *TensorDict) send(dst int, opts []SendOption) error {
+	lv, err := newLink("Send", dst, "to", resolve(opts, usesSend))
 	l := &lv
 	if err != nil {
 		return err
@@ -183,19 +190,22 @@ func (s *p2pState) send(l *link) error {
 // With WithContext, a Recv whose sender has not
 // started when the context ends returns an error wrapping ctx.Err(); once
 // the header has arrived, the transfer runs to its end.
-func (td *TensorDict) Recv(src int, opts ...RemoteOption) (int, error) {
+func (td *TensorDict) Recv(src int, opts ...RecvOption) (int, error) {
 	tag, err := td.recv(src, opts)
 	return tag, logFailed("Recv", err)
 }
 
-func (td *TensorDict) recv(src int, opts []RemoteOption) (int, error) {
-	lv, err := newLink("Recv", src, "from", opts)
+func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
+	lv, err := newLink("Recv", src, "from", resolve(opts, usesRecv))
 	l := &lv
 	if err != nil {
 		return 0, err
 	}
 	s, err := p2pStateOf(l.op, td)
 	if err != nil {
+		if errors.Is(err, tensor.ErrReleased) {
+			err = errors.Join(err, l.refuseIncoming())
+		}
 		return 0, l.errorf("%w", err)
 	}
 	defer s.mu.Unlock()
@@ -219,8 +229,8 @@ func (s *p2pState) recv(l *link, td *TensorDict) (int, error) {
 		return 0, err
 	}
 	body := s.recvBody(int(h.Body()))
-	if err := recvExact(l.c, body, l.peer, s.tag0); err != nil {
-		return 0, fmt.Errorf("receiving the metadata: %w", errors.Join(err, l.drainSend(&h, s.tag0, false, 0)))
+	if err := recvExact(l.o.ctx, l.c, body, l.peer, s.tag0); err != nil {
+		return 0, fmt.Errorf("receiving the metadata: %w", errors.Join(err, l.drainUnlessDone(&h, s.tag0, 0)))
 	}
 	if err := s.check(l, td, &h, body); err != nil {
 		return 0, errors.Join(err, l.drainSend(&h, s.tag0, false, 0))
@@ -229,11 +239,12 @@ func (s *p2pState) recv(l *link, td *TensorDict) (int, error) {
 		for i, j := range s.sorted {
 			lf := &s.leaves[j]
 			b, err := lf.t.Bytes()
-			if err == nil {
-				err = recvExact(l.c, b, l.peer, s.cur[i])
-			}
 			if err != nil {
-				return 0, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainSend(&h, s.tag0, false, int64(i+1))))
+				// Released storage, say: message i is still to come.
+				return 0, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainUnlessDone(&h, s.tag0, int64(i))))
+			}
+			if err := recvExact(l.o.ctx, l.c, b, l.peer, s.cur[i]); err != nil {
+				return 0, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainUnlessDone(&h, s.tag0, int64(i+1))))
 			}
 		}
 		if len(s.cur) == 0 {
@@ -243,24 +254,67 @@ func (s *p2pState) recv(l *link, td *TensorDict) (int, error) {
 	}
 	dst, err := s.payload(false)
 	if err != nil {
-		return 0, err
+		// The sender's storage must still be taken, or it stays blocked.
+		return 0, errors.Join(err, l.drainUnlessDone(&h, s.tag0, 0))
 	}
 	if h.Flags&wire.FlagInline != 0 {
 		copy(dst, body[h.MetaLen:])
-	} else if err := recvChunksExact(l.c, dst, l.peer, s.tag0); err != nil {
+	} else if err := recvChunks(l.o.ctx, l.c, dst, l.peer, s.tag0); err != nil {
 		return 0, err
 	}
 	return s.tag0, s.unstage()
 }
 
+// refuseIncoming consumes the transfer that a Recv into a TensorDict
+// whose storage was released cannot take, so that its sender is not left
+// blocked in a send nobody will ever receive: it waits for the header on
+// the tag the options give, until the context ends or, without a deadline,
+// for drainIdle, and drains exactly what the header announces.
+func (l *link) refuseIncoming() error {
+	tag0 := l.o.tag
+	if l.o.pseudoRand && !l.o.consolidated {
+		tag0 = IntGenerator(tag0)
+	}
+	ctx := l.o.ctx
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, drainIdle)
+		defer cancel()
+	}
+	var hdr [wire.Size]byte
+	if err := recvExact(ctx, l.c, hdr[:], l.peer, tag0); err != nil {
+		if ctx.Err() != nil {
+			return nil // nothing came: nothing to refuse
+		}
+		return fmt.Errorf("refusing the incoming transfer: %w", err)
+	}
+	h, err := wire.Parse(hdr[:], wire.Limits{MaxTotal: math.MaxInt64})
+	if err != nil || h.Kind != wire.KindSend {
+		return nil // announces nothing that can be trusted
+	}
+	if err := l.drainSend(&h, tag0, true, 0); err != nil {
+		return fmt.Errorf("refusing the incoming transfer: %w", err)
+	}
+	return nil
+}
+
+// drainUnlessDone drains what the sender of h still sends after the first
+// from payload messages (see drainSend), unless l's context has ended: then
+// the receive gives up at once, and the rest of the transfer stays queued
+// on tags that no later transfer of this structure will take as its own
+// (the sender is expected to give up by its own deadline).
+func (l *link) drainUnlessDone(h *wire.Header, tag0 int, from int64) error {
+	if l.o.ctx.Err() != nil {
+		return nil
+	}
+	return l.drainSend(h, tag0, false, from)
+}
+
 // recvHeader receives the fixed-size header on s.tag0, waiting as l's
 // context allows, and parses it.
 func (s *p2pState) recvHeader(l *link) (wire.Header, error) {
-	if err := waitMessage(l.o.ctx, l.c, l.peer, s.tag0); err != nil {
+	if err := recvExact(l.o.ctx, l.c, s.hdr, l.peer, s.tag0); err != nil {
 		return wire.Header{}, fmt.Errorf("waiting for the header: %w", err)
-	}
-	if err := recvExact(l.c, s.hdr, l.peer, s.tag0); err != nil {
-		return wire.Header{}, fmt.Errorf("receiving the header: %w", err)
 	}
 	h, err := wire.Parse(s.hdr, l.o.limits())
 	if err != nil {
@@ -275,19 +329,6 @@ func (s *p2pState) recvHeader(l *link) (wire.Header, error) {
 		return wire.Header{}, fmt.Errorf("%w: received a %v header, want %v", ErrMismatch, h.Kind, wire.KindSend)
 	}
 	return h, nil
-}
-
-// waitMessage returns when a message from src with tag can be received,
-// or with ctx's error when ctx ends first. Without a context that can end
-// it returns at once (the receive itself waits).
-func waitMessage(ctx context.Context, c *mpi.Comm, src, tag int) error {
-	if ctx.Done() == nil {
-		return nil
-	}
-	return pollCtx(ctx, func() (bool, error) {
-		ok, _, err := mpi.Iprobe(c, src, tag)
-		return ok, err
-	})
 }
 
 // check compares the sender's header and metadata with s.

@@ -4,12 +4,9 @@
 package tensordict
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"sync"
 
-	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -106,41 +103,4 @@ func unlockAll(held []*tagLock) {
 	for i := len(held) - 1; i >= 0; i-- {
 		releaseTag(held[i])
 	}
-}
-
-// recvExact receives a message from src with tag into buf, which it must
-// fill exactly. The caller holds the receive lock of tag. A message of
-// another size is consumed and discarded, and recvExact returns an error.
-func recvExact(c *mpi.Comm, buf []byte, src, tag int) error {
-	st, err := mpi.Probe(c, src, tag)
-	if err != nil {
-		return err
-	}
-	if n := st.Bytes(); n != int64(len(buf)) {
-		err := fmt.Errorf("message of %d bytes on tag %d, want %d", n, tag, len(buf))
-		m, st, perr := mpi.Mprobe(c, src, tag)
-		if perr != nil {
-			return fmt.Errorf("%w (and consuming it: %w)", err, perr)
-		}
-		if derr := discard(m, st.Bytes(), nil); derr != nil {
-			return fmt.Errorf("%w (and consuming it: %w)", err, derr)
-		}
-		return err
-	}
-	_, err = mpi.Recv(c, buf, src, tag)
-	return err
-}
-
-// recvChunksExact receives b from src on tag, in the chunks sendChunks
-// sent, checking the size of each. The caller holds the receive lock. After
-// a chunk of the wrong size (discarded), the remaining chunks are drained.
-func recvChunksExact(c *mpi.Comm, b []byte, src, tag int) error {
-	for off := 0; off < len(b); off += wire.MaxChunk {
-		part := b[off:min(off+wire.MaxChunk, len(b))]
-		if err := recvExact(c, part, src, tag); err != nil {
-			rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
-			return fmt.Errorf("payload at byte %d: %w", off, errors.Join(err, drainChunks(c, src, tag, rest)))
-		}
-	}
-	return nil
 }

@@ -28,8 +28,12 @@ type Pending struct {
 }
 
 // Wait blocks until the transfer completes and returns its error. Calling
-// it again returns the same error.
+// it again returns the same error. On a nil or zero Pending it returns an
+// error.
 func (p *Pending) Wait() error {
+	if p == nil || p.l == nil {
+		return errNotPending("Wait")
+	}
 	if p.over {
 		return p.err
 	}
@@ -45,6 +49,9 @@ func (p *Pending) Wait() error {
 // Test reports whether the transfer has completed, and its error if so. It
 // does not block.
 func (p *Pending) Test() (bool, error) {
+	if p == nil || p.l == nil {
+		return true, errNotPending("Test")
+	}
 	if p.over {
 		return true, p.err
 	}
@@ -79,20 +86,31 @@ func (p *Pending) fail(err error) error {
 
 // Tag returns the last tag of the transfer, as tensordict's isend and recv
 // return it; for an IRecv it is known once the transfer has completed.
-func (p *Pending) Tag() int { return p.tag }
+func (p *Pending) Tag() int {
+	if p == nil {
+		return 0
+	}
+	return p.tag
+}
+
+// errNotPending is the error of Wait and Test on a nil or zero Pending,
+// which no ISend or IRecv returned.
+func errNotPending(method string) error {
+	return fmt.Errorf("tensordict: Pending.%s: not a Pending returned by ISend or IRecv", method)
+}
 
 // ISend starts sending td to rank dst of the group as Send does and
 // returns at once; the transfer goes on while the caller works, and Wait
 // completes it. It takes Send's options. Every message is posted before
 // ISend returns, in the order Send sends them, so ISend pairs with Recv or
 // IRecv like Send.
-func (td *TensorDict) ISend(dst int, opts ...RemoteOption) (*Pending, error) {
+func (td *TensorDict) ISend(dst int, opts ...SendOption) (*Pending, error) {
 	p, err := td.isend(dst, opts)
 	return p, logFailed("ISend", err)
 }
 
-func (td *TensorDict) isend(dst int, opts []RemoteOption) (*Pending, error) {
-	lv, err := newLink("ISend", dst, "to", opts)
+func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
+	lv, err := newLink("ISend", dst, "to", resolve(opts, usesSend))
 	l := &lv
 	if err != nil {
 		return nil, err
@@ -166,13 +184,13 @@ func (td *TensorDict) isend(dst int, opts []RemoteOption) (*Pending, error) {
 // received into td's tensors after its header has been checked against
 // td's structure, so a sender with another structure gets an ErrMismatch
 // error, not a corrupted td.
-func (td *TensorDict) IRecv(src int, opts ...RemoteOption) (*Pending, error) {
+func (td *TensorDict) IRecv(src int, opts ...RecvOption) (*Pending, error) {
 	p, err := td.irecv(src, opts)
 	return p, logFailed("IRecv", err)
 }
 
-func (td *TensorDict) irecv(src int, opts []RemoteOption) (*Pending, error) {
-	lv, err := newLink("IRecv", src, "from", opts)
+func (td *TensorDict) irecv(src int, opts []RecvOption) (*Pending, error) {
+	lv, err := newLink("IRecv", src, "from", resolve(opts, usesRecv))
 	l := &lv
 	if err != nil {
 		return nil, err

@@ -174,6 +174,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 			case kindTensor:
 				k := prefix.child(e.name)
 				nb := e.t.NBytes()
+				off = leafStart(off, e.t.DType())
 				s.leaves = append(s.leaves, p2pLeaf{node: n, idx: j, t: e.t, key: k, off: off, n: nb})
 				off += nb + padTo8(nb)
 				if s.contiguous == nil && !e.t.IsContiguous() {

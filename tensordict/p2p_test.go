@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -123,21 +124,21 @@ func TestSendRecvPerLeaf(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts []RemoteOption
+		opts []any
 		last int
 	}{
 		{"default", nil, 3},
-		{"init tag", []RemoteOption{WithTag(10)}, 13},
-		{"pseudo-random", []RemoteOption{WithPseudoRandTags()}, leafTags(nil, 4, 0, true)[3]},
+		{"init tag", []any{WithTag(10)}, 13},
+		{"pseudo-random", []any{WithPseudoRandTags()}, leafTags(nil, 4, 0, true)[3]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td := p2pTD(t)
 			if g.Rank() == 0 {
 				fill(t, td, 5)
-				require.NoError(t, td.Send(1, tc.opts...))
+				require.NoError(t, td.Send(1, mpitest.As[SendOption](tc.opts)...))
 				return
 			}
-			tag, err := td.Recv(0, append(tc.opts, testCtx(t))...)
+			tag, err := td.Recv(0, mpitest.As[RecvOption](append(tc.opts, testCtx(t)))...)
 			require.NoError(t, err)
 			assert.Equal(t, tc.last, tag)
 			assert.True(t, td.EqScalar(5).All())
@@ -151,7 +152,7 @@ func TestSendRecvNonblocking(t *testing.T) {
 		return
 	}
 	for _, consolidated := range []bool{false, true} {
-		var opts []RemoteOption
+		var opts []any
 		if consolidated {
 			opts = append(opts, WithConsolidated())
 		}
@@ -159,17 +160,17 @@ func TestSendRecvNonblocking(t *testing.T) {
 		td := bigTD(t, 2, 1<<17, 0)
 		if g.Rank() == 0 {
 			fill(t, td, 1)
-			p, err := td.ISend(1, opts...)
+			p, err := td.ISend(1, mpitest.As[SendOption](opts)...)
 			require.NoError(t, err)
 			require.NoError(t, p.Wait())
 			fill(t, td, 2)
-			require.NoError(t, td.Send(1, opts...))
+			require.NoError(t, td.Send(1, mpitest.As[SendOption](opts)...))
 			continue
 		}
-		_, err := td.Recv(0, append(opts, testCtx(t))...)
+		_, err := td.Recv(0, mpitest.As[RecvOption](append(opts, testCtx(t)))...)
 		require.NoError(t, err)
 		assert.True(t, td.EqScalar(1).All())
-		p, err := td.IRecv(0, append(opts, testCtx(t))...)
+		p, err := td.IRecv(0, mpitest.As[RecvOption](append(opts, testCtx(t)))...)
 		require.NoError(t, err)
 		require.NoError(t, p.Wait())
 		done, err := p.Test()
@@ -186,35 +187,35 @@ func TestRecvMismatch(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts []RemoteOption
-	}{{"per leaf", nil}, {"consolidated", []RemoteOption{WithConsolidated()}}} {
+		opts []any
+	}{{"per leaf", nil}, {"consolidated", []any{WithConsolidated()}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			td := New(3)
 			require.NoError(t, td.Set(K("a"), tensor.Ones(tensor.Float32, 3)))
 			if g.Rank() == 0 {
 				require.NoError(t, td.Set(K("n", "x"), tensor.Ones(tensor.Float32, 3, 1<<16)))
 				// The receiver refuses, and this Send still returns.
-				require.NoError(t, td.Send(1, tc.opts...))
-				require.NoError(t, td.Send(1, tc.opts...))
+				require.NoError(t, td.Send(1, mpitest.As[SendOption](tc.opts)...))
+				require.NoError(t, td.Send(1, mpitest.As[SendOption](tc.opts)...))
 				ok := New(3)
 				require.NoError(t, ok.Set(K("a"), tensor.Full(tensor.Float32, 4, 3)))
-				require.NoError(t, ok.Send(1, tc.opts...))
+				require.NoError(t, ok.Send(1, mpitest.As[SendOption](tc.opts)...))
 				return
 			}
 			require.NoError(t, td.Set(K("n", "x"), tensor.Zeros(tensor.Float32, 3, 2)))
-			_, err := td.Recv(0, append(tc.opts, testCtx(t))...)
+			_, err := td.Recv(0, mpitest.As[RecvOption](append(tc.opts, testCtx(t)))...)
 			require.ErrorIs(t, err, ErrMismatch)
 			assert.Contains(t, err.Error(), "n.x")
 			assert.Contains(t, err.Error(), "Recv: rank 1")
 			a, err := td.Get(K("a"))
 			require.NoError(t, err)
 			assert.True(t, a.Equal(tensor.Ones(tensor.Float32, 3)), "td is left unchanged")
-			p, err := td.IRecv(0, append(tc.opts, testCtx(t))...)
+			p, err := td.IRecv(0, mpitest.As[RecvOption](append(tc.opts, testCtx(t)))...)
 			require.NoError(t, err)
 			require.ErrorIs(t, p.Wait(), ErrMismatch)
 			ok := New(3)
 			require.NoError(t, ok.Set(K("a"), tensor.Zeros(tensor.Float32, 3)))
-			_, err = ok.Recv(0, append(tc.opts, testCtx(t))...)
+			_, err = ok.Recv(0, mpitest.As[RecvOption](append(tc.opts, testCtx(t)))...)
 			require.NoError(t, err)
 			assert.True(t, ok.EqScalar(4).All())
 		})
@@ -248,30 +249,30 @@ func TestRecvOverLimitDrainsExactly(t *testing.T) {
 	const limit = 64 << 10
 	for _, tc := range []struct {
 		name string
-		opts []RemoteOption
+		opts []any
 	}{
 		{"per leaf", nil},
-		{"pseudo-random tags", []RemoteOption{WithPseudoRandTags(), WithTag(7)}},
-		{"consolidated", []RemoteOption{WithConsolidated(), WithTag(5)}},
+		{"pseudo-random tags", []any{WithPseudoRandTags(), WithTag(7)}},
+		{"consolidated", []any{WithConsolidated(), WithTag(5)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			big := bigTD(t, 3, 1<<16, 1) // 1.5 MiB
 			small := bigTD(t, 3, 4, 10)
 			if g.Rank() == 0 {
-				require.NoError(t, big.Send(1, tc.opts...))
-				require.NoError(t, big.Send(1, tc.opts...))
-				require.NoError(t, small.Send(1, tc.opts...))
+				require.NoError(t, big.Send(1, mpitest.As[SendOption](tc.opts)...))
+				require.NoError(t, big.Send(1, mpitest.As[SendOption](tc.opts)...))
+				require.NoError(t, small.Send(1, mpitest.As[SendOption](tc.opts)...))
 				return
 			}
 			start := time.Now()
 			opts := append(tc.opts, WithMaxBytes(limit), testCtx(t))
 			for range 2 {
-				_, err := big.Recv(0, opts...)
+				_, err := big.Recv(0, mpitest.As[RecvOption](opts)...)
 				require.ErrorIs(t, err, wire.ErrLimit)
 				assert.Contains(t, err.Error(), "Recv: rank 1")
 			}
 			fill(t, small, 0)
-			_, err := small.Recv(0, opts...)
+			_, err := small.Recv(0, mpitest.As[RecvOption](opts)...)
 			require.NoError(t, err, "the transfer after the refused ones")
 			checkBigTD(t, small, 3, 4, 10)
 			assert.Less(t, time.Since(start), drainIdle, "draining waited for messages that were never sent")
@@ -282,4 +283,54 @@ func TestRecvOverLimitDrainsExactly(t *testing.T) {
 	defer p2pLocks.Unlock()
 	assert.Empty(t, p2pLocks.m)
 	assert.LessOrEqual(t, len(p2pLocks.free), tagLockFree)
+}
+
+// TestRecvReleasedStorageDrains checks that a receiver whose storage was
+// released fails without leaving a rendezvous-size sender blocked: it takes
+// and discards the transfer, and the next transfer on the same tags arrives
+// intact.
+func TestRecvReleasedStorageDrains(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	const n = 4 << 20 // float32s: 16 MiB, far over any eager limit
+	for _, consolidated := range []bool{true, false} {
+		mpitest.Run(t, fmt.Sprintf("consolidated=%v", consolidated), func(t *testing.T) {
+			var opts []any
+			if consolidated {
+				opts = append(opts, WithConsolidated())
+			}
+			ctx := mpitest.Ctx(t, 30*time.Second)
+			if g.Rank() == 0 {
+				td := New()
+				require.NoError(t, td.Set(K("x"), tensor.Full(tensor.Float32, 7, n)))
+				// Returns only if the receiver took the payload.
+				require.NoError(t, td.Send(1, mpitest.As[SendOption](opts)...))
+				require.NoError(t, td.Send(1, mpitest.As[SendOption](opts)...))
+				return
+			}
+			x, err := tensor.EmptyOffHeap(tensor.Float32, n)
+			require.NoError(t, err)
+			gone := New()
+			require.NoError(t, gone.Set(K("x"), x))
+			require.NoError(t, x.Storage().Release())
+			_, err = gone.Recv(0, mpitest.As[RecvOption](append(opts, WithContext(ctx)))...)
+			require.Error(t, err)
+			t.Log(err)
+			assert.Contains(t, err.Error(), "released")
+
+			ok := New()
+			require.NoError(t, ok.Set(K("x"), tensor.Zeros(tensor.Float32, n)))
+			if consolidated {
+				ok, err = ok.Consolidate()
+				require.NoError(t, err)
+			}
+			_, err = ok.Recv(0, mpitest.As[RecvOption](append(opts, WithContext(ctx)))...)
+			require.NoError(t, err)
+			got, err := ok.Get(K("x"))
+			require.NoError(t, err)
+			assert.Equal(t, float32(7), tensor.Get[float32](got, n-1))
+		})
+	}
 }

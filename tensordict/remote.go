@@ -32,11 +32,10 @@ type link struct {
 	o    remoteOptions
 }
 
-// newLink resolves opts for op and checks the peer rank. It returns the
+// newLink checks the resolved options o of op and the peer rank. It returns the
 // link by value, so that the steady state of Send and Recv allocates
 // nothing.
-func newLink(op string, peer int, dir string, opts []RemoteOption) (link, error) {
-	o := resolveRemoteOptions(opts)
+func newLink(op string, peer int, dir string, o remoteOptions) (link, error) {
 	if err := o.check(op); err != nil {
 		return link{}, err
 	}
@@ -210,23 +209,56 @@ func sendChunks(c *mpi.Comm, b []byte, dst, tag int) error {
 	return nil
 }
 
-// recvChunks receives b from src on tag, in the chunks sendChunks sent,
-// with matched probes: a chunk of the wrong size is discarded, never
-// received into b, and reported, and the chunks after it are drained.
-func recvChunks(c *mpi.Comm, b []byte, src, tag int) error {
-	for off := 0; off < len(b); off += wire.MaxChunk {
-		part := b[off:min(off+wire.MaxChunk, len(b))]
-		m, st, err := mpi.Mprobe(c, src, tag)
+// recvExact receives the next message from src with tag into buf, which
+// it must fill exactly, waiting for it until ctx ends. A message of another
+// size is consumed and discarded, never received into buf (Open MPI's
+// single-copy path would write past a short buffer), and recvExact returns
+// an error. The caller must be the only one receiving from src on tag (it
+// holds the tag's receive lock, or the tag is its transfer's own): the
+// message probed is then the one received. It does not allocate.
+func recvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
+	if ctx.Done() != nil {
+		err := pollCtx(ctx, func() (bool, error) {
+			ok, _, err := mpi.Iprobe(c, src, tag)
+			return ok, err
+		})
 		if err != nil {
 			return err
 		}
-		if st.Bytes() != int64(len(part)) {
-			err := fmt.Errorf("payload chunk at byte %d has %d bytes, want %d", off, st.Bytes(), len(part))
-			rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
-			return errors.Join(err, discard(m, st.Bytes(), nil), drainChunks(c, src, tag, rest))
+	}
+	st, err := mpi.Probe(c, src, tag)
+	if err != nil {
+		return err
+	}
+	if n := st.Bytes(); n != int64(len(buf)) {
+		err := fmt.Errorf("message of %d bytes on tag %d, want %d", n, tag, len(buf))
+		m, st, perr := mpi.Mprobe(c, src, tag)
+		if perr != nil {
+			return fmt.Errorf("%w (and consuming it: %w)", err, perr)
 		}
-		if _, err := mpi.Mrecv(m, part); err != nil {
-			return err
+		if derr := discard(m, st.Bytes(), nil); derr != nil {
+			return fmt.Errorf("%w (and consuming it: %w)", err, derr)
+		}
+		return err
+	}
+	_, err = mpi.Recv(c, buf, src, tag)
+	return err
+}
+
+// recvChunks receives b from src on tag, in the chunks sendChunks sent,
+// waiting for each until ctx ends: a sender that announced a payload and
+// stalls cannot hold the receiver past its deadline. After a chunk of the
+// wrong size (discarded), the remaining chunks are drained; after ctx
+// ends, nothing more is received.
+func recvChunks(ctx context.Context, c *mpi.Comm, b []byte, src, tag int) error {
+	for off := 0; off < len(b); off += wire.MaxChunk {
+		part := b[off:min(off+wire.MaxChunk, len(b))]
+		if err := recvExact(ctx, c, part, src, tag); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("payload at byte %d of %d: %w", off, len(b), err)
+			}
+			rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
+			return fmt.Errorf("payload at byte %d: %w", off, errors.Join(err, drainChunks(c, src, tag, rest)))
 		}
 	}
 	return nil

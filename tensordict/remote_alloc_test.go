@@ -49,7 +49,7 @@ func TestFromRemoteInitAllocator(t *testing.T) {
 	for _, n := range []int{4, 64 << 10} { // inline and separate payload
 		for _, bcast := range []bool{false, true} {
 			mpitest.Run(t, fmt.Sprintf("%d elements broadcast=%v", n, bcast), func(t *testing.T) {
-				var opts []RemoteOption
+				var opts []any
 				if bcast {
 					opts = append(opts, WithBroadcast())
 				} else if g.Rank() > 1 {
@@ -64,10 +64,10 @@ func TestFromRemoteInitAllocator(t *testing.T) {
 				const rounds = 4
 				for round := range rounds {
 					if g.Rank() == 0 {
-						require.NoError(t, roundTD(t, n, round).InitRemote(1, opts...))
+						require.NoError(t, roundTD(t, n, round).InitRemote(1, mpitest.As[RemoteOption](opts)...))
 						continue
 					}
-					got, err := FromRemoteInit(0, append(opts, testCtx(t), WithAllocator(r.alloc))...)
+					got, err := FromRemoteInit(0, mpitest.As[RemoteOption](append(opts, testCtx(t), WithAllocator(r.alloc)))...)
 					require.NoError(t, err)
 					st := got.ConsolidatedStorage()
 					require.NotNil(t, st)

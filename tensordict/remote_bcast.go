@@ -29,32 +29,40 @@ const bcastInlineMax = 64 << 10
 
 // bcastSend is the root's side.
 func (l *link) bcastSend(td *TensorDict) error {
-	return l.g.Exclusive(func() error {
-		h, body, payload, err := bcastPrepare(l, td)
-		var hdr [wire.Size]byte
-		if err == nil {
-			wire.Put(hdr[:], &h)
-		}
-		if berr := mpi.Bcast(l.c, hdr[:], l.peer); berr != nil {
-			return l.errorf("broadcasting the header: %w", errors.Join(berr, err))
-		}
-		if err := l.agree(err); err != nil {
-			return err
-		}
-		if err := mpi.Bcast(l.c, body, l.peer); err != nil {
-			return l.errorf("broadcasting the metadata: %w", err)
-		}
-		if h.Flags&wire.FlagInline != 0 {
-			return nil
-		}
-		if err := l.agree(nil); err != nil {
-			return err
-		}
-		if err := bcastChunks(l.c, payload, l.peer); err != nil {
-			return l.errorf("broadcasting %d bytes of storage: %w", len(payload), err)
-		}
-		return nil
+	return l.g.Collective(func(busy func() bool) error {
+		return closeCollective(l.c, busy, l.bcastSendLocked(td, busy), l.errorf)
 	})
+}
+
+// bcastSendLocked is bcastSend inside the group's collective lock.
+func (l *link) bcastSendLocked(td *TensorDict, busy func() bool) error {
+	h, body, payload, err := bcastPrepare(l, td)
+	if err == nil && busy() {
+		err = errBusy
+	}
+	var hdr [wire.Size]byte
+	if err == nil {
+		wire.Put(hdr[:], &h)
+	}
+	if berr := mpi.Bcast(l.c, hdr[:], l.peer); berr != nil {
+		return l.errorf("broadcasting the header: %w", errors.Join(berr, err))
+	}
+	if err := l.agree(err); err != nil {
+		return err
+	}
+	if err := mpi.Bcast(l.c, body, l.peer); err != nil {
+		return l.errorf("broadcasting the metadata: %w", err)
+	}
+	if h.Flags&wire.FlagInline != 0 {
+		return nil
+	}
+	if err := l.agree(nil); err != nil {
+		return err
+	}
+	if err := bcastChunks(l.c, payload, l.peer); err != nil {
+		return l.errorf("broadcasting %d bytes of storage: %w", len(payload), err)
+	}
+	return nil
 }
 
 // bcastPrepare lays td out for a broadcast: the header, the body (class
@@ -94,61 +102,72 @@ func bcastPrepare(l *link, td *TensorDict) (h wire.Header, body, payload []byte,
 // bcastRecv is the side of every other rank.
 func (l *link) bcastRecv() (*TensorDict, error) {
 	var td *TensorDict
-	err := l.g.Exclusive(func() error {
-		var hdr [wire.Size]byte
-		if err := mpi.Bcast(l.c, hdr[:], l.peer); err != nil {
-			return l.errorf("receiving the header: %w", err)
-		}
-		h, err := wire.Parse(hdr[:], l.o.limits())
-		if err == nil && h.Kind != wire.KindBroadcast {
-			err = fmt.Errorf("header of a %v message, want %v", h.Kind, wire.KindBroadcast)
-		}
-		if err == nil {
-			err = l.o.ctx.Err()
-		}
-		if err := l.agree(err); err != nil {
-			return err
-		}
-		body := alignedBuf(int(h.Body()))
-		if err := mpi.Bcast(l.c, body, l.peer); err != nil {
-			return l.errorf("receiving the metadata: %w", err)
-		}
-		class := body[:h.ClassLen]
-		meta := body[h.ClassLen : int64(h.ClassLen)+h.MetaLen]
-		var inline []byte
-		if h.Flags&wire.FlagInline != 0 {
-			inline = body[int64(h.ClassLen)+h.MetaLen:]
-		}
-		st, finish, err := l.storageFor(h.Total, inline, meta)
-		if err == nil {
-			td, err = fromConsolidatedCached(st, meta)
-			if err != nil {
-				err = errors.Join(err, finish(false))
-			}
-		}
-		if inline == nil {
-			if err := l.agree(err); err != nil {
-				return err
-			}
-			if err := bcastChunks(l.c, st.Bytes(), l.peer); err != nil {
-				return l.errorf("receiving %d bytes of storage: %w", h.Total, errors.Join(err, finish(false)))
-			}
-		} else if err != nil {
-			return l.errorf("%w", err)
-		}
-		if err := finish(true); err != nil {
-			return l.errorf("%w", err)
-		}
-		if len(class) > 0 {
-			td.class = string(class)
-		}
-		return nil
+	err := l.g.Collective(func(busy func() bool) error {
+		return closeCollective(l.c, busy, l.bcastRecvLocked(&td, busy), l.errorf)
 	})
 	if err != nil {
 		// td may have been built before the storage failed to arrive.
 		return nil, err
 	}
 	return td, nil
+}
+
+// bcastRecvLocked is bcastRecv inside the group's collective lock; it sets
+// *out to the result.
+func (l *link) bcastRecvLocked(out **TensorDict, busy func() bool) error {
+	var td *TensorDict
+	defer func() { *out = td }()
+	var hdr [wire.Size]byte
+	if err := mpi.Bcast(l.c, hdr[:], l.peer); err != nil {
+		return l.errorf("receiving the header: %w", err)
+	}
+	h, err := wire.Parse(hdr[:], l.o.limits())
+	if err == nil && h.Kind != wire.KindBroadcast {
+		err = fmt.Errorf("header of a %v message, want %v", h.Kind, wire.KindBroadcast)
+	}
+	if err == nil {
+		err = l.o.ctx.Err()
+	}
+	if err == nil && busy() {
+		err = errBusy
+	}
+	if err := l.agree(err); err != nil {
+		return err
+	}
+	body := alignedBuf(int(h.Body()))
+	if err := mpi.Bcast(l.c, body, l.peer); err != nil {
+		return l.errorf("receiving the metadata: %w", err)
+	}
+	class := body[:h.ClassLen]
+	meta := body[h.ClassLen : int64(h.ClassLen)+h.MetaLen]
+	var inline []byte
+	if h.Flags&wire.FlagInline != 0 {
+		inline = body[int64(h.ClassLen)+h.MetaLen:]
+	}
+	st, finish, err := l.storageFor(h.Total, inline, meta)
+	if err == nil {
+		td, err = fromConsolidatedCached(st, meta)
+		if err != nil {
+			err = errors.Join(err, finish(false))
+		}
+	}
+	if inline == nil {
+		if err := l.agree(err); err != nil {
+			return err
+		}
+		if err := bcastChunks(l.c, st.Bytes(), l.peer); err != nil {
+			return l.errorf("receiving %d bytes of storage: %w", h.Total, errors.Join(err, finish(false)))
+		}
+	} else if err != nil {
+		return l.errorf("%w", err)
+	}
+	if err := finish(true); err != nil {
+		return l.errorf("%w", err)
+	}
+	if len(class) > 0 {
+		td.class = string(class)
+	}
+	return nil
 }
 
 // agree tells every rank of the group whether all of them can go on. local

@@ -34,7 +34,7 @@ func TestRemoteEveryDType(t *testing.T) {
 		send func(td *TensorDict) error
 		recv func(t *testing.T) *TensorDict
 	}
-	recvInto := func(opts ...RemoteOption) func(t *testing.T) *TensorDict {
+	recvInto := func(opts ...RecvOption) func(t *testing.T) *TensorDict {
 		return func(t *testing.T) *TensorDict {
 			td := zeroedLike(t)
 			if len(opts) > 0 { // consolidated: the receiver holds one storage

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -41,11 +40,14 @@ func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
 }
 
 func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
-	o := resolveRemoteOptions(opts)
+	if torchOn(opts) {
+		return td.initRemoteTorch(dst, opts)
+	}
+	o := resolve(opts, usesInitSend)
 	if o.broadcast && o.group != nil {
 		dst = o.group.Rank()
 	}
-	lv, err := newLink("InitRemote", dst, "to", opts)
+	lv, err := newLink("InitRemote", dst, "to", o)
 	l := &lv
 	if err != nil {
 		return err
@@ -137,7 +139,8 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // WithAllocator.
 //
 // Everything from the peer is checked before use: the header against the
-// limits (WithMaxBytes, 64 GiB by default) before any allocation, the
+// limits (WithMaxBytes: by default the machine's memory, at most 64 GiB)
+// and the memory available (ErrNoMemory) before any allocation, the
 // metadata as FromConsolidated checks it. A refused transfer's payload is
 // drained, exactly the messages its header announces (each awaited at
 // most 2 s), so that the sender does not hang. The storage is allocated once and
@@ -164,7 +167,10 @@ func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
 }
 
 func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
-	lv, err := newLink("FromRemoteInit", src, "from", opts)
+	if torchOn(opts) {
+		return fromRemoteInitTorch(src, opts)
+	}
+	lv, err := newLink("FromRemoteInit", src, "from", resolve(opts, usesInitRecv))
 	l := &lv
 	if err != nil {
 		return nil, err
@@ -212,7 +218,7 @@ func (l *link) recvInit() (*TensorDict, error) {
 		return nil, l.errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
 	}
 	if f.Inline == nil && f.Total > 0 {
-		if err := recvChunks(l.c, stor.Bytes(), l.peer, f.PayloadTag); err != nil {
+		if err := recvChunks(l.o.ctx, l.c, stor.Bytes(), l.peer, f.PayloadTag); err != nil {
 			return nil, l.errorf("receiving %d bytes of storage: %w", f.Total, errors.Join(err, finish(false)))
 		}
 	}
@@ -304,9 +310,7 @@ func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, fu
 		}
 		return tensor.StorageOf(inline), noop, nil
 	}
-	// The receive overwrites every byte (or the storage is dropped), so
-	// it need not be cleared first.
-	return tensor.StorageOf(mem.AllocUninit(int(total))), noop, nil
+	return newRecvStorage(total)
 }
 
 // allocatorStorage calls alloc for n bytes and checks what it returns.

@@ -41,7 +41,7 @@ func remoteSeedTD(t testing.TB) *TensorDict {
 }
 
 // ctx returns a context that bounds a receive in a test.
-func testCtx(t *testing.T) RemoteOption { return WithContext(mpitest.Ctx(t, 30*time.Second)) }
+func testCtx(t *testing.T) CommOption { return WithContext(mpitest.Ctx(t, 30*time.Second)) }
 
 func keyStrings(keys []Key) []string {
 	out := make([]string, len(keys))

@@ -54,7 +54,7 @@ func TestInitRemoteStorageFullyWritten(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	for _, n := range []int{1000, 8 << 20} {
 		for _, bcast := range []bool{false, true} {
-			var opts []RemoteOption
+			var opts []any
 			if bcast {
 				opts = append(opts, WithBroadcast())
 			}
@@ -63,11 +63,11 @@ func TestInitRemoteStorageFullyWritten(t *testing.T) {
 				continue // point to point: ranks 0 and 1 only
 			}
 			if g.Rank() == 0 {
-				require.NoError(t, paddedTD(t, n, n).InitRemote(1, opts...))
+				require.NoError(t, paddedTD(t, n, n).InitRemote(1, mpitest.As[RemoteOption](opts)...))
 				continue
 			}
 			dirtyHeap(len(want))
-			got, err := FromRemoteInit(0, append(opts, testCtx(t))...)
+			got, err := FromRemoteInit(0, mpitest.As[RemoteOption](append(opts, testCtx(t)))...)
 			require.NoError(t, err)
 			require.Equal(t, want, got.ConsolidatedStorage().Bytes(), "n=%d broadcast=%v", n, bcast)
 		}

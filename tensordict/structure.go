@@ -133,7 +133,7 @@ func keyParts(leaves []*leafMeta) (int, error) {
 	n := 0
 	for _, l := range leaves {
 		if n += l.node.level + 1; n > maxKeyParts {
-			return 0, fmt.Errorf("leaf keys have more than %d parts in all", maxKeyParts)
+			return 0, fmt.Errorf("leaf keys have more than %d parts in all: %w", maxKeyParts, ErrLimit)
 		}
 	}
 	return n, nil
@@ -264,8 +264,14 @@ func hashLeaves(h *fnvHash, td *TensorDict, path []string) {
 // key, dtype and shape. Two TensorDicts whose consolidated storages can be
 // exchanged byte for byte have equal signatures; StructureHash of td's
 // consolidated metadata gives the same value. Non-tensor values are not part
-// of it. Use DiffStructure to find where two structures differ.
-func (td *TensorDict) Signature() uint64 { return signature(td) }
+// of it. Use DiffStructure to find where two structures differ. A nil
+// *TensorDict has signature 0.
+func (td *TensorDict) Signature() uint64 {
+	if td == nil {
+		return 0
+	}
+	return signature(td)
+}
 
 // StructureHash returns the Signature of the TensorDict that the consolidated
 // metadata meta describes, without building it.
@@ -282,6 +288,9 @@ func StructureHash(meta []byte) (uint64, error) {
 // sizes, or the first leaf, in storage order, whose key, dtype or shape
 // differs.
 func DiffStructure(a, b *TensorDict) error {
+	if a == nil || b == nil {
+		return nilError("DiffStructure")
+	}
 	if err := diff(structureOf(a), structureOf(b)); err != nil {
 		return fmt.Errorf("tensordict: DiffStructure: %w", err)
 	}
@@ -291,6 +300,9 @@ func DiffStructure(a, b *TensorDict) error {
 // DiffStructureMeta is DiffStructure between td and the TensorDict that the
 // consolidated metadata meta describes (for example one a peer sent).
 func DiffStructureMeta(td *TensorDict, meta []byte) error {
+	if td == nil {
+		return nilError("DiffStructureMeta")
+	}
 	s, err := structureOfMeta(meta)
 	if err != nil {
 		return fmt.Errorf("tensordict: DiffStructureMeta: %w", err)

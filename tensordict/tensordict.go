@@ -3,8 +3,11 @@ package tensordict
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -19,7 +22,14 @@ var (
 	// ErrKind is wrapped by errors about an entry of the wrong kind, such as
 	// Get of a nested TensorDict or GetTD of a tensor.
 	ErrKind = errors.New("wrong kind of entry")
+	// ErrNil is wrapped by the errors of methods called on a nil
+	// *TensorDict. Methods that return no error treat a nil *TensorDict as
+	// empty (Len is 0, Keys is empty) or return nil (Clone).
+	ErrNil = errors.New("nil *TensorDict")
 )
+
+// nilError is the error of op called on a nil *TensorDict.
+func nilError(op string) error { return fmt.Errorf("tensordict: %s: %w", op, ErrNil) }
 
 // kind is what an entry holds.
 type kind uint8
@@ -88,15 +98,28 @@ func newTD(batch []int) *TensorDict {
 }
 
 // BatchSize returns a copy of the batch size: the leading dimensions every
-// leaf shares.
-func (td *TensorDict) BatchSize() []int { return append(make([]int, 0, len(td.batch)), td.batch...) }
+// leaf shares// (nil for a nil *TensorDict).
+func (td *TensorDict) BatchSize() []int {
+	if td == nil {
+		return nil
+	}
+	return append(make([]int, 0, len(td.batch)), td.batch...)
+}
 
 // BatchDims returns the number of batch dimensions.
-func (td *TensorDict) BatchDims() int { return len(td.batch) }
+func (td *TensorDict) BatchDims() int {
+	if td == nil {
+		return 0
+	}
+	return len(td.batch)
+}
 
 // Numel returns the number of elements of the batch: the product of the batch
-// size (1 for an empty batch size).
+// size (1 for an empty batch size, 0 for a nil *TensorDict).
 func (td *TensorDict) Numel() int {
+	if td == nil {
+		return 0
+	}
 	n := 1
 	for _, d := range td.batch {
 		n *= d
@@ -104,12 +127,22 @@ func (td *TensorDict) Numel() int {
 	return n
 }
 
-// Len returns the number of top-level entries.
-func (td *TensorDict) Len() int { return len(td.entries) }
+// Len returns the number of top-level entries (0 for a nil *TensorDict).
+func (td *TensorDict) Len() int {
+	if td == nil {
+		return 0
+	}
+	return len(td.entries)
+}
 
 // ClassName returns the tensorclass name the TensorDict was built from or is
 // to be rebuilt as (see RegisterClass), or "" for a plain TensorDict.
-func (td *TensorDict) ClassName() string { return td.class }
+func (td *TensorDict) ClassName() string {
+	if td == nil {
+		return ""
+	}
+	return td.class
+}
 
 // SetClassName records the tensorclass name of td (see RegisterClass and
 // FromStruct). An empty name makes td a plain TensorDict.
@@ -119,7 +152,12 @@ func (td *TensorDict) SetClassName(name string) { td.class = name }
 func (td *TensorDict) setSavedPath(p string) { td.savedPath = p }
 
 // savedPathValue returns the memmap prefix recorded by setSavedPath.
-func (td *TensorDict) savedPathValue() string { return td.savedPath }
+func (td *TensorDict) savedPathValue() string {
+	if td == nil {
+		return ""
+	}
+	return td.savedPath
+}
 
 // validKey returns an error if k has no parts.
 func validKey(op string, k Key) error {
@@ -132,6 +170,9 @@ func validKey(op string, k Key) error {
 // find returns the node holding the last part of k and the entry index
 // there, or an error naming k. It does not allocate when k is found.
 func (td *TensorDict) find(op string, k Key) (*TensorDict, int, error) {
+	if td == nil {
+		return nil, -1, nilError(op)
+	}
 	if len(k) == 0 {
 		return nil, -1, validKey(op, k)
 	}
@@ -205,6 +246,9 @@ func (td *TensorDict) GetNonTensor(k Key) (any, error) {
 // node, the number of parts of k it consumed, and the batch size a new entry
 // under k must start with. Missing levels are not created.
 func (td *TensorDict) parentFor(op string, k Key) (node *TensorDict, depth int, err error) {
+	if td == nil {
+		return nil, 0, nilError(op)
+	}
 	node = td
 	for depth = 0; depth < len(k)-1; depth++ {
 		j, ok := node.lookup(k[depth])
@@ -278,6 +322,13 @@ func hasPrefix(shape, prefix []int) bool {
 // batch size of the TensorDict that holds it. An existing entry named k is
 // replaced; v is stored as is, not copied. On a locked TensorDict, Set may
 // only replace an existing tensor leaf.
+//
+// On a locked TensorDict whose leaf k is memory-mapped (the result of
+// Memmap or LoadMemmap), Set writes v into the mapping instead, as
+// SetInPlace does, so the file changes as in Python tensordict; v must
+// then have the leaf's shape (a different dtype is converted), and a
+// tensor of another shape is refused with an error wrapping ErrLocked.
+// Unlock first to replace the leaf by v itself.
 func (td *TensorDict) Set(k Key, v *tensor.Tensor) error {
 	if err := validKey("Set", k); err != nil {
 		return err
@@ -296,11 +347,39 @@ func (td *TensorDict) Set(k Key, v *tensor.Tensor) error {
 		if err := checkWrite("Set", k, node, k[depth], kindTensor); err != nil {
 			return err
 		}
+		if j, ok := node.lookup(k[depth]); ok && node.locked && memmap.Is(node.entries[j].t) {
+			return writeThrough(k, node.entries[j].t, v)
+		}
 	}
 	if node, err = makeLevels("Set", k, node, depth); err != nil {
 		return err
 	}
 	node.add(k[len(k)-1], entry{kind: kindTensor, t: v})
+	return nil
+}
+
+// writeThrough is Set of v on the memory-mapped leaf dst of a locked
+// TensorDict: v is copied into dst's mapping.
+func writeThrough(k Key, dst, v *tensor.Tensor) error {
+	if !slices.Equal(v.Shape(), dst.Shape()) {
+		return fmt.Errorf("tensordict: Set: key %v: the leaf is memory-mapped and Set writes into its file, but the tensor's shape %v is not the leaf's %v: %w (Unlock to replace the leaf)",
+			k, v.Shape(), dst.Shape(), ErrLocked)
+	}
+	return copyInto("Set", k, dst, v)
+}
+
+// copyInto copies v into the leaf dst named k, converting its dtype. A
+// fault on a mapping (a file truncated by another process) is an error
+// wrapping memmap.ErrFault.
+func copyInto(op string, k Key, dst, v *tensor.Tensor) error {
+	if err := mem.CatchFault(func() error {
+		if v.DType() != dst.DType() {
+			v = v.To(dst.DType())
+		}
+		return dst.CopyFrom(v)
+	}); err != nil {
+		return fmt.Errorf("tensordict: %s: key %v: %w", op, k, err)
+	}
 	return nil
 }
 
@@ -395,13 +474,7 @@ func (td *TensorDict) SetInPlace(k Key, v *tensor.Tensor) error {
 	if v == nil {
 		return fmt.Errorf("tensordict: SetInPlace: key %v: nil tensor", k)
 	}
-	if v.DType() != dst.DType() {
-		v = v.To(dst.DType())
-	}
-	if err := dst.CopyFrom(v); err != nil {
-		return fmt.Errorf("tensordict: SetInPlace: key %v: %w", k, err)
-	}
-	return nil
+	return copyInto("SetInPlace", k, dst, v)
 }
 
 // Del removes the entry k (of any kind). It returns an error wrapping
@@ -422,6 +495,9 @@ func (td *TensorDict) Del(k Key) error {
 // SetBatchSize changes the batch size of td, and of its nested TensorDicts
 // whose batch size equals td's, after checking that every entry fits.
 func (td *TensorDict) SetBatchSize(shape ...int) error {
+	if td == nil {
+		return nilError("SetBatchSize")
+	}
 	for i, d := range shape {
 		if d < 0 {
 			return fmt.Errorf("tensordict: SetBatchSize: batch size %v: dimension %d is negative", shape, i)
@@ -475,12 +551,18 @@ func (td *TensorDict) setBatch(shape []int) {
 // TensorDict; tensor leaves may still be replaced or written in place
 // (SetInPlace). It returns td.
 func (td *TensorDict) Lock() *TensorDict {
+	if td == nil {
+		return nil
+	}
 	td.setLocked(true)
 	return td
 }
 
 // Unlock undoes Lock on td and every nested TensorDict. It returns td.
 func (td *TensorDict) Unlock() *TensorDict {
+	if td == nil {
+		return nil
+	}
 	td.setLocked(false)
 	return td
 }
@@ -495,4 +577,4 @@ func (td *TensorDict) setLocked(v bool) {
 }
 
 // IsLocked reports whether td is locked.
-func (td *TensorDict) IsLocked() bool { return td.locked }
+func (td *TensorDict) IsLocked() bool { return td != nil && td.locked }

@@ -53,14 +53,31 @@ func ExampleTensorDict_Lock() {
 	// Output:
 	// tensordict: Set: key y: cannot add a new entry: tensordict is locked
 	// <nil>
-	// tensor([1., 1.])
+	// float32[2] [1 1]
 }
 
 func ExampleTensorDict_String() {
 	td := tensordict.New(2)
 	td.Set(tensordict.K("a", "b"), tensor.Ones(tensor.Float32, 2))
+	td.Set(tensordict.K("c"), tensor.Zeros(tensor.Int64, 2, 3))
 	td.SetNonTensor(tensordict.K("label"), "hello")
 	fmt.Println(td)
+	// Output:
+	// TensorDict, batch size [2], 2 tensor leaves, 56 B
+	// KEY    TYPE        SHAPE  BYTES  VALUES
+	// a      TensorDict  [2]
+	// └── b  float32     [2]    8 B    [1 1]
+	// c      int64       [2 3]  48 B   [0 0 0 0 0 0]
+	// label  non-tensor                "hello"
+}
+
+// PythonRepr prints Python tensordict's repr, to compare with Python's
+// output.
+func ExampleTensorDict_PythonRepr() {
+	td := tensordict.New(2)
+	td.Set(tensordict.K("a", "b"), tensor.Ones(tensor.Float32, 2))
+	td.SetNonTensor(tensordict.K("label"), "hello")
+	fmt.Println(td.PythonRepr())
 	// Output:
 	// TensorDict(
 	//     fields={
@@ -74,6 +91,23 @@ func ExampleTensorDict_String() {
 	//     batch_size=torch.Size([2]),
 	//     device=None,
 	//     is_shared=False)
+}
+
+// WriteTree prints the tree with a title of the caller's and as many
+// elements of each tensor as asked; tdmpi inspect prints this.
+func ExampleTensorDict_WriteTree() {
+	td := tensordict.New(3)
+	x, _ := tensor.Arange(tensor.Float32, 0, 3, 0.5)
+	x, _ = x.Reshape(3, 2)
+	td.Set(tensordict.K("obs", "x"), x)
+	td.Set(tensordict.K("done"), tensor.Zeros(tensor.Bool, 3))
+	td.WriteTree(os.Stdout, tensordict.TreeOptions{Title: "batch 7", Values: 4})
+	// Output:
+	// batch 7, batch size [3], 2 tensor leaves, 27 B
+	// KEY    TYPE        SHAPE  BYTES  VALUES
+	// obs    TensorDict  [3]
+	// └── x  float32     [3 2]  24 B   [0 0.5 1 1.5 ...]
+	// done   bool        [3]    3 B    [false false false]
 }
 
 // Consolidation packs every leaf into one storage, 8-byte aligned, and
@@ -134,8 +168,7 @@ func ExampleStack() {
 	parts, _ := s.Unbind(0)
 	fmt.Println(len(parts), parts[1].EqScalar(2).All())
 	// Output:
-	// [2] tensor([[1, 1],
-	//         [2, 2]], dtype=torch.int32)
+	// [2] int32[2 2] [[1 1] [2 2]]
 	// 2 true
 }
 
@@ -148,7 +181,7 @@ func ExampleTensorDict_Mask() {
 	got, _ := sel.Get(tensordict.K("v"))
 	fmt.Println(sel.BatchSize(), got)
 	// Output:
-	// [3] tensor([20., 30., 40.])
+	// [3] float32[3] [20 30 40]
 }
 
 type Step struct {

@@ -443,7 +443,7 @@ func TestEqNe(t *testing.T) {
 	assert.ErrorContains(t, err, "key sets differ")
 }
 
-func TestString(t *testing.T) {
+func TestPythonRepr(t *testing.T) {
 	td := New(2)
 	require.NoError(t, td.Set(K("c"), tensor.Ones(tensor.Float32, 2)))
 	require.NoError(t, td.Set(K("a", "b"), tensor.Ones(tensor.Int64, 2, 3)))
@@ -461,7 +461,7 @@ func TestString(t *testing.T) {
     batch_size=torch.Size([2]),
     device=None,
     is_shared=False)`
-	assert.Equal(t, want, td.String())
+	assert.Equal(t, want, td.PythonRepr())
 }
 
 func TestKeyString(t *testing.T) {
@@ -491,7 +491,7 @@ func TestSetTDCycle(t *testing.T) {
 	assert.ErrorContains(t, a.SetTD(K("self"), a), "itself")
 	require.NoError(t, b.Set(K("x"), tensor.Ones(tensor.Int8)))
 	assert.True(t, a.Has(K("b", "x")), "SetTD stores the same object")
-	assert.True(t, strings.Contains(a.String(), "x: Tensor"))
+	assert.True(t, strings.Contains(a.String(), "└── x  int8"), "%v", a)
 }
 
 func TestNonTensorCompareHugeBatch(t *testing.T) {

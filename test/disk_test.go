@@ -181,33 +181,7 @@ func runTruncatedRead(panicOnFault bool) int {
 // returns its combined output and exit code.
 func runLocalHelper(t *testing.T, mode, dir string) (string, int) {
 	t.Helper()
-	self, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(self)
-	cmd.Env = mpitest.CleanEnv(helperEnv+"="+mode, envDir+"="+dir)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("helper %s still running after 60 s:\n%s", mode, out.String())
-	}
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-	} else if err != nil {
-		t.Fatalf("helper %s: %v", mode, err)
-	}
-	return out.String(), code
+	return startLocalHelper(t, mode, dir, 60*time.Second)()
 }
 
 // TestMemmapExpandedLeafFullDisk: Memmap of a leaf that is not contiguous

@@ -30,13 +30,19 @@ const (
 	jobLimit        = 100 * time.Second
 )
 
-// logLine is the part of a zerolog JSON line the fault tests read.
+// logLine is the part of a zerolog JSON line (of the library or of
+// helperLoop) the fault tests read.
 type logLine struct {
-	Level   string `json:"level"`
-	Rank    int    `json:"rank"`
-	Op      string `json:"op"`
-	Iter    int    `json:"iter"`
-	Message string `json:"message"`
+	Level   string  `json:"level"`
+	Rank    int     `json:"rank"`
+	Host    string  `json:"host"`
+	Op      string  `json:"op"`
+	Iter    int     `json:"iter"`
+	Ms      float64 `json:"ms"`    // helperLoop: the call's duration
+	T       int64   `json:"t"`     // helperLoop: wall clock, unix ms
+	Error   string  `json:"error"` // the error of a failed call
+	Wrong   string  `json:"wrong"` // helperLoop: the first wrong element
+	Message string  `json:"message"`
 }
 
 // logLines parses the JSON lines of a rank's stderr, skipping others.

@@ -22,24 +22,29 @@ import (
 // take their parameters from the environment (names below), print what the
 // parent checks, and exit with one of the helper exit codes.
 const (
-	envOp    = "TDMPI_TEST_OP"    // operation of helperLoop
-	envBytes = "TDMPI_TEST_BYTES" // payload size
-	envDir   = "TDMPI_TEST_DIR"   // directory for pid files, markers, data
+	envOp       = "TDMPI_TEST_OP"          // operation of helperLoop
+	envBytes    = "TDMPI_TEST_BYTES"       // payload size
+	envDir      = "TDMPI_TEST_DIR"         // directory for pid files, markers, data
+	envDeadline = "TDMPI_TEST_DEADLINE_MS" // helperLoop: WithContext deadline of each call; unset: none
+	envIters    = "TDMPI_TEST_ITERS"       // helperLoop: iterations before a clean exit; unset: until killed
+	envSender   = "TDMPI_TEST_SENDER"      // helperLoop: the rank (0 or 1) that sends InitRemote; unset: 0
+	envPause    = "TDMPI_TEST_PAUSE_MS"    // helperLoop: the sender's pause before each InitRemote but the first
 )
 
 // Helper modes.
 const (
-	helperLoop  = "loop"  // MPI: run envOp forever, log each start and end
+	helperLoop  = "loop"  // MPI: run envOp (envIters times or forever), log each start and end
 	helperStall = "stall" // MPI: rank 0 stops sending; rank 1 receives with a deadline
 )
 
 // Helper exit codes.
 const (
-	exitOK       = 0
-	exitSetup    = 10 // bad parameters or MPI start failed
-	exitOpFailed = 11 // the operation returned an error
-	exitDeadline = 12 // stall: the receive returned its context error, as expected
-	exitTooLong  = 13 // the helper ran out of its time without being killed
+	exitOK        = 0
+	exitSetup     = 10 // bad parameters or MPI start failed
+	exitOpFailed  = 11 // the operation returned an error
+	exitDeadline  = 12 // stall: the receive returned its context error, as expected
+	exitTooLong   = 13 // the helper ran out of its time without being killed
+	exitWrongData = 14 // loop: a call returned without error but with wrong data
 )
 
 // helperLifetime bounds every helper, in case its parent is gone.
@@ -89,15 +94,32 @@ func startRank() (*group.Group, int) {
 	return g, exitOK
 }
 
-// runLoop repeats envOp (InitRemote from rank 0 to 1, Broadcast from rank
-// 0, AllReduce) on envBytes bytes until the process is killed, logging
-// "iteration start" and "iteration done" at info level around each call,
-// with its number; the library logs "op start" (and "op failed") itself.
+// runLoop repeats envOp (InitRemote from rank envSender, 0 or 1, to the
+// other, Broadcast from rank 0, AllReduce with ReduceMax) on a float32 leaf
+// of envBytes bytes until the process is killed, or envIters times (then
+// it finalizes and exits 0); with envDeadline, each call has a WithContext
+// deadline; with envPause, the sender of InitRemote sleeps that long
+// before each send but the first. Rank r's leaf holds r+1, so every result is known: a
+// received InitRemote holds envSender+1 everywhere, a Broadcast 1, an
+// AllReduce the group size; each is checked element by element. It logs (info) "iteration start", then
+// "iteration done", "iteration failed" (the call's error) or "iteration
+// wrong" (the first wrong element), each with its number, the call's
+// duration in ms and the wall clock in unix ms ("t"); the library logs "op
+// start" (and "op failed") itself. On a failure it exits at once, without
+// finalizing MPI, whose MPI_Finalize would wait for the lost peer.
 func runLoop() int {
 	op := os.Getenv(envOp)
 	n, err := strconv.Atoi(os.Getenv(envBytes))
 	if err != nil || n < 8 {
 		fmt.Fprintf(os.Stderr, "helper: %s=%q\n", envBytes, os.Getenv(envBytes))
+		return exitSetup
+	}
+	deadline, _ := strconv.Atoi(os.Getenv(envDeadline))
+	iters, _ := strconv.Atoi(os.Getenv(envIters))
+	pause, _ := strconv.Atoi(os.Getenv(envPause))
+	sender, _ := strconv.Atoi(os.Getenv(envSender))
+	if sender != 0 && sender != 1 {
+		fmt.Fprintf(os.Stderr, "helper: %s=%q\n", envSender, os.Getenv(envSender))
 		return exitSetup
 	}
 	g, code := startRank()
@@ -115,32 +137,78 @@ func runLoop() int {
 		return exitSetup
 	}
 	lg := log.Logger
-	for it := 0; ; it++ {
-		lg().Info().Str("op", op).Int("iter", it).Int("bytes", n).Msg("iteration start")
+	for it := 0; iters <= 0 || it < iters; it++ {
+		start := time.Now()
+		lg().Info().Str("op", op).Int("iter", it).Int("bytes", n).Int64("t", start.UnixMilli()).Msg("iteration start")
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if deadline > 0 {
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(deadline)*time.Millisecond)
+		}
+		var got *tensordict.TensorDict
+		want := float32(1)
 		switch op {
 		case "InitRemote":
-			if g.Rank() == 0 {
-				err = td.InitRemote(1)
-			} else if g.Rank() == 1 {
-				_, err = tensordict.FromRemoteInit(0)
+			switch g.Rank() {
+			case sender:
+				if it > 0 {
+					time.Sleep(time.Duration(pause) * time.Millisecond)
+				}
+				err = td.InitRemote(1-sender, tensordict.WithContext(ctx))
+			case 1 - sender:
+				got, err = tensordict.FromRemoteInit(sender, tensordict.WithContext(ctx))
+				want = float32(sender + 1)
 			}
 		case "Broadcast":
 			var out *tensordict.TensorDict
-			out, err = td.Broadcast(0, tensordict.WithConsolidated())
+			out, err = td.Broadcast(0, tensordict.WithConsolidated(), tensordict.WithContext(ctx))
 			if err == nil && g.Rank() != 0 {
-				td = out
+				td, got = out, out
 			}
 		case "AllReduce":
-			err = td.AllReduce(tensordict.ReduceMax)
+			err = td.AllReduce(tensordict.ReduceMax, tensordict.WithContext(ctx))
+			got, want = td, float32(g.Size())
 		default:
 			err = fmt.Errorf("unknown operation %q", op)
 		}
+		cancel()
+		ms := float64(time.Since(start).Microseconds()) / 1000
+		end := time.Now().UnixMilli()
 		if err != nil {
-			lg().Error().Err(err).Str("op", op).Int("iter", it).Msg("iteration failed")
+			lg().Error().Err(err).Str("op", op).Int("iter", it).Float64("ms", ms).Int64("t", end).Msg("iteration failed")
 			return exitOpFailed
 		}
-		lg().Info().Str("op", op).Int("iter", it).Msg("iteration done")
+		if got != nil {
+			if bad := checkFilled(got, want); bad != "" {
+				lg().Error().Str("op", op).Int("iter", it).Float64("ms", ms).Int64("t", end).Str("wrong", bad).Msg("iteration wrong")
+				return exitWrongData
+			}
+		}
+		lg().Info().Str("op", op).Int("iter", it).Float64("ms", ms).Int64("t", end).Msg("iteration done")
 	}
+	if err := group.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitOpFailed
+	}
+	return exitOK
+}
+
+// checkFilled returns "" if td's payload holds want everywhere, otherwise
+// what is wrong.
+func checkFilled(td *tensordict.TensorDict, want float32) string {
+	leaf, err := td.Get(tensordict.K("payload"))
+	if err != nil {
+		return err.Error()
+	}
+	data, err := tensor.Data[float32](leaf)
+	if err != nil {
+		return err.Error()
+	}
+	for i, v := range data {
+		if v != want {
+			return fmt.Sprintf("payload[%d] = %v, want %v (of %d)", i, v, want, len(data))
+		}
+	}
+	return ""
 }
 
 // runStall: rank 0 sends two small TensorDicts with InitRemote and then

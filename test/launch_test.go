@@ -93,6 +93,16 @@ func startJob(t *testing.T, bin, mode string, np int, limit time.Duration, flags
 	args = append(args, bin)
 	j.cmd = exec.Command(mpirun, args...)
 	j.cmd.Env = mpitest.CleanEnv(append(env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")...)
+	j.start(t, limit, nil)
+	return j
+}
+
+// start starts j.cmd in a process group of its own, with its output in
+// j.out, and closes j.done when it ends. The group is killed limit + 10 s
+// after the start, and at the end of the test if still running; then
+// after (if not nil) runs.
+func (j *job) start(t *testing.T, limit time.Duration, after func()) {
+	t.Helper()
 	j.cmd.Stdout, j.cmd.Stderr = &j.out, &j.out
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, j.cmd.Start())
@@ -110,8 +120,10 @@ func startJob(t *testing.T, bin, mode string, np int, limit time.Duration, flags
 			_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
 			<-j.done
 		}
+		if after != nil {
+			after()
+		}
 	})
-	return j
 }
 
 // wait waits at most d for the job to end and reports whether it did.

@@ -69,20 +69,20 @@ func TestRecvIntoDifferentStructure(t *testing.T) {
 			if me > 1 {
 				return
 			}
-			var opts []tensordict.RemoteOption
+			var opts []any
 			if c.consolidated {
 				opts = append(opts, tensordict.WithConsolidated())
 			}
 			ctx := mpitest.Ctx(t, hangLimit)
-			recvOpts := append([]tensordict.RemoteOption{tensordict.WithContext(ctx)}, opts...)
+			recvOpts := append([]any{tensordict.WithContext(ctx)}, opts...)
 			if me == 0 {
 				td := mismatchTD(t, 3, tensor.Int64)
-				require.NoError(t, inTime(hangLimit, func() error { return td.Send(1, opts...) }), "the sender of a refused transfer")
-				require.NoError(t, inTime(hangLimit, func() error { return td.Send(1, opts...) }), "the sender of the matching transfer")
+				require.NoError(t, inTime(hangLimit, func() error { return td.Send(1, mpitest.As[tensordict.SendOption](opts)...) }), "the sender of a refused transfer")
+				require.NoError(t, inTime(hangLimit, func() error { return td.Send(1, mpitest.As[tensordict.SendOption](opts)...) }), "the sender of the matching transfer")
 				return
 			}
 			wrong := mismatchTD(t, c.m, c.dt)
-			_, err := wrong.Recv(0, recvOpts...)
+			_, err := wrong.Recv(0, mpitest.As[tensordict.RecvOption](recvOpts)...)
 			require.Error(t, err)
 			t.Logf("Recv: %v", err)
 			assert.ErrorIs(t, err, tensordict.ErrMismatch)
@@ -94,7 +94,7 @@ func TestRecvIntoDifferentStructure(t *testing.T) {
 
 			right := mismatchTD(t, 3, tensor.Int64)
 			zero(t, right)
-			_, err = right.Recv(0, recvOpts...)
+			_, err = right.Recv(0, mpitest.As[tensordict.RecvOption](recvOpts)...)
 			require.NoError(t, err, "the matching transfer after a refused one")
 			assert.True(t, right.EqScalar(1).All(), "the matching transfer's content")
 		})
@@ -139,15 +139,15 @@ func TestCrossedReceives(t *testing.T) {
 			peer := 1 - me
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
-			opts := []tensordict.RemoteOption{tensordict.WithGroup(pair), tensordict.WithContext(ctx)}
+			opts := []any{tensordict.WithGroup(pair), tensordict.WithContext(ctx)}
 			td := mismatchTD(t, 3, tensor.Int64)
 			start := time.Now()
 			err = inTime(hangLimit, func() error {
 				if op == "FromRemoteInit" {
-					_, err := tensordict.FromRemoteInit(peer, opts...)
+					_, err := tensordict.FromRemoteInit(peer, mpitest.As[tensordict.RemoteOption](opts)...)
 					return err
 				}
-				_, err := td.Recv(peer, opts...)
+				_, err := td.Recv(peer, mpitest.As[tensordict.RecvOption](opts)...)
 				return err
 			})
 			took := time.Since(start)
@@ -198,22 +198,32 @@ func TestSubgroupRankOutOfRange(t *testing.T) {
 	rng := fmt.Sprintf("[0, %d)", sub.Size())
 	td := mismatchTD(t, 3, tensor.Int64)
 	ctx := mpitest.Ctx(t, hangLimit)
-	opts := []tensordict.RemoteOption{tensordict.WithGroup(sub), tensordict.WithContext(ctx)}
+	opts := []any{tensordict.WithGroup(sub), tensordict.WithContext(ctx)}
 	calls := []struct {
 		op  string
 		run func() error
 	}{
-		{"InitRemote", func() error { return td.InitRemote(bad, opts...) }},
-		{"FromRemoteInit", func() error { _, err := tensordict.FromRemoteInit(bad, opts...); return err }},
-		{"Send", func() error { return td.Send(bad, opts...) }},
-		{"Recv", func() error { _, err := td.Recv(bad, opts...); return err }},
-		{"ISend", func() error { _, err := td.ISend(bad, opts...); return err }},
-		{"IRecv", func() error { _, err := td.IRecv(bad, opts...); return err }},
-		{"Broadcast", func() error { _, err := td.Broadcast(bad, opts...); return err }},
-		{"Reduce", func() error { return td.Reduce(bad, tensordict.ReduceSum, opts...) }},
-		{"InitRemote", func() error { return td.InitRemote(0, append(opts, tensordict.WithBroadcast())...) }},
+		{"InitRemote", func() error { return td.InitRemote(bad, mpitest.As[tensordict.RemoteOption](opts)...) }},
 		{"FromRemoteInit", func() error {
-			_, err := tensordict.FromRemoteInit(bad, append(opts, tensordict.WithBroadcast())...)
+			_, err := tensordict.FromRemoteInit(bad, mpitest.As[tensordict.RemoteOption](opts)...)
+			return err
+		}},
+		{"Send", func() error { return td.Send(bad, mpitest.As[tensordict.SendOption](opts)...) }},
+		{"Recv", func() error { _, err := td.Recv(bad, mpitest.As[tensordict.RecvOption](opts)...); return err }},
+		{"ISend", func() error { _, err := td.ISend(bad, mpitest.As[tensordict.SendOption](opts)...); return err }},
+		{"IRecv", func() error { _, err := td.IRecv(bad, mpitest.As[tensordict.RecvOption](opts)...); return err }},
+		{"Broadcast", func() error {
+			_, err := td.Broadcast(bad, mpitest.As[tensordict.CollectiveOption](opts)...)
+			return err
+		}},
+		{"Reduce", func() error {
+			return td.Reduce(bad, tensordict.ReduceSum, mpitest.As[tensordict.CollectiveOption](opts)...)
+		}},
+		{"InitRemote", func() error {
+			return td.InitRemote(0, mpitest.As[tensordict.RemoteOption](append(opts, tensordict.WithBroadcast()))...)
+		}},
+		{"FromRemoteInit", func() error {
+			_, err := tensordict.FromRemoteInit(bad, mpitest.As[tensordict.RemoteOption](append(opts, tensordict.WithBroadcast()))...)
 			return err
 		}},
 	}

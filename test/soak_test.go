@@ -299,7 +299,7 @@ func soakOp(ctx context.Context, g *group.Group, in soakInstance, it int64, maxB
 // the root. It returns the number of leaves this rank checked.
 func runSoakOp(ctx context.Context, g *group.Group, kind, a, b int, sp tdSpec, consolidateDst bool, tag int) (int, error) {
 	me := g.Rank()
-	opts := []tensordict.RemoteOption{tensordict.WithGroup(g), tensordict.WithContext(ctx)}
+	opts := []any{tensordict.WithGroup(g), tensordict.WithContext(ctx)}
 	switch kind {
 	case opInitRemote:
 		switch me {
@@ -308,9 +308,9 @@ func runSoakOp(ctx context.Context, g *group.Group, kind, a, b int, sp tdSpec, c
 			if err != nil {
 				return 0, err
 			}
-			return 0, td.InitRemote(b, opts...)
+			return 0, td.InitRemote(b, mpitest.As[tensordict.RemoteOption](opts)...)
 		case b:
-			td, err := tensordict.FromRemoteInit(a, opts...)
+			td, err := tensordict.FromRemoteInit(a, mpitest.As[tensordict.RemoteOption](opts)...)
 			if err != nil {
 				return 0, err
 			}
@@ -332,9 +332,9 @@ func runSoakOp(ctx context.Context, g *group.Group, kind, a, b int, sp tdSpec, c
 		}
 		if me == a {
 			if kind == opSendRecv {
-				return 0, td.Send(b, opts...)
+				return 0, td.Send(b, mpitest.As[tensordict.SendOption](opts)...)
 			}
-			p, err := td.ISend(b, opts...)
+			p, err := td.ISend(b, mpitest.As[tensordict.SendOption](opts)...)
 			if err != nil {
 				return 0, err
 			}
@@ -346,11 +346,11 @@ func runSoakOp(ctx context.Context, g *group.Group, kind, a, b int, sp tdSpec, c
 			}
 		}
 		if kind == opSendRecv {
-			if _, err := td.Recv(a, opts...); err != nil {
+			if _, err := td.Recv(a, mpitest.As[tensordict.RecvOption](opts)...); err != nil {
 				return 0, err
 			}
 		} else {
-			p, err := td.IRecv(a, opts...)
+			p, err := td.IRecv(a, mpitest.As[tensordict.RecvOption](opts)...)
 			if err != nil {
 				return 0, err
 			}
@@ -367,7 +367,7 @@ func runSoakOp(ctx context.Context, g *group.Group, kind, a, b int, sp tdSpec, c
 				return 0, err
 			}
 		}
-		out, err := td.Broadcast(a, opts...)
+		out, err := td.Broadcast(a, mpitest.As[tensordict.CollectiveOption](opts)...)
 		if err != nil {
 			return 0, err
 		}
@@ -377,7 +377,7 @@ func runSoakOp(ctx context.Context, g *group.Group, kind, a, b int, sp tdSpec, c
 		if err != nil {
 			return 0, err
 		}
-		if err := td.AllReduce(tensordict.ReduceSum, opts...); err != nil {
+		if err := td.AllReduce(tensordict.ReduceSum, mpitest.As[tensordict.CollectiveOption](opts)...); err != nil {
 			return 0, err
 		}
 		return sp.verify(td, true, g.Size())
@@ -388,9 +388,9 @@ func runSoakOp(ctx context.Context, g *group.Group, kind, a, b int, sp tdSpec, c
 			if err != nil {
 				return 0, err
 			}
-			return 0, td.InitRemote(a, opts...)
+			return 0, td.InitRemote(a, mpitest.As[tensordict.RemoteOption](opts)...)
 		}
-		td, err := tensordict.FromRemoteInit(a, opts...)
+		td, err := tensordict.FromRemoteInit(a, mpitest.As[tensordict.RemoteOption](opts)...)
 		if err != nil {
 			return 0, err
 		}

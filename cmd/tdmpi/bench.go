@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/bytesize"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -117,7 +118,7 @@ func (c *benchConfig) check() error {
 	case c.max < c.min:
 		return fmt.Errorf("-max %v is smaller than -min %v", &c.max, &c.min)
 	case c.max > maxBenchSize:
-		return fmt.Errorf("-max %v: want at most %s", &c.max, formatSize(maxBenchSize))
+		return fmt.Errorf("-max %v: want at most %s", &c.max, bytesize.Format(maxBenchSize))
 	case c.factor < 2:
 		return fmt.Errorf("-factor %d: want 2 or more", c.factor)
 	case c.leaves < 1 || c.leaves > 4096:
@@ -204,7 +205,7 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 		names[i] = m.name
 	}
 	fmt.Fprintf(progress, "bench: %d ranks, %d sizes from %s to %s, methods %s, %d leaves, >= %d repetitions and >= %v per method and size\n",
-		np, len(cfg.sizes), formatSize(cfg.sizes[0]), formatSize(cfg.sizes[len(cfg.sizes)-1]),
+		np, len(cfg.sizes), bytesize.Format(cfg.sizes[0]), bytesize.Format(cfg.sizes[len(cfg.sizes)-1]),
 		strings.Join(names, ","), cfg.leaves, cfg.iters, cfg.time)
 	if runtime.GOMAXPROCS(0) == 1 && runtime.NumCPU() > 1 {
 		fmt.Fprintf(progress, "bench: note: GOMAXPROCS is 1; run mpirun with --bind-to none\n")
@@ -226,18 +227,18 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 		for i, m := range cfg.ms {
 			step, release, err := m.prepare(g, size, cfg.leaves)
 			if err != nil {
-				return abort(fmt.Errorf("%s at %s: preparing: %w", m.name, formatSize(size), err))
+				return abort(fmt.Errorf("%s at %s: preparing: %w", m.name, bytesize.Format(size), err))
 			}
 			steps[i] = step
 			releases = append(releases, release)
 		}
 		ss, err := measure(g, steps, tm)
 		if err != nil {
-			return abort(fmt.Errorf("at %s: %w", formatSize(size), err))
+			return abort(fmt.Errorf("at %s: %w", bytesize.Format(size), err))
 		}
 		for i, release := range releases {
 			if err := release(); err != nil {
-				return abort(fmt.Errorf("%s at %s: releasing: %w", cfg.ms[i].name, formatSize(size), err))
+				return abort(fmt.Errorf("%s at %s: releasing: %w", cfg.ms[i].name, bytesize.Format(size), err))
 			}
 		}
 		if size >= 16<<20 {
@@ -258,7 +259,7 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 			rs = append(rs, r)
 			done++
 			fmt.Fprintf(progress, "bench: [%3d/%d %s] %8s %-14s %10s %8.3f GB/s  (%d repetitions)\n",
-				done, total, time.Since(start).Round(time.Second), formatSize(size), m.name,
+				done, total, time.Since(start).Round(time.Second), bytesize.Format(size), m.name,
 				formatDuration(r.Median), r.Bandwidth(), r.Reps)
 		}
 	}

@@ -195,7 +195,7 @@ func prepareInitRemote(bcast, reuse bool) func(*group.Group, int64, int) (func()
 			spare = got.ConsolidatedStorage()
 			return nil
 		}
-		if reuse {
+		if reuse && g.Rank() != 0 { // rank 0 sends; the allocator is the receivers'
 			opts = append(opts, tensordict.WithAllocator(func(n int) (*tensor.Storage, error) {
 				if spare != nil && spare.Len() == n {
 					return spare, nil
@@ -269,23 +269,27 @@ func prepareSendRecv(consolidated bool) func(*group.Group, int64, int) (func() e
 		if err != nil {
 			return nil, nil, err
 		}
-		opts := []tensordict.RemoteOption{tensordict.WithGroup(g)}
+		opts := []tensordict.PayloadOption{tensordict.WithGroup(g)}
 		if consolidated {
 			opts = append(opts, tensordict.WithConsolidated())
+		}
+		sendOpts, recvOpts := make([]tensordict.SendOption, len(opts)), make([]tensordict.RecvOption, len(opts))
+		for i, o := range opts {
+			sendOpts[i], recvOpts[i] = o, o
 		}
 		peer := 1 - rank
 		return func() error {
 			if rank == 0 {
-				if err := td.Send(peer, opts...); err != nil {
+				if err := td.Send(peer, sendOpts...); err != nil {
 					return err
 				}
-				_, err := td.Recv(peer, opts...)
+				_, err := td.Recv(peer, recvOpts...)
 				return err
 			}
-			if _, err := td.Recv(peer, opts...); err != nil {
+			if _, err := td.Recv(peer, recvOpts...); err != nil {
 				return err
 			}
-			return td.Send(peer, opts...)
+			return td.Send(peer, sendOpts...)
 		}, td.Release, nil
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tdmpi/tdmpi/internal/bytesize"
 )
 
 // result is one measured point.
@@ -103,7 +105,7 @@ func writeTable(w io.Writer, rs []result) error {
 	for _, r := range rs {
 		size := ""
 		if r.Size != last {
-			size = formatSize(r.Size)
+			size = bytesize.Format(r.Size)
 			last = r.Size
 		}
 		leaves, base := "", ""

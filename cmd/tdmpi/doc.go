@@ -28,8 +28,10 @@
 // (one file, also one written by Python's consolidate(filename=...)), and
 // prints it as a tree: every key with its dtype, shape, size in bytes and
 // the first N elements of each tensor (-n, default 6), every nested
-// TensorDict with its batch size, and every non-tensor value. Inspect does
-// not start MPI and runs without mpirun.
+// TensorDict with its batch size, and every non-tensor value. The tree is the
+// one fmt.Print of a TensorDict prints (tensordict's TensorDict.WriteTree),
+// elements in tensor's Go form ("[0.1 1.5 -2 ...]"). Inspect does not start
+// MPI and runs without mpirun.
 //
 // With -json, inspect prints one JSON object instead, whose schema is stable
 // (fields are only ever added):
@@ -106,4 +108,20 @@
 //
 // Version prints tdmpi's module version and VCS revision, the Go version it
 // was built with and the MPI library version. It does not start MPI.
+//
+// # Files
+//
+//	main.go            the command table, flag parsing, exit statuses
+//	inspect.go         the inspect command: loading a saved TensorDict; the
+//	                   tree is tensordict's WriteTree
+//	report.go          the JSON of inspect -json (tdmpi.inspect/v1)
+//	values.go          tensor elements as JSON values
+//	bench.go           the bench command: sizes, rounds, outputs
+//	bench_methods.go   the methods bench times, each with its baseline
+//	bench_timing.go    timing in interleaved rounds, medians
+//	bench_report.go    the table and CSV of bench, ratios to the baselines
+//	plot.go            the bandwidth plot (gonum/plot)
+//	size.go            byteSize, the flag type of sizes such as 64KiB
+//	env.go             the env command
+//	version.go         the version command
 package main

@@ -17,9 +17,9 @@ func Example_inspect() {
 	// ../../testdata/tensordict/mmap_example: memmap, batch size [2 1], 2 tensor leaves, 20 B
 	// KEY           TYPE        SHAPE  BYTES  VALUES
 	// nested        TensorDict  [2 1]
-	// ├── int64     int64       [2 1]  16 B   [1, 2]
+	// ├── int64     int64       [2 1]  16 B   [1 2]
 	// ├── string    non-tensor                ["a string!"]
-	// └── bfloat16  bfloat16    [2 1]  4 B    [1, 1]
+	// └── bfloat16  bfloat16    [2 1]  4 B    [1 1]
 	// exit status 0
 }
 

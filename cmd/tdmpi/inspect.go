@@ -40,28 +40,46 @@ Inspect does not start MPI: it runs without mpirun.`,
 			if *n < 0 {
 				return usagef("-n %d: want a count of 0 or more", *n)
 			}
+			if !*asJSON {
+				return withLoaded(args[0], func(td *tensordict.TensorDict, format string) error {
+					return td.WriteTree(sio.out, tensordict.TreeOptions{Title: args[0] + ": " + format, Values: *n})
+				})
+			}
 			rep, err := inspect(args[0], *n)
 			if err != nil {
 				return err
 			}
-			if *asJSON {
-				enc := json.NewEncoder(sio.out)
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				return enc.Encode(rep)
-			}
-			return rep.writeText(sio.out)
+			enc := json.NewEncoder(sio.out)
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false)
+			return enc.Encode(rep)
 		}
 	},
 }
 
 // inspect loads the TensorDict saved at path and describes it, with the
-// first n elements of each tensor. Files are mapped copy-on-write: inspect
-// never writes to them.
+// first n elements of each tensor, for inspect -json.
 func inspect(path string, n int) (*inspectReport, error) {
+	var rep *inspectReport
+	err := withLoaded(path, func(td *tensordict.TensorDict, format string) error {
+		rep = &inspectReport{Schema: inspectSchema, Path: path, Format: format}
+		rep.Root = describe(td, n, rep)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// withLoaded loads the TensorDict saved at path, a memmap directory (or its
+// meta.json) or a consolidated file, calls fn with it and the name of its
+// format ("memmap" or "consolidated"), and releases it. Files are mapped
+// copy-on-write: inspect never writes to them.
+func withLoaded(path string, fn func(td *tensordict.TensorDict, format string) error) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, err // *PathError names the path
+		return err // *PathError names the path
 	}
 	var (
 		td     *tensordict.TensorDict
@@ -78,18 +96,14 @@ func inspect(path string, n int) (*inspectReport, error) {
 		format = "consolidated"
 		td, err = tensordict.LoadConsolidated(path)
 	default:
-		return nil, fmt.Errorf("%s: not a directory or a regular file (%v)", path, fi.Mode().Type())
+		return fmt.Errorf("%s: not a directory or a regular file (%v)", path, fi.Mode().Type())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	rep := &inspectReport{Schema: inspectSchema, Path: path, Format: format}
-	rep.Root, err = describe(td, n, rep)
+	err = fn(td, format)
 	if rerr := td.Release(); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("%s: %w", path, rerr))
 	}
-	if err != nil {
-		return nil, err
-	}
-	return rep, nil
+	return err
 }

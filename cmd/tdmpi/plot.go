@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/tdmpi/tdmpi/internal/bytesize"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -85,7 +86,7 @@ func (sizeTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 		t := plot.Tick{Value: v}
 		if e%5 == 0 {
-			t.Label = formatSize(int64(v))
+			t.Label = bytesize.Format(int64(v))
 		}
 		ticks = append(ticks, t)
 	}
@@ -95,8 +96,8 @@ func (sizeTicks) Ticks(lo, hi float64) []plot.Tick {
 		labelled = labelled || t.Label != ""
 	}
 	if !labelled && len(ticks) > 0 {
-		ticks[0].Label = formatSize(int64(ticks[0].Value))
-		ticks[len(ticks)-1].Label = formatSize(int64(ticks[len(ticks)-1].Value))
+		ticks[0].Label = bytesize.Format(int64(ticks[0].Value))
+		ticks[len(ticks)-1].Label = bytesize.Format(int64(ticks[len(ticks)-1].Value))
 	}
 	return ticks
 }

@@ -3,20 +3,14 @@
 
 package main
 
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-
-	"github.com/tdmpi/tdmpi/tensordict"
-)
+import "github.com/tdmpi/tdmpi/tensordict"
 
 // inspectSchema names the version of the JSON that inspect -json prints.
 // Fields may be added under the same name; none is removed or changed.
 const inspectSchema = "tdmpi.inspect/v1"
 
-// inspectReport is what inspect prints: the JSON object of inspect -json,
-// and the source of the text tree.
+// inspectReport is what inspect -json prints. (The text tree is
+// tensordict's WriteTree.)
 type inspectReport struct {
 	Schema string  `json:"schema"` // inspectSchema
 	Path   string  `json:"path"`   // the argument, as given
@@ -57,13 +51,15 @@ type entry struct {
 	// Nested TensorDicts.
 	Node *tdNode `json:"node,omitempty"`
 
-	// Non-tensor values.
-	Value json.RawMessage `json:"value,omitempty"`
+	// Non-tensor values: the canonical value (nil, bool, string, int64,
+	// float64, []any, map[string]any), which encoding/json encodes as is;
+	// a pointer, so that a nil value prints as null and is not omitted.
+	Value *any `json:"value,omitempty"`
 }
 
 // describe returns the node describing td and adds its leaves to rep's
 // totals.
-func describe(td *tensordict.TensorDict, n int, rep *inspectReport) (*tdNode, error) {
+func describe(td *tensordict.TensorDict, n int, rep *inspectReport) *tdNode {
 	node := &tdNode{
 		BatchSize: td.BatchSize(),
 		Class:     td.ClassName(),
@@ -78,7 +74,6 @@ func describe(td *tensordict.TensorDict, n int, rep *inspectReport) (*tdNode, er
 		switch {
 		case it.Tensor != nil:
 			t := it.Tensor
-			vals, trunc := leadingValues(t, n)
 			nb := int64(t.NBytes())
 			shape := t.Shape()
 			if shape == nil {
@@ -86,35 +81,18 @@ func describe(td *tensordict.TensorDict, n int, rep *inspectReport) (*tdNode, er
 			}
 			e := entry{Key: name, Kind: kindTensor, DType: t.DType().String(), Shape: shape, Bytes: &nb}
 			if n > 0 {
+				vals, trunc := leadingValues(t, n)
 				e.Values, e.Truncated = vals, &trunc
 			}
 			node.Entries = append(node.Entries, e)
 			rep.Leaves++
 			rep.Bytes += nb
 		case it.TD != nil:
-			sub, err := describe(it.TD, n, rep)
-			if err != nil {
-				return nil, err
-			}
-			node.Entries = append(node.Entries, entry{Key: name, Kind: kindTensorDict, Node: sub})
+			node.Entries = append(node.Entries, entry{Key: name, Kind: kindTensorDict, Node: describe(it.TD, n, rep)})
 		default:
-			raw, err := marshalValue(it.Value)
-			if err != nil {
-				return nil, fmt.Errorf("key %v: non-tensor value of type %T: %w", it.Key, it.Value, err)
-			}
-			node.Entries = append(node.Entries, entry{Key: name, Kind: kindNonTensor, Value: raw})
+			v := it.Value
+			node.Entries = append(node.Entries, entry{Key: name, Kind: kindNonTensor, Value: &v})
 		}
 	}
-	return node, nil
-}
-
-// marshalValue returns v as compact JSON, without escaping <, > and &.
-func marshalValue(v any) (json.RawMessage, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	return node
 }

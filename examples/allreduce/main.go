@@ -1,3 +1,11 @@
+// How hpc/scripts/examples.sh runs and checks this program. This block is
+// not the package documentation: a blank line separates it from the doc
+// comment below.
+//
+// np: 4
+// expect: ^rank 0: averaged 4 leaves \(321 parameters\) over 4 ranks in [0-9.]+ ?[mµ]?s$
+// expect: ^OK$
+
 // Command allreduce averages "gradients" across ranks, the way data-parallel
 // training does after each backward pass: every rank holds a TensorDict of
 // gradients, AllReduce sums them on every rank, and each rank divides by the
@@ -14,12 +22,6 @@
 // float64): AllReduce reduces each leaf with the MPI datatype of its dtype.
 // Every rank checks the mean. The program exits with status 1 if a check or a
 // call fails.
-//
-// The lines below tell hpc/scripts/examples.sh how to run and check this program.
-//
-// np: 4
-// expect: ^rank 0: averaged 4 leaves \(321 parameters\) over 4 ranks in [0-9.]+ ?[mµ]?s$
-// expect: ^OK$
 package main
 
 import (

@@ -1,3 +1,11 @@
+// How hpc/scripts/examples.sh runs and checks this program. This block is
+// not the package documentation: a blank line separates it from the doc
+// comment below.
+//
+// np: 4
+// expect: ^rank 0 of 4: broadcast [0-9]+ bytes, leaves \[obs action next\.reward next\.done\]$
+// expect: ^OK$
+
 // Command broadcast sends one TensorDict from rank 0 to every other rank with
 // InitRemote in broadcast mode, like Python tensordict's
 // init_remote(use_broadcast=True).
@@ -13,12 +21,6 @@
 // message, so it needs no template. Each receiver rebuilds the same batch locally
 // with makeBatch and compares, leaf by leaf, with Eq. The program exits with
 // status 1 if a check or a call fails.
-//
-// The lines below tell hpc/scripts/examples.sh how to run and check this program.
-//
-// np: 4
-// expect: ^rank 0 of 4: broadcast [0-9]+ bytes, leaves \[obs action next\.reward next\.done\]$
-// expect: ^OK$
 package main
 
 import (

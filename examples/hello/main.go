@@ -1,3 +1,11 @@
+// How hpc/scripts/examples.sh runs and checks this program. This block is
+// not the package documentation: a blank line separates it from the doc
+// comment below.
+//
+// np: 2
+// expect: ^rank 0 of 2: received "hello from rank 1"$
+// expect: ^rank 1 of 2: received "hello from rank 0"$
+
 // Command hello is the smallest complete tdmpi program: the ranks pass a greeting
 // around a ring and each checks the one it receives.
 //
@@ -10,12 +18,6 @@
 // size). Rank 0 sends first and every other rank receives first, so the blocking calls
 // cannot deadlock. The program exits with status 1 if a greeting is wrong or an MPI call
 // fails, and with status 2 when started with fewer than two ranks.
-//
-// The lines below tell hpc/scripts/examples.sh how to run and check this program.
-//
-// np: 2
-// expect: ^rank 0 of 2: received "hello from rank 1"$
-// expect: ^rank 1 of 2: received "hello from rank 0"$
 package main
 
 import (

@@ -1,3 +1,13 @@
+// How hpc/scripts/examples.sh runs and checks this program. This block is
+// not the package documentation: a blank line separates it from the doc
+// comment below.
+//
+// np: 2
+// expect: ^rank 1: keys \[a c d\], all ones: true$
+// expect: ^TensorDict, batch size \[1 2\], 3 tensor leaves, 32 B$
+// expect: ^    └── f  float32     \[1 2 2\]  16 B   \[1 1 1 1\]$
+// expect: ^OK$
+
 // Command initremote is the seed scenario of Python tensordict's init_remote
 // documentation, in Go: rank 0 builds a TensorDict and sends it to rank 1, which
 // knows nothing of its structure beforehand and rebuilds it with FromRemoteInit.
@@ -11,14 +21,9 @@
 // ("c"), float32 ones in memory, and ("d", "e", "f"), float32 ones in a
 // memory-mapped file. It expands the batch to [1, 2], makes the leaves contiguous
 // and calls InitRemote(1). Rank 1 calls FromRemoteInit(0), checks the keys and
-// values it received, and prints the TensorDict. The program exits with status 1
-// if a check or a call fails.
-//
-// The lines below tell hpc/scripts/examples.sh how to run and check this program.
-//
-// np: 2
-// expect: ^rank 1: keys \[a c d\], all ones: true$
-// expect: ^OK$
+// values it received, and prints the TensorDict (fmt.Println of a TensorDict
+// prints its tree: keys, dtypes, shapes, batch sizes and first values). The
+// program exits with status 1 if a check or a call fails.
 package main
 
 import (

@@ -1,3 +1,13 @@
+// How hpc/scripts/examples.sh runs and checks this program. This block is
+// not the package documentation: a blank line separates it from the doc
+// comment below.
+//
+// np: 2
+// nodes: 1
+// expect: ^rank 0: saved 1000 samples \([0-9]+ bytes\) to .+$
+// expect: ^rank 0: 1 other rank\(s\) loaded the dataset and saw the new labels$
+// expect: ^OK$
+
 // Command memmap shares a memory-mapped dataset between the ranks of one node:
 // rank 0 saves a TensorDict to disk with Memmap, in Python tensordict's
 // layout, and the other ranks map the same files with LoadMemmap instead of
@@ -16,13 +26,6 @@
 // second barrier the other ranks find the new labels in the mapping they
 // already hold. Rank 0 removes the folder at the end. The program exits with
 // status 1 if a check or a call fails.
-//
-// The lines below tell hpc/scripts/examples.sh how to run and check this program.
-//
-// np: 2
-// expect: ^rank 0: saved 1000 samples \([0-9]+ bytes\) to .+$
-// expect: ^rank 0: 1 other rank\(s\) loaded the dataset and saw the new labels$
-// expect: ^OK$
 package main
 
 import (

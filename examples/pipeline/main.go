@@ -1,3 +1,12 @@
+// How hpc/scripts/examples.sh runs and checks this program. This block is
+// not the package documentation: a blank line separates it from the doc
+// comment below.
+//
+// np: 3
+// expect: ^rank 0: sent 120 batches
+// expect: ^rank 2: received 60 batches
+// expect: ^OK$
+
 // Command pipeline streams batches from a producer to consumers, the way a
 // data-loading rank feeds training ranks: the structure goes once, with
 // InitRemote, and every batch after it is one message straight into the
@@ -16,13 +25,6 @@
 // the consumers check one while the next arrives in the other (IRecv). At the
 // end rank 0 gathers everyone's counts and times with GatherAndStack and prints
 // the throughput. The program exits with status 1 if a check or a call fails.
-//
-// The lines below tell hpc/scripts/examples.sh how to run and check this program.
-//
-// np: 3
-// expect: ^rank 0: sent 120 batches
-// expect: ^rank 2: received 60 batches
-// expect: ^OK$
 package main
 
 import (

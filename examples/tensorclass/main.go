@@ -1,3 +1,11 @@
+// How hpc/scripts/examples.sh runs and checks this program. This block is
+// not the package documentation: a blank line separates it from the doc
+// comment below.
+//
+// np: 2
+// expect: ^rank 0: received a Batch of size \[4\] from rank 1, label "episode-7"$
+// expect: ^OK$
+
 // Command tensorclass sends a Go struct between ranks as a tensorclass, the
 // Go counterpart of Python tensordict's @tensorclass: the struct travels as a
 // TensorDict and the receiver gets it back as the same Go type.
@@ -12,12 +20,6 @@
 // with FromRemoteInitAs[Batch], which rebuilds a Batch value from the class name
 // the TensorDict carries, and checks every field. The program exits with status
 // 1 if a check or a call fails.
-//
-// The lines below tell hpc/scripts/examples.sh how to run and check this program.
-//
-// np: 2
-// expect: ^rank 0: received a Batch of size \[4\] from rank 1, label "episode-7"$
-// expect: ^OK$
 package main
 
 import (

@@ -25,6 +25,9 @@ command_for() {
 	pkg-config) echo pkg-config ;;
 	slurm-wlm) echo slurmctld ;;
 	munge) echo munged ;;
+	iproute2) echo ip ;;
+	util-linux) echo nsenter ;;
+	procps) echo pgrep ;;
 	*) echo "$1" ;;
 	esac
 }

@@ -4,6 +4,7 @@
 # Usage:
 #   hpc/scripts/examples.sh list                  names of the examples, one a line
 #   hpc/scripts/examples.sh np NAME               the rank count NAME declares
+#   hpc/scripts/examples.sh nodes NAME            the node count NAME needs (0: any)
 #   hpc/scripts/examples.sh build [NAME...]       go build each into $TDMPI_BIN/examples/NAME
 #   hpc/scripts/examples.sh run [NAME...]         build, then run each under mpirun on shared
 #                                                 memory and once more over TCP (loopback)
@@ -11,9 +12,13 @@
 #                                                 expectations
 #
 # An example is a folder examples/NAME/ with a main.go. main.go declares how to run and
-# check it with comment lines of this form, anywhere in the file:
+# check it with comment lines of this form, anywhere in the file (the examples keep them
+# in a comment block of their own at the top, separated by a blank line from the package
+# doc comment, so that they are not part of the program's documentation):
 #
 #   // np: 2                          ranks to start (default 2)
+#   // nodes: 1                       nodes its ranks must run on (default: any; the
+#                                     multi-node cluster test spreads them over 2)
 #   // expect: ^rank 0 of 2: ok$      an extended regular expression (grep -E) that must
 #                                     match at least one line of the combined output;
 #                                     repeat the line for more expectations
@@ -57,6 +62,18 @@ np() {
 	n=${n:-2}
 	[[ "$n" =~ ^[1-9][0-9]*$ ]] || {
 		echo "examples: examples/$1/main.go: np must be a positive integer, not \"$n\"" >&2
+		return 2
+	}
+	echo "$n"
+}
+
+# nodes NAME prints the node count NAME declares with `// nodes: N`, or 0 (any).
+nodes() {
+	local n
+	n=$(meta "$1" nodes | head -n 1)
+	n=${n:-0}
+	[[ "$n" =~ ^[0-9]+$ ]] || {
+		echo "examples: examples/$1/main.go: nodes must be a non-negative integer, not \"$n\"" >&2
 		return 2
 	}
 	echo "$n"
@@ -121,6 +138,7 @@ shift || true
 case "$cmd" in
 list) list ;;
 np) np "$1" ;;
+nodes) nodes "$1" ;;
 check) check "$1" "$2" ;;
 build | run)
 	if [[ $# -eq 0 ]]; then
@@ -134,7 +152,7 @@ build | run)
 	"$cmd" "$@"
 	;;
 *)
-	echo "usage: $0 list | np NAME | build [NAME...] | run [NAME...] | check NAME FILE" >&2
+	echo "usage: $0 list | np NAME | nodes NAME | build [NAME...] | run [NAME...] | check NAME FILE" >&2
 	exit 2
 	;;
 esac

@@ -36,85 +36,20 @@ prog=$BIN/examples/$example
 np=$("$scripts/examples.sh" np "$example")
 
 eval "$("$scripts/slurm-local.sh" env)"
-was_up=0
-if "$scripts/slurm-local.sh" status >/dev/null 2>&1; then
-	was_up=1
-fi
-outdir=$(mktemp -d /tmp/tdmpi-slurm-test.XXXXXX)
-jobs_submitted=()
-cleanup() {
-	local rc=$?
-	if [[ ${#jobs_submitted[@]} -gt 0 ]]; then
-		scancel "${jobs_submitted[@]}" 2>/dev/null || true
-	fi
-	if [[ $was_up -eq 0 && "${TDMPI_SLURM_KEEP:-0}" != 1 ]]; then
-		"$scripts/slurm-local.sh" down || true
-	fi
-	rm -rf "$outdir"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
+# shellcheck source=hpc/scripts/slurm-jobs.sh
+source "$scripts/slurm-jobs.sh"
+LOG_PREFIX=slurm-test
+begin_jobs "$scripts/slurm-local.sh" "${TDMPI_SLURM_KEEP:-0}"
 
 t0=$SECONDS
 "$scripts/slurm-local.sh" up
 echo "slurm-test: cluster up in $((SECONDS - t0)) s"
 
 failed=0
-summary=()
-
-# submit NAME SCRIPT WAIT SBATCH-ARGS... -- SCRIPT-ARGS...: submit, wait, check state;
-# sets $out to the job's output file. Returns non-zero if the job did not complete cleanly.
-submit() {
-	local name=$1 script=$2 wait=$3
-	shift 3
-	local sargs=()
-	while [[ $# -gt 0 && "$1" != -- ]]; do
-		sargs+=("$1")
-		shift
-	done
-	shift || true
-	out=$outdir/$name.out
-	local id t1=$SECONDS state code
-	id=$(sbatch --parsable --chdir="$root" --output="$out" "${sargs[@]}" "$script" "$@")
-	id=${id%%;*}
-	jobs_submitted+=("$id")
-	echo "slurm-test: submitted $name as job $id"
-	local deadline=$((SECONDS + wait))
-	while [[ -n "$(squeue -h -j "$id" 2>/dev/null || true)" ]]; do
-		if ((SECONDS >= deadline)); then
-			echo "slurm-test: job $id ($name) still queued or running after $wait s; cancelling" >&2
-			scancel "$id" || true
-			sleep 1
-			break
-		fi
-		sleep 0.2
-	done
-	local info
-	info=$(scontrol show job "$id" 2>&1 || true)
-	state=$(sed -n -E 's/.*JobState=([A-Z_]+).*/\1/p' <<<"$info" | head -n 1)
-	code=$(sed -n -E 's/.*[^a-zA-Z]ExitCode=([0-9]+:[0-9]+).*/\1/p' <<<"$info" | head -n 1)
-	summary+=("$(printf 'job %-5s %-12s JobState=%-10s ExitCode=%-5s %3d s' "$id" "$name" "${state:-?}" "${code:-?}" $((SECONDS - t1)))")
-	if [[ "$state" == COMPLETED && "$code" == 0:0 ]]; then
-		return 0
-	fi
-	echo "slurm-test: job $id ($name) ended with JobState=${state:-?} ExitCode=${code:-?}; output:" >&2
-	sed 's/^/    /' "$out" >&2 || true
-	return 1
-}
-
-# check_example NAME: the output of an example job must meet the example's expectations.
-check_example() {
-	if ! "$scripts/examples.sh" check "$example" "$out"; then
-		echo "slurm-test: $1 output does not match examples/$example/main.go; output:" >&2
-		sed 's/^/    /' "$out" >&2
-		return 1
-	fi
-}
 
 for style in srun-pmix mpirun; do
 	if submit "$style" "$root/hpc/slurm/$style.sbatch" "$JOB_WAIT" --ntasks="$np" -- "$prog"; then
-		check_example "$style" || failed=1
+		check_example "$example" "$style" || failed=1
 	else
 		failed=1
 	fi
@@ -125,12 +60,7 @@ if [[ -n "$pkgs" ]]; then
 	# shellcheck disable=SC2086 # the package list is words on purpose
 	if TDMPI_LAUNCH=${TDMPI_SLURM_TEST_LAUNCH:-srun} submit test-suite "$root/hpc/slurm/test-suite.sbatch" \
 		$((JOB_WAIT * 10)) --ntasks=2 --time=00:30:00 -- $pkgs; then
-		grep -E '^(ok|FAIL|\?) ' "$out" | sed 's/^/    /' || true
-		if grep -E -q '^(FAIL|panic:)' "$out" || ! grep -E -q '^ok ' "$out"; then
-			echo "slurm-test: test-suite job reports failures or no passing package; output:" >&2
-			sed 's/^/    /' "$out" >&2
-			failed=1
-		fi
+		check_go_test test-suite || failed=1
 	else
 		failed=1
 	fi

@@ -14,4 +14,9 @@
 // unknown); package group calls SetRankSize once MPI knows them.
 //
 //	log.Logger().Debug().Int("bytes", n).Msg("send")
+//
+// # Files
+//
+//	log.go  Logger, SetRankSize, SetLevel, Level, SetOutput, SetBase,
+//	        ParseLevel: the process logger and TDMPI_LOG
 package log

@@ -1,7 +1,32 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-// Package mem allocates the Go heap memory that tensor storages live in.
+// Package mem allocates the Go heap memory that tensor storages live in,
+// checks that the machine has memory for a large allocation, and catches
+// faults on mapped memory.
+//
+// # Available memory
+//
+// The Go runtime cannot fail an allocation: a heap allocation the kernel
+// refuses ends the process with "fatal error: runtime: out of memory",
+// and one it grants beyond the machine's memory draws the out-of-memory
+// killer later. A peer's header may announce any size, so a receive checks
+// first: CheckAvailable (and AllocChecked, which allocates after it)
+// refuses, with an error wrapping ErrNoMemory, a request above Available,
+// which is MemAvailable of /proc/meminfo lowered to the room under the
+// memory limit of the process's control group (cgroup v2 or v1) and its
+// ancestors. Physical is the machine's memory under that limit; package
+// wire lowers its default size limit to it. Requests below CheckMin are
+// not checked.
+//
+// # Faults on mapped memory
+//
+// A page of a file mapping past the end of a file that another process
+// truncated raises SIGBUS when touched, which ends a Go program. CatchFault
+// runs a function with debug.SetPanicOnFault on and returns such a fault
+// as an error wrapping ErrFault. It covers Go code on the calling
+// goroutine only; a fault inside C (an MPI call reading the memory) still
+// ends the process.
 //
 // # Clearing
 //
@@ -31,4 +56,13 @@
 // The huge-page advice is Linux only and the uninitialised allocation
 // needs the gc toolchain; elsewhere Huge does nothing and AllocUninit
 // clears, as make does.
+//
+// # Files
+//
+//	mem.go           Alloc, AllocUninit, Huge, NoHuge, HugeMin
+//	env.go           TDMPI_HUGEPAGES
+//	advise_*.go      madvise for huge pages (Linux; a no-op elsewhere)
+//	nozero_gc.go     allocation without clearing, through the gc
+//	                 toolchain's allocator
+//	nozero_other.go  the same, cleared, with other toolchains
 package mem

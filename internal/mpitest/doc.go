@@ -24,4 +24,11 @@
 //
 // Tests that use MPI must not call t.Parallel: every rank runs the tests in
 // the same order, which agreement relies on.
+//
+// # Files
+//
+//	mpitest.go  Main, Need, Agree, Run, Ctx, AgreeTimeout: multi-rank tests
+//	agree.go    how the ranks agree on a verdict, bounded by a timeout
+//	env.go      CleanEnv: an environment for child processes without the
+//	            launcher's variables
 package mpitest

@@ -31,4 +31,13 @@
 // Everything read from a peer is untrusted: Parse checks every field
 // against Limits before a caller allocates anything, so a peer claiming a
 // terabyte gets an error, not an out-of-memory crash.
+//
+// # Files
+//
+//	header.go  Header, Kind, Flags, Size, Version, MaxChunk: the 64-byte
+//	           binary header
+//	frame.go   Frame, ParseFrame, AppendFrame: a header with its class,
+//	           metadata and inline payload in one message
+//	limits.go  Limits, DefaultLimits: the bounds a receiver enforces
+//	errors.go  ErrHeader, ErrLimit, HeaderError, LimitError
 package wire

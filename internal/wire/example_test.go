@@ -22,7 +22,7 @@ func Example() {
 
 	// A peer claiming a terabyte is refused before anything is allocated.
 	binary.LittleEndian.PutUint64(msg[8:], 1<<40)
-	_, err = wire.Parse(msg, wire.Limits{})
+	_, err = wire.Parse(msg, wire.Limits{MaxTotal: 64 << 30})
 	fmt.Println(err)
 	// Output:
 	// init 32 {"cls":"TensorDict"} 32

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mem"
 )
 
 func validHeader() Header {
@@ -144,7 +146,11 @@ func TestChunks(t *testing.T) {
 
 func TestLimitsDefaults(t *testing.T) {
 	l := DefaultLimits()
-	assert.Equal(t, int64(DefaultMaxTotal), l.MaxTotal)
+	assert.Equal(t, MachineMaxTotal(), l.MaxTotal)
+	assert.LessOrEqual(t, l.MaxTotal, int64(DefaultMaxTotal))
+	if p := mem.Physical(); p > 0 {
+		assert.LessOrEqual(t, l.MaxTotal, p, "never more than the machine has")
+	}
 	assert.Equal(t, int64(DefaultMaxMeta), l.MaxMeta)
 	l = Limits{MaxMeta: 1 << 40, MaxInline: 1 << 40, MaxClass: 1 << 40}.withDefaults()
 	assert.Equal(t, int64(MaxChunk), l.MaxMeta)

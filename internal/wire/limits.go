@@ -3,16 +3,36 @@
 
 package wire
 
+import (
+	"sync"
+
+	"github.com/tdmpi/tdmpi/internal/mem"
+)
+
 // Default limits.
 const (
-	DefaultMaxTotal  = 64 << 30 // 64 GiB of storage
+	DefaultMaxTotal  = 64 << 30 // 64 GiB of storage, lowered to the machine's memory (MachineMaxTotal)
 	DefaultMaxMeta   = 64 << 20 // 64 MiB of metadata
 	DefaultMaxClass  = 4 << 10  // 4 KiB tensorclass name
 	DefaultMaxInline = 64 << 20 // 64 MiB of storage inside the header message
 )
 
+// MachineMaxTotal returns the default MaxTotal on this machine:
+// DefaultMaxTotal, or the machine's physical memory (bounded by the
+// process's cgroup limit, see mem.Physical) when that is smaller, since a
+// storage larger than the machine cannot be received into memory. It is
+// read once per process.
+func MachineMaxTotal() int64 { return machineMaxTotal() }
+
+var machineMaxTotal = sync.OnceValue(func() int64 {
+	if p := mem.Physical(); p > 0 && p < DefaultMaxTotal {
+		return p
+	}
+	return DefaultMaxTotal
+})
+
 // Limits bound what a received header may announce. A zero or negative
-// field takes its default; a receiver lowers them (or raises MaxTotal) to
+// field takes its default (MaxTotal: MachineMaxTotal); a receiver lowers them (or raises MaxTotal) to
 // suit its memory. MaxMeta and MaxInline are capped at MaxChunk and
 // MaxClass at 1 MiB, since each travels in one message.
 type Limits struct {
@@ -31,7 +51,7 @@ func (l Limits) Resolve() Limits { return l.withDefaults() }
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxTotal <= 0 {
-		l.MaxTotal = DefaultMaxTotal
+		l.MaxTotal = machineMaxTotal()
 	}
 	if l.MaxMeta <= 0 {
 		l.MaxMeta = DefaultMaxMeta

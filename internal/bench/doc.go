@@ -6,4 +6,8 @@
 // a Go benchmark can report its figures beside C's in the same run.
 //
 // It uses MPI_COMM_WORLD and expects MPI to be initialised (by package mpi).
+//
+// # Files
+//
+//	pingpong.go  PingPong, PingPongMprobe: the C ping-pong loops
 package bench

@@ -7,7 +7,9 @@ import (
 	"strings"
 )
 
-// String describes td the way Python tensordict's repr does, for example
+// PythonRepr describes td the way Python tensordict's repr does, for people
+// comparing output with Python's; String (what fmt prints) is the Go form.
+// For example
 //
 //	TensorDict(
 //	    fields={
@@ -18,7 +20,7 @@ import (
 //
 // Fields are sorted by name; nested TensorDicts print the same way,
 // indented, and non-tensor values as NonTensorData(data=..., ...).
-func (td *TensorDict) String() string {
+func (td *TensorDict) PythonRepr() string {
 	var b strings.Builder
 	td.writeRepr(&b, "")
 	return b.String()

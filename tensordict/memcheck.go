@@ -1,0 +1,42 @@
+package tensordict
+
+import (
+	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// newRecvStorage returns the heap storage of total bytes that a receive
+// builds its TensorDict in, not cleared (the receive overwrites every byte,
+// or the storage is dropped), with a finish function that does nothing. A
+// storage the machine cannot hold is an error wrapping ErrNoMemory, before
+// anything is allocated, instead of the Go runtime's fatal "out of memory"
+// (see internal/mem.CheckAvailable).
+func newRecvStorage(total int64) (*tensor.Storage, func(ok bool) error, error) {
+	b, err := mem.AllocChecked(int(total))
+	if err != nil {
+		return nil, nil, err
+	}
+	return tensor.StorageOf(b), func(bool) error { return nil }, nil
+}
+
+// checkRoomFor returns an error wrapping ErrNoMemory if a receive of total
+// bytes into td would need a new storage that the machine cannot hold. A
+// consolidated td whose storage has total bytes may be received into
+// (consolidated is WithConsolidated), so it needs none.
+func checkRoomFor(td *TensorDict, consolidated bool, total int64) error {
+	if consolidated && td != nil {
+		if st := td.ConsolidatedStorage(); st != nil && int64(st.Len()) == total {
+			return nil
+		}
+	}
+	return mem.CheckAvailable(total)
+}
+
+// ErrNoMemory is wrapped by the error of a receive (FromRemoteInit,
+// Broadcast, AllGather, Scatter) whose peer announces a storage larger than
+// the memory this process can still allocate: MemAvailable of
+// /proc/meminfo, lowered to the room under the process's cgroup memory
+// limit. The receive fails before allocating, and the sender is released
+// as for any refused transfer. The check is not a reservation: memory
+// other processes take afterwards can still run the machine out.
+var ErrNoMemory = mem.ErrNoMemory
