@@ -79,6 +79,25 @@
 // allocate. Signature, StructureHash and DiffStructure compare structures,
 // so that peers can detect a mismatch instead of reinterpreting bytes.
 //
+// # Memory-mapped directories
+//
+// Memmap writes a TensorDict as Python tensordict's memmap directory and
+// LoadMemmap maps one back (InMemory reads it instead). Saves into one
+// directory take turns and a load sees one save whole (a directory lock;
+// ErrRewritten when a writer that does not take it changes the directory
+// under a load). Set on a leaf of a loaded, locked TensorDict writes into
+// its file. The library's own accesses to a file that another process
+// truncated return errors wrapping memmap.ErrFault instead of ending the
+// process with SIGBUS; LoadMemmap says which accesses are covered.
+//
+// # Errors
+//
+// Errors wrap sentinels for errors.Is: ErrNotFound, ErrLocked, ErrKind,
+// ErrNil (a method called on a nil *TensorDict), ErrNoMemory (a peer's
+// storage larger than the memory available), ErrRewritten,
+// tensor.ErrReleased (a released storage), memmap.ErrFault and
+// memmap.ErrHardLink.
+//
 // # Tensorclasses
 //
 // A Go struct whose exported fields are *tensor.Tensor, nested structs (or
@@ -114,7 +133,9 @@
 //
 // Memory decides the speed of large transfers. Storages made by
 // Consolidate are advised to use transparent huge pages, which Open MPI
-// moves faster. FromRemoteInit needs new memory for every result, and new
+// moves faster. A receive whose storage the machine's available memory
+// cannot hold fails with ErrNoMemory before it allocates, instead of the
+// Go runtime's fatal "out of memory". FromRemoteInit needs new memory for every result, and new
 // memory is slow to fault in, on virtual machines especially: a loop that
 // receives large TensorDicts should either Recv into the previous result
 // or give FromRemoteInit that result's storage with WithAllocator. With
