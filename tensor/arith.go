@@ -2,7 +2,9 @@ package tensor
 
 import (
 	"fmt"
+	"math"
 
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -167,6 +169,14 @@ func (t *Tensor) arithInPlace(op arithOp, o *Tensor) error {
 	if err != nil {
 		return err
 	}
+	if comp == Float32 && (op == opAdd || op == opSub) && t.IsContiguous() && p.b.IsContiguous() && equalInts(p.b.shape, t.shape) {
+		alpha := float32(1)
+		if op == opSub {
+			alpha = -1
+		}
+		axpy32(alpha, elems[float32](p.b)[:t.Numel()], elems[float32](t)[:t.Numel()])
+		return nil
+	}
 	if comp == Float64 && t.IsContiguous() && p.b.IsContiguous() && equalInts(p.b.shape, t.shape) {
 		n := t.Numel()
 		dst, s := elems[float64](t)[:n], elems[float64](p.b)[:n]
@@ -207,4 +217,14 @@ func (t *Tensor) arithInPlace(op arithOp, o *Tensor) error {
 
 func arithInPlace2[T number](op arithOp, t *Tensor, p *operands) {
 	arithInPlaceRows(op, elems[T](t), elems[T](p.b), t.shape, t.strides, p.sb)
+}
+
+// axpy32 sets y to y + alpha*x through blas32.Axpy, in pieces whose length
+// fits the int of a BLAS vector.
+func axpy32(alpha float32, x, y []float32) {
+	for len(y) > 0 {
+		n := min(len(y), math.MaxInt32)
+		blas32.Axpy(alpha, blas32.Vector{N: n, Inc: 1, Data: x[:n]}, blas32.Vector{N: n, Inc: 1, Data: y[:n]})
+		x, y = x[n:], y[n:]
+	}
 }

@@ -26,8 +26,33 @@
 // torch: operands broadcast against each other (BroadcastShapes) and compute
 // in their promoted dtype (PromoteTypes), integers wrap around, division is
 // true division, and float16 and bfloat16 compute in float32 and round back.
-// Reductions (Sum, Mean, Max, Min) return float64. Contiguous float64 data
-// goes through gonum's floats package.
+// Pow, Neg, Abs, Clamp and Lerp (and their Scalar and InPlace forms)
+// compute once per kind of number: integers in int64, exactly, wrapping
+// around as the narrow type would; float16, bfloat16 and float32 in float32,
+// rounded once; float64 in float64; complex numbers in complex128. Where,
+// MaskedFill and IsClose complete the element-wise set; in-place forms
+// refuse a result of a higher kind than the tensor (a float into an
+// integer tensor), as torch does.
+//
+// # Reductions
+//
+// The whole-tensor reductions Sum, Mean, Max and Min return a float64, for
+// convenience. The reductions over dimensions (SumDims, MeanDims, ProdDims,
+// MaxDims, MinDims, StdDims, VarDims, AllDims, AnyDims) return tensors with
+// torch's dtypes: sum and prod of bool and integers give int64, mean, std
+// and var need floating or complex input (std and var are real), max and
+// min keep the dtype; MaxDim and MinDim also return the positions (int64),
+// like torch.max(t, dim). They accumulate floating values in float64 and
+// round once. Contiguous float64 data goes through gonum's floats package,
+// contiguous float32 in-place Add, Sub and MulScalar through blas32.
+//
+// # Writes
+//
+// CopyFrom (torch's copy_) broadcasts and converts its source; Fill, Zero,
+// IndexPut (t[idx] = src with an index list) and MaskPut (t[mask] = src)
+// write in place through any view that does not repeat elements, so that a
+// write into a view of a memory-mapped tensor reaches the file. Pad and
+// PadDims return padded (or cropped) copies.
 //
 // # Float64 and gonum
 //

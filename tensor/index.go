@@ -138,21 +138,28 @@ func (t *Tensor) IndexSelect(dim int, idx []int) (*Tensor, error) {
 // the number of true elements, followed by t's remaining dimensions. It
 // returns an error if mask is not bool or its shape does not match.
 func (t *Tensor) MaskSelect(mask *Tensor) (*Tensor, error) {
+	if err := t.checkMask("MaskSelect", mask); err != nil {
+		return nil, err
+	}
 	md := len(mask.shape)
-	if mask.dtype != Bool {
-		return nil, fmt.Errorf("tensor: MaskSelect: mask is %v, need bool", mask.dtype)
+	picks := t.maskOffsets(mask)
+	rest := t.shape[md:]
+	out := Empty(t.dtype, append([]int{len(picks)}, rest...)...)
+	es := t.dtype.Size()
+	for k, off := range picks {
+		src := t.view(cloneInts(rest), cloneInts(t.strides[md:]), t.offset+off*es)
+		dst, _ := out.Select(0, k)
+		rawCopy(dst, src)
 	}
-	if md > len(t.shape) || !equalInts(mask.shape, t.shape[:md]) {
-		return nil, fmt.Errorf("tensor: MaskSelect: mask shape %v does not match the leading dimensions of shape %v", mask.shape, t.shape)
-	}
-	if err := t.st.checkLive("MaskSelect"); err != nil {
-		return nil, err
-	}
-	if err := mask.st.checkLive("MaskSelect"); err != nil {
-		return nil, err
-	}
-	// Element offsets, in t, of the selected sub-tensors.
+	return out, nil
+}
+
+// maskOffsets returns the element offsets, in t, of the sub-tensors that the
+// true elements of mask (a bool tensor of t's leading shape) select, in
+// row-major order of mask.
+func (t *Tensor) maskOffsets(mask *Tensor) []int {
 	var picks []int
+	md := len(mask.shape)
 	m := mask.Contiguous()
 	ms := contiguousStrides(mask.shape)
 	for f, on := range elems[bool](m)[:m.Numel()] {
@@ -168,13 +175,21 @@ func (t *Tensor) MaskSelect(mask *Tensor) (*Tensor, error) {
 		}
 		picks = append(picks, off)
 	}
-	rest := t.shape[md:]
-	out := Empty(t.dtype, append([]int{len(picks)}, rest...)...)
-	es := t.dtype.Size()
-	for k, off := range picks {
-		src := t.view(cloneInts(rest), cloneInts(t.strides[md:]), t.offset+off*es)
-		dst, _ := out.Select(0, k)
-		rawCopy(dst, src)
+	return picks
+}
+
+// checkMask returns an error naming op unless mask is a bool tensor of t's
+// leading shape and both storages are live.
+func (t *Tensor) checkMask(op string, mask *Tensor) error {
+	md := len(mask.shape)
+	if mask.dtype != Bool {
+		return fmt.Errorf("tensor: %s: mask is %v, need bool", op, mask.dtype)
 	}
-	return out, nil
+	if md > len(t.shape) || !equalInts(mask.shape, t.shape[:md]) {
+		return fmt.Errorf("tensor: %s: mask shape %v does not match the leading dimensions of shape %v", op, mask.shape, t.shape)
+	}
+	if err := t.st.checkLive(op); err != nil {
+		return err
+	}
+	return mask.st.checkLive(op)
 }

@@ -28,7 +28,7 @@ func Stack(ts []*Tensor, dim int) (*Tensor, error) {
 		}
 	}
 	shape := append(append(cloneInts(first.shape[:d]), len(ts)), first.shape[d:]...)
-	out := Empty(first.dtype, shape...)
+	out := emptyUninit(first.dtype, shape) // every element is written below
 	for k, x := range ts {
 		dst, _ := out.Select(d, k)
 		rawCopy(dst, x)
@@ -68,7 +68,7 @@ func Cat(ts []*Tensor, dim int) (*Tensor, error) {
 	}
 	shape := cloneInts(first.shape)
 	shape[d] = total
-	out := Empty(first.dtype, shape...)
+	out := emptyUninit(first.dtype, shape) // every element is written below
 	at := 0
 	for _, x := range ts {
 		dst, _ := out.Narrow(d, at, x.shape[d])

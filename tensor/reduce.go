@@ -97,41 +97,61 @@ func (t *Tensor) extreme(of func([]float64) float64, pick func(x, y float64) flo
 	return m
 }
 
-// AllClose reports whether every pair of broadcast elements of t and o
-// satisfies |t - o| <= atol + rtol*|o|, like torch.allclose: values are
-// compared as float64 (complex ones by the modulus of their difference),
-// infinities of the same sign are close, NaN is close to nothing. It
+// AllClose reports whether every pair of broadcast elements of t and o is
+// close, as IsClose decides with equalNaN false, like torch.allclose. It
 // returns an error if the shapes do not broadcast or a storage was released.
 func (t *Tensor) AllClose(o *Tensor, rtol, atol float64) (bool, error) {
+	c, err := t.isClose("AllClose", o, rtol, atol, false)
+	if err != nil {
+		return false, err
+	}
+	return c.All(), nil
+}
+
+// IsClose returns the bool tensor of |t - o| <= atol + rtol*|o| over the
+// broadcast elements of t and o, like torch.isclose: values are compared as
+// float64 (complex ones by the modulus of their difference), equal values
+// (infinities of the same sign included) are close, and NaN is close to NaN
+// only when equalNaN is set. It returns an error if the shapes do not
+// broadcast or a storage was released.
+func (t *Tensor) IsClose(o *Tensor, rtol, atol float64, equalNaN bool) (*Tensor, error) {
+	return t.isClose("IsClose", o, rtol, atol, equalNaN)
+}
+
+func (t *Tensor) isClose(name string, o *Tensor, rtol, atol float64, equalNaN bool) (*Tensor, error) {
 	dt := Float64
 	if t.dtype.IsComplex() || o.dtype.IsComplex() {
 		dt = Complex128
 	}
-	p, err := prepare("AllClose", t, o, dt)
+	p, err := prepare(name, t, o, dt)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	res := Empty(Bool, p.shape...)
 	if dt == Float64 {
 		map2(elems[bool](res), elems[float64](p.a), elems[float64](p.b), p.shape, p.sa, p.sb, func(x, y float64) bool {
-			if x == y {
+			switch {
+			case x == y:
 				return true
-			}
-			if math.IsInf(x, 0) || math.IsInf(y, 0) {
+			case math.IsNaN(x) || math.IsNaN(y):
+				return equalNaN && math.IsNaN(x) && math.IsNaN(y)
+			case math.IsInf(x, 0) || math.IsInf(y, 0):
 				return false
 			}
 			return math.Abs(x-y) <= atol+rtol*math.Abs(y)
 		})
 	} else {
 		map2(elems[bool](res), elems[complex128](p.a), elems[complex128](p.b), p.shape, p.sa, p.sb, func(x, y complex128) bool {
-			if x == y {
+			switch {
+			case x == y:
 				return true
-			}
-			if cmplx.IsInf(x) || cmplx.IsInf(y) {
+			case cmplx.IsNaN(x) || cmplx.IsNaN(y):
+				return equalNaN && cmplx.IsNaN(x) && cmplx.IsNaN(y)
+			case cmplx.IsInf(x) || cmplx.IsInf(y):
 				return false
 			}
 			return cmplx.Abs(x-y) <= atol+rtol*cmplx.Abs(y)
 		})
 	}
-	return res.All(), nil
+	return res, nil
 }

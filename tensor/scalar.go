@@ -1,8 +1,10 @@
 package tensor
 
 import (
+	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -92,4 +94,78 @@ func (t *Tensor) arithScalar(op arithOp, v float64) *Tensor {
 
 func arithScalar1[T number](op arithOp, out, x *Tensor, v T) {
 	arithRows(op, elems[T](out), elems[T](x), []T{v}, x.shape, x.strides, make([]int, len(x.shape)))
+}
+
+// AddScalarInPlace sets t to t + v, element by element. The result, of the
+// dtype AddScalar gives, must fit t's dtype: an integer tensor takes only an
+// integral v. It returns an error otherwise, if t repeats elements (an
+// expanded view) or its storage was released.
+func (t *Tensor) AddScalarInPlace(v float64) error { return t.arithScalarInPlace(opAdd, v) }
+
+// SubScalarInPlace sets t to t - v, like AddScalarInPlace.
+func (t *Tensor) SubScalarInPlace(v float64) error { return t.arithScalarInPlace(opSub, v) }
+
+// MulScalarInPlace sets t to t * v, like AddScalarInPlace; contiguous
+// float32 and float64 tensors are scaled by BLAS.
+func (t *Tensor) MulScalarInPlace(v float64) error { return t.arithScalarInPlace(opMul, v) }
+
+// DivScalarInPlace sets t to t / v, like AddScalarInPlace; t must be
+// floating or complex (true division).
+func (t *Tensor) DivScalarInPlace(v float64) error { return t.arithScalarInPlace(opDiv, v) }
+
+func (t *Tensor) arithScalarInPlace(op arithOp, v float64) error {
+	name := arithNames[op] + "ScalarInPlace"
+	if err := t.st.checkLive(name); err != nil {
+		return err
+	}
+	res := scalarDType(op, t.dtype, v)
+	if category(res) > category(t.dtype) {
+		return fmt.Errorf("tensor: %s: result %v of %v tensor and %v cannot be stored in %v tensor", name, res, t.dtype, v, t.dtype)
+	}
+	if t.repeats() {
+		return fmt.Errorf("tensor: %s: tensor of shape %v has strides %v that repeat elements", name, t.shape, t.strides)
+	}
+	n := t.Numel()
+	if op == opMul && t.IsContiguous() && (t.dtype == Float32 || t.dtype == Float64) {
+		if t.dtype == Float32 {
+			scal32(float32(v), elems[float32](t)[:n])
+		} else {
+			floats.Scale(v, elems[float64](t)[:n])
+		}
+		return nil
+	}
+	zero := make([]int, len(t.shape))
+	switch t.dtype {
+	case Uint8:
+		arithInPlaceRows(op, elems[uint8](t), []uint8{uint8(int64(v))}, t.shape, t.strides, zero)
+	case Int8:
+		arithInPlaceRows(op, elems[int8](t), []int8{int8(int64(v))}, t.shape, t.strides, zero)
+	case Int16:
+		arithInPlaceRows(op, elems[int16](t), []int16{int16(int64(v))}, t.shape, t.strides, zero)
+	case Int32:
+		arithInPlaceRows(op, elems[int32](t), []int32{int32(int64(v))}, t.shape, t.strides, zero)
+	case Int64:
+		arithInPlaceRows(op, elems[int64](t), []int64{int64(v)}, t.shape, t.strides, zero)
+	case Float32:
+		arithInPlaceRows(op, elems[float32](t), []float32{float32(v)}, t.shape, t.strides, zero)
+	case Float64:
+		arithInPlaceRows(op, elems[float64](t), []float64{v}, t.shape, t.strides, zero)
+	case Complex64:
+		arithInPlaceRows(op, elems[complex64](t), []complex64{complex(float32(v), 0)}, t.shape, t.strides, zero)
+	case Complex128:
+		arithInPlaceRows(op, elems[complex128](t), []complex128{complex(v, 0)}, t.shape, t.strides, zero)
+	default: // bool and halves: compute in the result dtype, store back
+		return t.storeResult(name, t.arithScalar(op, v))
+	}
+	return nil
+}
+
+// scal32 scales x by alpha through blas32.Scal, in pieces whose length fits
+// the int of a BLAS vector.
+func scal32(alpha float32, x []float32) {
+	for len(x) > 0 {
+		n := min(len(x), math.MaxInt32)
+		blas32.Scal(alpha, blas32.Vector{N: n, Inc: 1, Data: x[:n]})
+		x = x[n:]
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"unsafe"
+
+	"github.com/tdmpi/tdmpi/internal/mem"
 )
 
 // Tensor is a dense N-dimensional array of one DType. Its elements live in a
@@ -35,6 +37,16 @@ func Empty(dt DType, shape ...int) *Tensor {
 		panic(err.Error())
 	}
 	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: NewStorage(nb)}
+}
+
+// emptyUninit is Empty without the zeroing: the caller writes every
+// element before anything reads them (Cat, Stack, Clone).
+func emptyUninit(dt DType, shape []int) *Tensor {
+	nb, err := NBytesOf(dt, shape)
+	if err != nil {
+		panic(err.Error())
+	}
+	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: StorageOf(mem.AllocUninit(nb))}
 }
 
 // Zeros returns a contiguous tensor of zeros. It panics like Empty.
@@ -222,31 +234,22 @@ func (t *Tensor) Contiguous() *Tensor {
 // Clone returns a contiguous copy of t in new heap storage. It panics if t's
 // storage was released.
 func (t *Tensor) Clone() *Tensor {
-	out := Empty(t.dtype, t.shape...)
+	out := emptyUninit(t.dtype, t.shape)
 	rawCopy(out, t)
 	return out
 }
 
-// CopyFrom copies the elements of src into t, in place. Both must have the
-// same dtype and shape; src may be any view (even of t's own storage), t must
-// not repeat elements (no expanded dimensions).
+// CopyFrom copies the elements of src into t, in place, like torch's
+// copy_: src broadcasts to t's shape and is converted to t's dtype (as To
+// converts). src may be any view (even of t's own storage); t must not
+// repeat elements (no expanded dimensions). It returns an error if src does
+// not broadcast to t's shape, t repeats elements or a storage was released.
 func (t *Tensor) CopyFrom(src *Tensor) error {
-	if t.dtype != src.dtype || !equalInts(t.shape, src.shape) {
-		return fmt.Errorf("tensor: CopyFrom: destination %v%v, source %v%v", t.dtype, t.shape, src.dtype, src.shape)
-	}
-	if err := t.st.checkLive("CopyFrom"); err != nil {
+	s, err := prepareSource("CopyFrom", t, src, t.shape)
+	if err != nil {
 		return err
 	}
-	if err := src.st.checkLive("CopyFrom"); err != nil {
-		return err
-	}
-	if t.repeats() {
-		return fmt.Errorf("tensor: CopyFrom: destination of shape %v has strides %v that repeat elements", t.shape, t.strides)
-	}
-	if src.st == t.st {
-		src = src.Clone()
-	}
-	rawCopy(t, src)
+	rawCopy(t, s)
 	return nil
 }
 

@@ -19,8 +19,42 @@
 //	td.Keys() // a, c
 //
 // Operations that transform a whole TensorDict (Expand, Contiguous, Clone,
-// To, Apply, Index, Slice, Mask, IndexSelect, Stack, Unbind, Eq, EqScalar)
-// return a new TensorDict; leaves are views where torch makes views.
+// To, Apply, Index, Slice, Mask, IndexSelect, Stack, Unbind, Eq, EqScalar,
+// and the algebra below) return a new TensorDict; leaves are views where
+// torch makes views.
+//
+// # Algebra
+//
+// Joining and splitting: Cat, Stack, Split, SplitSizes, Chunk, Unbind, Pad
+// and PadSequence. Shape of the batch: Reshape, View, Flatten, Unflatten,
+// Squeeze, Unsqueeze, Permute, Transpose, Expand and ExpandAs; these act
+// on every leaf's leading (batch) dimensions and return views wherever
+// torch does, so a write through the result reaches the original and the
+// cost is O(leaves), not O(bytes).
+//
+// Arithmetic pairs the leaves of two TensorDicts of the same structure key
+// by key (an error names the first key that differs), or applies a scalar
+// to every leaf: Add, Sub, Mul, Div, Pow and their InPlace and Scalar
+// forms; Neg, Abs, Clamp, Lerp; Zero, Fill and CopyFrom; comparisons Lt,
+// Le, Gt, Ge beside Eq and Ne; Where and MaskedFill with a batch-shaped
+// mask; IsClose and AllClose. In-place forms write into the existing
+// leaves, so a consolidated receive buffer or a memory-mapped TensorDict
+// keeps its storage: after AllReduce, grads.DivScalarInPlace(n) averages
+// without allocating.
+//
+// Reductions Sum, Mean, Prod, Max, Min, Std and Var reduce batch
+// dimensions (with none: every element of every leaf, and an empty batch
+// size, as Python does); MaxDim and MinDim also return the positions, as
+// Python's max(dim) does; AllDim and AnyDim reduce one.
+//
+// Indexed writes: SetAt(ix, src) is Python's td[ix] = src for an Index
+// made by IndexAt, IndexRange, IndexList or IndexMask, and SetAtKey is
+// set_at_; Update takes WriteInPlace, UpdateKeys and UpdateClone, and
+// UpdateInPlace is update_. These write through views into the leaves'
+// storage, so they reach the files of a TensorDict from LoadMemmap.
+// ApplyWith maps several TensorDicts at once (in place with ApplyInto, to
+// a new batch size with ApplyBatchSize), ApplyInPlace is apply_, and
+// FromMap and ToMap convert from and to nested maps.
 //
 // # Locking
 //
@@ -44,6 +78,25 @@
 // LoadConsolidated check every field before use and bound what they
 // allocate. Signature, StructureHash and DiffStructure compare structures,
 // so that peers can detect a mismatch instead of reinterpreting bytes.
+//
+// # Memory-mapped directories
+//
+// Memmap writes a TensorDict as Python tensordict's memmap directory and
+// LoadMemmap maps one back (InMemory reads it instead). Saves into one
+// directory take turns and a load sees one save whole (a directory lock;
+// ErrRewritten when a writer that does not take it changes the directory
+// under a load). Set on a leaf of a loaded, locked TensorDict writes into
+// its file. The library's own accesses to a file that another process
+// truncated return errors wrapping memmap.ErrFault instead of ending the
+// process with SIGBUS; LoadMemmap says which accesses are covered.
+//
+// # Errors
+//
+// Errors wrap sentinels for errors.Is: ErrNotFound, ErrLocked, ErrKind,
+// ErrNil (a method called on a nil *TensorDict), ErrNoMemory (a peer's
+// storage larger than the memory available), ErrRewritten,
+// tensor.ErrReleased (a released storage), memmap.ErrFault and
+// memmap.ErrHardLink.
 //
 // # Tensorclasses
 //
@@ -80,7 +133,9 @@
 //
 // Memory decides the speed of large transfers. Storages made by
 // Consolidate are advised to use transparent huge pages, which Open MPI
-// moves faster. FromRemoteInit needs new memory for every result, and new
+// moves faster. A receive whose storage the machine's available memory
+// cannot hold fails with ErrNoMemory before it allocates, instead of the
+// Go runtime's fatal "out of memory". FromRemoteInit needs new memory for every result, and new
 // memory is slow to fault in, on virtual machines especially: a loop that
 // receives large TensorDicts should either Recv into the previous result
 // or give FromRemoteInit that result's storage with WithAllocator. With

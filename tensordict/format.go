@@ -37,6 +37,9 @@ type TreeOptions struct {
 // of each tensor leaf, without the final newline. fmt.Print of a
 // TensorDict prints this; PythonRepr is Python tensordict's repr instead.
 func (td *TensorDict) String() string {
+	if td == nil {
+		return "<nil>"
+	}
 	var b strings.Builder
 	_ = td.WriteTree(&b, TreeOptions{Values: stringValues}) // a strings.Builder does not fail
 	return strings.TrimSuffix(b.String(), "\n")
@@ -67,6 +70,9 @@ func (td *TensorDict) String() string {
 // TensorDict with no entries prints "(no entries)" in place of the table.
 // WriteTree returns the first error of w.
 func (td *TensorDict) WriteTree(w io.Writer, opts TreeOptions) error {
+	if td == nil {
+		return ErrNil
+	}
 	title := opts.Title
 	if title == "" {
 		title = "TensorDict"

@@ -161,67 +161,17 @@ func Stack(tds []*TensorDict, dim int) (*TensorDict, error) {
 	if d < 0 || d > bd {
 		return nil, fmt.Errorf("tensordict: Stack: dimension %d out of range for batch size %v", dim, tds[0].batch)
 	}
-	return stackAt(nil, tds, d, bd)
-}
-
-func stackAt(prefix Key, tds []*TensorDict, d, bd int) (*TensorDict, error) {
-	first := tds[0]
-	for i, o := range tds[1:] {
-		if !equalInts(o.batch, first.batch) {
-			return nil, fmt.Errorf("tensordict: Stack: at %v: tensordict %d has batch size %v, tensordict 0 has %v", keyOrRoot(prefix), i+1, o.batch, first.batch)
-		}
-		if len(o.entries) != len(first.entries) {
-			return nil, fmt.Errorf("tensordict: Stack: at %v: tensordict %d has keys %v, tensordict 0 has %v", keyOrRoot(prefix), i+1, o.names(), first.names())
-		}
-	}
-	nb := make([]int, 0, len(first.batch)+1)
-	nb = append(append(append(nb, first.batch[:d]...), len(tds)), first.batch[d:]...)
-	out := newTD(nb)
-	out.class = first.class
-	parts := make([]*entry, len(tds))
-	for i := range first.entries {
-		e := &first.entries[i]
-		k := prefix.child(e.name)
-		for n, o := range tds {
-			j, ok := o.lookup(e.name)
-			if !ok {
-				return nil, fmt.Errorf("tensordict: Stack: key %v missing from tensordict %d", k, n)
-			}
-			if parts[n] = &o.entries[j]; parts[n].kind != e.kind {
-				return nil, fmt.Errorf("tensordict: Stack: key %v is a %v in tensordict %d and a %v in tensordict 0", k, parts[n].kind, n, e.kind)
-			}
-		}
-		switch e.kind {
-		case kindTensor:
-			ts := make([]*tensor.Tensor, len(tds))
-			for n, p := range parts {
-				ts[n] = p.t
-			}
-			st, err := tensor.Stack(ts, d)
-			if err != nil {
-				return nil, fmt.Errorf("tensordict: Stack: key %v: %w", k, err)
-			}
-			out.add(e.name, entry{kind: kindTensor, t: st})
-		case kindTD:
-			subs := make([]*TensorDict, len(tds))
-			for n, p := range parts {
-				subs[n] = p.td
-			}
-			sub, err := stackAt(k, subs, d, bd)
-			if err != nil {
+	return zip(&zipSpec{
+		op: "Stack",
+		batch: func(batches [][]int) ([]int, error) {
+			if _, err := sameBatches(batches); err != nil {
 				return nil, err
 			}
-			out.add(e.name, entry{kind: kindTD, td: sub})
-		case kindNonTensor:
-			for n, p := range parts {
-				if !equalValues(p.v, e.v) {
-					return nil, fmt.Errorf("tensordict: Stack: non-tensor key %v differs between tensordict 0 and %d (only equal values can be stacked)", k, n)
-				}
-			}
-			out.add(e.name, entry{kind: kindNonTensor, v: cloneValue(e.v)})
-		}
-	}
-	return out, nil
+			b := batches[0]
+			return append(append(append(make([]int, 0, len(b)+1), b[:d]...), len(tds)), b[d:]...), nil
+		},
+		leaf: func(_ Key, ts []*tensor.Tensor) (*tensor.Tensor, error) { return tensor.Stack(ts, d) },
+	}, tds)
 }
 
 // equalInts reports whether a and b hold the same values.

@@ -160,31 +160,38 @@ func (td *TensorDict) Expand(shape ...int) (*TensorDict, error) {
 // Update merges the entries of o into td: tensor leaves and non-tensor values
 // are set (shared, not copied) and nested TensorDicts are merged key by key,
 // creating missing levels. On error, the entries merged so far stay. On a
-// locked td, only existing entries can be updated.
-func (td *TensorDict) Update(o *TensorDict) error {
+// locked td, only existing entries can be updated. Options (UpdateInPlace,
+// UpdateKeys, UpdateClone) are those of Python's update.
+func (td *TensorDict) Update(o *TensorDict, opts ...UpdateOption) error {
 	if o == nil {
 		return fmt.Errorf("tensordict: Update: nil tensordict")
 	}
-	return td.update(nil, o)
+	return td.update(nil, o, updateOptions(opts))
 }
 
-func (td *TensorDict) update(prefix Key, o *TensorDict) error {
+func (td *TensorDict) update(prefix Key, o *TensorDict, c *updateConfig) error {
 	for i := range o.entries {
 		e := &o.entries[i]
 		k := prefix.child(e.name)
+		if !c.selected(k) {
+			continue
+		}
 		var err error
 		switch e.kind {
 		case kindTensor:
-			err = td.Set(k, e.t)
+			err = td.updateLeaf(k, e.t, c)
 		case kindNonTensor:
 			err = td.SetNonTensor(k, e.v)
 		case kindTD:
 			if _, err = td.GetTD(k); err != nil {
+				if c.strict {
+					return fmt.Errorf("tensordict: UpdateInPlace: %w", err)
+				}
 				if err = td.SetTD(k, newTD(e.td.batch)); err != nil {
 					return fmt.Errorf("tensordict: Update: %w", err)
 				}
 			}
-			err = td.update(k, e.td)
+			err = td.update(k, e.td, c)
 		}
 		if err != nil {
 			return err
@@ -341,7 +348,7 @@ func (td *TensorDict) UnflattenKeys(sep string) (*TensorDict, error) {
 				return nil, err
 			}
 			if _, gerr := out.GetTD(k); gerr == nil {
-				err = out.update(k, sub)
+				err = out.update(k, sub, &updateConfig{})
 			} else {
 				err = out.SetTD(k, sub)
 			}

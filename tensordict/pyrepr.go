@@ -21,6 +21,9 @@ import (
 // Fields are sorted by name; nested TensorDicts print the same way,
 // indented, and non-tensor values as NonTensorData(data=..., ...).
 func (td *TensorDict) PythonRepr() string {
+	if td == nil {
+		return "<nil>"
+	}
 	var b strings.Builder
 	td.writeRepr(&b, "")
 	return b.String()

@@ -464,8 +464,8 @@ func (td *TensorDict) SetNonTensor(k Key, v any) error {
 
 // SetInPlace copies v into the existing tensor leaf k, which keeps its
 // storage (so a consolidated or memory-mapped TensorDict stays so). v must
-// have the leaf's shape; a different dtype is converted. It is allowed on a
-// locked TensorDict.
+// broadcast to the leaf's shape, as in torch's copy_; a different dtype is
+// converted. It is allowed on a locked TensorDict.
 func (td *TensorDict) SetInPlace(k Key, v *tensor.Tensor) error {
 	dst, err := td.Get(k)
 	if err != nil {

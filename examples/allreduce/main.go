@@ -9,7 +9,7 @@
 // Command allreduce averages "gradients" across ranks, the way data-parallel
 // training does after each backward pass: every rank holds a TensorDict of
 // gradients, AllReduce sums them on every rank, and each rank divides by the
-// number of ranks.
+// number of ranks in place with DivScalarInPlace.
 //
 // Run it with any number of ranks:
 //
@@ -101,14 +101,12 @@ func run(g *group.Group) error {
 	if err := grads.AllReduce(tensordict.ReduceSum); err != nil {
 		return err
 	}
-	// Apply builds a new TensorDict from every leaf: here, the sum divided by
-	// the number of ranks. DivScalar keeps the floating dtype of each leaf.
-	mean, err := grads.Apply(func(_ tensordict.Key, t *tensor.Tensor) (*tensor.Tensor, error) {
-		return t.DivScalar(float64(size)), nil
-	})
-	if err != nil {
+	// Divide by the number of ranks in place: every leaf keeps its storage
+	// and its floating dtype, and nothing is allocated.
+	if err := grads.DivScalarInPlace(float64(size)); err != nil {
 		return err
 	}
+	mean := grads
 	elapsed := time.Since(start)
 
 	// The mean of (r+1) * base over r = 0 .. size-1 is base * (size+1)/2.
