@@ -21,7 +21,7 @@ func Example() {
 	// In a program: defer group.Finalize()
 
 	sum := []int{g.Rank()}
-	if err := mpi.Allreduce(g.Comm(), nil, sum, mpi.OpSum); err != nil {
+	if err := mpi.AllreduceInPlace(g.Comm(), sum, mpi.OpSum); err != nil {
 		fmt.Println(err)
 		return
 	}

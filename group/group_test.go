@@ -139,7 +139,7 @@ func TestNewSubgroup(t *testing.T) {
 
 	// A reduction over the subgroup sums the world ranks of its members.
 	sum := []int{r}
-	require.NoError(t, mpi.Allreduce(sub.Comm(), nil, sum, mpi.OpSum))
+	require.NoError(t, mpi.AllreduceInPlace(sub.Comm(), sum, mpi.OpSum))
 	wantSum := 0
 	for _, m := range members {
 		wantSum += m
@@ -206,7 +206,7 @@ func TestSplit(t *testing.T) {
 		}
 	}
 	sum := []int{r}
-	require.NoError(t, mpi.Allreduce(sub.Comm(), nil, sum, mpi.OpSum))
+	require.NoError(t, mpi.AllreduceInPlace(sub.Comm(), sum, mpi.OpSum))
 	want := 0
 	for _, w := range same {
 		want += w
@@ -354,7 +354,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range 20 {
 				v := []int{i}
-				if err := mpi.Allreduce(gg.LibComm(), nil, v, mpi.OpSum); err != nil {
+				if err := mpi.AllreduceInPlace(gg.LibComm(), v, mpi.OpSum); err != nil {
 					t.Error(err)
 					return
 				}

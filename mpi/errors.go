@@ -7,8 +7,10 @@ package mpi
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Error is an error reported by MPI, or found by this package before it
@@ -26,7 +28,9 @@ type Error struct {
 }
 
 // Error returns "mpi: <Op>: <Msg>", for example
-// "mpi: MPI_Send: MPI_ERR_RANK: invalid rank".
+// "mpi: MPI_Send: MPI_ERR_RANK: invalid rank". Msg starts with the name of
+// the error class in every MPI family; the rest of the text is the
+// library's own and differs between families.
 func (e *Error) Error() string {
 	if e.Op == "" {
 		return "mpi: " + e.Msg
@@ -39,6 +43,11 @@ func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Class == e.Class
 }
+
+// ErrBusy is wrapped by the error of Finalize (and Busy) while MPI calls
+// are in progress on other goroutines or nonblocking operations are
+// incomplete.
+var ErrBusy = errors.New("MPI is in use")
 
 // Error class sentinels, for use with errors.Is.
 var (
@@ -116,6 +125,9 @@ func newError(op string, rc C.int) error {
 	var n C.int
 	if C.MPI_Error_string(rc, &buf[0], &n) == C.MPI_SUCCESS && n > 0 {
 		e.Msg = C.GoStringN(&buf[0], n)
+		if name := className(e.Class); !strings.HasPrefix(e.Msg, name) {
+			e.Msg = name + ": " + e.Msg // MPICH's texts do not name the class
+		}
 	} else {
 		e.Msg = className(e.Class) + ": error code " + strconv.Itoa(int(rc))
 	}

@@ -140,6 +140,15 @@ func bufOf[T Scalar](s []T) buffer {
 	return b
 }
 
+// at returns the address of element off of b when m > 0 elements from there
+// are passed to MPI, and nil otherwise.
+func (b buffer) at(off, m int) unsafe.Pointer {
+	if m <= 0 || b.ptr == nil {
+		return nil
+	}
+	return unsafe.Add(b.ptr, off*b.size)
+}
+
 // bytes returns the size of b in bytes.
 func (b buffer) bytes() C.longlong { return C.longlong(b.n) * C.longlong(b.size) }
 

@@ -104,7 +104,7 @@ func (cl *coll) agree(local error) error {
 	if local != nil {
 		first[0] = int32(cl.rank)
 	}
-	if err := mpi.Allreduce(cl.c, nil, first, mpi.OpMin); err != nil {
+	if err := mpi.AllreduceInPlace(cl.c, first, mpi.OpMin); err != nil {
 		return cl.errorf("agreeing on failures: %w", errors.Join(err, local))
 	}
 	return cl.spread(int(first[0]), local)
