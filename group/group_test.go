@@ -43,8 +43,10 @@ func TestWorld(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("world rank %d of %d", g.Rank(), g.Size()), g.String())
 
 	env := g.Env()
+	assert.Equal(t, mpi.LibraryName(), env.MPI)
+	assert.Contains(t, env.MPI, map[mpi.Family]string{mpi.FamilyOpenMPI: "Open MPI", mpi.FamilyMPICH: "MPICH"}[mpi.Library()])
 	switch {
-	case os.Getenv("OMPI_COMM_WORLD_SIZE") != "":
+	case os.Getenv("OMPI_COMM_WORLD_SIZE") != "" || env.Launcher == hpc.Mpirun:
 		assert.Equal(t, hpc.Mpirun, env.Launcher)
 		assert.Equal(t, g.Size(), env.Size)
 		assert.Equal(t, g.Rank(), env.Rank)

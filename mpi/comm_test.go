@@ -1,6 +1,8 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
+//go:build cgo
+
 package mpi
 
 import (
@@ -221,4 +223,17 @@ func TestOpString(t *testing.T) {
 	assert.Equal(t, "MPI_SUM", OpSum.String())
 	assert.Equal(t, "MPI_BXOR", OpBxor.String())
 	assert.Equal(t, "Op(-1)", Op(-1).String())
+}
+
+func TestLibraryName(t *testing.T) {
+	name := LibraryName()
+	assert.NotContains(t, name, "\n")
+	switch Library() {
+	case FamilyOpenMPI:
+		assert.Regexp(t, `^Open MPI v\d+\.\d+`, name)
+	case FamilyMPICH:
+		assert.Regexp(t, `^MPICH \d+\.\d+`, name)
+	default:
+		t.Fatalf("cgo build of family %q", Library())
+	}
 }

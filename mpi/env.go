@@ -13,9 +13,6 @@ import (
 	"sync"
 )
 
-// ThreadLevel is an MPI thread support level.
-type ThreadLevel int
-
 // Thread support levels, in increasing order.
 const (
 	ThreadSingle     ThreadLevel = C.MPI_THREAD_SINGLE     // one thread only
@@ -23,21 +20,6 @@ const (
 	ThreadSerialized ThreadLevel = C.MPI_THREAD_SERIALIZED // any thread, one at a time
 	ThreadMultiple   ThreadLevel = C.MPI_THREAD_MULTIPLE   // any thread, concurrently
 )
-
-// String returns the MPI name of the level, such as "MPI_THREAD_MULTIPLE".
-func (l ThreadLevel) String() string {
-	switch l {
-	case ThreadSingle:
-		return "MPI_THREAD_SINGLE"
-	case ThreadFunneled:
-		return "MPI_THREAD_FUNNELED"
-	case ThreadSerialized:
-		return "MPI_THREAD_SERIALIZED"
-	case ThreadMultiple:
-		return "MPI_THREAD_MULTIPLE"
-	}
-	return fmt.Sprintf("ThreadLevel(%d)", int(l))
-}
 
 // Wildcards and special values.
 const (

@@ -351,3 +351,13 @@ func pollAny(reqs []*Request) (int, Status, error) {
 		time.Sleep(pause)
 	}
 }
+
+// makeStatus converts s, filled in by a C wrapper of shim.h.
+func makeStatus(s *C.tdmpi_status) Status {
+	return Status{
+		Source:    int(s.st.MPI_SOURCE),
+		Tag:       int(s.st.MPI_TAG),
+		bytes:     int64(s.bytes),
+		cancelled: s.cancelled != 0,
+	}
+}
