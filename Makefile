@@ -54,6 +54,10 @@ CLUSTER_TEST_PKGS ?= ./mpi/... ./group/... ./internal/mpitest/... ./tensordict/.
 CLUSTER_TEST_GOFLAGS ?= -short
 CLUSTER_NODES ?= 2
 
+# Packages whose tests run in the build without cgo (make test-nocgo): MPI is absent
+# there, so their tests that need it skip, saying why.
+NOCGO_PKGS ?= ./mpi/... ./tensor/... ./memmap/... ./internal/... ./cmd/tdmpi/... ./tensordict/...
+
 # Rank counts for the MPI test runs (4 is oversubscribed on two cores).
 TEST_NPS ?= 2 4
 MPIRUN ?= mpirun
@@ -86,7 +90,7 @@ RACE_PKGS ?= ./...
 RACE_RUN ?= .
 
 # The steps of `make test`, in order. All run; the summary names the failures.
-TEST_STEPS ?= test-unit test-mpi test-tcp test-race test-big examples torchpeer slurm-test cluster-test fuzz lint
+TEST_STEPS ?= test-unit test-nocgo test-mpi test-tcp test-race test-big examples torchpeer slurm-test cluster-test fuzz lint
 
 # Debian packages: for building and running MPI programs, and for the local Slurm.
 DEPS_MPI := openmpi-bin libopenmpi-dev pkg-config
@@ -147,6 +151,12 @@ test: deps-all ## install what is missing, then run every step of TEST_STEPS
 .PHONY: test-unit
 test-unit: ## go test every package as a single process (MPI singleton)
 	$(timeout) $(GO) test -count=1 ./...
+
+.PHONY: test-nocgo
+test-nocgo: ## CGO_ENABLED=0: build and vet every package, go test NOCGO_PKGS (no MPI)
+	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) vet ./...
+	CGO_ENABLED=0 $(timeout) $(GO) test -count=1 $(NOCGO_PKGS)
 
 .PHONY: test-mpi
 test-mpi: ## go test MPI_PKGS under mpirun at each rank count of TEST_NPS, shared memory

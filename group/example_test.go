@@ -1,6 +1,8 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
+//go:build cgo
+
 package group_test
 
 import (
@@ -21,7 +23,7 @@ func Example() {
 	// In a program: defer group.Finalize()
 
 	sum := []int{g.Rank()}
-	if err := mpi.Allreduce(g.Comm(), nil, sum, mpi.OpSum); err != nil {
+	if err := mpi.AllreduceInPlace(g.Comm(), sum, mpi.OpSum); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -43,8 +43,10 @@ func TestWorld(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("world rank %d of %d", g.Rank(), g.Size()), g.String())
 
 	env := g.Env()
+	assert.Equal(t, mpi.LibraryName(), env.MPI)
+	assert.Contains(t, env.MPI, map[mpi.Family]string{mpi.FamilyOpenMPI: "Open MPI", mpi.FamilyMPICH: "MPICH"}[mpi.Library()])
 	switch {
-	case os.Getenv("OMPI_COMM_WORLD_SIZE") != "":
+	case os.Getenv("OMPI_COMM_WORLD_SIZE") != "" || env.Launcher == hpc.Mpirun:
 		assert.Equal(t, hpc.Mpirun, env.Launcher)
 		assert.Equal(t, g.Size(), env.Size)
 		assert.Equal(t, g.Rank(), env.Rank)
@@ -139,7 +141,7 @@ func TestNewSubgroup(t *testing.T) {
 
 	// A reduction over the subgroup sums the world ranks of its members.
 	sum := []int{r}
-	require.NoError(t, mpi.Allreduce(sub.Comm(), nil, sum, mpi.OpSum))
+	require.NoError(t, mpi.AllreduceInPlace(sub.Comm(), sum, mpi.OpSum))
 	wantSum := 0
 	for _, m := range members {
 		wantSum += m
@@ -206,7 +208,7 @@ func TestSplit(t *testing.T) {
 		}
 	}
 	sum := []int{r}
-	require.NoError(t, mpi.Allreduce(sub.Comm(), nil, sum, mpi.OpSum))
+	require.NoError(t, mpi.AllreduceInPlace(sub.Comm(), sum, mpi.OpSum))
 	want := 0
 	for _, w := range same {
 		want += w
@@ -354,7 +356,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range 20 {
 				v := []int{i}
-				if err := mpi.Allreduce(gg.LibComm(), nil, v, mpi.OpSum); err != nil {
+				if err := mpi.AllreduceInPlace(gg.LibComm(), v, mpi.OpSum); err != nil {
 					t.Error(err)
 					return
 				}

@@ -74,6 +74,9 @@ func Init(opts ...Option) (*Group, error) {
 	} else {
 		env = hpc.Detect()
 	}
+	if env.MPI == "" {
+		env.MPI = mpi.LibraryName()
+	}
 	if cfg.logger != nil {
 		log.SetBase(*cfg.logger)
 		log.SetLevel(cfg.logger.GetLevel())
@@ -139,13 +142,24 @@ func finalizeMPI() error {
 	return nil
 }
 
-// Finalize frees every group not yet freed, newest first, then stops MPI. Every goroutine must have finished its MPI work. Finalize
-// without Init, and a second Finalize, do nothing.
+// Finalize frees every group not yet freed, newest first, then stops MPI.
+// Every goroutine must have finished its MPI work: while one is inside an
+// MPI call, or a nonblocking operation is incomplete, Finalize frees
+// nothing and returns an error wrapping mpi.ErrBusy that names them, and
+// may be called again once they are done. Finalize without Init, and a
+// second Finalize, do nothing.
 func Finalize() error {
 	state.mu.Lock()
 	defer state.mu.Unlock()
 	if state.world == nil {
 		return nil
+	}
+	if state.owned {
+		// Refuse before freeing anything, so that the program can finish
+		// what is in progress and call Finalize again.
+		if err := mpi.Busy(); err != nil {
+			return fmt.Errorf("group: Finalize: %w", err)
+		}
 	}
 	state.regMu.Lock()
 	groups := make([]*Group, 0, len(state.live))

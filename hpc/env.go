@@ -61,6 +61,12 @@ type Env struct {
 	// between ranks of one node (Slurm 22.05's srun sets TMPDIR for task 0
 	// only): ranks that share files there should agree on one path first.
 	Scratch string
+
+	// MPI is the MPI library the program runs, in a few words ("Open MPI
+	// v4.1.4", "MPICH 4.0.2"), or "" if unknown. The launcher's variables
+	// do not tell it: Detect leaves it empty, and group.Init fills it in
+	// from the library (mpi.LibraryName), so Group.Env reports it.
+	MPI string
 }
 
 // Detect describes the environment of the running process.

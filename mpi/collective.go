@@ -35,6 +35,7 @@ func Bcast[T Scalar](c *Comm, buf []T, root int) error {
 	if err != nil {
 		return err
 	}
+	defer enter(op).leave()
 	err = newError(op, C.MPI_Bcast(b.ptr, n, dt, C.int(root), h))
 	freeType(dt, derived)
 	return err
@@ -59,41 +60,60 @@ func (c *Comm) blockLen(op, which string, whole, part int, inplace bool) (int, e
 
 // Gather collects len(send) elements from every process of c into recv at
 // root, rank i's block at recv[i*len(send):], as MPI_Gather. At root, recv
-// must have Size()*len(send) elements; elsewhere it is ignored. At root,
-// send == nil gathers in place: root's block is already in recv.
+// must have Size()*len(send) elements; elsewhere it is ignored.
 func Gather[T Scalar](c *Comm, send, recv []T, root int) error {
+	return gather(c, send, recv, root, false)
+}
+
+// GatherInPlace is Gather with one buffer: at root, buf is the receive
+// buffer, whose block of root already holds root's contribution
+// (MPI_IN_PLACE); on the other processes, buf is the block they send.
+func GatherInPlace[T Scalar](c *Comm, buf []T, root int) error {
+	return gather(c, buf, buf, root, true)
+}
+
+func gather[T Scalar](c *Comm, send, recv []T, root int, inplace bool) error {
 	const op = "MPI_Gather"
 	h, err := c.rootArgs(op, root)
 	if err != nil {
 		return err
 	}
-	inplace := send == nil
+	inplace = inplace && c.rank == root
 	n := len(send)
 	if c.rank == root {
 		if n, err = c.blockLen(op, "receive", len(recv), n, inplace); err != nil {
 			return err
 		}
-	} else if inplace {
-		return argError(op, C.MPI_ERR_BUFFER, "nil send buffer (in place) on rank %d, which is not root %d", c.rank, root)
 	}
 	cn, err := count32(op, n)
 	if err != nil {
 		return err
 	}
+	defer enter(op).leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_gather(sb.ptr, cbool(inplace), cn, rb.ptr, cn, datatypes[sb.k], C.int(root), h))
 }
 
 // Allgather collects len(send) elements from every process of c into recv
 // on every process, rank i's block at recv[i*len(send):], as MPI_Allgather.
-// recv must have Size()*len(send) elements; send == nil works in place.
+// recv must have Size()*len(send) elements.
 func Allgather[T Scalar](c *Comm, send, recv []T) error {
+	return allgather(c, send, recv, false)
+}
+
+// AllgatherInPlace is Allgather with one buffer: buf is the receive buffer
+// of Size() equal blocks, each process's own block already in place
+// (MPI_IN_PLACE).
+func AllgatherInPlace[T Scalar](c *Comm, buf []T) error {
+	return allgather(c, buf, buf, true)
+}
+
+func allgather[T Scalar](c *Comm, send, recv []T, inplace bool) error {
 	const op = "MPI_Allgather"
 	h, err := c.handle(op)
 	if err != nil {
 		return err
 	}
-	inplace := send == nil
 	n, err := c.blockLen(op, "receive", len(recv), len(send), inplace)
 	if err != nil {
 		return err
@@ -102,48 +122,67 @@ func Allgather[T Scalar](c *Comm, send, recv []T) error {
 	if err != nil {
 		return err
 	}
+	defer enter(op).leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_allgather(sb.ptr, cbool(inplace), cn, rb.ptr, cn, datatypes[sb.k], h))
 }
 
 // Scatter sends block i of send, send[i*len(recv):(i+1)*len(recv)], from
 // root to rank i of c, as MPI_Scatter. At root, send must have
-// Size()*len(recv) elements; elsewhere it is ignored. At root, recv == nil
-// works in place: root's block stays in send.
+// Size()*len(recv) elements; elsewhere it is ignored.
 func Scatter[T Scalar](c *Comm, send, recv []T, root int) error {
+	return scatter(c, send, recv, root, false)
+}
+
+// ScatterInPlace is Scatter with one buffer: at root, buf is the send
+// buffer, and root's own block stays in it (MPI_IN_PLACE); on the other
+// processes, buf receives their block.
+func ScatterInPlace[T Scalar](c *Comm, buf []T, root int) error {
+	return scatter(c, buf, buf, root, true)
+}
+
+func scatter[T Scalar](c *Comm, send, recv []T, root int, inplace bool) error {
 	const op = "MPI_Scatter"
 	h, err := c.rootArgs(op, root)
 	if err != nil {
 		return err
 	}
-	inplace := recv == nil
+	inplace = inplace && c.rank == root
 	n := len(recv)
 	if c.rank == root {
 		if n, err = c.blockLen(op, "send", len(send), n, inplace); err != nil {
 			return err
 		}
-	} else if inplace {
-		return argError(op, C.MPI_ERR_BUFFER, "nil receive buffer (in place) on rank %d, which is not root %d", c.rank, root)
 	}
 	cn, err := count32(op, n)
 	if err != nil {
 		return err
 	}
+	defer enter(op).leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_scatter(sb.ptr, cn, rb.ptr, cbool(inplace), cn, datatypes[sb.k], C.int(root), h))
 }
 
 // Alltoall sends block j of send to rank j and receives rank j's block into
 // block j of recv, on every process of c, as MPI_Alltoall. send and recv
-// have the same length, a multiple of Size(); send == nil works in place.
+// have the same length, a multiple of Size().
 func Alltoall[T Scalar](c *Comm, send, recv []T) error {
+	return alltoall(c, send, recv, false)
+}
+
+// AlltoallInPlace is Alltoall with one buffer: block j of buf is sent to
+// rank j and replaced by rank j's block (MPI_IN_PLACE).
+func AlltoallInPlace[T Scalar](c *Comm, buf []T) error {
+	return alltoall(c, buf, buf, true)
+}
+
+func alltoall[T Scalar](c *Comm, send, recv []T, inplace bool) error {
 	const op = "MPI_Alltoall"
 	h, err := c.handle(op)
 	if err != nil {
 		return err
 	}
-	inplace := send == nil
-	if !inplace && len(send) != len(recv) {
+	if len(send) != len(recv) {
 		return argError(op, C.MPI_ERR_BUFFER, "send buffer has %d elements, receive buffer %d", len(send), len(recv))
 	}
 	if len(recv)%c.size != 0 {
@@ -153,6 +192,7 @@ func Alltoall[T Scalar](c *Comm, send, recv []T) error {
 	if err != nil {
 		return err
 	}
+	defer enter(op).leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_alltoall(sb.ptr, cbool(inplace), cn, rb.ptr, datatypes[rb.k], h))
 }
@@ -186,52 +226,83 @@ func (c *Comm) vlayout(op, what string, counts, displs []int, n int) (cc, cd []C
 // Gatherv collects len(send) elements from each process of c into recv at
 // root, rank i's block at recv[displs[i]:displs[i]+counts[i]], as
 // MPI_Gatherv. counts and displs (in elements) matter at root only; nil
-// displs packs the blocks in rank order. At root, send == nil works in place.
+// displs packs the blocks in rank order.
 func Gatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, root int) error {
-	const op = "MPI_Gatherv"
-	h, err := c.rootArgs(op, root)
-	if err != nil {
-		return err
+	return gatherv(c, send, recv, counts, displs, root, false)
+}
+
+// GathervInPlace is Gatherv with one buffer: at root, buf is the receive
+// buffer, whose block of root already holds root's contribution
+// (MPI_IN_PLACE); on the other processes, buf is the block they send.
+func GathervInPlace[T Scalar](c *Comm, buf []T, counts, displs []int, root int) error {
+	return gatherv(c, buf, buf, counts, displs, root, true)
+}
+
+// gathervArgs checks the arguments of Gatherv and Igatherv.
+func gathervArgs(c *Comm, op string, nsend, nrecv int, counts, displs []int, root int, inplace bool) (h C.MPI_Comm, sn C.int, cc, cd []C.int, err error) {
+	if h, err = c.rootArgs(op, root); err != nil {
+		return
 	}
-	inplace := send == nil
-	if inplace && c.rank != root {
-		return argError(op, C.MPI_ERR_BUFFER, "nil send buffer (in place) on rank %d, which is not root %d", c.rank, root)
+	if sn, err = count32(op, nsend); err != nil {
+		return
 	}
-	sn, err := count32(op, len(send))
-	if err != nil {
-		return err
-	}
-	var cc, cd []C.int
 	if c.rank == root {
-		if cc, cd, err = c.vlayout(op, "receive", counts, displs, len(recv)); err != nil {
-			return err
+		if cc, cd, err = c.vlayout(op, "receive", counts, displs, nrecv); err != nil {
+			return
 		}
-		if !inplace && int(cc[c.rank]) != len(send) {
-			return argError(op, C.MPI_ERR_COUNT, "root sends %d elements but counts[%d] is %d", len(send), c.rank, cc[c.rank])
+		if !inplace && int(cc[c.rank]) != nsend {
+			err = argError(op, C.MPI_ERR_COUNT, "root sends %d elements but counts[%d] is %d", nsend, c.rank, cc[c.rank])
 		}
 	}
+	return
+}
+
+func gatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, root int, inplace bool) error {
+	const op = "MPI_Gatherv"
+	inplace = inplace && c != nil && c.rank == root
+	h, sn, cc, cd, err := gathervArgs(c, op, len(send), len(recv), counts, displs, root, inplace)
+	if err != nil {
+		return err
+	}
+	defer enter(op).leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_gatherv(sb.ptr, cbool(inplace), sn, rb.ptr, cptr(cc), cptr(cd), datatypes[sb.k], C.int(root), h))
 }
 
 // Allgatherv collects len(send) elements from each process of c into recv
 // on every process, rank i's block at recv[displs[i]:displs[i]+counts[i]],
-// as MPI_Allgatherv. nil displs packs the blocks in rank order; send == nil
-// works in place.
+// as MPI_Allgatherv. nil displs packs the blocks in rank order.
 func Allgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int) error {
+	return allgatherv(c, send, recv, counts, displs, false)
+}
+
+// AllgathervInPlace is Allgatherv with one buffer: buf is the receive
+// buffer, each process's own block already in place (MPI_IN_PLACE).
+func AllgathervInPlace[T Scalar](c *Comm, buf []T, counts, displs []int) error {
+	return allgatherv(c, buf, buf, counts, displs, true)
+}
+
+// allgathervArgs checks the arguments of Allgatherv and Iallgatherv.
+func allgathervArgs(c *Comm, op string, nsend, nrecv int, counts, displs []int, inplace bool) (h C.MPI_Comm, cc, cd []C.int, err error) {
+	if h, err = c.handle(op); err != nil {
+		return
+	}
+	if cc, cd, err = c.vlayout(op, "receive", counts, displs, nrecv); err != nil {
+		return
+	}
+	if !inplace && int(cc[c.rank]) != nsend {
+		err = argError(op, C.MPI_ERR_COUNT, "rank %d sends %d elements but counts[%d] is %d", c.rank, nsend, c.rank, cc[c.rank])
+	}
+	return
+}
+
+func allgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, inplace bool) error {
 	const op = "MPI_Allgatherv"
-	h, err := c.handle(op)
+	h, cc, cd, err := allgathervArgs(c, op, len(send), len(recv), counts, displs, inplace)
 	if err != nil {
 		return err
 	}
-	inplace := send == nil
-	cc, cd, err := c.vlayout(op, "receive", counts, displs, len(recv))
-	if err != nil {
-		return err
-	}
-	if !inplace && int(cc[c.rank]) != len(send) {
-		return argError(op, C.MPI_ERR_COUNT, "rank %d sends %d elements but counts[%d] is %d", c.rank, len(send), c.rank, cc[c.rank])
-	}
+	defer enter(op).leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_allgatherv(sb.ptr, cbool(inplace), C.int(len(send)), rb.ptr, cptr(cc), cptr(cd), datatypes[rb.k], h))
 }
@@ -239,27 +310,39 @@ func Allgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int) error {
 // Scatterv sends send[displs[i]:displs[i]+counts[i]] from root to rank i
 // of c, which receives it into recv, as MPI_Scatterv. counts and displs (in
 // elements) matter at root only; nil displs packs the blocks in rank order.
-// At root, recv == nil works in place.
 func Scatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root int) error {
-	const op = "MPI_Scatterv"
-	h, err := c.rootArgs(op, root)
-	if err != nil {
-		return err
+	return scatterv(c, send, counts, displs, recv, root, false)
+}
+
+// ScattervInPlace is Scatterv with one buffer: at root, buf is the send
+// buffer, and root's own block stays in it (MPI_IN_PLACE); on the other
+// processes, buf receives their block.
+func ScattervInPlace[T Scalar](c *Comm, buf []T, counts, displs []int, root int) error {
+	return scatterv(c, buf, counts, displs, buf, root, true)
+}
+
+// scattervArgs checks the arguments of Scatterv and Iscatterv.
+func scattervArgs(c *Comm, op string, nsend, nrecv int, counts, displs []int, root int) (h C.MPI_Comm, rn C.int, cc, cd []C.int, err error) {
+	if h, err = c.rootArgs(op, root); err != nil {
+		return
 	}
-	inplace := recv == nil
-	if inplace && c.rank != root {
-		return argError(op, C.MPI_ERR_BUFFER, "nil receive buffer (in place) on rank %d, which is not root %d", c.rank, root)
+	if rn, err = count32(op, nrecv); err != nil {
+		return
 	}
-	rn, err := count32(op, len(recv))
-	if err != nil {
-		return err
-	}
-	var cc, cd []C.int
 	if c.rank == root {
-		if cc, cd, err = c.vlayout(op, "send", counts, displs, len(send)); err != nil {
-			return err
-		}
+		cc, cd, err = c.vlayout(op, "send", counts, displs, nsend)
 	}
+	return
+}
+
+func scatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root int, inplace bool) error {
+	const op = "MPI_Scatterv"
+	inplace = inplace && c != nil && c.rank == root
+	h, rn, cc, cd, err := scattervArgs(c, op, len(send), len(recv), counts, displs, root)
+	if err != nil {
+		return err
+	}
+	defer enter(op).leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_scatterv(sb.ptr, cptr(cc), cptr(cd), rb.ptr, cbool(inplace), rn, datatypes[rb.k], C.int(root), h))
 }

@@ -1,6 +1,8 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
+//go:build cgo
+
 package mpi
 
 import (
@@ -61,10 +63,10 @@ func gatherCase[T Scalar](t *testing.T, c *Comm) {
 		assert.Equal(t, all, recv, "Gather")
 		inplace := make([]T, s*n)
 		copy(inplace[r*n:], mine)
-		assert.NoError(t, Gather(c, nil, inplace, root))
+		assert.NoError(t, GatherInPlace(c, inplace, root))
 		assert.Equal(t, all, inplace, "Gather in place")
 	} else {
-		assert.NoError(t, Gather(c, mine, nil, root))
+		assert.NoError(t, GatherInPlace(c, mine, root))
 	}
 
 	got := make([]T, s*n)
@@ -72,7 +74,7 @@ func gatherCase[T Scalar](t *testing.T, c *Comm) {
 	assert.Equal(t, all, got, "Allgather")
 	got = make([]T, s*n)
 	copy(got[r*n:], mine)
-	assert.NoError(t, Allgather(c, nil, got))
+	assert.NoError(t, AllgatherInPlace(c, got))
 	assert.Equal(t, all, got, "Allgather in place")
 
 	// Scatter from root: rank i gets block i.
@@ -84,9 +86,11 @@ func gatherCase[T Scalar](t *testing.T, c *Comm) {
 	assert.NoError(t, Scatter(c, send, part, root))
 	assert.Equal(t, mine, part, "Scatter")
 	if r == root {
-		assert.NoError(t, Scatter(c, append([]T(nil), all...), nil, root))
+		assert.NoError(t, ScatterInPlace(c, append([]T(nil), all...), root))
 	} else {
-		assert.NoError(t, Scatter(c, nil, part, root))
+		clear(part)
+		assert.NoError(t, ScatterInPlace(c, part, root))
+		assert.Equal(t, mine, part, "Scatter in place")
 	}
 
 	// Alltoall: block j of rank r's send is r*10+j; rank r receives j*10+r.
@@ -101,7 +105,7 @@ func gatherCase[T Scalar](t *testing.T, c *Comm) {
 	got = make([]T, s*n)
 	assert.NoError(t, Alltoall(c, a2a, got))
 	assert.Equal(t, want, got, "Alltoall")
-	assert.NoError(t, Alltoall(c, nil, a2a))
+	assert.NoError(t, AlltoallInPlace(c, a2a))
 	assert.Equal(t, want, a2a, "Alltoall in place")
 }
 
@@ -138,7 +142,7 @@ func gathervCase[T Scalar](t *testing.T, c *Comm) {
 	assert.Equal(t, want, got, "Allgatherv")
 	got = make([]T, total)
 	copy(got[displs[r]:], mine)
-	assert.NoError(t, Allgatherv(c, nil, got, counts, displs))
+	assert.NoError(t, AllgathervInPlace(c, got, counts, displs))
 	assert.Equal(t, want, got, "Allgatherv in place")
 
 	packed := make([]T, (s*(s+1))/2)
@@ -156,6 +160,18 @@ func gathervCase[T Scalar](t *testing.T, c *Comm) {
 	part := make([]T, r+1)
 	assert.NoError(t, Scatterv(c, send, counts, displs, part, root))
 	assert.Equal(t, mine, part, "Scatterv")
+	if r == root {
+		assert.NoError(t, ScattervInPlace(c, append([]T(nil), want...), counts, displs, root))
+		inplace := make([]T, total)
+		copy(inplace[displs[r]:], mine)
+		assert.NoError(t, GathervInPlace(c, inplace, counts, displs, root))
+		assert.Equal(t, want, inplace, "Gatherv in place")
+	} else {
+		clear(part)
+		assert.NoError(t, ScattervInPlace(c, part, counts, displs, root))
+		assert.Equal(t, mine, part, "Scatterv in place")
+		assert.NoError(t, GathervInPlace(c, mine, counts, displs, root))
+	}
 }
 
 func TestGatherFamily(t *testing.T) {

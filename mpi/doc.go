@@ -1,10 +1,29 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-// Package mpi is a cgo binding to Open MPI (MPI 3.1) for tdmpi: the
+// Package mpi is a cgo binding to MPI (3.1 and later) for tdmpi: the
 // environment, communicators, point-to-point messages, matched probes,
 // nonblocking requests and collectives, with typed Go slices as buffers.
 // It is the only package of tdmpi with C in it; no C type appears in its API.
+//
+// # MPI families
+//
+// The MPI library is chosen when the program is built, by a build tag;
+// each family's link flags are in a file of their own (cgoflags_*.go):
+//
+//	go build ./...                 Open MPI (pkg-config ompi-c), the default
+//	go build -tags mpich ./...     MPICH and its ABI (pkg-config mpich)
+//	CGO_ENABLED=0 go build ./...   no MPI: every entry point returns ErrNoMPI
+//
+// Library reports the family built in, LibraryVersion the library's own
+// version text. Compare errors by class (errors.Is against ErrTruncate and
+// the others), not by text: the families word their messages differently,
+// though Error always starts the message with the class name.
+//
+// Without cgo (CGO_ENABLED=0) the package still builds, with the same API:
+// Init, InitThread and every operation return ErrNoMPI, Initialized and
+// Finalized report false, and Library returns FamilyNone. Programs that
+// only read and write tensordict files need no MPI library at all.
 //
 // Buffers are slices of a Scalar type. Operations on them are generic
 // functions taking the communicator first, since Go methods cannot have type
@@ -14,7 +33,7 @@
 //	defer mpi.Finalize()
 //	w := mpi.World()
 //	x := []float64{float64(w.Rank())}
-//	err := mpi.Allreduce(w, nil, x, mpi.OpSum) // in place
+//	err := mpi.AllreduceInPlace(w, x, mpi.OpSum)
 //
 // # Initialization and threads
 //
@@ -27,6 +46,25 @@
 // runtime.LockOSThread. At ThreadFunneled and ThreadSingle, MPI calls are
 // supposed to come from that thread only, which Go code cannot arrange;
 // use those levels only if the MPI library does not care (Open MPI does not).
+//
+// Go's runtime handles SIGSEGV, SIGBUS, SIGFPE and SIGILL itself (a nil
+// dereference becomes a panic), and UCX, the transport of MPICH's ch4:ucx
+// device (Debian's MPICH) and of Open MPI's UCX components, installs
+// handlers for them unless UCX_ERROR_SIGNALS says otherwise; a UCX handler
+// installed over Go's kills the process at the first fault Go expects to
+// recover. So InitThread does two things. In Open MPI builds, where UCX is
+// loaded by MPI_Init, it sets UCX_ERROR_SIGNALS to the empty string (UCX
+// then takes no signal) if the environment does not set it; a value the
+// user sets, even empty, is left alone. In MPICH builds UCX is linked in
+// and configured before Go starts, too early for that: set
+// UCX_ERROR_SIGNALS="" in the launcher's environment (mpiexec -genv) to
+// silence it there. In both, InitThread records the handlers of those four
+// signals before MPI_Init and puts Go's back wherever MPI_Init replaced
+// them; Go's runtime still forwards faults in C code to the handler that
+// was there when the program started.
+//
+// Finalize refuses (ErrBusy) while another goroutine is inside an MPI call
+// or a nonblocking operation is incomplete; Busy tells beforehand.
 //
 // Init sets MPI_ERRORS_RETURN on World and Self, and every communicator the
 // package creates (Comm.Dup, Comm.Split, Comm.CreateGroup) gets it too, so
@@ -43,13 +81,24 @@
 // loaded once at package initialisation. Buffers must not contain Go
 // pointers. Empty and nil slices are valid buffers of zero elements.
 //
+// Collectives whose result may replace the caller's own data have an
+// InPlace variant (AllreduceInPlace, ReduceInPlace, AllgatherInPlace, ...),
+// the explicit form of MPI_IN_PLACE. The binding passes MPI_IN_PLACE only
+// where the MPI standard allows it: on every process for the all-to-all
+// collectives, and at the root only for Reduce, Gather(v) and Scatter(v),
+// whose other processes pass the same buffer as their send or receive
+// buffer. A nil slice is never MPI_IN_PLACE: it is an empty buffer.
+//
 // Blocking calls pass the slice to C for the duration of the call only.
-// Isend and Irecv pin their buffer with a runtime.Pinner kept in the
-// Request until the request completes (Request.Wait, a successful
+// Nonblocking ones (Isend, Irecv, Ibcast, Iallreduce, Ireduce, Iallgatherv,
+// Igatherv, Iscatterv and their InPlace forms) pin their buffers with a
+// runtime.Pinner until the operation completes (Request.Wait, a successful
 // Request.Test, WaitAll, WaitAny, or Cancel followed by Wait), so the
-// garbage collector can neither free nor move it while MPI uses it, even
-// if nothing else refers to it. The caller must not touch the buffer until
-// completion. A Request belongs to one goroutine at a time.
+// garbage collector can neither free nor move them while MPI uses them,
+// even if nothing else refers to them. The caller must not touch the
+// buffers until completion. A Request belongs to one goroutine at a time.
+// A dropped Request is safe: the package keeps the operation registered
+// and unpins its buffers once MPI completes it (see Request and InFlight).
 //
 // Receive buffers may be longer than the message; Status tells the size
 // (Status.Bytes, Count). Recv, Sendrecv and Mrecv match the message with a
@@ -80,14 +129,17 @@
 //
 // # Large messages
 //
-// Open MPI 4.1 counts elements with a C int. Send, Recv, Sendrecv, Isend,
-// Irecv, Mrecv and Bcast accept any length: beyond 2^31-1 elements the
+// Open MPI 4.1 counts elements with a C int (MPICH 4 has MPI 4's large-count
+// functions, which the package does not use, so that both families take the
+// same paths). Send, Recv, Sendrecv, Isend, Irecv, Mrecv, Bcast and Ibcast
+// accept any length: beyond 2^31-1 elements the
 // buffer is described by one derived datatype (blocks of 2^30 elements and
 // a remainder joined by MPI_Type_create_struct, the BigMPI recipe), so it
 // still travels as a single message that Probe and Mprobe see whole, with
 // its full size in Status.Bytes. Predefined reduction operations do not
 // apply to derived datatypes, so Reduce and Allreduce work through longer
-// buffers in pieces of 2^30 elements. The other collectives (Gather,
+// buffers in pieces of 2^30 elements, and Ireduce and Iallreduce start one
+// operation per piece under one Request. The other collectives (Gather,
 // Scatter, Alltoall, the v variants, Scan) return ErrCount beyond 2^31-1
 // elements per rank.
 //

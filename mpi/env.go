@@ -8,12 +8,10 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 )
-
-// ThreadLevel is an MPI thread support level.
-type ThreadLevel int
 
 // Thread support levels, in increasing order.
 const (
@@ -22,21 +20,6 @@ const (
 	ThreadSerialized ThreadLevel = C.MPI_THREAD_SERIALIZED // any thread, one at a time
 	ThreadMultiple   ThreadLevel = C.MPI_THREAD_MULTIPLE   // any thread, concurrently
 )
-
-// String returns the MPI name of the level, such as "MPI_THREAD_MULTIPLE".
-func (l ThreadLevel) String() string {
-	switch l {
-	case ThreadSingle:
-		return "MPI_THREAD_SINGLE"
-	case ThreadFunneled:
-		return "MPI_THREAD_FUNNELED"
-	case ThreadSerialized:
-		return "MPI_THREAD_SERIALIZED"
-	case ThreadMultiple:
-		return "MPI_THREAD_MULTIPLE"
-	}
-	return fmt.Sprintf("ThreadLevel(%d)", int(l))
-}
 
 // Wildcards and special values.
 const (
@@ -101,10 +84,16 @@ func InitThread(level ThreadLevel) (ThreadLevel, error) {
 	if Finalized() {
 		return 0, argError("MPI_Init_thread", C.MPI_ERR_OTHER, "MPI was finalised and cannot be initialised again")
 	}
+	if ucxEnvAtInit {
+		ucxSignals()
+	}
 	var provided C.int
 	var err error
 	onMainThread(func() {
+		var saved C.tdmpi_sigsave
+		C.tdmpi_sig_save(&saved)
 		err = newError("MPI_Init_thread", C.MPI_Init_thread(nil, nil, C.int(level), &provided))
+		restoredSignals = int(C.tdmpi_sig_restore(&saved))
 	})
 	if err != nil {
 		return 0, err
@@ -117,8 +106,29 @@ func InitThread(level ThreadLevel) (ThreadLevel, error) {
 	return ThreadLevel(provided), nil
 }
 
+// restoredSignals is how many fault-signal handlers MPI_Init installed
+// that InitThread replaced by Go's again.
+var restoredSignals int
+
+// ucxSignals sets UCX_ERROR_SIGNALS to empty unless the user has set it, so
+// that UCX installs no handlers for SIGSEGV, SIGBUS and the like: Go's
+// runtime needs them to turn faults into panics. It works where UCX is
+// loaded by MPI_Init (Open MPI's UCX components are plugins): os.Setenv
+// reaches C's environment, which UCX reads when it loads.
+func ucxSignals() {
+	if _, set := os.LookupEnv("UCX_ERROR_SIGNALS"); !set {
+		os.Setenv("UCX_ERROR_SIGNALS", "")
+	}
+}
+
 // Finalize finalises MPI, on the thread that initialised it. Every
 // communicator made by Dup, Split or CreateGroup should be freed first.
+//
+// Finalize refuses, with an error that wraps ErrBusy and leaves MPI
+// running, while another goroutine is inside an MPI call (blocked in Probe
+// or Recv, say) or a nonblocking operation is incomplete, dropped Requests
+// included (see InFlight): MPI_Finalize would free memory those use. The
+// program completes or cancels them, and calls Finalize again.
 func Finalize() error {
 	envMu.Lock()
 	defer envMu.Unlock()
@@ -128,11 +138,45 @@ func Finalize() error {
 	if Finalized() {
 		return argError("MPI_Finalize", C.MPI_ERR_OTHER, "MPI is already finalised")
 	}
+	reap()
+	if !calls.mu.TryLock() {
+		return busyError("MPI_Finalize")
+	}
+	defer calls.mu.Unlock()
+	if err := inFlightError("MPI_Finalize"); err != nil {
+		return err
+	}
 	var err error
 	onMainThread(func() {
 		err = newError("MPI_Finalize", C.MPI_Finalize())
 	})
 	return err
+}
+
+// Busy returns nil if no goroutine is inside an MPI call and no
+// nonblocking operation is in flight, and otherwise an error wrapping
+// ErrBusy that names them: what makes Finalize refuse. It is a snapshot:
+// calls may start or end right after.
+func Busy() error {
+	reap()
+	if !calls.mu.TryLock() {
+		return busyError("MPI_Finalize")
+	}
+	defer calls.mu.Unlock()
+	return inFlightError("MPI_Finalize")
+}
+
+func busyError(op string) error {
+	return fmt.Errorf("mpi: %s: %w: calls in progress on other goroutines: %s", op, ErrBusy, inProgress())
+}
+
+func inFlightError(op string) error {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if n := len(registry.live); n > 0 {
+		return fmt.Errorf("mpi: %s: %w: %d nonblocking operations in flight: %s", op, ErrBusy, n, inFlight())
+	}
+	return nil
 }
 
 // Initialized reports whether MPI has been initialised (even if it has

@@ -3,11 +3,8 @@
 
 package mpi
 
-// #include "shim.h"
-import "C"
-
 import (
-	"fmt"
+	"errors"
 	"strconv"
 )
 
@@ -26,7 +23,9 @@ type Error struct {
 }
 
 // Error returns "mpi: <Op>: <Msg>", for example
-// "mpi: MPI_Send: MPI_ERR_RANK: invalid rank".
+// "mpi: MPI_Send: MPI_ERR_RANK: invalid rank". Msg starts with the name of
+// the error class in every MPI family; the rest of the text is the
+// library's own and differs between families.
 func (e *Error) Error() string {
 	if e.Op == "" {
 		return "mpi: " + e.Msg
@@ -40,54 +39,63 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Class == e.Class
 }
 
+// ErrBusy is wrapped by the error of Finalize (and Busy) while MPI calls
+// are in progress on other goroutines or nonblocking operations are
+// incomplete.
+var ErrBusy = errors.New("MPI is in use")
+
+// ErrNoMPI is returned by every MPI entry point of a program built without
+// cgo (CGO_ENABLED=0), in which this package has no MPI library.
+var ErrNoMPI = errors.New("tdmpi was built without cgo: MPI is unavailable")
+
 // Error class sentinels, for use with errors.Is.
 var (
-	ErrBuffer      = classError(C.MPI_ERR_BUFFER)
-	ErrCount       = classError(C.MPI_ERR_COUNT)
-	ErrType        = classError(C.MPI_ERR_TYPE)
-	ErrTag         = classError(C.MPI_ERR_TAG)
-	ErrComm        = classError(C.MPI_ERR_COMM)
-	ErrRank        = classError(C.MPI_ERR_RANK)
-	ErrRequest     = classError(C.MPI_ERR_REQUEST)
-	ErrRoot        = classError(C.MPI_ERR_ROOT)
-	ErrGroup       = classError(C.MPI_ERR_GROUP)
-	ErrOp          = classError(C.MPI_ERR_OP)
-	ErrArg         = classError(C.MPI_ERR_ARG)
-	ErrUnknown     = classError(C.MPI_ERR_UNKNOWN)
-	ErrTruncate    = classError(C.MPI_ERR_TRUNCATE)
-	ErrOther       = classError(C.MPI_ERR_OTHER)
-	ErrIntern      = classError(C.MPI_ERR_INTERN)
-	ErrInStatus    = classError(C.MPI_ERR_IN_STATUS)
-	ErrPending     = classError(C.MPI_ERR_PENDING)
-	ErrNoMem       = classError(C.MPI_ERR_NO_MEM)
-	ErrNotSame     = classError(C.MPI_ERR_NOT_SAME)
-	ErrUnsupported = classError(C.MPI_ERR_UNSUPPORTED_OPERATION)
+	ErrBuffer      = classError(classBuffer)
+	ErrCount       = classError(classCount)
+	ErrType        = classError(classType)
+	ErrTag         = classError(classTag)
+	ErrComm        = classError(classComm)
+	ErrRank        = classError(classRank)
+	ErrRequest     = classError(classRequest)
+	ErrRoot        = classError(classRoot)
+	ErrGroup       = classError(classGroup)
+	ErrOp          = classError(classOp)
+	ErrArg         = classError(classArg)
+	ErrUnknown     = classError(classUnknown)
+	ErrTruncate    = classError(classTruncate)
+	ErrOther       = classError(classOther)
+	ErrIntern      = classError(classIntern)
+	ErrInStatus    = classError(classInStatus)
+	ErrPending     = classError(classPending)
+	ErrNoMem       = classError(classNoMem)
+	ErrNotSame     = classError(classNotSame)
+	ErrUnsupported = classError(classUnsupportedOperation)
 )
 
 var classNames = map[int]string{
-	C.MPI_SUCCESS:                   "MPI_SUCCESS",
-	C.MPI_ERR_BUFFER:                "MPI_ERR_BUFFER",
-	C.MPI_ERR_COUNT:                 "MPI_ERR_COUNT",
-	C.MPI_ERR_TYPE:                  "MPI_ERR_TYPE",
-	C.MPI_ERR_TAG:                   "MPI_ERR_TAG",
-	C.MPI_ERR_COMM:                  "MPI_ERR_COMM",
-	C.MPI_ERR_RANK:                  "MPI_ERR_RANK",
-	C.MPI_ERR_REQUEST:               "MPI_ERR_REQUEST",
-	C.MPI_ERR_ROOT:                  "MPI_ERR_ROOT",
-	C.MPI_ERR_GROUP:                 "MPI_ERR_GROUP",
-	C.MPI_ERR_OP:                    "MPI_ERR_OP",
-	C.MPI_ERR_TOPOLOGY:              "MPI_ERR_TOPOLOGY",
-	C.MPI_ERR_DIMS:                  "MPI_ERR_DIMS",
-	C.MPI_ERR_ARG:                   "MPI_ERR_ARG",
-	C.MPI_ERR_UNKNOWN:               "MPI_ERR_UNKNOWN",
-	C.MPI_ERR_TRUNCATE:              "MPI_ERR_TRUNCATE",
-	C.MPI_ERR_OTHER:                 "MPI_ERR_OTHER",
-	C.MPI_ERR_INTERN:                "MPI_ERR_INTERN",
-	C.MPI_ERR_IN_STATUS:             "MPI_ERR_IN_STATUS",
-	C.MPI_ERR_PENDING:               "MPI_ERR_PENDING",
-	C.MPI_ERR_NO_MEM:                "MPI_ERR_NO_MEM",
-	C.MPI_ERR_NOT_SAME:              "MPI_ERR_NOT_SAME",
-	C.MPI_ERR_UNSUPPORTED_OPERATION: "MPI_ERR_UNSUPPORTED_OPERATION",
+	classSuccess:              "MPI_SUCCESS",
+	classBuffer:               "MPI_ERR_BUFFER",
+	classCount:                "MPI_ERR_COUNT",
+	classType:                 "MPI_ERR_TYPE",
+	classTag:                  "MPI_ERR_TAG",
+	classComm:                 "MPI_ERR_COMM",
+	classRank:                 "MPI_ERR_RANK",
+	classRequest:              "MPI_ERR_REQUEST",
+	classRoot:                 "MPI_ERR_ROOT",
+	classGroup:                "MPI_ERR_GROUP",
+	classOp:                   "MPI_ERR_OP",
+	classTopology:             "MPI_ERR_TOPOLOGY",
+	classDims:                 "MPI_ERR_DIMS",
+	classArg:                  "MPI_ERR_ARG",
+	classUnknown:              "MPI_ERR_UNKNOWN",
+	classTruncate:             "MPI_ERR_TRUNCATE",
+	classOther:                "MPI_ERR_OTHER",
+	classIntern:               "MPI_ERR_INTERN",
+	classInStatus:             "MPI_ERR_IN_STATUS",
+	classPending:              "MPI_ERR_PENDING",
+	classNoMem:                "MPI_ERR_NO_MEM",
+	classNotSame:              "MPI_ERR_NOT_SAME",
+	classUnsupportedOperation: "MPI_ERR_UNSUPPORTED_OPERATION",
 }
 
 func className(class int) string {
@@ -99,30 +107,4 @@ func className(class int) string {
 
 func classError(class int) *Error {
 	return &Error{Code: class, Class: class, Msg: className(class)}
-}
-
-// newError wraps the MPI return code rc of op. It returns nil when rc is
-// MPI_SUCCESS.
-func newError(op string, rc C.int) error {
-	if rc == C.MPI_SUCCESS {
-		return nil
-	}
-	e := &Error{Op: op, Code: int(rc), Class: int(rc)}
-	var class C.int
-	if C.MPI_Error_class(rc, &class) == C.MPI_SUCCESS {
-		e.Class = int(class)
-	}
-	var buf [C.MPI_MAX_ERROR_STRING + 1]C.char
-	var n C.int
-	if C.MPI_Error_string(rc, &buf[0], &n) == C.MPI_SUCCESS && n > 0 {
-		e.Msg = C.GoStringN(&buf[0], n)
-	} else {
-		e.Msg = className(e.Class) + ": error code " + strconv.Itoa(int(rc))
-	}
-	return e
-}
-
-// argError is an error this package finds before calling MPI.
-func argError(op string, class int, format string, args ...any) error {
-	return &Error{Op: op, Code: class, Class: class, Msg: className(class) + ": " + fmt.Sprintf(format, args...)}
 }

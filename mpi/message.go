@@ -29,6 +29,7 @@ func Mprobe(c *Comm, src, tag int) (*Message, Status, error) {
 	if err != nil {
 		return nil, Status{}, err
 	}
+	defer enter(op).leave()
 	var m C.MPI_Message
 	var st C.tdmpi_status
 	if err := newError(op, C.tdmpi_mprobe(C.int(src), C.int(tag), h, &m, &st)); err != nil {
@@ -46,6 +47,7 @@ func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
 		return nil, false, Status{}, err
 	}
 	var m C.MPI_Message
+	defer enter(op).leave()
 	var st C.tdmpi_status
 	var flag C.int
 	if err := newError(op, C.tdmpi_improbe(C.int(src), C.int(tag), h, &flag, &m, &st)); err != nil {
@@ -71,6 +73,7 @@ func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	defer enter(op).leave()
 	var st C.tdmpi_status
 	h := m.h
 	rc := C.tdmpi_mrecv(b.ptr, n, dt, b.bytes(), m.bytes, &h, datatypes[b.k], C.longlong(b.size), &st)

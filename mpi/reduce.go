@@ -10,48 +10,64 @@ import "unsafe"
 
 // Reduce combines send from every process of c with op into recv at root,
 // as MPI_Reduce. recv must have len(send) elements at root and is ignored
-// elsewhere (it may be nil). At root, send == nil reduces in place: recv
-// holds root's contribution and receives the result (MPI_IN_PLACE). Any
-// length works; beyond 2^30 elements the reduction runs in pieces.
+// elsewhere (it may be nil). Any length works; beyond 2^30 elements the
+// reduction runs in pieces. ReduceInPlace saves root the second buffer.
 func Reduce[T Scalar](c *Comm, send, recv []T, op Op, root int) error {
+	return reduce(c, send, recv, op, root, false)
+}
+
+// ReduceInPlace is Reduce with one buffer: buf holds each process's
+// contribution, and at root it receives the result. Only root passes
+// MPI_IN_PLACE; the others pass buf as their send buffer, as the MPI
+// standard requires (MPICH dereferences MPI_IN_PLACE elsewhere).
+func ReduceInPlace[T Scalar](c *Comm, buf []T, op Op, root int) error {
+	return reduce(c, buf, buf, op, root, true)
+}
+
+// reduceArgs checks the arguments of a reduction to root, and returns the
+// element count and whether MPI_IN_PLACE applies on this rank.
+func reduceArgs(c *Comm, name string, k kind, nsend, nrecv int, op Op, root int, inplace bool) (C.MPI_Comm, int, bool, error) {
+	h, err := c.rootArgs(name, root)
+	if err != nil {
+		return h, 0, false, err
+	}
+	if err := checkOp(name, op, k); err != nil {
+		return h, 0, false, err
+	}
+	if c.rank != root {
+		return h, nsend, false, nil
+	}
+	if !inplace && nrecv != nsend {
+		return h, 0, false, argError(name, C.MPI_ERR_BUFFER, "receive buffer has %d elements, send buffer %d", nrecv, nsend)
+	}
+	return h, nsend, inplace, nil
+}
+
+func reduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) error {
 	const name = "MPI_Reduce"
-	h, err := c.handle(name)
+	k := kindOf[T]()
+	h, n, inplace, err := reduceArgs(c, name, k, len(send), len(recv), op, root, inplace)
 	if err != nil {
 		return err
 	}
-	if root < 0 || root >= c.size {
-		return argError(name, C.MPI_ERR_ROOT, "root %d out of range [0, %d)", root, c.size)
-	}
-	k := kindOf[T]()
-	if err := checkOp(name, op, k); err != nil {
-		return err
-	}
-	inplace := send == nil
-	n := len(send)
-	if c.rank == root {
-		if inplace {
-			n = len(recv)
-		} else if len(recv) != len(send) {
-			return argError(name, C.MPI_ERR_BUFFER, "receive buffer has %d elements, send buffer %d", len(recv), len(send))
-		}
-	} else if inplace {
-		return argError(name, C.MPI_ERR_BUFFER, "nil send buffer (in place) on rank %d, which is not root %d", c.rank, root)
-	}
-	var z T
-	size := int(unsafe.Sizeof(z))
+	defer enter(name).leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	for off := 0; off < n || off == 0; off += reduceChunk {
-		m := min(n-off, reduceChunk)
-		var s, r unsafe.Pointer
-		if m > 0 {
-			if !inplace {
-				s = unsafe.Add(sb.ptr, off*size)
-			}
-			if c.rank == root {
-				r = unsafe.Add(rb.ptr, off*size)
-			}
+	return chunks(n, func(off, m int) error {
+		s, r := sb.at(off, m), unsafe.Pointer(nil)
+		if c.rank == root {
+			r = rb.at(off, m)
 		}
-		if err := newError(name, C.tdmpi_reduce(s, cbool(inplace), r, C.int(m), datatypes[k], ops[op], C.int(root), h)); err != nil {
+		return newError(name, C.tdmpi_reduce(s, cbool(inplace), r, C.int(m), datatypes[k], ops[op], C.int(root), h))
+	})
+}
+
+// chunks calls f(off, m) for consecutive pieces [off, off+m) of at most
+// reduceChunk of n elements, once with m = 0 if n is 0: predefined
+// operations do not apply to the derived datatypes that describe longer
+// buffers, so long reductions run in pieces.
+func chunks(n int, f func(off, m int) error) error {
+	for off := 0; off < n || off == 0; off += reduceChunk {
+		if err := f(off, min(n-off, reduceChunk)); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -62,67 +78,72 @@ func Reduce[T Scalar](c *Comm, send, recv []T, op Op, root int) error {
 }
 
 // Allreduce combines send from every process of c with op into recv on
-// every process, as MPI_Allreduce. recv must have len(send) elements;
-// send == nil reduces in place in recv (MPI_IN_PLACE). Any length works;
-// beyond 2^30 elements the reduction runs in pieces.
+// every process, as MPI_Allreduce. recv must have len(send) elements. Any
+// length works; beyond 2^30 elements the reduction runs in pieces.
 func Allreduce[T Scalar](c *Comm, send, recv []T, op Op) error {
-	const name = "MPI_Allreduce"
+	return allreduce(c, send, recv, op, false)
+}
+
+// AllreduceInPlace is Allreduce with one buffer: buf holds each process's
+// contribution and receives the result (MPI_IN_PLACE on every process).
+func AllreduceInPlace[T Scalar](c *Comm, buf []T, op Op) error {
+	return allreduce(c, buf, buf, op, true)
+}
+
+// allreduceArgs checks the arguments of an all-reduction.
+func allreduceArgs(c *Comm, name string, k kind, nsend, nrecv int, op Op, inplace bool) (C.MPI_Comm, error) {
 	h, err := c.handle(name)
+	if err != nil {
+		return h, err
+	}
+	if err := checkOp(name, op, k); err != nil {
+		return h, err
+	}
+	if !inplace && nrecv != nsend {
+		return h, argError(name, C.MPI_ERR_BUFFER, "receive buffer has %d elements, send buffer %d", nrecv, nsend)
+	}
+	return h, nil
+}
+
+func allreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) error {
+	const name = "MPI_Allreduce"
+	k := kindOf[T]()
+	h, err := allreduceArgs(c, name, k, len(send), len(recv), op, inplace)
 	if err != nil {
 		return err
 	}
-	k := kindOf[T]()
-	if err := checkOp(name, op, k); err != nil {
-		return err
-	}
-	inplace := send == nil
-	if !inplace && len(recv) != len(send) {
-		return argError(name, C.MPI_ERR_BUFFER, "receive buffer has %d elements, send buffer %d", len(recv), len(send))
-	}
-	n := len(recv)
-	var z T
-	size := int(unsafe.Sizeof(z))
+	defer enter(name).leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	for off := 0; off < n || off == 0; off += reduceChunk {
-		m := min(n-off, reduceChunk)
-		var s, r unsafe.Pointer
-		if m > 0 {
-			if !inplace {
-				s = unsafe.Add(sb.ptr, off*size)
-			}
-			r = unsafe.Add(rb.ptr, off*size)
-		}
-		if err := newError(name, C.tdmpi_allreduce(s, cbool(inplace), r, C.int(m), datatypes[k], ops[op], h)); err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return nil
+	return chunks(len(recv), func(off, m int) error {
+		return newError(name, C.tdmpi_allreduce(sb.at(off, m), cbool(inplace), rb.at(off, m), C.int(m), datatypes[k], ops[op], h))
+	})
 }
 
 // Scan computes the inclusive prefix reduction with op of send over the
 // ranks 0..rank of c into recv, as MPI_Scan. recv must have len(send)
-// elements; send == nil works in place in recv.
+// elements.
 func Scan[T Scalar](c *Comm, send, recv []T, op Op) error {
+	return scan(c, send, recv, op, false)
+}
+
+// ScanInPlace is Scan with one buffer: buf holds each process's
+// contribution and receives its prefix reduction (MPI_IN_PLACE).
+func ScanInPlace[T Scalar](c *Comm, buf []T, op Op) error {
+	return scan(c, buf, buf, op, true)
+}
+
+func scan[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) error {
 	const name = "MPI_Scan"
-	h, err := c.handle(name)
+	k := kindOf[T]()
+	h, err := allreduceArgs(c, name, k, len(send), len(recv), op, inplace)
 	if err != nil {
 		return err
-	}
-	k := kindOf[T]()
-	if err := checkOp(name, op, k); err != nil {
-		return err
-	}
-	inplace := send == nil
-	if !inplace && len(recv) != len(send) {
-		return argError(name, C.MPI_ERR_BUFFER, "receive buffer has %d elements, send buffer %d", len(recv), len(send))
 	}
 	n, err := count32(name, len(recv))
 	if err != nil {
 		return err
 	}
+	defer enter(name).leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(name, C.tdmpi_scan(sb.ptr, cbool(inplace), rb.ptr, n, datatypes[k], ops[op], h))
 }

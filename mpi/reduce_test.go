@@ -1,6 +1,8 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
+//go:build cgo
+
 package mpi
 
 import (
@@ -78,7 +80,7 @@ func reduceCase[T Scalar](t *testing.T, c *Comm) {
 		assert.Equal(t, want, got, "Allreduce %v", op)
 
 		inplace := append([]T(nil), send...)
-		assert.NoError(t, Allreduce(c, nil, inplace, op))
+		assert.NoError(t, AllreduceInPlace(c, inplace, op))
 		assert.Equal(t, want, inplace, "Allreduce in place %v", op)
 
 		var recv []T
@@ -88,14 +90,19 @@ func reduceCase[T Scalar](t *testing.T, c *Comm) {
 		assert.NoError(t, Reduce(c, send, recv, op, root))
 		if r == root {
 			assert.Equal(t, want, recv, "Reduce %v", op)
-			copy(recv, send)
-			assert.NoError(t, Reduce(c, nil, recv, op, root))
-			assert.Equal(t, want, recv, "Reduce in place %v", op)
-		} else {
-			assert.NoError(t, Reduce(c, send, nil, op, root))
 		}
+		inplace = append([]T(nil), send...)
+		assert.NoError(t, ReduceInPlace(c, inplace, op, root))
+		if r == root {
+			assert.Equal(t, want, inplace, "Reduce in place %v", op)
+		} else {
+			assert.Equal(t, send, inplace, "Reduce in place %v leaves a non-root's buffer alone", op)
+		}
+		prefix := append([]T(nil), send...)
+		assert.NoError(t, ScanInPlace(c, prefix, op))
+		assert.Equal(t, fill[T](n, func(i int) int64 { return reduceExpect(op, r, i) }), prefix, "Scan in place %v", op)
 
-		prefix := make([]T, n)
+		prefix = make([]T, n)
 		assert.NoError(t, Scan(c, send, prefix, op))
 		assert.Equal(t, fill[T](n, func(i int) int64 { return reduceExpect(op, r, i) }), prefix, "Scan %v", op)
 	}
@@ -149,10 +156,10 @@ func TestReduceArgs(t *testing.T) {
 	c := World()
 	r, s := c.Rank(), c.Size()
 	assert.ErrorIs(t, Reduce(c, []int{1}, []int{1}, OpSum, s), ErrRoot)
-	if r != 0 {
-		assert.ErrorIs(t, Reduce[int](c, nil, []int{1}, OpSum, 0), ErrBuffer, "in place off root")
-	} else {
+	if r == 0 {
 		assert.ErrorIs(t, Reduce(c, []int{1}, []int{1, 2}, OpSum, 0), ErrBuffer)
+		assert.ErrorIs(t, Reduce[int](c, nil, []int{1}, OpSum, 0), ErrBuffer, "nil is an empty buffer, not in place")
 	}
+	assert.ErrorIs(t, Allreduce[int](c, nil, []int{1}, OpSum), ErrBuffer, "nil is an empty buffer, not in place")
 	assert.ErrorIs(t, Scan(c, []int{1}, nil, OpSum), ErrBuffer)
 }

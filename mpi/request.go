@@ -9,34 +9,63 @@ import "C"
 import (
 	"errors"
 	"runtime"
+	"time"
 	"unsafe"
 )
 
-// Request is a pending nonblocking operation made by Isend or Irecv. The
-// buffer of the operation stays pinned in memory, so the garbage collector
-// cannot move or free it, until the request completes through Wait, a
-// successful Test, WaitAll or WaitAny. The caller must not touch the buffer
-// before then.
+// Request is a pending nonblocking operation: a point-to-point message
+// started by Isend or Irecv, or a collective started by Ibcast,
+// Iallreduce, Ireduce, Iallgatherv, Igatherv or Iscatterv. Its buffers stay
+// pinned in memory, so the garbage collector can neither move nor free
+// them, until the operation completes through Wait, a successful Test,
+// WaitAll or WaitAny. The caller must not touch the buffers before then.
+//
+// A Request dropped before completion does not crash the process and its
+// buffers are not freed under MPI: the operation stays registered in the
+// package (see InFlight) with its buffers pinned, and once MPI reports it
+// complete, which the package checks whenever a nonblocking operation
+// starts and in InFlight and Finalize, its buffers are unpinned and can be
+// collected. A dropped receive still receives its message, into a buffer
+// nobody reads; Finalize refuses to run while such operations are
+// incomplete, since MPI forbids finalising with requests pending.
 //
 // A Request must be used by one goroutine at a time; different requests
 // may be waited on concurrently. Wait on a completed request returns its
 // final status again.
 type Request struct {
-	h    C.MPI_Request
-	pin  runtime.Pinner
-	op   string
-	k    kind
-	size int
-	done bool
-	st   Status
+	f       *inflight // nil once complete
+	op      string
+	done    bool
+	st      Status
+	cleanup runtime.Cleanup
 }
 
-func newRequest(op string, b buffer) *Request {
-	r := &Request{h: requestNull, op: op, k: b.k, size: b.size}
-	if b.ptr != nil {
-		r.pin.Pin(b.ptr)
+func newRequest(op string, k kind, size int, coll bool, bufs ...unsafe.Pointer) *Request {
+	f := &inflight{op: op, k: k, size: size, coll: coll}
+	for _, p := range bufs {
+		if p != nil {
+			f.pin.Pin(p)
+		}
 	}
-	return r
+	return &Request{f: f, op: op}
+}
+
+// start registers r once MPI has accepted its operation, whose handles are
+// hs; on failure (err != nil) it unpins r's buffers and returns err.
+func (r *Request) start(err error, hs ...C.MPI_Request) (*Request, error) {
+	if err != nil {
+		for _, h := range hs {
+			if h != requestNull {
+				C.tdmpi_request_free(h) // earlier pieces of a failed reduction
+			}
+		}
+		r.f.pin.Unpin()
+		return nil, err
+	}
+	r.f.hs = hs
+	register(r.f)
+	r.cleanup = runtime.AddCleanup(r, orphan, r.f)
+	return r, nil
 }
 
 // Isend starts sending buf to dest with tag, as MPI_Isend, and returns a
@@ -47,20 +76,9 @@ func Isend[T Scalar](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := bufOf(buf)
-	dt, n, derived, err := b.dtype(op)
-	if err != nil {
-		return nil, err
-	}
-	defer freeType(dt, derived) // MPI keeps the type alive until completion
-	r := newRequest(op, b)
-	var rh C.MPI_Request
-	if err := newError(op, C.MPI_Isend(b.ptr, n, dt, C.int(dest), C.int(tag), h, &rh)); err != nil {
-		r.pin.Unpin()
-		return nil, err
-	}
-	r.h = rh
-	return r, nil
+	return istart(op, bufOf(buf), false, func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer, q *C.MPI_Request) C.int {
+		return C.MPI_Isend(b, n, dt, C.int(dest), C.int(tag), h, q)
+	})
 }
 
 // Irecv starts receiving a message from src with tag into buf, as
@@ -75,35 +93,49 @@ func Irecv[T Scalar](c *Comm, buf []T, src, tag int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := bufOf(buf)
+	return istart(op, bufOf(buf), false, func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer, q *C.MPI_Request) C.int {
+		return C.MPI_Irecv(b, n, dt, C.int(src), C.int(tag), h, q)
+	})
+}
+
+// istart starts the nonblocking operation op on the one buffer b, which is
+// described as for a blocking call (by a derived datatype beyond 2^31-1
+// elements), by calling call with its datatype, count and address.
+func istart(op string, b buffer, coll bool, call func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer, q *C.MPI_Request) C.int) (*Request, error) {
 	dt, n, derived, err := b.dtype(op)
 	if err != nil {
 		return nil, err
 	}
-	defer freeType(dt, derived)
-	r := newRequest(op, b)
-	var rh C.MPI_Request
-	if err := newError(op, C.MPI_Irecv(b.ptr, n, dt, C.int(src), C.int(tag), h, &rh)); err != nil {
-		r.pin.Unpin()
-		return nil, err
-	}
-	r.h = rh
-	return r, nil
+	defer freeType(dt, derived) // MPI keeps the type alive until completion
+	reap()
+	r := newRequest(op, b.k, b.size, coll, b.ptr)
+	var q C.MPI_Request
+	return r.start(newError(op, call(dt, n, b.ptr, &q)), q)
 }
 
-// complete records the completion of r with status st, after the C call
-// that completed it; rc is that call's return code.
-func (r *Request) complete(rc C.int, st *C.tdmpi_status) error {
-	if r.h == requestNull {
-		r.done = true
-		r.pin.Unpin()
+// finish records the completion of r's operation, whose status st was
+// filled in by the C call that completed it.
+func (r *Request) finish(st *C.tdmpi_status) {
+	f := r.f
+	r.done, r.f = true, nil
+	if !f.coll {
 		r.st = makeStatus(st)
 	}
-	return newError(r.op, rc)
+	r.cleanup.Stop()
+	f.release()
+}
+
+// status completes the MPI status of a point-to-point request.
+func (f *inflight) status(st *C.tdmpi_status) C.int {
+	if f.coll {
+		return C.MPI_SUCCESS
+	}
+	return C.tdmpi_finish(C.MPI_SUCCESS, st, datatypes[f.k], C.longlong(f.size))
 }
 
 // Wait blocks until r completes, as MPI_Wait, and returns the status of a
-// receive (for a send, only Cancelled is meaningful).
+// receive (for a send, only Cancelled is meaningful; for a collective, the
+// zero Status).
 func (r *Request) Wait() (Status, error) {
 	if r == nil {
 		return Status{}, argError("MPI_Wait", C.MPI_ERR_REQUEST, "nil request")
@@ -111,11 +143,20 @@ func (r *Request) Wait() (Status, error) {
 	if r.done {
 		return r.st, nil
 	}
+	defer enter("MPI_Wait").leave()
+	f := r.f
 	var st C.tdmpi_status
-	h := r.h
-	rc := C.tdmpi_wait(&h, datatypes[r.k], C.longlong(r.size), &st)
-	r.h = h
-	if err := r.complete(rc, &st); err != nil {
+	rc := C.MPI_Wait(&f.hs[0], &st.st)
+	if rc == C.MPI_SUCCESS && len(f.hs) > 1 {
+		rc = C.MPI_Waitall(C.int(len(f.hs)-1), &f.hs[1], nil)
+	}
+	if rc == C.MPI_SUCCESS {
+		rc = f.status(&st)
+	}
+	if f.complete() {
+		r.finish(&st) // MPI frees a failed request too
+	}
+	if err := newError(r.op, rc); err != nil {
 		return Status{}, err
 	}
 	return r.st, nil
@@ -129,23 +170,47 @@ func (r *Request) Test() (done bool, st Status, err error) {
 	if r.done {
 		return true, r.st, nil
 	}
+	defer enter("MPI_Test").leave()
+	f := r.f
 	var cst C.tdmpi_status
-	var flag C.int
-	h := r.h
-	rc := C.tdmpi_test(&h, &flag, datatypes[r.k], C.longlong(r.size), &cst)
-	r.h = h
-	if flag == 0 && rc == C.MPI_SUCCESS {
+	flag, rc := f.test(&cst)
+	if rc != C.MPI_SUCCESS {
+		if f.complete() {
+			r.finish(&cst)
+		}
+		return r.done, Status{}, newError(r.op, rc)
+	}
+	if !flag {
 		return false, Status{}, nil
 	}
-	if err := r.complete(rc, &cst); err != nil {
-		return r.done, Status{}, err
-	}
+	r.finish(&cst)
 	return true, r.st, nil
+}
+
+// test tests every handle of f, as MPI_Test, and fills st once all are
+// complete.
+func (f *inflight) test(st *C.tdmpi_status) (bool, C.int) {
+	all := true
+	for i := range f.hs {
+		if f.hs[i] == requestNull {
+			continue
+		}
+		var flag C.int
+		if rc := C.MPI_Test(&f.hs[i], &flag, &st.st); rc != C.MPI_SUCCESS {
+			return false, rc
+		}
+		all = all && flag != 0
+	}
+	if !all {
+		return false, C.MPI_SUCCESS
+	}
+	return true, f.status(st)
 }
 
 // Cancel asks MPI to cancel r, as MPI_Cancel. The request must still be
 // completed with Wait (or Test); its Status then reports Cancelled if the
-// cancellation succeeded, and the buffer is released.
+// cancellation succeeded, and the buffer is released. Collectives cannot
+// be cancelled.
 func (r *Request) Cancel() error {
 	const name = "MPI_Cancel"
 	if r == nil {
@@ -154,21 +219,11 @@ func (r *Request) Cancel() error {
 	if r.done {
 		return nil
 	}
-	h := r.h
-	return newError(name, C.MPI_Cancel(&h))
-}
-
-// handles collects the MPI handles of reqs; completed and nil requests
-// become MPI_REQUEST_NULL.
-func handles(reqs []*Request) []C.MPI_Request {
-	hs := make([]C.MPI_Request, len(reqs))
-	for i, r := range reqs {
-		hs[i] = requestNull
-		if r != nil && !r.done {
-			hs[i] = r.h
-		}
+	if r.f.coll {
+		return argError(name, C.MPI_ERR_REQUEST, "%s cannot be cancelled", r.op)
 	}
-	return hs
+	h := r.f.hs[0]
+	return newError(name, C.MPI_Cancel(&h))
 }
 
 // WaitAll blocks until every request of reqs completes, as MPI_Waitall.
@@ -177,33 +232,47 @@ func handles(reqs []*Request) []C.MPI_Request {
 // requests that failed.
 func WaitAll(reqs ...*Request) error {
 	const name = "MPI_Waitall"
-	if len(reqs) == 0 {
+	var hs []C.MPI_Request
+	for _, r := range reqs {
+		if r != nil && !r.done {
+			hs = append(hs, r.f.hs...)
+		}
+	}
+	if len(hs) == 0 {
 		return nil
 	}
-	n, err := count32(name, len(reqs))
+	n, err := count32(name, len(hs))
 	if err != nil {
 		return err
 	}
-	hs := handles(reqs)
-	sts := make([]C.MPI_Status, len(reqs))
+	defer enter(name).leave()
+	sts := make([]C.MPI_Status, len(hs))
 	rc := C.MPI_Waitall(n, unsafe.SliceData(hs), unsafe.SliceData(sts))
 	var errs []error
-	for i, r := range reqs {
+	i := 0
+	for _, r := range reqs {
 		if r == nil || r.done {
 			continue
 		}
-		r.h = hs[i]
+		f := r.f
 		code := C.int(C.MPI_SUCCESS)
-		if rc == C.MPI_ERR_IN_STATUS {
-			if e := C.tdmpi_status_error(&sts[i]); e != C.MPI_ERR_PENDING {
-				code = e
+		for j := range f.hs {
+			f.hs[j] = hs[i+j]
+			if rc == C.MPI_ERR_IN_STATUS && code == C.MPI_SUCCESS {
+				if e := C.tdmpi_status_error(&sts[i+j]); e != C.MPI_ERR_PENDING && e != C.MPI_SUCCESS {
+					code = e
+				}
 			}
 		}
 		st := C.tdmpi_status{st: sts[i]}
-		if code == C.MPI_SUCCESS && r.h == requestNull {
-			code = C.tdmpi_finish(code, &st, datatypes[r.k], C.longlong(r.size))
+		i += len(f.hs)
+		if code == C.MPI_SUCCESS && f.complete() {
+			code = f.status(&st)
 		}
-		if err := r.complete(code, &st); err != nil {
+		if f.complete() {
+			r.finish(&st) // MPI frees a failed request too
+		}
+		if err := newError(r.op, code); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -215,32 +284,80 @@ func WaitAll(reqs ...*Request) error {
 
 // WaitAny blocks until one request of reqs completes, as MPI_Waitany, and
 // returns its index and status. nil and completed requests are ignored; if
-// there is no other, WaitAny returns index Undefined at once.
+// there is no other, WaitAny returns index Undefined at once. A reduction
+// over more than 2^30 elements is several MPI requests: with one among
+// reqs, WaitAny polls them with Test instead.
 func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 	const name = "MPI_Waitany"
+	hs := make([]C.MPI_Request, len(reqs))
+	live := false
+	for i, r := range reqs {
+		hs[i] = requestNull
+		if r == nil || r.done {
+			continue
+		}
+		if len(r.f.hs) > 1 {
+			return pollAny(reqs)
+		}
+		hs[i], live = r.f.hs[0], true
+	}
+	if !live {
+		return Undefined, Status{}, nil
+	}
 	n, err := count32(name, len(reqs))
 	if err != nil {
 		return Undefined, Status{}, err
 	}
-	hs := handles(reqs)
+	defer enter(name).leave()
 	var cst C.MPI_Status
 	var idx C.int
-	var ph *C.MPI_Request
-	if len(hs) > 0 {
-		ph = &hs[0]
-	}
-	rc := C.MPI_Waitany(n, ph, &idx, &cst)
+	rc := C.MPI_Waitany(n, &hs[0], &idx, &cst)
 	if idx == C.MPI_UNDEFINED || idx < 0 || int(idx) >= len(reqs) {
 		return Undefined, Status{}, newError(name, rc)
 	}
 	r := reqs[idx]
-	r.h = hs[idx]
+	r.f.hs[0] = hs[idx]
 	cs := C.tdmpi_status{st: cst}
 	if rc == C.MPI_SUCCESS {
-		rc = C.tdmpi_finish(rc, &cs, datatypes[r.k], C.longlong(r.size))
+		rc = r.f.status(&cs)
 	}
-	if err := r.complete(rc, &cs); err != nil {
+	if r.f.complete() {
+		r.finish(&cs)
+	}
+	if err := newError(r.op, rc); err != nil {
 		return int(idx), Status{}, err
 	}
 	return int(idx), r.st, nil
+}
+
+// pollAny is WaitAny by polling each request with Test, backing off from
+// 10 µs to 1 ms between rounds.
+func pollAny(reqs []*Request) (int, Status, error) {
+	for pause := 10 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		live := false
+		for i, r := range reqs {
+			if r == nil || r.done {
+				continue
+			}
+			live = true
+			done, st, err := r.Test()
+			if err != nil || done {
+				return i, st, err
+			}
+		}
+		if !live {
+			return Undefined, Status{}, nil
+		}
+		time.Sleep(pause)
+	}
+}
+
+// makeStatus converts s, filled in by a C wrapper of shim.h.
+func makeStatus(s *C.tdmpi_status) Status {
+	return Status{
+		Source:    int(s.st.MPI_SOURCE),
+		Tag:       int(s.st.MPI_TAG),
+		bytes:     int64(s.bytes),
+		cancelled: s.cancelled != 0,
+	}
 }

@@ -9,6 +9,7 @@
 #define TDMPI_SHIM_H
 
 #include <mpi.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,14 +197,31 @@ static inline int tdmpi_improbe(int src, int tag, MPI_Comm c, int *flag, MPI_Mes
 	return *flag ? tdmpi_finish(rc, s, MPI_BYTE, 1) : rc;
 }
 
-static inline int tdmpi_wait(MPI_Request *r, MPI_Datatype base, long long size, tdmpi_status *s) {
-	return tdmpi_finish(MPI_Wait(r, &s->st), s, base, size);
+// Signals Go's runtime handles itself. MPI libraries (UCX inside them) may
+// install handlers for them in MPI_Init, which would kill the process on
+// the first fault Go expects to turn into a panic: tdmpi_sig_save records
+// the handlers before MPI_Init and tdmpi_sig_restore puts back any MPI
+// replaced, returning how many.
+typedef struct { struct sigaction sa[4]; } tdmpi_sigsave;
+static const int tdmpi_fault_signals[4] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+static inline void tdmpi_sig_save(tdmpi_sigsave *s) {
+	for (int i = 0; i < 4; i++) sigaction(tdmpi_fault_signals[i], NULL, &s->sa[i]);
+}
+static inline int tdmpi_sig_restore(const tdmpi_sigsave *s) {
+	int n = 0;
+	for (int i = 0; i < 4; i++) {
+		struct sigaction cur;
+		if (sigaction(tdmpi_fault_signals[i], NULL, &cur) != 0) continue;
+		if (cur.sa_sigaction != s->sa[i].sa_sigaction || cur.sa_flags != s->sa[i].sa_flags) {
+			sigaction(tdmpi_fault_signals[i], &s->sa[i], NULL);
+			n++;
+		}
+	}
+	return n;
 }
 
-static inline int tdmpi_test(MPI_Request *r, int *flag, MPI_Datatype base, long long size, tdmpi_status *s) {
-	int rc = MPI_Test(r, flag, &s->st);
-	return *flag ? tdmpi_finish(rc, s, base, size) : rc;
-}
+// tdmpi_request_free frees a request of a failed, partly started operation.
+static inline int tdmpi_request_free(MPI_Request r) { return MPI_Request_free(&r); }
 
 // Collective wrappers that substitute MPI_IN_PLACE, so Go never holds it.
 static inline int tdmpi_reduce(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm c) {
@@ -235,6 +253,23 @@ static inline int tdmpi_alltoall(const void *s, int inplace, int n, void *r, MPI
 }
 static inline int tdmpi_scan(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
 	return MPI_Scan(inplace ? MPI_IN_PLACE : s, r, n, dt, op, c);
+}
+
+// Nonblocking collectives, with MPI_IN_PLACE substituted as above.
+static inline int tdmpi_iallreduce(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c, MPI_Request *q) {
+	return MPI_Iallreduce(inplace ? MPI_IN_PLACE : s, r, n, dt, op, c, q);
+}
+static inline int tdmpi_ireduce(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm c, MPI_Request *q) {
+	return MPI_Ireduce(inplace ? MPI_IN_PLACE : s, r, n, dt, op, root, c, q);
+}
+static inline int tdmpi_iallgatherv(const void *s, int inplace, int sn, void *r, const int *counts, const int *displs, MPI_Datatype dt, MPI_Comm c, MPI_Request *q) {
+	return MPI_Iallgatherv(inplace ? MPI_IN_PLACE : s, sn, dt, r, counts, displs, dt, c, q);
+}
+static inline int tdmpi_igatherv(const void *s, int inplace, int sn, void *r, const int *counts, const int *displs, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *q) {
+	return MPI_Igatherv(inplace ? MPI_IN_PLACE : s, sn, dt, r, counts, displs, dt, root, c, q);
+}
+static inline int tdmpi_iscatterv(const void *s, const int *counts, const int *displs, void *r, int inplace, int rn, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *q) {
+	return MPI_Iscatterv(s, counts, displs, dt, inplace ? MPI_IN_PLACE : r, rn, dt, root, c, q);
 }
 
 // tdmpi_tag_ub reads MPI_TAG_UB: the attribute value is a pointer to int.

@@ -3,9 +3,6 @@
 
 package mpi
 
-// #include "shim.h"
-import "C"
-
 import "unsafe"
 
 // Status describes a received or probed message: its source rank, its tag
@@ -40,14 +37,4 @@ func (s Status) Cancelled() bool { return s.cancelled }
 func Count[T Scalar](s Status) int {
 	var z T
 	return int(s.Count(int(unsafe.Sizeof(z))))
-}
-
-// makeStatus converts s, filled in by a C wrapper of shim.h.
-func makeStatus(s *C.tdmpi_status) Status {
-	return Status{
-		Source:    int(s.st.MPI_SOURCE),
-		Tag:       int(s.st.MPI_TAG),
-		bytes:     int64(s.bytes),
-		cancelled: s.cancelled != 0,
-	}
 }

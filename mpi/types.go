@@ -1,27 +1,14 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
+//go:build cgo
+
 package mpi
 
-// #include "shim.h"
-import "C"
-
 import (
-	"math"
 	"reflect"
 	"unsafe"
 )
-
-// Scalar is the set of element types a buffer may hold. Each maps to one
-// predefined MPI datatype: bool to MPI_C_BOOL, byte/uint8 to MPI_UINT8_T,
-// the sized integers to MPI_INTn_T/MPI_UINTn_T, int and uint to the 64-bit
-// ones, float32/float64 to MPI_FLOAT/MPI_DOUBLE and complex64/complex128 to
-// MPI_C_FLOAT_COMPLEX/MPI_C_DOUBLE_COMPLEX. Named types with these
-// underlying types are accepted too.
-type Scalar interface {
-	~bool | ~int8 | ~uint8 | ~int16 | ~uint16 | ~int32 | ~uint32 | ~int64 | ~uint64 |
-		~int | ~uint | ~float32 | ~float64 | ~complex64 | ~complex128
-}
 
 // kind indexes the datatype table; the values match tdmpi_datatype in shim.h.
 type kind uint8
@@ -44,29 +31,6 @@ const (
 	kByte
 	nKinds
 )
-
-// Predefined handles, loaded once. They are link-time addresses in Open MPI
-// and valid before MPI_Init.
-var (
-	datatypes   [nKinds]C.MPI_Datatype
-	commWorld   = C.tdmpi_comm_world()
-	commSelf    = C.tdmpi_comm_self()
-	commNull    = C.tdmpi_comm_null()
-	groupNull   = C.tdmpi_group_null()
-	requestNull = C.tdmpi_request_null()
-	messageNull = C.tdmpi_message_null()
-	messageNone = C.tdmpi_message_no_proc()
-	errorsRet   = C.tdmpi_errors_return()
-)
-
-func init() {
-	for k := kind(1); k < nKinds; k++ {
-		datatypes[k] = C.tdmpi_datatype(C.int(k))
-	}
-	for o := OpSum; o < nOps; o++ {
-		ops[o] = C.tdmpi_op(C.int(o))
-	}
-}
 
 var reflectKinds = [...]kind{
 	reflect.Bool:       kBool,
@@ -122,65 +86,27 @@ var kindNames = [nKinds]string{"invalid", "bool", "int8", "uint8", "int16", "uin
 
 func (k kind) String() string { return kindNames[k] }
 
-// buffer describes a typed Go slice handed to MPI: its address (nil when
-// empty), element count, and datatype.
-type buffer struct {
-	ptr  unsafe.Pointer
-	n    int
-	k    kind
-	size int
+// validFor reports whether o applies to elements of kind k.
+func (o Op) validFor(k kind) bool {
+	switch o {
+	case OpSum, OpProd:
+		return isInteger(k) || isFloat(k) || isComplex(k)
+	case OpMin, OpMax:
+		return isInteger(k) || isFloat(k)
+	case OpLand, OpLor, OpLxor:
+		return isInteger(k) || k == kBool
+	case OpBand, OpBor, OpBxor:
+		return isInteger(k)
+	}
+	return false
 }
 
-func bufOf[T Scalar](s []T) buffer {
-	var z T
-	b := buffer{n: len(s), k: kindOf[T](), size: int(unsafe.Sizeof(z))}
-	if len(s) > 0 {
-		b.ptr = unsafe.Pointer(unsafe.SliceData(s))
+func checkOp(name string, o Op, k kind) error {
+	if o < 0 || o >= nOps {
+		return argError(name, classOp, "invalid operation %v", o)
 	}
-	return b
-}
-
-// bytes returns the size of b in bytes.
-func (b buffer) bytes() C.longlong { return C.longlong(b.n) * C.longlong(b.size) }
-
-// Large-count parameters; variables so that tests can exercise the
-// large-message paths with small buffers.
-var (
-	// bigThreshold is the largest count passed to MPI as is; longer buffers
-	// are described by a derived datatype.
-	bigThreshold = math.MaxInt32
-	// bigBlock is the block length, in elements, of those derived types.
-	bigBlock = 1 << 30
-	// reduceChunk is the number of elements reduced per MPI call.
-	// Predefined operations do not apply to derived datatypes, so longer
-	// buffers are reduced in pieces.
-	reduceChunk = 1 << 30
-)
-
-// dtype returns the datatype and count describing b. When b has more than
-// bigThreshold elements, it builds a committed derived datatype of count 1,
-// which the caller must release with freeType.
-func (b buffer) dtype(op string) (C.MPI_Datatype, C.int, bool, error) {
-	if b.n <= bigThreshold {
-		return datatypes[b.k], C.int(b.n), false, nil
+	if !o.validFor(k) {
+		return argError(name, classOp, "%v does not apply to %v", o, k)
 	}
-	var t C.MPI_Datatype
-	if err := newError(op, C.tdmpi_type_big(datatypes[b.k], C.MPI_Count(b.n), C.MPI_Count(bigBlock), &t)); err != nil {
-		return t, 0, false, err
-	}
-	return t, 1, true, nil
-}
-
-func freeType(t C.MPI_Datatype, derived bool) {
-	if derived {
-		C.tdmpi_type_free(t)
-	}
-}
-
-// count32 converts a count for calls that take a C int count.
-func count32(op string, n int) (C.int, error) {
-	if n < 0 || n > math.MaxInt32 {
-		return 0, argError(op, C.MPI_ERR_COUNT, "count %d out of range [0, %d]", n, math.MaxInt32)
-	}
-	return C.int(n), nil
+	return nil
 }

@@ -65,7 +65,7 @@ func closeCollective(c *mpi.Comm, busy func() bool, err error, errorf func(strin
 	if busy() {
 		flag[0] = 1
 	}
-	if aerr := mpi.Allreduce(c, nil, flag, mpi.OpMax); aerr != nil {
+	if aerr := mpi.AllreduceInPlace(c, flag, mpi.OpMax); aerr != nil {
 		return errors.Join(err, errorf("closing the collective: %w", aerr))
 	}
 	if flag[0] != 0 && err == nil {
@@ -155,7 +155,7 @@ func (cl *coll) agree(local error) error {
 	if local != nil {
 		first[0] = int32(cl.rank)
 	}
-	if err := mpi.Allreduce(cl.c, nil, first, mpi.OpMin); err != nil {
+	if err := mpi.AllreduceInPlace(cl.c, first, mpi.OpMin); err != nil {
 		return cl.errorf("agreeing on failures: %w", errors.Join(err, local))
 	}
 	return cl.spread(int(first[0]), local)

@@ -136,7 +136,7 @@ func BenchmarkCollectiveAllReduce(b *testing.B) {
 			b.ResetTimer()
 			b.StopTimer()
 			for range b.N {
-				tRaw += timed(b, g, func() error { return mpi.Allreduce(g.Comm(), nil, raw, mpi.OpMax) })
+				tRaw += timed(b, g, func() error { return mpi.AllreduceInPlace(g.Comm(), raw, mpi.OpMax) })
 				b.StartTimer()
 				tTD += timed(b, g, func() error { return td.AllReduce(ReduceMax) })
 				b.StopTimer()

@@ -40,7 +40,7 @@ func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error)
 		if err := cl.agree(lerr); err != nil {
 			return err
 		}
-		if err := mpi.Allgatherv(cl.c, nil, buf, counts, displs); err != nil {
+		if err := mpi.AllgathervInPlace(cl.c, buf, counts, displs); err != nil {
 			return cl.errorf("gathering blocks: %w", err)
 		}
 		out = make([]*TensorDict, cl.size)
@@ -118,7 +118,11 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 		if err := cl.agree(lerr); err != nil {
 			return err
 		}
-		if err := mpi.Gatherv(cl.c, own, buf, counts, displs, dst); err != nil {
+		blk := own // dst's block is packed in buf already
+		if cl.rank == dst {
+			blk = buf
+		}
+		if err := mpi.GathervInPlace(cl.c, blk, counts, displs, dst); err != nil {
 			return cl.errorf("gathering blocks: %w", err)
 		}
 		if cl.rank != dst {

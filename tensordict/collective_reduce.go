@@ -121,7 +121,7 @@ func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, e
 		fail = uint64(cl.size - cl.rank)
 	}
 	v = append(v, fail)
-	if err := mpi.Allreduce(cl.c, nil, v, mpi.OpMax); err != nil {
+	if err := mpi.AllreduceInPlace(cl.c, v, mpi.OpMax); err != nil {
 		return nil, cl.errorf("comparing structures: %w", err)
 	}
 	if f := v[len(v)-1]; f != 0 {

@@ -104,12 +104,9 @@ func (t reduceTarget) reduceBytes(b []byte, dt tensor.DType, op ReduceOp) error 
 // for Reduce (the other ranks' s is only read).
 func reduceSlice[T mpi.Scalar](t reduceTarget, s []T, op mpi.Op) error {
 	if t.root < 0 {
-		return mpi.Allreduce(t.c, nil, s, op)
+		return mpi.AllreduceInPlace(t.c, s, op)
 	}
-	if t.c.Rank() == t.root {
-		return mpi.Reduce(t.c, nil, s, op, t.root)
-	}
-	return mpi.Reduce(t.c, s, nil, op, t.root)
+	return mpi.ReduceInPlace(t.c, s, op, t.root)
 }
 
 // halfChunk is the number of half-precision elements widened at a time, so

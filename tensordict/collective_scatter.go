@@ -64,7 +64,11 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 		if err := cl.agree(lerr); err != nil {
 			return err
 		}
-		if err := mpi.Scatterv(cl.c, send, counts, displs, recv, src); err != nil {
+		blk := recv // src keeps its own block
+		if cl.rank == src {
+			blk = send
+		}
+		if err := mpi.ScattervInPlace(cl.c, blk, counts, displs, src); err != nil {
 			return cl.errorf("scattering blocks: %w", err)
 		}
 		if cl.rank == src {

@@ -180,7 +180,7 @@ func (l *link) agree(local error) error {
 	if local != nil {
 		first[0] = int32(l.g.Rank())
 	}
-	if err := mpi.Allreduce(l.c, nil, first, mpi.OpMin); err != nil {
+	if err := mpi.AllreduceInPlace(l.c, first, mpi.OpMin); err != nil {
 		return l.errorf("agreeing to go on: %w", errors.Join(err, local))
 	}
 	switch {

@@ -375,6 +375,7 @@ func TestInitRemoteBig(t *testing.T) {
 }
 
 func TestRemoteOptionErrors(t *testing.T) {
+	mpitest.Need(t, 1)
 	td := New()
 	err := td.InitRemote(0, WithDevice("cuda:0"))
 	assert.ErrorContains(t, err, `device "cuda:0" is not supported`)

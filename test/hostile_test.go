@@ -351,7 +351,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 			// The receivers refuse and agree on it; take part as the
 			// protocol's root does.
 			worst := []int32{int32(size)}
-			require.NoError(t, mpi.Allreduce(c, nil, worst, mpi.OpMin))
+			require.NoError(t, mpi.AllreduceInPlace(c, worst, mpi.OpMin))
 			require.Less(t, int(worst[0]), size, "a receiver refused")
 			require.NoError(t, mpi.Bcast(c, make([]byte, maxReportedError), int(worst[0])))
 		}, wire.ErrLimit, ""},
@@ -404,7 +404,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 // collectives on the group (tensordict's closeCollective).
 func endCollective(t *testing.T, c *mpi.Comm) {
 	t.Helper()
-	require.NoError(t, mpi.Allreduce(c, nil, []uint8{0}, mpi.OpMax))
+	require.NoError(t, mpi.AllreduceInPlace(c, []uint8{0}, mpi.OpMax))
 }
 
 // maxErrorText bounds the error text a hostile message may cause: an

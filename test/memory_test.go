@@ -107,7 +107,7 @@ func TestHostileBroadcastBeyondMemory(t *testing.T) {
 			copy(b[bcastPrefix:], f)
 			require.NoError(t, mpi.Bcast(c, b, 0))
 			worst := []int32{int32(size)}
-			require.NoError(t, mpi.Allreduce(c, nil, worst, mpi.OpMin))
+			require.NoError(t, mpi.AllreduceInPlace(c, worst, mpi.OpMin))
 			require.Less(t, int(worst[0]), size, "a receiver refused")
 			require.NoError(t, mpi.Bcast(c, make([]byte, maxReportedError), int(worst[0])))
 			endCollective(t, c)

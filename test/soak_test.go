@@ -229,7 +229,7 @@ func TestSoak(t *testing.T) {
 	}
 	counts := []int64{sum.ops, sum.leaves, sum.bytes, sum.failures}
 	counts = append(counts, sum.kinds[:]...)
-	require.NoError(t, mpi.Allreduce(world.Comm(), nil, counts, mpi.OpSum))
+	require.NoError(t, mpi.AllreduceInPlace(world.Comm(), counts, mpi.OpSum))
 	for i, sm := range samples {
 		t.Logf("rank %d: memory at %s (%v): VmRSS %d KiB (%s), Go heap in use %d KiB",
 			me, []string{"10%", "50%", "end"}[i], sm.at.Round(time.Millisecond), sm.rss, sm.desc, sm.heap>>10)

@@ -154,6 +154,9 @@ func sizeSeries(lo, hi, factor int64) []int64 {
 
 // runBench starts MPI and measures every method at every size.
 func runBench(cfg benchConfig, sio *stdio) (err error) {
+	if err := needMPI("bench"); err != nil {
+		return err
+	}
 	g, err := group.Init()
 	if err != nil {
 		return err
@@ -274,7 +277,7 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 		return nil
 	}
 	host, _ := os.Hostname()
-	title := fmt.Sprintf("tdmpi bench: %d ranks on %s, %d leaves, %s", np, host, cfg.leaves, shortLibrary(mpi.LibraryVersion()))
+	title := fmt.Sprintf("tdmpi bench: %d ranks on %s, %d leaves, %s", np, host, cfg.leaves, mpi.LibraryName())
 	return errors.Join(
 		writeFile(csvFile, func(w io.Writer) error { return writeCSV(w, rs) }),
 		writeFile(pngFile, func(w io.Writer) error { return writePlot(w, rs, title) }),
@@ -307,15 +310,6 @@ func writeFile(f *os.File, write func(io.Writer) error) error {
 		return fmt.Errorf("writing %s: %w", f.Name(), err)
 	}
 	return nil
-}
-
-// shortLibrary returns the first part of an MPI library version string:
-// "Open MPI v4.1.4" of "Open MPI v4.1.4, package: ...".
-func shortLibrary(v string) string {
-	if i := strings.IndexByte(v, ','); i >= 0 {
-		return v[:i]
-	}
-	return v
 }
 
 // minOf returns the smallest of xs, or 0 for none.

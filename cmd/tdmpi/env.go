@@ -50,7 +50,8 @@ type envInfo struct {
 	Env        hpc.Env         // what the launcher's variables say
 	Rank, Size int             // what MPI says
 	Level      mpi.ThreadLevel // the thread level MPI provides
-	Library    string          // the MPI library version
+	Library    string          // the MPI library and its version
+	Family     mpi.Family      // the MPI family tdmpi was built for
 	GoMaxProcs int
 	NumCPU     int
 	PID        int
@@ -60,6 +61,9 @@ type envInfo struct {
 // runEnv starts MPI, gathers every rank's envInfo to rank 0 and prints the
 // blocks there.
 func runEnv(sio *stdio) (err error) {
+	if err := needMPI("env"); err != nil {
+		return err
+	}
 	// mpi.InitThread, unlike group.Init, reports the level MPI provides.
 	level, err := mpi.InitThread(mpi.ThreadMultiple)
 	if err != nil {
@@ -72,7 +76,8 @@ func runEnv(sio *stdio) (err error) {
 	}()
 	info := envInfo{
 		Level:      level,
-		Library:    mpi.LibraryVersion(),
+		Library:    mpi.LibraryName(),
+		Family:     mpi.Library(),
 		GoMaxProcs: runtime.GOMAXPROCS(0),
 		NumCPU:     runtime.NumCPU(),
 		PID:        os.Getpid(),
@@ -110,6 +115,15 @@ func runEnv(sio *stdio) (err error) {
 		return errors.New("launcher and MPI disagree on the number of ranks (see the warning above)")
 	}
 	return nil
+}
+
+// needMPI returns an error saying that MPI is not built in when tdmpi was
+// built without cgo, for the commands (env, bench) that need it.
+func needMPI(cmd string) error {
+	if mpi.Library() != mpi.FamilyNone {
+		return nil
+	}
+	return fmt.Errorf("MPI is not built in: %w; %s needs a tdmpi built with cgo and an MPI library (Open MPI, or MPICH with -tags mpich)", mpi.ErrNoMPI, cmd)
 }
 
 // gatherStrings collects every rank's s at root, in rank order. Other
@@ -159,6 +173,9 @@ func formatEnv(info envInfo) string {
 	line("launcher", "%s", e)
 	line("mpi", "rank %d of %d, %s", info.Rank, info.Size, info.Level)
 	line("library", "%s", orUnknown(info.Library))
+	if info.Family != "" {
+		line("built for", "%s", info.Family)
+	}
 	if e.JobID != "" {
 		line("slurm", "job %s step %s nodes %s", e.JobID, orUnknown(e.StepID), orUnknown(e.NodeList))
 		line("", "%d nodes, node id %d, tasks per node %v, cpus per task %d", e.NumNodes, e.NodeID, e.TasksPerNode, e.CPUsPerTask)

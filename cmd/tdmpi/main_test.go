@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/mpi"
 )
 
 var binary struct {
@@ -60,6 +62,9 @@ func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n"
 // needMpirun returns the path of mpirun, or skips the test.
 func needMpirun(t *testing.T) string {
 	t.Helper()
+	if mpi.Library() == mpi.FamilyNone {
+		t.Skipf("needs MPI: %v", mpi.ErrNoMPI)
+	}
 	if os.Getenv("OMPI_COMM_WORLD_SIZE") != "" {
 		t.Skip("the test runs under mpirun already; it starts its own mpirun")
 	}

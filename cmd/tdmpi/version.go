@@ -28,7 +28,11 @@ MPI_Get_library_version may be called before MPI_Init.`,
 				return usagef("unexpected argument %q", args[0])
 			}
 			bi, _ := debug.ReadBuildInfo()
-			writeVersion(sio.out, bi, mpi.LibraryVersion())
+			lib := mpi.LibraryVersion()
+			if mpi.Library() == mpi.FamilyNone {
+				lib = "not built in (tdmpi was built without cgo)"
+			}
+			writeVersion(sio.out, bi, lib)
 			return nil
 		}
 	},

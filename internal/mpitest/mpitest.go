@@ -5,6 +5,7 @@ package mpitest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // AgreeTimeout is how long a rank waits for the others to reach the same
@@ -30,6 +32,7 @@ const (
 
 var (
 	mu     sync.Mutex
+	noMPI  bool // built without cgo: tests run as one process, without MPI
 	h      *harness
 	agreed = map[testing.TB]bool{}
 	failed []string // names of tests that failed on this rank
@@ -40,8 +43,19 @@ var (
 // ranks, prints which ranks failed, and stops MPI. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { mpitest.Main(m) }
+//
+// In a build without cgo (CGO_ENABLED=0), where group.Init returns
+// mpi.ErrNoMPI, Main runs the tests as one process without MPI, and Need
+// skips every test that needs it, saying why.
 func Main(m *testing.M) {
 	g, err := group.Init()
+	if errors.Is(err, mpi.ErrNoMPI) {
+		fmt.Fprintf(os.Stderr, "mpitest: %v: tests that need MPI skip\n", err)
+		mu.Lock()
+		noMPI = true
+		mu.Unlock()
+		os.Exit(m.Run())
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mpitest: %v\n", err)
 		os.Exit(exitInit)
@@ -107,8 +121,12 @@ func Need(t testing.TB, n int) *group.Group {
 	t.Helper()
 	g := group.World()
 	mu.Lock()
-	ready := h != nil
+	ready, none := h != nil, noMPI
 	mu.Unlock()
+	if none {
+		t.Skipf("needs MPI: %v", mpi.ErrNoMPI)
+		return nil
+	}
 	if g == nil || !ready {
 		t.Fatalf("mpitest: Need: MPI is not running: call mpitest.Main(m) from TestMain")
 		return nil
@@ -134,6 +152,9 @@ func Agree(t testing.TB) {
 	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
+	if noMPI {
+		return // one process: its verdict is the verdict
+	}
 	if h == nil {
 		t.Errorf("mpitest: Agree: MPI is not running: call mpitest.Main(m) from TestMain")
 		return

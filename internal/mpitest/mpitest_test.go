@@ -103,7 +103,28 @@ func TestAgreeSeveralFailures(t *testing.T) {
 	}
 }
 
+// skipWithoutMPI skips tests of the harness itself in a build without cgo.
+func skipWithoutMPI(t *testing.T) {
+	t.Helper()
+	if noMPI {
+		t.Skipf("tests the MPI harness: %v", mpi.ErrNoMPI)
+	}
+}
+
+func TestNeedWithoutMPI(t *testing.T) {
+	if !noMPI {
+		t.Skip("tests the build without cgo (CGO_ENABLED=0); this one has MPI")
+	}
+	rec := &recorder{TB: t}
+	assert.Nil(t, Need(rec, 1))
+	assert.Contains(t, rec.skipped, "needs MPI: tdmpi was built without cgo")
+	assert.False(t, rec.Failed())
+	Agree(rec)
+	assert.False(t, rec.Failed(), "Agree without MPI keeps the verdict")
+}
+
 func TestNeedSkipsWithReason(t *testing.T) {
+	skipWithoutMPI(t)
 	rec := &recorder{TB: t}
 	g := Need(rec, 1<<20)
 	assert.Nil(t, g)
@@ -119,6 +140,7 @@ func TestNeedOneRank(t *testing.T) {
 }
 
 func TestNeedWithoutMain(t *testing.T) {
+	skipWithoutMPI(t)
 	mu.Lock()
 	saved := h
 	h = nil

@@ -1,0 +1,110 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+// #include "shim.h"
+import "C"
+
+import (
+	"math"
+	"unsafe"
+)
+
+// ops holds the predefined operations, indexed by Op.
+var ops [nOps]C.MPI_Op
+
+// Predefined handles, loaded once. They are link-time addresses in Open MPI
+// and valid before MPI_Init.
+var (
+	datatypes   [nKinds]C.MPI_Datatype
+	commWorld   = C.tdmpi_comm_world()
+	commSelf    = C.tdmpi_comm_self()
+	commNull    = C.tdmpi_comm_null()
+	groupNull   = C.tdmpi_group_null()
+	requestNull = C.tdmpi_request_null()
+	messageNull = C.tdmpi_message_null()
+	messageNone = C.tdmpi_message_no_proc()
+	errorsRet   = C.tdmpi_errors_return()
+)
+
+func init() {
+	for k := kind(1); k < nKinds; k++ {
+		datatypes[k] = C.tdmpi_datatype(C.int(k))
+	}
+	for o := OpSum; o < nOps; o++ {
+		ops[o] = C.tdmpi_op(C.int(o))
+	}
+}
+
+// buffer describes a typed Go slice handed to MPI: its address (nil when
+// empty), element count, and datatype.
+type buffer struct {
+	ptr  unsafe.Pointer
+	n    int
+	k    kind
+	size int
+}
+
+func bufOf[T Scalar](s []T) buffer {
+	var z T
+	b := buffer{n: len(s), k: kindOf[T](), size: int(unsafe.Sizeof(z))}
+	if len(s) > 0 {
+		b.ptr = unsafe.Pointer(unsafe.SliceData(s))
+	}
+	return b
+}
+
+// at returns the address of element off of b when m > 0 elements from there
+// are passed to MPI, and nil otherwise.
+func (b buffer) at(off, m int) unsafe.Pointer {
+	if m <= 0 || b.ptr == nil {
+		return nil
+	}
+	return unsafe.Add(b.ptr, off*b.size)
+}
+
+// bytes returns the size of b in bytes.
+func (b buffer) bytes() C.longlong { return C.longlong(b.n) * C.longlong(b.size) }
+
+// Large-count parameters; variables so that tests can exercise the
+// large-message paths with small buffers.
+var (
+	// bigThreshold is the largest count passed to MPI as is; longer buffers
+	// are described by a derived datatype.
+	bigThreshold = math.MaxInt32
+	// bigBlock is the block length, in elements, of those derived types.
+	bigBlock = 1 << 30
+	// reduceChunk is the number of elements reduced per MPI call.
+	// Predefined operations do not apply to derived datatypes, so longer
+	// buffers are reduced in pieces.
+	reduceChunk = 1 << 30
+)
+
+// dtype returns the datatype and count describing b. When b has more than
+// bigThreshold elements, it builds a committed derived datatype of count 1,
+// which the caller must release with freeType.
+func (b buffer) dtype(op string) (C.MPI_Datatype, C.int, bool, error) {
+	if b.n <= bigThreshold {
+		return datatypes[b.k], C.int(b.n), false, nil
+	}
+	var t C.MPI_Datatype
+	if err := newError(op, C.tdmpi_type_big(datatypes[b.k], C.MPI_Count(b.n), C.MPI_Count(bigBlock), &t)); err != nil {
+		return t, 0, false, err
+	}
+	return t, 1, true, nil
+}
+
+func freeType(t C.MPI_Datatype, derived bool) {
+	if derived {
+		C.tdmpi_type_free(t)
+	}
+}
+
+// count32 converts a count for calls that take a C int count.
+func count32(op string, n int) (C.int, error) {
+	if n < 0 || n > math.MaxInt32 {
+		return 0, argError(op, C.MPI_ERR_COUNT, "count %d out of range [0, %d]", n, math.MaxInt32)
+	}
+	return C.int(n), nil
+}

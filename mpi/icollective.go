@@ -1,0 +1,192 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+// #include "shim.h"
+import "C"
+
+import "unsafe"
+
+// Nonblocking collectives. Each starts the operation and returns a Request
+// to complete with Wait, Test, WaitAll or WaitAny; its buffers stay pinned
+// until then, as those of Isend and Irecv. Every process of the
+// communicator starts the same collectives in the same order (MPI matches
+// them by order, not by tag), and may overlap them with other work. Their
+// arguments are those of the blocking collectives, checked the same way.
+
+// Ibcast starts sending buf from root to every other process of c, as
+// MPI_Ibcast. Any length works, as with Bcast.
+func Ibcast[T Scalar](c *Comm, buf []T, root int) (*Request, error) {
+	const op = "MPI_Ibcast"
+	h, err := c.rootArgs(op, root)
+	if err != nil {
+		return nil, err
+	}
+	return istart(op, bufOf(buf), true, func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer, q *C.MPI_Request) C.int {
+		return C.MPI_Ibcast(b, n, dt, C.int(root), h, q)
+	})
+}
+
+// Iallreduce starts combining send from every process of c with op into
+// recv on every process, as MPI_Iallreduce. Any length works: beyond 2^30
+// elements it starts one MPI_Iallreduce per piece, all completed by the
+// one Request.
+func Iallreduce[T Scalar](c *Comm, send, recv []T, op Op) (*Request, error) {
+	return iallreduce(c, send, recv, op, false)
+}
+
+// IallreduceInPlace is Iallreduce with one buffer: buf holds each
+// process's contribution and receives the result (MPI_IN_PLACE).
+func IallreduceInPlace[T Scalar](c *Comm, buf []T, op Op) (*Request, error) {
+	return iallreduce(c, buf, buf, op, true)
+}
+
+func iallreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) (*Request, error) {
+	const name = "MPI_Iallreduce"
+	k := kindOf[T]()
+	h, err := allreduceArgs(c, name, k, len(send), len(recv), op, inplace)
+	if err != nil {
+		return nil, err
+	}
+	reap()
+	sb, rb := bufOf(send), bufOf(recv)
+	r := newRequest(name, k, rb.size, true, sb.ptr, rb.ptr)
+	var hs []C.MPI_Request
+	err = chunks(len(recv), func(off, m int) error {
+		var q C.MPI_Request
+		err := newError(name, C.tdmpi_iallreduce(sb.at(off, m), cbool(inplace), rb.at(off, m), C.int(m), datatypes[k], ops[op], h, &q))
+		if err == nil {
+			hs = append(hs, q)
+		}
+		return err
+	})
+	return r.start(err, hs...)
+}
+
+// Ireduce starts combining send from every process of c with op into recv
+// at root, as MPI_Ireduce. recv must have len(send) elements at root and is
+// ignored elsewhere. Any length works, in pieces as Iallreduce.
+func Ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int) (*Request, error) {
+	return ireduce(c, send, recv, op, root, false)
+}
+
+// IreduceInPlace is Ireduce with one buffer: buf holds each process's
+// contribution, and at root it receives the result. Only root passes
+// MPI_IN_PLACE, as for ReduceInPlace.
+func IreduceInPlace[T Scalar](c *Comm, buf []T, op Op, root int) (*Request, error) {
+	return ireduce(c, buf, buf, op, root, true)
+}
+
+func ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) (*Request, error) {
+	const name = "MPI_Ireduce"
+	k := kindOf[T]()
+	h, n, inplace, err := reduceArgs(c, name, k, len(send), len(recv), op, root, inplace)
+	if err != nil {
+		return nil, err
+	}
+	reap()
+	sb, rb := bufOf(send), bufOf(recv)
+	r := newRequest(name, k, sb.size, true, sb.ptr, rb.ptr)
+	var hs []C.MPI_Request
+	err = chunks(n, func(off, m int) error {
+		s, rp := sb.at(off, m), unsafe.Pointer(nil)
+		if c.rank == root {
+			rp = rb.at(off, m)
+		}
+		var q C.MPI_Request
+		err := newError(name, C.tdmpi_ireduce(s, cbool(inplace), rp, C.int(m), datatypes[k], ops[op], C.int(root), h, &q))
+		if err == nil {
+			hs = append(hs, q)
+		}
+		return err
+	})
+	return r.start(err, hs...)
+}
+
+// Iallgatherv starts collecting len(send) elements from each process of c
+// into recv on every process, rank i's block at
+// recv[displs[i]:displs[i]+counts[i]], as MPI_Iallgatherv. nil displs packs
+// the blocks in rank order.
+func Iallgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int) (*Request, error) {
+	return iallgatherv(c, send, recv, counts, displs, false)
+}
+
+// IallgathervInPlace is Iallgatherv with one buffer: buf is the receive
+// buffer, each process's own block already in place (MPI_IN_PLACE).
+func IallgathervInPlace[T Scalar](c *Comm, buf []T, counts, displs []int) (*Request, error) {
+	return iallgatherv(c, buf, buf, counts, displs, true)
+}
+
+func iallgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, inplace bool) (*Request, error) {
+	const op = "MPI_Iallgatherv"
+	h, cc, cd, err := allgathervArgs(c, op, len(send), len(recv), counts, displs, inplace)
+	if err != nil {
+		return nil, err
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return vstart(op, rb, sb.ptr, cc, cd, func(q *C.MPI_Request) C.int {
+		return C.tdmpi_iallgatherv(sb.ptr, cbool(inplace), C.int(len(send)), rb.ptr, cptr(cc), cptr(cd), datatypes[rb.k], h, q)
+	})
+}
+
+// vstart starts the nonblocking v-collective op on buffers b and other by
+// calling call. MPI reads the counts cc and displacements cd until the
+// operation completes, so they are pinned with the buffers.
+func vstart(op string, b buffer, other unsafe.Pointer, cc, cd []C.int, call func(q *C.MPI_Request) C.int) (*Request, error) {
+	reap()
+	r := newRequest(op, b.k, b.size, true, b.ptr, other, unsafe.Pointer(cptr(cc)), unsafe.Pointer(cptr(cd)))
+	var q C.MPI_Request
+	return r.start(newError(op, call(&q)), q)
+}
+
+// Igatherv starts collecting len(send) elements from each process of c
+// into recv at root, as MPI_Igatherv (see Gatherv).
+func Igatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
+	return igatherv(c, send, recv, counts, displs, root, false)
+}
+
+// IgathervInPlace is Igatherv with one buffer, as GathervInPlace: root's
+// block is already in place in buf at root; elsewhere buf is the block sent.
+func IgathervInPlace[T Scalar](c *Comm, buf []T, counts, displs []int, root int) (*Request, error) {
+	return igatherv(c, buf, buf, counts, displs, root, true)
+}
+
+func igatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, root int, inplace bool) (*Request, error) {
+	const op = "MPI_Igatherv"
+	inplace = inplace && c != nil && c.rank == root
+	h, sn, cc, cd, err := gathervArgs(c, op, len(send), len(recv), counts, displs, root, inplace)
+	if err != nil {
+		return nil, err
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return vstart(op, sb, rb.ptr, cc, cd, func(q *C.MPI_Request) C.int {
+		return C.tdmpi_igatherv(sb.ptr, cbool(inplace), sn, rb.ptr, cptr(cc), cptr(cd), datatypes[sb.k], C.int(root), h, q)
+	})
+}
+
+// Iscatterv starts sending send[displs[i]:displs[i]+counts[i]] from root to
+// rank i of c, which receives it into recv, as MPI_Iscatterv (see Scatterv).
+func Iscatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root int) (*Request, error) {
+	return iscatterv(c, send, counts, displs, recv, root, false)
+}
+
+// IscattervInPlace is Iscatterv with one buffer, as ScattervInPlace: at
+// root buf is the send buffer and root's block stays in it; elsewhere buf
+// receives the block.
+func IscattervInPlace[T Scalar](c *Comm, buf []T, counts, displs []int, root int) (*Request, error) {
+	return iscatterv(c, buf, counts, displs, buf, root, true)
+}
+
+func iscatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root int, inplace bool) (*Request, error) {
+	const op = "MPI_Iscatterv"
+	inplace = inplace && c != nil && c.rank == root
+	h, rn, cc, cd, err := scattervArgs(c, op, len(send), len(recv), counts, displs, root)
+	if err != nil {
+		return nil, err
+	}
+	sb, rb := bufOf(send), bufOf(recv)
+	return vstart(op, rb, sb.ptr, cc, cd, func(q *C.MPI_Request) C.int {
+		return C.tdmpi_iscatterv(sb.ptr, cptr(cc), cptr(cd), rb.ptr, cbool(inplace), rn, datatypes[rb.k], C.int(root), h, q)
+	})
+}

@@ -1,0 +1,147 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mpi
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// inflight is a nonblocking operation MPI has not completed: its MPI
+// handles (several for a reduction in pieces) and the pinner that keeps its
+// buffers in place. The registry refers to it until the operation
+// completes, whether or not anyone still holds its Request: the pinner is
+// never unreachable while it pins (Go's runtime panics at the next
+// collection if it is), and MPI never writes into memory Go has freed.
+type inflight struct {
+	hs   []C.MPI_Request
+	pin  runtime.Pinner
+	op   string
+	k    kind
+	size int
+	coll bool // a collective: no message status
+	lost bool // its Request was collected before completion
+}
+
+var registry struct {
+	mu   sync.Mutex
+	live map[*inflight]struct{}
+	lost atomic.Int64 // how many of live are lost
+}
+
+func register(f *inflight) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if registry.live == nil {
+		registry.live = make(map[*inflight]struct{})
+	}
+	registry.live[f] = struct{}{}
+}
+
+// release unregisters f, completed, and unpins its buffers.
+func (f *inflight) release() {
+	registry.mu.Lock()
+	delete(registry.live, f)
+	registry.mu.Unlock()
+	f.pin.Unpin()
+}
+
+// complete reports whether every handle of f is done.
+func (f *inflight) complete() bool {
+	for _, h := range f.hs {
+		if h != requestNull {
+			return false
+		}
+	}
+	return true
+}
+
+// orphan runs as the cleanup of a Request collected before its operation
+// completed. It only marks the operation: cleanups must not block, and MPI
+// may be finalising. reap completes it later.
+func orphan(f *inflight) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if _, ok := registry.live[f]; ok && !f.lost {
+		f.lost = true
+		registry.lost.Add(1)
+	}
+}
+
+// reap tests the operations whose Requests were dropped and releases those
+// MPI has completed. It is cheap when nothing was dropped.
+func reap() {
+	if registry.lost.Load() == 0 {
+		return
+	}
+	defer enter("MPI_Test").leave() // before the registry lock, as Finalize
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	for f := range registry.live {
+		if !f.lost {
+			continue
+		}
+		var st C.tdmpi_status
+		done, rc := f.test(&st)
+		if rc != C.MPI_SUCCESS {
+			// An error nobody can receive: the operation is over all the
+			// same, and MPI has freed its handles.
+			done = true
+		}
+		if done {
+			delete(registry.live, f)
+			registry.lost.Add(-1)
+			f.pin.Unpin()
+		}
+	}
+}
+
+// InFlight returns the number of nonblocking operations started and not
+// yet complete, including those whose Request was dropped, after releasing
+// the dropped ones MPI has completed since. A program that drops Requests
+// can call it to have their buffers unpinned and see what remains.
+func InFlight() int {
+	reap()
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return len(registry.live)
+}
+
+// inFlight describes the operations in flight, such as
+// "MPI_Isend ×2 (1 dropped), MPI_Irecv". The registry lock must be held.
+func inFlight() string {
+	type count struct{ n, lost int }
+	counts := map[string]*count{}
+	for f := range registry.live {
+		c := counts[f.op]
+		if c == nil {
+			c = &count{}
+			counts[f.op] = c
+		}
+		c.n++
+		if f.lost {
+			c.lost++
+		}
+	}
+	var parts []string
+	for op, c := range counts {
+		s := op
+		if c.n > 1 {
+			s = fmt.Sprintf("%s ×%d", op, c.n)
+		}
+		if c.lost > 0 {
+			s += fmt.Sprintf(" (%d dropped)", c.lost)
+		}
+		parts = append(parts, s)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
