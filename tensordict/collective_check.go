@@ -4,10 +4,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"slices"
-	"strings"
 
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -54,23 +53,11 @@ type structDesc struct {
 	Leaves []leafDesc `json:"l"`
 }
 
-// compareKeys orders keys part by part, which is tensordict's sorted
-// depth-first order: a nested TensorDict's leaves come where its name sorts
-// among its siblings.
-func compareKeys(a, b Key) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if c := strings.Compare(a[i], b[i]); c != 0 {
-			return c
-		}
-	}
-	return len(a) - len(b)
-}
-
 // sortedLeaves returns td's tensor leaves in sorted depth-first order, the
 // order every rank reduces them in, whatever order they were inserted in.
 func sortedLeaves(td *TensorDict) []Item {
 	items := td.Items(IncludeNested(), LeavesOnly())
-	slices.SortStableFunc(items, func(a, b Item) int { return compareKeys(a.Key, b.Key) })
+	slices.SortStableFunc(items, func(a, b Item) int { return codec.CompareKeys(a.Key, b.Key) })
 	return items
 }
 
@@ -95,46 +82,18 @@ func (d structDesc) encode() []byte {
 	return b
 }
 
-// fnvHash64 returns the FNV-1a hash of b.
-func fnvHash64(b []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64()
-}
-
-// structureHash returns a hash of the structure of td, given its sorted
-// leaves: the batch size, and each leaf's key parts, dtype and shape, every
-// item length-prefixed so that no two structures encode alike. It is what
-// the ranks compare before a reduction; describeStructure, which explains
-// a difference, is only built when the hashes differ.
+// structureHash returns the structure hash of td, given its sorted leaves:
+// the batch size, and each leaf's key, dtype and shape, in sorted order. It
+// is what the ranks compare before a reduction; describeStructure, which
+// explains a difference, is only built when the hashes differ.
 func structureHash(td *TensorDict, leaves []Item) uint64 {
-	h := fnv.New64a()
-	var b []byte
-	num := func(v int) { b = binary.LittleEndian.AppendUint64(b, uint64(v)) }
-	batch := td.BatchSize()
-	num(len(batch))
-	for _, d := range batch {
-		num(d)
-	}
-	num(len(leaves))
+	h := codec.NewHasher(codec.SortedOrder, td.batch, len(leaves))
 	for _, it := range leaves {
-		num(len(it.Key))
-		for _, p := range it.Key {
-			num(len(p))
-			b = append(b, p...)
-		}
 		x := it.Tensor
-		num(int(x.DType()))
-		num(x.Dim())
-		for i := range x.Dim() {
-			num(x.Size(i))
-		}
-		if len(b) > 4096 {
-			h.Write(b)
-			b = b[:0]
-		}
+		k := it.Key
+		var dims [8]int
+		h.Leaf(k[:len(k)-1], k[len(k)-1], x.DType(), shapeInto(dims[:0], x))
 	}
-	h.Write(b)
 	return h.Sum64()
 }
 
@@ -157,7 +116,7 @@ func (d structDesc) diff(me int, ref structDesc, r int) (k Key, detail string, o
 		case j == len(ref.Leaves):
 			c = -1
 		default:
-			c = compareKeys(d.Leaves[i].Key, ref.Leaves[j].Key)
+			c = codec.CompareKeys(d.Leaves[i].Key, ref.Leaves[j].Key)
 		}
 		switch {
 		case c < 0:
