@@ -85,20 +85,23 @@ var tricky = []string{
 	` { "cls" : "TensorDict" , "cls_metadata" : { "batch_size" : [ 2 ] } , "n" : { "cls" : "TensorDict" , "cls_metadata" : { "batch_size" : [ 2 , 3 ] } } } `,
 }
 
-// checkOracle decodes meta with Decode and with the oracle and fails
-// unless both refuse it or both give the same tree. It also checks that
+// checkOracle decodes meta with Decode and with the oracles (encoding/json's,
+// and jsontext's with GOEXPERIMENT=jsonv2) and fails unless all refuse it
+// or all give the same tree. It also checks that
 // MetaHash and MetaStructure agree with Decode.
 func checkOracle(t *testing.T, meta []byte, stLen int, lim Limits) {
 	t.Helper()
 	root, class, err := Decode(meta, stLen, lim)
-	oroot, oclass, oerr := oracleDecode(meta, stLen, lim)
-	switch {
-	case err != nil && oerr != nil:
-	case err != nil || oerr != nil:
-		t.Fatalf("verdicts differ:\ndecode: %v\noracle: %v\nmeta: %.300q", err, oerr, meta)
-	default:
-		if a, b := dump(root, class), dump(oroot, oclass); a != b {
-			t.Fatalf("trees differ:\ndecode:\n%s\noracle:\n%s\nmeta: %.300q", a, b, meta)
+	for i, alt := range alternatives {
+		oroot, oclass, oerr := alt(meta, stLen, lim)
+		switch {
+		case err != nil && oerr != nil:
+		case err != nil || oerr != nil:
+			t.Fatalf("verdicts differ:\ndecode: %v\noracle %d: %v\nmeta: %.300q", err, i, oerr, meta)
+		default:
+			if a, b := dump(root, class), dump(oroot, oclass); a != b {
+				t.Fatalf("trees differ:\ndecode:\n%s\noracle %d:\n%s\nmeta: %.300q", a, i, b, meta)
+			}
 		}
 	}
 	if lim != DefaultLimits() {

@@ -16,30 +16,89 @@ import (
 )
 
 // The oracle is a second, independent reader of consolidated metadata,
-// built on encoding/json's Decoder.Token: it decodes into the same Node
+// built on a library's JSON tokenizer (encoding/json's Decoder.Token;
+// jsontext's too, with GOEXPERIMENT=jsonv2): it decodes into the same Node
 // descriptor and applies the rules of the format as the package doc states
 // them, without sharing any code with the hand reader (json.go, decode.go)
 // but the descriptor types. Tests compare the two: the same descriptor, or
 // both an error (the texts are not compared).
 
-// oracleDecode decodes meta as Decode does.
-func oracleDecode(meta []byte, stLen int, lim Limits) (*Node, string, error) {
-	if len(meta) > lim.MaxMetadataBytes {
-		return nil, "", errors.New("too long")
+// tokenizer is what the oracle reads JSON with: a library's tokenizer
+// behind a small adapter (encoding/json's here; jsontext's in
+// jsontext_test.go, built with GOEXPERIMENT=jsonv2).
+type tokenizer interface {
+	// next returns the next token: its kind ('{', '}', '[', ']', '"' with
+	// the decoded string as text, '0' with the number's literal as text,
+	// 't', 'f' or 'n').
+	next() (kind byte, text string, err error)
+	// more reports whether another member or element follows in the
+	// current object or array.
+	more() bool
+	// end returns nil if nothing but white space follows the value.
+	end() error
+}
+
+// stdTokenizer is encoding/json's Decoder.Token.
+type stdTokenizer struct{ dec *json.Decoder }
+
+func newStdTokenizer(meta []byte) *stdTokenizer {
+	dec := json.NewDecoder(bytes.NewReader(meta))
+	dec.UseNumber()
+	return &stdTokenizer{dec}
+}
+
+func (z *stdTokenizer) next() (byte, string, error) {
+	t, err := z.dec.Token()
+	if err != nil {
+		return 0, "", err
 	}
+	switch x := t.(type) {
+	case json.Delim:
+		return byte(x), "", nil
+	case string:
+		return '"', x, nil
+	case json.Number:
+		return '0', string(x), nil
+	case bool:
+		if x {
+			return 't', "", nil
+		}
+		return 'f', "", nil
+	}
+	return 'n', "", nil
+}
+
+func (z *stdTokenizer) more() bool { return z.dec.More() }
+
+func (z *stdTokenizer) end() error {
+	if _, err := z.dec.Token(); err != io.EOF {
+		return fmt.Errorf("trailing data: %v: %w", err, errOracle)
+	}
+	return nil
+}
+
+// oracleDecode decodes meta as Decode does, with encoding/json.
+func oracleDecode(meta []byte, stLen int, lim Limits) (*Node, string, error) {
 	// encoding/json replaces invalid UTF-8 in strings; the format refuses
 	// it (and outside strings it is a syntax error anyway).
 	if !utf8.Valid(meta) {
 		return nil, "", errors.New("invalid UTF-8")
 	}
-	o := &oracle{dec: json.NewDecoder(bytes.NewReader(meta)), lim: lim, stLen: stLen}
-	o.dec.UseNumber()
+	return decodeWith(newStdTokenizer(meta), meta, stLen, lim)
+}
+
+// decodeWith decodes meta, read by tz, as Decode does.
+func decodeWith(tz tokenizer, meta []byte, stLen int, lim Limits) (*Node, string, error) {
+	if len(meta) > lim.MaxMetadataBytes {
+		return nil, "", errors.New("too long")
+	}
+	o := &oracle{tz: tz, lim: lim, stLen: stLen}
 	root, err := o.node(nil, "", true)
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := o.dec.Token(); err != io.EOF {
-		return nil, "", fmt.Errorf("trailing data: %v", err)
+	if err := tz.end(); err != nil {
+		return nil, "", err
 	}
 	if err := o.overlap(root); err != nil {
 		return nil, "", err
@@ -48,7 +107,7 @@ func oracleDecode(meta []byte, stLen int, lim Limits) (*Node, string, error) {
 }
 
 type oracle struct {
-	dec     *json.Decoder
+	tz      tokenizer
 	lim     Limits
 	stLen   int
 	depth   int
@@ -59,66 +118,60 @@ type oracle struct {
 var errOracle = errors.New("oracle: refused")
 
 // token reads the next token, keeping track of the depth.
-func (o *oracle) token() (json.Token, error) {
-	t, err := o.dec.Token()
+func (o *oracle) token() (byte, string, error) {
+	k, text, err := o.tz.next()
 	if err != nil {
-		return nil, err
+		return 0, "", err
 	}
-	if d, ok := t.(json.Delim); ok {
-		switch d {
-		case '{', '[':
-			o.depth++
-			if o.depth > o.lim.MaxDepth {
-				return nil, fmt.Errorf("too deep: %w", errOracle)
-			}
-		default:
-			o.depth--
+	switch k {
+	case '{', '[':
+		o.depth++
+		if o.depth > o.lim.MaxDepth {
+			return 0, "", fmt.Errorf("too deep: %w", errOracle)
 		}
+	case '}', ']':
+		o.depth--
 	}
-	return t, nil
+	return k, text, nil
 }
 
-func (o *oracle) open(want json.Delim) error {
-	t, err := o.token()
+func (o *oracle) open(want byte) error {
+	k, _, err := o.token()
 	if err != nil {
 		return err
 	}
-	if t != want {
-		return fmt.Errorf("want %v, got %v: %w", want, t, errOracle)
+	if k != want {
+		return fmt.Errorf("want %c, got %c: %w", want, k, errOracle)
 	}
 	return nil
 }
 
+// close consumes the end of the current container.
+func (o *oracle) close() error {
+	_, _, err := o.token()
+	return err
+}
+
 // value reads any value into the canonical form.
 func (o *oracle) value() (any, error) {
-	t, err := o.token()
+	k, text, err := o.token()
 	if err != nil {
 		return nil, err
 	}
-	return o.rest(t)
-}
-
-// rest reads the value that starts with token t.
-func (o *oracle) rest(t json.Token) (any, error) {
-	switch x := t.(type) {
-	case json.Delim:
-		if x == '[' {
-			s := []any{}
-			for o.dec.More() {
-				v, err := o.value()
-				if err != nil {
-					return nil, err
-				}
-				s = append(s, v)
+	switch k {
+	case '[':
+		s := []any{}
+		for o.tz.more() {
+			v, err := o.value()
+			if err != nil {
+				return nil, err
 			}
-			_, err := o.token()
-			return s, err
+			s = append(s, v)
 		}
-		if x != '{' {
-			return nil, errOracle
-		}
+		return s, o.close()
+	case '{':
 		m := map[string]any{}
-		for o.dec.More() {
+		for o.tz.more() {
 			k, err := o.str()
 			if err != nil {
 				return nil, err
@@ -130,58 +183,63 @@ func (o *oracle) rest(t json.Token) (any, error) {
 				return nil, err
 			}
 		}
-		_, err := o.token()
-		return m, err
-	case json.Number:
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+		return m, o.close()
+	case '0':
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
 			return i, nil
 		}
-		f, err := strconv.ParseFloat(string(x), 64)
+		f, err := strconv.ParseFloat(text, 64)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("number %s: %w", x, errOracle)
+			return nil, fmt.Errorf("number %s: %w", text, errOracle)
 		}
 		return f, nil
+	case '"':
+		return text, nil
+	case 't':
+		return true, nil
+	case 'f':
+		return false, nil
+	case 'n':
+		return nil, nil
 	}
-	return t, nil // string, bool, nil
+	return nil, fmt.Errorf("unexpected %c: %w", k, errOracle)
 }
 
 func (o *oracle) str() (string, error) {
-	t, err := o.token()
+	k, text, err := o.token()
 	if err != nil {
 		return "", err
 	}
-	s, ok := t.(string)
-	if !ok {
-		return "", fmt.Errorf("want a string, got %v: %w", t, errOracle)
+	if k != '"' {
+		return "", fmt.Errorf("want a string, got %c: %w", k, errOracle)
 	}
-	return s, nil
+	return text, nil
 }
 
 // nullOrString reads null or a string.
 func (o *oracle) nullOrString() error {
-	t, err := o.token()
+	k, _, err := o.token()
 	if err != nil {
 		return err
 	}
-	if _, ok := t.(string); !ok && t != nil {
-		return fmt.Errorf("want null or a string, got %v: %w", t, errOracle)
+	if k != '"' && k != 'n' {
+		return fmt.Errorf("want null or a string, got %c: %w", k, errOracle)
 	}
 	return nil
 }
 
 // integer reads a JSON integer (no fraction, no exponent) that fits an int.
 func (o *oracle) integer() (int, error) {
-	t, err := o.token()
+	k, text, err := o.token()
 	if err != nil {
 		return 0, err
 	}
-	n, ok := t.(json.Number)
-	if !ok || strings.ContainsAny(string(n), ".eE") {
-		return 0, fmt.Errorf("want an integer, got %v: %w", t, errOracle)
+	if k != '0' || strings.ContainsAny(text, ".eE") {
+		return 0, fmt.Errorf("want an integer, got %c %s: %w", k, text, errOracle)
 	}
-	v, err := strconv.ParseInt(string(n), 10, strconv.IntSize)
+	v, err := strconv.ParseInt(text, 10, strconv.IntSize)
 	if err != nil {
-		return 0, fmt.Errorf("integer %s: %w", n, errOracle)
+		return 0, fmt.Errorf("integer %s: %w", text, errOracle)
 	}
 	return int(v), nil
 }
@@ -192,7 +250,7 @@ func (o *oracle) ints() ([]int, error) {
 		return nil, err
 	}
 	s := []int{}
-	for o.dec.More() {
+	for o.tz.more() {
 		v, err := o.integer()
 		if err != nil {
 			return nil, err
@@ -202,8 +260,7 @@ func (o *oracle) ints() ([]int, error) {
 		}
 		s = append(s, v)
 	}
-	_, err := o.token()
-	return s, err
+	return s, o.close()
 }
 
 func (o *oracle) count() error {
@@ -224,7 +281,7 @@ func (o *oracle) node(parent *Node, name string, top bool) (*Node, error) {
 	}
 	var sawCls, sawCM bool
 	names := -1
-	for o.dec.More() {
+	for o.tz.more() {
 		key, err := o.str()
 		if err != nil {
 			return nil, err
@@ -280,7 +337,7 @@ func (o *oracle) node(parent *Node, name string, top bool) (*Node, error) {
 			n.Children = append(n.Children, Child{Name: key, Node: c})
 		}
 	}
-	if _, err := o.token(); err != nil {
+	if err := o.close(); err != nil {
 		return nil, err
 	}
 	if !sawCls || !sawCM {
@@ -310,7 +367,7 @@ func (o *oracle) nonTensors(n *Node) error {
 	if err := o.open('{'); err != nil {
 		return err
 	}
-	for o.dec.More() {
+	for o.tz.more() {
 		name, err := o.str()
 		if err != nil {
 			return err
@@ -322,7 +379,7 @@ func (o *oracle) nonTensors(n *Node) error {
 			return err
 		}
 		var v any
-		for i := 0; o.dec.More(); i++ {
+		for i := 0; o.tz.more(); i++ {
 			switch i {
 			case 0:
 				v, err = o.value()
@@ -337,20 +394,19 @@ func (o *oracle) nonTensors(n *Node) error {
 				return err
 			}
 		}
-		if _, err := o.token(); err != nil {
+		if err := o.close(); err != nil {
 			return err
 		}
 		n.NonTensors = append(n.NonTensors, NonTensor{Name: name, Value: v})
 	}
-	_, err := o.token()
-	return err
+	return o.close()
 }
 
 func (o *oracle) leaves(n *Node) error {
 	if err := o.open('{'); err != nil {
 		return err
 	}
-	for o.dec.More() {
+	for o.tz.more() {
 		name, err := o.str()
 		if err != nil {
 			return err
@@ -363,7 +419,7 @@ func (o *oracle) leaves(n *Node) error {
 		}
 		l := Leaf{Name: name, Node: n}
 		i := 0
-		for ; o.dec.More(); i++ {
+		for ; o.tz.more(); i++ {
 			switch i {
 			case 0:
 				var s string
@@ -387,7 +443,7 @@ func (o *oracle) leaves(n *Node) error {
 				return err
 			}
 		}
-		if _, err := o.token(); err != nil {
+		if err := o.close(); err != nil {
 			return err
 		}
 		if i != 5 {
@@ -395,8 +451,7 @@ func (o *oracle) leaves(n *Node) error {
 		}
 		n.Leaves = append(n.Leaves, l)
 	}
-	_, err := o.token()
-	return err
+	return o.close()
 }
 
 // clsMetadata reads cls_metadata and returns the number of names (-1 for
@@ -406,7 +461,7 @@ func (o *oracle) clsMetadata(n *Node) (int, error) {
 		return 0, err
 	}
 	names, sawBatch := -1, false
-	for o.dec.More() {
+	for o.tz.more() {
 		key, err := o.str()
 		if err != nil {
 			return 0, err
@@ -435,13 +490,12 @@ func (o *oracle) clsMetadata(n *Node) (int, error) {
 			n.Batch, err = o.ints()
 			sawBatch = true
 		case "is_locked":
-			var t json.Token
-			if t, err = o.token(); err == nil {
-				b, ok := t.(bool)
-				if !ok {
-					err = fmt.Errorf("is_locked %v: %w", t, errOracle)
+			var k byte
+			if k, _, err = o.token(); err == nil {
+				if k != 't' && k != 'f' {
+					err = fmt.Errorf("is_locked %c: %w", k, errOracle)
 				}
-				n.Locked = b
+				n.Locked = k == 't'
 			}
 		default:
 			_, err = o.value()
@@ -450,7 +504,7 @@ func (o *oracle) clsMetadata(n *Node) (int, error) {
 			return 0, err
 		}
 	}
-	if _, err := o.token(); err != nil {
+	if err := o.close(); err != nil {
 		return 0, err
 	}
 	if !sawBatch {
