@@ -89,10 +89,7 @@ func (d structDesc) encode() []byte {
 func structureHash(td *TensorDict, leaves []Item) uint64 {
 	h := codec.NewHasher(codec.SortedOrder, td.batch, len(leaves))
 	for _, it := range leaves {
-		x := it.Tensor
-		k := it.Key
-		var dims [8]int
-		h.Leaf(k[:len(k)-1], k[len(k)-1], x.DType(), shapeInto(dims[:0], x))
+		h.TensorLeaf(it.Key[:len(it.Key)-1], it.Key[len(it.Key)-1], it.Tensor)
 	}
 	return h.Sum64()
 }

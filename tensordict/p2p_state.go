@@ -222,8 +222,7 @@ func (s *p2pState) hashSorted() uint64 {
 	h := codec.NewHasher(codec.SortedOrder, nil, len(s.sorted))
 	for _, i := range s.sorted {
 		l := &s.leaves[i]
-		var dims [8]int
-		h.Leaf(l.key[:len(l.key)-1], l.key[len(l.key)-1], l.t.DType(), shapeInto(dims[:0], l.t))
+		h.TensorLeaf(l.key[:len(l.key)-1], l.key[len(l.key)-1], l.t)
 	}
 	return h.Sum64()
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
-	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // structureOf returns td's structure, its leaves in storage order. The
@@ -76,8 +75,7 @@ func hashLeaves(h *codec.Hasher, td *TensorDict, path []string) {
 		e := &td.entries[i]
 		switch e.kind {
 		case kindTensor:
-			var dims [8]int
-			h.Leaf(path, e.name, e.t.DType(), shapeInto(dims[:0], e.t))
+			h.TensorLeaf(path, e.name, e.t)
 		case kindTD:
 			hashLeaves(h, e.td, append(path, e.name))
 		}
@@ -124,13 +122,4 @@ func DiffStructureMeta(td *TensorDict, meta []byte) error {
 		return fmt.Errorf("tensordict: DiffStructureMeta: %w", err)
 	}
 	return nil
-}
-
-// shapeInto appends t's shape to buf: with room in buf (a small array on the
-// caller's stack, say), without allocating.
-func shapeInto(buf []int, t *tensor.Tensor) []int {
-	for d := range t.Dim() {
-		buf = append(buf, t.Size(d))
-	}
-	return buf
 }

@@ -42,25 +42,19 @@ var readers = []reader{
 // batch [4], 100 to a nested TensorDict, as tensordict's benchmarks lay
 // them out, and the storage size.
 func manyLeavesMeta(n int) ([]byte, int) {
-	w := Writer{}
 	batch := []int{4}
-	w.BeginNode()
-	w.BeginLeaves()
-	w.EndLeaves(batch, false)
+	leaf := tensor.Zeros(tensor.Float32, 4, 3)
+	b := AppendNodeMetadata(AppendLeavesStart(AppendNodeStart(nil)), batch, false)
 	off := 0
 	for i := 0; i < n; i += 100 {
-		w.Child(fmt.Sprintf("node%03d", i/100))
-		w.BeginNode()
-		w.BeginLeaves()
+		b = AppendLeavesStart(AppendNodeStart(AppendChild(b, fmt.Sprintf("node%03d", i/100))))
 		for j := i; j < min(i+100, n); j++ {
-			w.Leaf(fmt.Sprintf("leaf%03d", j%100), tensor.Float32, []int{4, 3}, off, off+48, 0)
+			b = AppendLeaf(b, fmt.Sprintf("leaf%03d", j%100), leaf, off, off+48, 0)
 			off += 48
 		}
-		w.EndLeaves(batch, false)
-		w.EndNode()
+		b = AppendNodeEnd(AppendNodeMetadata(b, batch, false))
 	}
-	w.EndNode()
-	return w.B, off
+	return AppendNodeEnd(b), off
 }
 
 func BenchmarkReader(b *testing.B) {
@@ -107,17 +101,15 @@ func TestReadersAgree(t *testing.T) {
 var alternatives = []func(meta []byte, stLen int, lim Limits) (*Node, string, error){oracleDecode}
 
 func BenchmarkWriter10k(b *testing.B) {
-	buf := make([]byte, 0, 1<<20)
+	buf := make([]byte, 0, MetadataSize(1, 10000))
+	leaf := tensor.Zeros(tensor.Float32, 4, 3)
 	b.ReportAllocs()
 	for b.Loop() {
-		w := Writer{B: buf[:0]}
-		w.BeginNode()
-		w.BeginLeaves()
+		m := AppendLeavesStart(AppendNodeStart(buf[:0]))
 		for i := range 10000 {
-			w.Leaf("leaf", tensor.Float32, []int{4, 3}, 48*i, 48*i+48, 0)
+			m = AppendLeaf(m, "leaf", leaf, 48*i, 48*i+48, 0)
 		}
-		w.EndLeaves([]int{4}, false)
-		w.EndNode()
+		buf = AppendNodeEnd(AppendNodeMetadata(m, []int{4}, false))
 	}
 }
 

@@ -6,13 +6,14 @@
 // the one structure hash that peers compare.
 //
 // It works on neutral descriptions and does not import tensordict:
-// tensordict walks its TensorDicts to drive a Writer and to feed a Hasher,
-// and builds TensorDicts from the Node tree that Decode returns.
+// tensordict walks its TensorDicts to call the metadata writer and to feed
+// a Hasher, and builds TensorDicts from the Node tree that Decode returns.
 //
 // # Files
 //
-//   - encode.go: Writer, the metadata writer (field order, leaf arrays,
-//     cls_metadata) and AppendValue, the encoding of non-tensor values.
+//   - encode.go: the metadata writer (AppendNodeStart, AppendLeaf and the
+//     other Append functions: field order, leaf arrays, cls_metadata) and
+//     AppendValue, the encoding of non-tensor values.
 //     String escaping is internal/jsonesc's, shared with memmap.
 //   - decode.go: Decode and Decoder, the reader of untrusted metadata into
 //     a Node tree (Leaf, NonTensor, Child), with every check: schema,

@@ -10,13 +10,14 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// Writer appends consolidated metadata to B, in Python tensordict's field
-// order. It is the one metadata writer: the caller walks its tree and
-// calls, for each node,
+// The metadata writer: functions that append the parts of consolidated
+// metadata to a buffer, in Python tensordict's field order, and return it.
+// The caller walks its tree and, for each node, appends
 //
-//	BeginNode, NonTensor for each non-tensor value, BeginLeaves,
-//	Leaf for each tensor leaf, EndLeaves, then for each nested
-//	TensorDict Child and the child's own calls, and finally EndNode
+//	AppendNodeStart, AppendNonTensor for each non-tensor value,
+//	AppendLeavesStart, AppendLeaf for each tensor leaf, AppendNodeMetadata,
+//	then for each nested TensorDict AppendChild and the child's node, and
+//	finally AppendNodeEnd
 //
 // which writes
 //
@@ -24,75 +25,86 @@ import (
 //	 "cls_metadata":{"device":null,"names":[null...],"batch_size":[...],"is_locked":false},
 //	 "child":{...},...}
 //
-// A Writer does not allocate when B has room (see Grow).
-type Writer struct {
-	B     []byte
-	first bool // no member yet in the non_tensors or leaves object being written
+// They do not allocate when the buffer has room (see MetadataSize). They
+// are plain functions of the buffer, not methods of a writer object, so
+// that the hot loop over leaves keeps the buffer in registers.
+
+// MetadataSize is a generous estimate of the metadata of a tree of nodes
+// nodes and leaves leaves, for sizing a buffer once.
+func MetadataSize(nodes, leaves int) int { return 64 + 160*nodes + 64*leaves }
+
+// AppendNodeStart opens a node and its non_tensors.
+func AppendNodeStart(b []byte) []byte {
+	return append(b, `{"cls":"TensorDict","non_tensors":{`...)
 }
 
-// Grow makes room in B for the metadata of a tree of about nodes nodes
-// and leaves leaves (one allocation, when B has too little).
-func (w *Writer) Grow(nodes, leaves int) {
-	if n := 64 + 160*nodes + 64*leaves; cap(w.B)-len(w.B) < n {
-		w.B = append(make([]byte, 0, len(w.B)+n), w.B...)
+// sep appends the comma before a member of the object being written,
+// unless it is the first.
+func sep(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] != '{' {
+		b = append(b, ',')
 	}
+	return b
 }
 
-// BeginNode opens a node and its non_tensors.
-func (w *Writer) BeginNode() {
-	w.B = append(w.B, `{"cls":"TensorDict","non_tensors":{`...)
-	w.first = true
-}
-
-// NonTensor writes "name":[value, batch, null]. The error, if value is not
-// JSON-able, names the value.
-func (w *Writer) NonTensor(name string, value any, batch []int) error {
-	if !w.first {
-		w.B = append(w.B, ',')
-	}
-	w.first = false
-	w.B = appendString(w.B, name)
-	w.B = append(w.B, ":["...)
-	b, err := AppendValue(w.B, value)
+// AppendNonTensor appends "name":[value, batch, null], a member of
+// non_tensors. The error, if value is not JSON-able, names the value.
+func AppendNonTensor(b []byte, name string, value any, batch []int) ([]byte, error) {
+	b = appendString(sep(b), name)
+	b = append(b, ":["...)
+	b, err := AppendValue(b, value)
 	if err != nil {
-		return fmt.Errorf("non-tensor %q: %w", name, err)
+		return nil, fmt.Errorf("non-tensor %q: %w", name, err)
 	}
 	b = append(b, ',')
 	b = appendInts(b, batch)
-	w.B = append(b, ",null]"...)
-	return nil
+	return append(b, ",null]"...), nil
 }
 
-// BeginLeaves closes non_tensors and opens leaves.
-func (w *Writer) BeginLeaves() {
-	w.B = append(w.B, `},"leaves":{`...)
-	w.first = true
-}
+// AppendLeavesStart closes non_tensors and opens leaves.
+func AppendLeavesStart(b []byte) []byte { return append(b, `},"leaves":{`...) }
 
-// Leaf writes "name":["torch.<dtype>", shape, start, stop, pad].
-func (w *Writer) Leaf(name string, dt tensor.DType, shape []int, start, stop, pad int) {
-	b := w.B
-	if !w.first {
-		b = append(b, ',')
+// dtypeFields holds, for each valid dtype, the text that follows a leaf's
+// name up to its shape: `:["torch.float32",`.
+var dtypeFields = func() (t [64]string) {
+	for d := range tensor.DType(len(t)) {
+		if d.Valid() {
+			t[d] = `:["torch.` + d.String() + `",`
+		}
 	}
-	w.first = false
-	b = appendString(b, name)
-	b = append(b, `:["torch.`...)
-	b = append(b, dt.String()...)
-	b = append(b, `",`...)
-	b = appendInts(b, shape)
-	b = append(b, ',')
+	return t
+}()
+
+// AppendLeaf appends "name":["torch.<dtype>", shape, start, stop, pad], a
+// member of leaves, with t's dtype and shape.
+func AppendLeaf(b []byte, name string, t *tensor.Tensor, start, stop, pad int) []byte {
+	b = appendString(sep(b), name)
+	if dt := t.DType(); int(dt) < len(dtypeFields) && dtypeFields[dt] != "" {
+		b = append(b, dtypeFields[dt]...)
+	} else {
+		b = append(b, `:["torch.`...)
+		b = append(b, dt.String()...)
+		b = append(b, `",`...)
+	}
+	b = append(b, '[')
+	for d := range t.Dim() {
+		if d > 0 {
+			b = append(b, ',')
+		}
+		b = appendInt(b, t.Size(d))
+	}
+	b = append(b, "],"...)
 	b = appendInt(b, start)
 	b = append(b, ',')
 	b = appendInt(b, stop)
 	b = append(b, ',')
 	b = appendInt(b, pad)
-	w.B = append(b, ']')
+	return append(b, ']')
 }
 
-// EndLeaves closes leaves and writes cls_metadata.
-func (w *Writer) EndLeaves(batch []int, locked bool) {
-	b := append(w.B, `},"cls_metadata":{"device":null,"names":[`...)
+// AppendNodeMetadata closes leaves and appends cls_metadata.
+func AppendNodeMetadata(b []byte, batch []int, locked bool) []byte {
+	b = append(b, `},"cls_metadata":{"device":null,"names":[`...)
 	for i := range batch {
 		if i > 0 {
 			b = append(b, ',')
@@ -103,18 +115,18 @@ func (w *Writer) EndLeaves(batch []int, locked bool) {
 	b = appendInts(b, batch)
 	b = append(b, `,"is_locked":`...)
 	b = strconv.AppendBool(b, locked)
-	w.B = append(b, '}')
+	return append(b, '}')
 }
 
-// Child starts the member of the nested TensorDict name; its node follows.
-func (w *Writer) Child(name string) {
-	w.B = append(w.B, ',')
-	w.B = appendString(w.B, name)
-	w.B = append(w.B, ':')
+// AppendChild starts the member of the nested TensorDict name; its node
+// follows.
+func AppendChild(b []byte, name string) []byte {
+	b = appendString(append(b, ','), name)
+	return append(b, ':')
 }
 
-// EndNode closes a node.
-func (w *Writer) EndNode() { w.B = append(w.B, '}') }
+// AppendNodeEnd closes a node.
+func AppendNodeEnd(b []byte) []byte { return append(b, '}') }
 
 // AppendClass appends the top-level member "_tensorclass_type":class to
 // meta, a complete metadata object, as Python's consolidated files carry

@@ -129,6 +129,20 @@ func (h *Hasher) Leaf(path []string, name string, dt tensor.DType, shape []int) 
 	h.h.ints(shape)
 }
 
+// TensorLeaf is Leaf with t's dtype and shape.
+func (h *Hasher) TensorLeaf(path []string, name string, t *tensor.Tensor) {
+	h.h.num(len(path) + 1)
+	for _, p := range path {
+		h.h.lenStr(p)
+	}
+	h.h.lenStr(name)
+	h.h.dtype(t.DType())
+	h.h.num(t.Dim())
+	for d := range t.Dim() {
+		h.h.num(t.Size(d))
+	}
+}
+
 // Sum64 returns the hash.
 func (h *Hasher) Sum64() uint64 { return uint64(h.h) }
 
