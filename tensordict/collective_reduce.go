@@ -129,7 +129,7 @@ func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, e
 		return nil, cl.spread(cl.size-int(f), local)
 	}
 	if v[0] != ^v[1] {
-		var desc structDesc
+		var desc codec.Structure
 		if td != nil {
 			desc = describeStructure(td, leaves)
 		}

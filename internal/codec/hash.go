@@ -148,17 +148,18 @@ func (h *Hasher) Sum64() uint64 { return uint64(h.h) }
 
 // StructLeaf is one tensor leaf of a Structure.
 type StructLeaf struct {
-	Key   Key
-	DType tensor.DType
-	Shape []int
+	Key   Key          `json:"k"`
+	DType tensor.DType `json:"d"`
+	Shape []int        `json:"s"`
 }
 
 // Structure is the neutral structure descriptor: a batch size and tensor
 // leaves, in the order of whoever built it (StorageOrder unless said
-// otherwise).
+// otherwise). Its JSON form (short member names, dtypes as numbers) is
+// what collective ranks exchange to explain a mismatch.
 type Structure struct {
-	Batch  []int
-	Leaves []StructLeaf
+	Batch  []int        `json:"b"`
+	Leaves []StructLeaf `json:"l"`
 }
 
 // Hash returns the structure hash of s with its leaves in order o: s's own
