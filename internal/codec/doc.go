@@ -28,6 +28,31 @@
 //     structure hash, FNV64a, MetaStructure and MetaHash.
 //   - key.go: Key (message formatting of keys) and CompareKeys, the sorted
 //     key order.
+//   - Tests: oracle_test.go is an independent reader on encoding/json's
+//     tokenizer (jsontext_test.go adds jsontext's, GOEXPERIMENT=jsonv2) that
+//     decode_test.go and the fuzz target compare Decode with, on the golden
+//     corpus testdata/golden (written by tensordict's TestMetaEncodeGolden,
+//     including the Python-written memmap fixture's TensorDict) and on the
+//     fixtures' meta.json files; bench_test.go times the readers.
+//
+// # Writing metadata
+//
+// The writer is a set of functions that append the parts of the metadata
+// to a buffer and return it, in Python tensordict's field order. The caller
+// walks its tree and, for each node, appends
+//
+//	AppendNodeStart, AppendNonTensor for each non-tensor value,
+//	AppendLeavesStart, AppendLeaf for each tensor leaf, AppendNodeMetadata,
+//	then for each nested TensorDict AppendChild and the child's node, and
+//	finally AppendNodeEnd
+//
+// which writes
+//
+//	{"cls":"TensorDict","non_tensors":{...},"leaves":{...},
+//	 "cls_metadata":{"device":null,"names":[null...],"batch_size":[...],"is_locked":false},
+//	 "child":{...},...}
+//
+// They do not allocate when the buffer has room (MetadataSize).
 //
 // # Errors
 //

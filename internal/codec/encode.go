@@ -10,24 +10,9 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// The metadata writer: functions that append the parts of consolidated
-// metadata to a buffer, in Python tensordict's field order, and return it.
-// The caller walks its tree and, for each node, appends
-//
-//	AppendNodeStart, AppendNonTensor for each non-tensor value,
-//	AppendLeavesStart, AppendLeaf for each tensor leaf, AppendNodeMetadata,
-//	then for each nested TensorDict AppendChild and the child's node, and
-//	finally AppendNodeEnd
-//
-// which writes
-//
-//	{"cls":"TensorDict","non_tensors":{...},"leaves":{...},
-//	 "cls_metadata":{"device":null,"names":[null...],"batch_size":[...],"is_locked":false},
-//	 "child":{...},...}
-//
-// They do not allocate when the buffer has room (see MetadataSize). They
-// are plain functions of the buffer, not methods of a writer object, so
-// that the hot loop over leaves keeps the buffer in registers.
+// The metadata writer (see "Writing metadata" in the package doc): plain
+// functions of the buffer, not methods of a writer object, so that the hot
+// loop over leaves keeps the buffer in registers.
 
 // MetadataSize is a generous estimate of the metadata of a tree of nodes
 // nodes and leaves leaves, for sizing a buffer once.
