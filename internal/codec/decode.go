@@ -260,21 +260,71 @@ func (d *Decoder) node(parent *Node, name string, top bool) (*Node, error) {
 	if n.names >= 0 && n.names != len(n.Batch) {
 		return nil, fmt.Errorf("%s: %d names for batch size %v", n.where(), n.names, n.Batch)
 	}
+	if err := d.finish(n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// finish checks node n, whose children are finished, against the storage
+// and its parent's batch size, and sets its subtree counts.
+func (d *Decoder) finish(n *Node) error {
 	for i := range n.Leaves {
 		if err := d.checkLeaf(n, &n.Leaves[i]); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	n.SubNodes, n.SubEntries, n.SubDims = 1, len(n.NonTensors)+len(n.Leaves)+len(n.Children), len(n.Batch)
 	for _, c := range n.Children {
 		if !startsWith(c.Node.Batch, n.Batch) {
-			return nil, fmt.Errorf("key %v: batch size %v does not start with parent batch size %v", n.Path().child(c.Name), c.Node.Batch, n.Batch)
+			return fmt.Errorf("key %v: batch size %v does not start with parent batch size %v", n.Path().child(c.Name), c.Node.Batch, n.Batch)
 		}
 		n.SubNodes += c.Node.SubNodes
 		n.SubEntries += c.Node.SubEntries
 		n.SubDims += c.Node.SubDims
 	}
-	return n, nil
+	return nil
+}
+
+// Check validates root, a tree that another reader built (one of the
+// metadata Python pickles, say), against a storage of stLen bytes, as
+// Decode validates the trees it reads: leaf dtypes, shapes and byte ranges,
+// overlaps, batch-size prefixes. It fills in what Decode computes (Parent,
+// Name and Level, each leaf's Node and NBytes, the subtree counts, each
+// child's First) and returns the leaves in storage order. The builder sets
+// Batch, Locked, NonTensors, Leaves (Name, DType, Shape, Start, Stop, Pad)
+// and Children (Name, Node); it bounds the depth of what it builds.
+func Check(root *Node, stLen int) ([]*Leaf, error) {
+	d := &Decoder{stLen: stLen}
+	if err := d.adopt(nil, root); err != nil {
+		return nil, err
+	}
+	if err := d.checkOverlap(root); err != nil {
+		return nil, err
+	}
+	return d.sorted, nil
+}
+
+// adopt links n under parent and checks its subtree, as Decode would have.
+func (d *Decoder) adopt(parent, n *Node) error {
+	n.Parent, n.Level = parent, 0
+	if parent != nil {
+		n.Level = parent.Level + 1
+	}
+	for i := range n.Leaves {
+		n.Leaves[i].Node = n
+	}
+	for _, c := range n.Children {
+		if c.Node == nil {
+			return fmt.Errorf("key %v: no node", n.Path().child(c.Name))
+		}
+		c.Node.Name = c.Name
+		if err := d.adopt(n, c.Node); err != nil {
+			return err
+		}
+	}
+	d.leafN += len(n.Leaves)
+	return d.finish(n)
 }
 
 // nodeKeys and clsMetadataKeys are the members of a node and of its

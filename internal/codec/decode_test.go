@@ -240,3 +240,38 @@ func TestDecoderPoolDoesNotShare(t *testing.T) {
 	d.Release()
 	assert.Equal(t, []int{1, 2, 3}, root.Batch, "a tree from Decode is the caller's")
 }
+
+// TestCheck builds by hand the tree of metadata another reader would
+// decode (the torch wire format's, say) and checks that Check completes
+// and refuses it as Decode does.
+func TestCheck(t *testing.T) {
+	meta := []byte(`{"cls":"TensorDict","non_tensors":{"s":["x",[2],null]},"leaves":{"b":["torch.float32",[2],8,16,0]},` +
+		`"cls_metadata":{"batch_size":[2],"is_locked":true},` +
+		`"n":{"cls":"TensorDict","leaves":{"a":["torch.int8",[2,3],0,8,2]},"cls_metadata":{"batch_size":[2,3]}}}`)
+	build := func() *Node {
+		n := &Node{Batch: []int{2, 3}, Leaves: []Leaf{{Name: "a", DType: tensor.Int8, Shape: []int{2, 3}, Start: 0, Stop: 8, Pad: 2}}}
+		return &Node{Batch: []int{2}, Locked: true, NonTensors: []NonTensor{{Name: "s", Value: "x"}},
+			Leaves:   []Leaf{{Name: "b", DType: tensor.Float32, Shape: []int{2}, Start: 8, Stop: 16}},
+			Children: []Child{{Name: "n", Node: n}}}
+	}
+	want, class, err := Decode(meta, 16, DefaultLimits())
+	require.NoError(t, err)
+	root := build()
+	sorted, err := Check(root, 16)
+	require.NoError(t, err)
+	assert.Equal(t, dump(want, class), dump(root, ""))
+	require.Len(t, sorted, 2)
+	assert.Equal(t, "a", sorted[0].Name)
+
+	_, err = Check(build(), 15)
+	assert.EqualError(t, err, "leaf b: byte range [8, 16) is outside the storage of 15 bytes")
+	bad := build()
+	bad.Children[0].Node.Batch = []int{3}
+	_, err = Check(bad, 16)
+	assert.EqualError(t, err, "leaf n.a: shape [2 3] does not start with batch size [3]")
+	bad = build()
+	bad.Children[0].Node.Leaves[0].Start = 4
+	bad.Children[0].Node.Leaves[0].Stop = 12
+	_, err = Check(bad, 16)
+	assert.EqualError(t, err, "leaf b bytes [8, 16) overlap leaf n.a bytes [4, 12)")
+}

@@ -17,7 +17,8 @@
 //     String escaping is internal/jsonesc's, shared with memmap.
 //   - decode.go: Decode and Decoder, the reader of untrusted metadata into
 //     a Node tree (Leaf, NonTensor, Child), with every check: schema,
-//     dtypes, shapes, byte ranges, overlaps, batch-size prefixes.
+//     dtypes, shapes, byte ranges, overlaps, batch-size prefixes; Check
+//     runs the same checks on a tree another reader built.
 //   - json.go: the strict JSON tokenizer under the decoder (document order,
 //     bounded depth, strings as substrings of one copy of the input).
 //   - arena.go: the arenas that let a small tree decode in a handful of
