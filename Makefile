@@ -149,8 +149,9 @@ test: deps-all ## install what is missing, then run every step of TEST_STEPS
 	echo "=== PASS ($$((SECONDS - t0)) s)"
 
 .PHONY: test-unit
-test-unit: ## go test every package as a single process (MPI singleton)
+test-unit: ## go test every package as a single process (MPI singleton), and internal/codec's jsontext oracle (GOEXPERIMENT=jsonv2)
 	$(timeout) $(GO) test -count=1 ./...
+	GOEXPERIMENT=jsonv2 $(timeout) $(GO) test -count=1 -run 'Oracle|Readers' ./internal/codec
 
 .PHONY: test-nocgo
 test-nocgo: ## CGO_ENABLED=0: build and vet every package, go test NOCGO_PKGS (no MPI)

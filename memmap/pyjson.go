@@ -8,8 +8,8 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/tdmpi/tdmpi/internal/jsonesc"
 )
 
 // This file writes JSON the way Python's standard json.dumps does with its
@@ -21,51 +21,7 @@ import (
 // appendPyString appends s as a JSON string literal escaped like Python's
 // json.dumps with ensure_ascii=True. Invalid UTF-8 bytes are written as
 // U+FFFD, as encoding/json does.
-func appendPyString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"':
-				b = append(b, '\\', '"')
-			case c == '\\':
-				b = append(b, '\\', '\\')
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c < 0x20:
-				b = appendU4(b, rune(c))
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		if r > 0xffff {
-			r1, r2 := utf16.EncodeRune(r)
-			b = appendU4(appendU4(b, r1), r2)
-			continue
-		}
-		b = appendU4(b, r)
-	}
-	return append(b, '"')
-}
-
-// appendU4 appends the escape \uXXXX (lower-case hex, as Python writes it).
-func appendU4(b []byte, r rune) []byte {
-	const lower = "0123456789abcdef"
-	return append(b, '\\', 'u', lower[r>>12&0xf], lower[r>>8&0xf], lower[r>>4&0xf], lower[r&0xf])
-}
+func appendPyString(b []byte, s string) []byte { return jsonesc.AppendString(b, s, true) }
 
 // appendPyFloat appends f as Python's float repr: the shortest round-trip
 // digits, in positional notation with a trailing ".0" for whole numbers, or in

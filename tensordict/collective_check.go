@@ -4,12 +4,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"slices"
-	"strings"
 
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/mpi"
-	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // StructureError is returned by AllReduce, Reduce and GatherAndStack on
@@ -39,112 +37,54 @@ func (e *StructureError) Error() string {
 // ErrMismatch) holds for collectives as it does for Recv.
 func (e *StructureError) Is(target error) bool { return target == ErrMismatch }
 
-// leafDesc describes one tensor leaf for the structure check.
-type leafDesc struct {
-	Key   Key          `json:"k"`
-	DType tensor.DType `json:"-"`
-	Name  string       `json:"d"`
-	Shape []int        `json:"s"`
-}
-
-// structDesc is the structure the ranks compare: the batch size and the
-// tensor leaves in sorted depth-first order.
-type structDesc struct {
-	Batch  []int      `json:"b"`
-	Leaves []leafDesc `json:"l"`
-}
-
-// compareKeys orders keys part by part, which is tensordict's sorted
-// depth-first order: a nested TensorDict's leaves come where its name sorts
-// among its siblings.
-func compareKeys(a, b Key) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if c := strings.Compare(a[i], b[i]); c != 0 {
-			return c
-		}
-	}
-	return len(a) - len(b)
-}
-
 // sortedLeaves returns td's tensor leaves in sorted depth-first order, the
 // order every rank reduces them in, whatever order they were inserted in.
 func sortedLeaves(td *TensorDict) []Item {
 	items := td.Items(IncludeNested(), LeavesOnly())
-	slices.SortStableFunc(items, func(a, b Item) int { return compareKeys(a.Key, b.Key) })
+	slices.SortStableFunc(items, func(a, b Item) int { return codec.CompareKeys(a.Key, b.Key) })
 	return items
 }
 
-// describe returns the structure of td, given its sorted leaves.
-func describeStructure(td *TensorDict, leaves []Item) structDesc {
-	d := structDesc{Batch: td.BatchSize(), Leaves: make([]leafDesc, len(leaves))}
+// describeStructure returns the structure of td, given its sorted leaves:
+// what the ranks exchange to explain a mismatch.
+func describeStructure(td *TensorDict, leaves []Item) codec.Structure {
+	d := codec.Structure{Batch: td.BatchSize(), Leaves: make([]codec.StructLeaf, len(leaves))}
 	for i, it := range leaves {
-		dt := it.Tensor.DType()
-		d.Leaves[i] = leafDesc{Key: it.Key, DType: dt, Name: dt.String(), Shape: it.Tensor.Shape()}
+		d.Leaves[i] = codec.StructLeaf{Key: codec.Key(it.Key), DType: it.Tensor.DType(), Shape: it.Tensor.Shape()}
 	}
 	return d
 }
 
-// encode returns the JSON encoding of d, which the ranks hash and, on a
-// mismatch, exchange.
-func (d structDesc) encode() []byte {
+// encodeStructure returns the JSON encoding of d, which the ranks exchange
+// on a mismatch.
+func encodeStructure(d codec.Structure) []byte {
 	b, err := json.Marshal(d)
 	if err != nil {
-		// Keys are strings and shapes ints: Marshal cannot fail.
+		// Keys are strings, dtypes and shapes ints: Marshal cannot fail.
 		panic("tensordict: encoding a structure description: " + err.Error())
 	}
 	return b
 }
 
-// fnvHash64 returns the FNV-1a hash of b.
-func fnvHash64(b []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64()
-}
-
-// structureHash returns a hash of the structure of td, given its sorted
-// leaves: the batch size, and each leaf's key parts, dtype and shape, every
-// item length-prefixed so that no two structures encode alike. It is what
-// the ranks compare before a reduction; describeStructure, which explains
-// a difference, is only built when the hashes differ.
+// structureHash returns the structure hash of td, given its sorted leaves:
+// the batch size, and each leaf's key, dtype and shape, in sorted order. It
+// is what the ranks compare before a reduction; describeStructure, which
+// explains a difference, is only built when the hashes differ.
 func structureHash(td *TensorDict, leaves []Item) uint64 {
-	h := fnv.New64a()
-	var b []byte
-	num := func(v int) { b = binary.LittleEndian.AppendUint64(b, uint64(v)) }
-	batch := td.BatchSize()
-	num(len(batch))
-	for _, d := range batch {
-		num(d)
-	}
-	num(len(leaves))
+	h := codec.NewHasher(codec.SortedOrder, td.batch, len(leaves))
 	for _, it := range leaves {
-		num(len(it.Key))
-		for _, p := range it.Key {
-			num(len(p))
-			b = append(b, p...)
-		}
-		x := it.Tensor
-		num(int(x.DType()))
-		num(x.Dim())
-		for i := range x.Dim() {
-			num(x.Size(i))
-		}
-		if len(b) > 4096 {
-			h.Write(b)
-			b = b[:0]
-		}
+		h.TensorLeaf(it.Key[:len(it.Key)-1], it.Key[len(it.Key)-1], it.Tensor)
 	}
-	h.Write(b)
 	return h.Sum64()
 }
 
 // describeLeaf formats a leaf as "float32[3 4]".
-func describeLeaf(l leafDesc) string { return fmt.Sprintf("%s%v", l.Name, l.Shape) }
+func describeLeaf(l codec.StructLeaf) string { return fmt.Sprintf("%v%v", l.DType, l.Shape) }
 
-// diff compares d, the structure of rank me, with ref, the structure of
+// diffRanks compares d, the structure of rank me, with ref, the structure of
 // rank r. It returns the first differing key (nil for the batch size) and
 // a description, or ok true when they are the same.
-func (d structDesc) diff(me int, ref structDesc, r int) (k Key, detail string, ok bool) {
+func diffRanks(d codec.Structure, me int, ref codec.Structure, r int) (k Key, detail string, ok bool) {
 	if !slices.Equal(d.Batch, ref.Batch) {
 		return nil, fmt.Sprintf("%v on rank %d, %v on rank %d", d.Batch, me, ref.Batch, r), false
 	}
@@ -157,17 +97,17 @@ func (d structDesc) diff(me int, ref structDesc, r int) (k Key, detail string, o
 		case j == len(ref.Leaves):
 			c = -1
 		default:
-			c = compareKeys(d.Leaves[i].Key, ref.Leaves[j].Key)
+			c = codec.CompareKeys(d.Leaves[i].Key, ref.Leaves[j].Key)
 		}
 		switch {
 		case c < 0:
-			return d.Leaves[i].Key, fmt.Sprintf("%s on rank %d, missing on rank %d", describeLeaf(d.Leaves[i]), me, r), false
+			return Key(d.Leaves[i].Key), fmt.Sprintf("%s on rank %d, missing on rank %d", describeLeaf(d.Leaves[i]), me, r), false
 		case c > 0:
-			return ref.Leaves[j].Key, fmt.Sprintf("missing on rank %d, %s on rank %d", me, describeLeaf(ref.Leaves[j]), r), false
+			return Key(ref.Leaves[j].Key), fmt.Sprintf("missing on rank %d, %s on rank %d", me, describeLeaf(ref.Leaves[j]), r), false
 		}
 		a, b := d.Leaves[i], ref.Leaves[j]
-		if a.Name != b.Name || !slices.Equal(a.Shape, b.Shape) {
-			return a.Key, fmt.Sprintf("%s on rank %d, %s on rank %d", describeLeaf(a), me, describeLeaf(b), r), false
+		if a.DType != b.DType || !slices.Equal(a.Shape, b.Shape) {
+			return Key(a.Key), fmt.Sprintf("%s on rank %d, %s on rank %d", describeLeaf(a), me, describeLeaf(b), r), false
 		}
 		i++
 		j++
@@ -193,10 +133,10 @@ type slotDiff struct {
 // It broadcasts the reference rank's description, lets each rank compare
 // its own with it, gathers the differences, and returns the same
 // *StructureError on every rank: the lowest differing rank's.
-func (cl *coll) explainMismatch(mine structDesc, ref int) error {
+func (cl *coll) explainMismatch(mine codec.Structure, ref int) error {
 	var enc []byte
 	if cl.rank == ref {
-		enc = mine.encode()
+		enc = encodeStructure(mine)
 	}
 	n := []int64{int64(len(enc))}
 	if err := mpi.Bcast(cl.c, n, ref); err != nil {
@@ -213,13 +153,13 @@ func (cl *coll) explainMismatch(mine structDesc, ref int) error {
 	}
 	slot := make([]byte, diffSlot)
 	if cl.rank != ref {
-		var rd structDesc
+		var rd codec.Structure
 		var sd slotDiff
 		ok := false
 		if err := json.Unmarshal(enc, &rd); err != nil {
 			sd.Detail = fmt.Sprintf("cannot decode rank %d's structure: %v", ref, err)
 		} else {
-			sd.Key, sd.Detail, ok = mine.diff(cl.rank, rd, ref)
+			sd.Key, sd.Detail, ok = diffRanks(mine, cl.rank, rd, ref)
 		}
 		if !ok {
 			b, _ := json.Marshal(sd)

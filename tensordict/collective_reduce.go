@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -128,7 +129,7 @@ func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, e
 		return nil, cl.spread(cl.size-int(f), local)
 	}
 	if v[0] != ^v[1] {
-		var desc structDesc
+		var desc codec.Structure
 		if td != nil {
 			desc = describeStructure(td, leaves)
 		}
@@ -230,5 +231,5 @@ func fastSpan(leaves []Item) (span []byte, layout uint64, ok bool) {
 	for _, r := range rs {
 		h = binary.LittleEndian.AppendUint64(h, uint64(r.off-lo))
 	}
-	return st.Bytes()[lo:hi:hi], fnvHash64(h), true
+	return st.Bytes()[lo:hi:hi], codec.FNV64a(h), true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -865,6 +866,9 @@ func TestCollectiveConcurrentGoroutines(t *testing.T) {
 	require.NoError(t, err)
 	defer g.Free()
 	const workers, rounds = 4, 25
+	// One P per goroutine, so that they really run at once (with two Ps
+	// and fast calls, the scheduler may well run them one after another).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(workers + 1))
 	var res struct{ ok, concurrent, peer, wrong int }
 	var mu sync.Mutex
 	var other []error

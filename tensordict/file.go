@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -49,8 +50,7 @@ func (td *TensorDict) SaveConsolidated(filename string) (err error) {
 		write = func(w *bufio.Writer) error { return streamLeaves(w, p) }
 	}
 	if td.class != "" {
-		meta = append(meta[:len(meta)-1], `,"_tensorclass_type":`...)
-		meta = append(appendString(meta, td.class), '}')
+		meta = codec.AppendClass(meta, td.class)
 	}
 
 	f, err := os.CreateTemp(filepath.Dir(filename), "."+filepath.Base(filename)+".tmp*")
@@ -118,8 +118,8 @@ func splitConsolidated(data []byte, cfg readConfig) (stLen int, meta []byte, err
 	if n > uint64(end) {
 		return 0, nil, fmt.Errorf("metadata length %d exceeds the %d bytes before the trailer", n, end)
 	}
-	if n > uint64(cfg.maxMetaBytes) {
-		return 0, nil, fmt.Errorf("metadata is %d bytes, limit %d", n, cfg.maxMetaBytes)
+	if n > uint64(cfg.MaxMetadataBytes) {
+		return 0, nil, fmt.Errorf("metadata is %d bytes, limit %d: %w", n, cfg.MaxMetadataBytes, ErrLimit)
 	}
 	stLen = end - int(n)
 	return stLen, data[stLen:end], nil
@@ -194,7 +194,7 @@ func fromConsolidatedBytes(data []byte, owner any, release func() error, cfg rea
 	if err != nil {
 		return nil, err
 	}
-	root, class, err := decodeMetadata(meta, stLen, cfg)
+	root, class, err := codec.Decode(meta, stLen, cfg.Limits)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func FuzzInitFrame(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: fnv64(sp.meta), Leaves: int64(sp.leaves),
+		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves),
 			Total: int64(sp.total), Chunk: wire.MaxChunk, PayloadTag: 1}
 		f.Add(wire.AppendFrame(nil, &h, sp.class, sp.meta, nil))
 		// A payload far over the limit, which must be refused before

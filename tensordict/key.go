@@ -1,8 +1,9 @@
 package tensordict
 
 import (
-	"strconv"
 	"strings"
+
+	"github.com/tdmpi/tdmpi/internal/codec"
 )
 
 // Key names an entry of a TensorDict. A Key of one part names a top-level
@@ -16,28 +17,7 @@ func K(parts ...string) Key { return Key(parts) }
 
 // String returns k for messages: the parts joined by "." (a.b.c), or, when a
 // part is empty or holds a dot, quote or space, a Go-quoted tuple ("a.b", "c").
-func (k Key) String() string {
-	plain := len(k) > 0
-	for _, p := range k {
-		if p == "" || strings.ContainsAny(p, ". \"()\t\n,") {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return strings.Join(k, ".")
-	}
-	var b strings.Builder
-	b.WriteByte('(')
-	for i, p := range k {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(p))
-	}
-	b.WriteByte(')')
-	return b.String()
-}
+func (k Key) String() string { return codec.Key(k).String() }
 
 // Equal reports whether k and o have the same parts.
 func (k Key) Equal(o Key) bool {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -74,7 +75,7 @@ func leafStart(off int, dt tensor.DType) int {
 
 // maxPlanDepth bounds the nesting of TensorDicts Layout accepts, matching the
 // default metadata depth limit of FromConsolidated.
-const maxPlanDepth = defaultMaxDepth - 8
+const maxPlanDepth = codec.DefaultMaxDepth - 8
 
 // makePlan lays out td's leaves from byte offset base. With useOffsets, each
 // leaf's start is its current offset in its storage (for a TensorDict that

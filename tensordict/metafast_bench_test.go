@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/codec"
 )
 
 // The benchmarks below time the metadata path of a small transfer: the seed
@@ -146,11 +148,11 @@ func BenchmarkMetaSeedJSONValid(b *testing.B) {
 func BenchmarkMetaSeedDecode(b *testing.B) {
 	c, meta := seedConsolidated(b)
 	n := c.ConsolidatedStorage().Len()
-	cfg := newReadConfig(nil)
+	cfg := codec.DefaultLimits()
 	b.ReportAllocs()
 	cpuPerOp(b)
 	for b.Loop() {
-		if _, _, err := decodeMetadata(meta, n, cfg); err != nil {
+		if _, _, err := codec.Decode(meta, n, cfg); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -161,7 +163,7 @@ func BenchmarkMetaSeedDecode(b *testing.B) {
 func BenchmarkMetaSeedBuild(b *testing.B) {
 	c, meta := seedConsolidated(b)
 	st := c.ConsolidatedStorage()
-	root, _, err := decodeMetadata(meta, st.Len(), newReadConfig(nil))
+	root, _, err := codec.Decode(meta, st.Len(), codec.DefaultLimits())
 	require.NoError(b, err)
 	b.ReportAllocs()
 	cpuPerOp(b)

@@ -6,11 +6,13 @@ import (
 	"reflect"
 	"sort"
 	"unicode/utf8"
+
+	"github.com/tdmpi/tdmpi/internal/codec"
 )
 
 // maxValueDepth bounds the nesting of non-tensor values stored by
 // SetNonTensor, so that encoding them can never recurse without end.
-const maxValueDepth = 1000
+const maxValueDepth = codec.MaxValueDepth
 
 // canonical returns v converted to the canonical non-tensor form: nil, bool,
 // string, int64, float64, []any or map[string]any (recursively), or an error

@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -356,18 +356,16 @@ func (s *p2pState) check(l *link, td *TensorDict, h *wire.Header, body []byte) e
 
 // mismatch explains how the sender's structure (meta) differs from td's.
 func (s *p2pState) mismatch(td *TensorDict, meta []byte, h *wire.Header, sorted bool) error {
-	theirs, err := structureOfMeta(meta)
+	theirs, err := codec.MetaStructure(meta)
 	if err != nil {
 		return fmt.Errorf("%w: the sender's metadata is unreadable: %w", ErrMismatch, err)
 	}
 	mine := structureOf(td)
 	if sorted {
-		byKey := func(a, b structLeaf) int { return keyCompare(a.key, b.key) }
-		slices.SortStableFunc(mine.leaves, byKey)
-		slices.SortStableFunc(theirs.leaves, byKey)
-		theirs.batch = mine.batch
+		mine, theirs = mine.Sorted(), theirs.Sorted()
+		theirs.Batch = mine.Batch
 	}
-	if err := diff(theirs, mine); err != nil {
+	if err := codec.Diff(theirs, mine); err != nil {
 		return fmt.Errorf("%w: sender vs receiver: %w", ErrMismatch, err)
 	}
 	return fmt.Errorf("%w: same keys, dtypes and shapes, but the consolidated layouts differ (%d bytes sent, %d here)", ErrMismatch, h.Total, s.total)

@@ -5,14 +5,12 @@ package tensordict
 
 import (
 	"bytes"
-	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -42,7 +40,7 @@ type p2pState struct {
 	st         *tensor.Storage
 	base       int    // the layout's offset in st
 	consHash   uint64 // structure in storage order (Signature)
-	sortedHash uint64 // structure in sorted order, batch sizes ignored
+	sortedHash uint64 // structure in sorted order, batch sizes ignored (hashSorted)
 	meta       []byte // consolidated metadata (Layout), padded by metaAlign
 	metaLen    int    // len(meta) before padding
 	contiguous Key    // the first non-contiguous leaf, or nil
@@ -209,8 +207,8 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	for i := range s.sorted {
 		s.sorted[i] = i
 	}
-	slices.SortStableFunc(s.sorted, func(a, b int) int { return keyCompare(s.leaves[a].key, s.leaves[b].key) })
-	s.consHash = structureOf(td).hash()
+	slices.SortStableFunc(s.sorted, func(a, b int) int { return codec.CompareKeys(s.leaves[a].key, s.leaves[b].key) })
+	s.consHash = signature(td)
 	s.sortedHash = s.hashSorted()
 	s.sbody, s.rbody, s.stage, s.tags = nil, nil, nil, nil
 	if s.hdr == nil {
@@ -219,37 +217,15 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	return nil
 }
 
-// keyCompare orders keys part by part: tensordict's sorted depth-first
-// order, where a nested TensorDict's leaves sit where its name sorts.
-func keyCompare(a, b Key) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if c := strings.Compare(a[i], b[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(a), len(b))
-}
-
-// hashSorted hashes the keys, dtypes and shapes of the leaves in sorted
-// order.
+// hashSorted is the structure hash of the leaves in sorted order, without
+// the batch size: what a per-leaf transfer's header carries.
 func (s *p2pState) hashSorted() uint64 {
-	var b []byte
-	num := func(v int) { b = binary.LittleEndian.AppendUint64(b, uint64(v)) }
-	str := func(v string) { num(len(v)); b = append(b, v...) }
-	num(len(s.sorted))
+	h := codec.NewHasher(codec.SortedOrder, nil, len(s.sorted))
 	for _, i := range s.sorted {
 		l := &s.leaves[i]
-		num(len(l.key))
-		for _, p := range l.key {
-			str(p)
-		}
-		str(l.t.DType().String())
-		num(l.t.Dim())
-		for d := range l.t.Dim() {
-			num(l.t.Size(d))
-		}
+		h.TensorLeaf(l.key[:len(l.key)-1], l.key[len(l.key)-1], l.t)
 	}
-	return fnv64(b)
+	return h.Sum64()
 }
 
 // payload returns the consolidated bytes of the TensorDict: a view of its

@@ -347,13 +347,3 @@ func (sp *sendPlan) bytes() ([]byte, error) {
 func aligned8(b []byte) bool {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 == 0
 }
-
-// fnv64 returns the 64-bit FNV-1a hash of b. It does not allocate.
-func fnv64(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
-}

@@ -75,7 +75,7 @@ func bcastPrepare(l *link, td *TensorDict) (h wire.Header, body, payload []byte,
 	if err != nil {
 		return h, nil, nil, err
 	}
-	h = wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: fnv64(sp.meta),
+	h = wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: signature(td),
 		Leaves: int64(sp.leaves), Total: int64(sp.total), ClassLen: len(sp.class), MetaLen: int64(len(sp.meta))}
 	inline := sp.total <= bcastInlineMax
 	n := len(sp.class) + len(sp.meta)

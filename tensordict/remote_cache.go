@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"sync"
 
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -27,7 +28,7 @@ const metaCacheMaxBytes = 64 << 10
 type metaCacheEntry struct {
 	meta  []byte // the metadata, a private copy
 	total int    // the storage size it was validated against
-	root  *metaNode
+	root  *codec.Node
 	class string
 }
 
@@ -55,7 +56,7 @@ func fromConsolidatedCached(st *tensor.Storage, meta []byte) (*TensorDict, error
 			return td, nil
 		}
 	}
-	root, class, err := decodeMetadata(meta, st.Len(), newReadConfig(nil))
+	root, class, err := codec.Decode(meta, st.Len(), codec.DefaultLimits())
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	if err != nil {
 		return l.errorf("%w", err)
 	}
-	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: fnv64(sp.meta), Leaves: int64(sp.leaves)}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves)}
 	h.Total, h.Chunk, h.PayloadTag = int64(sp.total), wire.MaxChunk, nextPayloadTag(l.c)
 	if err := h.Check(senderLimits); err != nil {
 		return l.errorf("%w", err)

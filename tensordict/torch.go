@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/torchwire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -330,14 +331,14 @@ func (l *torchLink) recv(b any, what string) error {
 }
 
 // fromTorchMeta builds the TensorDict m describes over st, with the
-// checks and the builder of FromConsolidated: every leaf a view of st.
+// checks and the builder of FromConsolidated (codec.Check, buildTree):
+// every leaf a view of st.
 func fromTorchMeta(m *torchwire.Meta, st *tensor.Storage) (*TensorDict, error) {
-	d := &metaDecoder{stLen: st.Len()}
-	root, err := d.fromTorchNode(&m.Root, nil, "")
+	root, err := codecNode(&m.Root, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.checkOverlap(root); err != nil {
+	if _, err := codec.Check(root, st.Len()); err != nil {
 		return nil, err
 	}
 	td, err := buildTree(root, st, true)
@@ -349,44 +350,31 @@ func fromTorchMeta(m *torchwire.Meta, st *tensor.Storage) (*TensorDict, error) {
 	return td, nil
 }
 
-// fromTorchNode converts a described node into the decoder's tree and checks
-// its leaves as FromConsolidated does.
-func (d *metaDecoder) fromTorchNode(tn *torchwire.Node, parent *metaNode, name string) (*metaNode, error) {
-	n := &metaNode{parent: parent, name: name, batch: tn.BatchSize, names: -1, locked: tn.Locked, sawCls: true, sawCM: true}
-	if parent != nil {
-		n.level = parent.level + 1
-	}
+// codecNode converts a described node into the codec's tree; key is the
+// node's key, for messages.
+func codecNode(tn *torchwire.Node, key Key) (*codec.Node, error) {
+	n := &codec.Node{Batch: tn.BatchSize, Locked: tn.Locked}
 	for _, nt := range tn.NonTensors {
 		v, err := canonical(nt.Value, 0)
 		if err != nil {
-			return nil, fmt.Errorf("non-tensor %v: %w", n.path().child(nt.Name), err)
+			return nil, fmt.Errorf("non-tensor %v: %w", key.child(nt.Name), err)
 		}
-		n.nts = append(n.nts, ntMeta{name: nt.Name, v: v})
+		n.NonTensors = append(n.NonTensors, codec.NonTensor{Name: nt.Name, Value: v})
 	}
 	for _, tl := range tn.Leaves {
 		dt, err := tensor.ParseDType(tl.DType)
 		if err != nil {
-			return nil, fmt.Errorf("leaf %v: %w", n.path().child(tl.Name), err)
+			return nil, fmt.Errorf("leaf %v: %w", key.child(tl.Name), err)
 		}
-		n.leaves = append(n.leaves, leafMeta{name: tl.Name, dt: dt, shape: tl.Shape,
-			start: int(tl.Start), stop: int(tl.Stop), pad: int(tl.Pad), node: n})
+		n.Leaves = append(n.Leaves, codec.Leaf{Name: tl.Name, DType: dt, Shape: tl.Shape,
+			Start: int(tl.Start), Stop: int(tl.Stop), Pad: int(tl.Pad)})
 	}
-	for i := range n.leaves {
-		if err := d.checkLeaf(n, &n.leaves[i]); err != nil {
-			return nil, err
-		}
-	}
-	d.leafN += len(n.leaves)
-	n.subNodes, n.subEnts, n.subDims = 1, len(n.nts)+len(n.leaves)+len(tn.Children), len(n.batch)
 	for _, c := range tn.Children {
-		cn, err := d.fromTorchNode(c.Node, n, c.Name)
+		cn, err := codecNode(c.Node, key.child(c.Name))
 		if err != nil {
 			return nil, err
 		}
-		n.children = append(n.children, childMeta{name: c.Name, node: cn})
-		n.subNodes += cn.subNodes
-		n.subEnts += cn.subEnts
-		n.subDims += cn.subDims
+		n.Children = append(n.Children, codec.Child{Name: c.Name, Node: cn})
 	}
 	return n, nil
 }

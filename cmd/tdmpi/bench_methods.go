@@ -195,8 +195,9 @@ func prepareInitRemote(bcast, reuse bool) func(*group.Group, int64, int) (func()
 			spare = got.ConsolidatedStorage()
 			return nil
 		}
-		if reuse && g.Rank() != 0 { // rank 0 sends; the allocator is the receivers'
-			opts = append(opts, tensordict.WithAllocator(func(n int) (*tensor.Storage, error) {
+		sendOpts := opts // the allocator is the receiving side's alone
+		if reuse {
+			opts = append(opts[:len(opts):len(opts)], tensordict.WithAllocator(func(n int) (*tensor.Storage, error) {
 				if spare != nil && spare.Len() == n {
 					return spare, nil
 				}
@@ -220,7 +221,7 @@ func prepareInitRemote(bcast, reuse bool) func(*group.Group, int64, int) (func()
 		return func() error {
 				switch rank {
 				case 0:
-					if err := td.InitRemote(1, opts...); err != nil {
+					if err := td.InitRemote(1, sendOpts...); err != nil {
 						return err
 					}
 					back, err := recv(1)
@@ -233,7 +234,7 @@ func prepareInitRemote(bcast, reuse bool) func(*group.Group, int64, int) (func()
 					if err != nil {
 						return err
 					}
-					return errors.Join(got.InitRemote(0, opts...), release(got))
+					return errors.Join(got.InitRemote(0, sendOpts...), release(got))
 				default: // broadcast only: receive both
 					for src := range 2 {
 						got, err := recv(src)

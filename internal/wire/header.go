@@ -80,7 +80,22 @@ type Header struct {
 	// PayloadTag is the MPI tag of the payload messages (or the first
 	// per-leaf tag).
 	PayloadTag int
-	// Hash identifies the structure (keys, dtypes, shapes) of the sender.
+	// Hash is the structure hash of the sender's TensorDict
+	// (codec.Structure.Hash, one function, FNV-1a over keys, dtypes and
+	// shapes), with the leaf order the transfer depends on:
+	//
+	//   - FlagConsolidated (KindInit, KindBroadcast, and Send with
+	//     WithConsolidated): codec.StorageOrder with the batch size, the
+	//     value of TensorDict.Signature and of StructureHash of the
+	//     metadata, since the storage's bytes are laid out in that order;
+	//   - FlagPerLeaf: codec.SortedOrder without the batch size (hashed as
+	//     empty), since per-leaf messages match leaves by sorted key and
+	//     each leaf is received into a tensor of the receiver's own.
+	//
+	// A receiver that holds a TensorDict to receive into (Recv) compares it
+	// with its own and explains a difference from the metadata; the
+	// receivers of KindInit and KindBroadcast build from the metadata and
+	// need not check it.
 	Hash uint64
 	// Chunk is the largest payload message in bytes; 0 when there is no
 	// separate payload.

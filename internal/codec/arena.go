@@ -1,4 +1,4 @@
-package tensordict
+package codec
 
 // arena hands out slices of T cut from shared chunks, so that the many
 // small slices of a decoded metadata tree (shapes, leaves, children) cost a

@@ -1,4 +1,4 @@
-package tensordict
+package codec
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tdmpi/tdmpi/internal/wire"
 )
 
 // jsonParser is a small strict JSON reader for untrusted metadata. It reads
@@ -79,7 +81,7 @@ func (p *jsonParser) expect(c byte) error {
 func (p *jsonParser) enter() error {
 	p.depth++
 	if p.depth > p.maxDepth {
-		return fmt.Errorf("JSON offset %d: nesting deeper than %d: %w", p.pos, p.maxDepth, ErrLimit)
+		return fmt.Errorf("JSON offset %d: nesting deeper than %d: %w", p.pos, p.maxDepth, wire.ErrLimit)
 	}
 	return nil
 }
