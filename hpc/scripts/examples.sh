@@ -4,6 +4,7 @@
 # Usage:
 #   hpc/scripts/examples.sh list                  names of the examples, one a line
 #   hpc/scripts/examples.sh np NAME               the rank count NAME declares
+#   hpc/scripts/examples.sh path NAME             where build puts NAME's program
 #   hpc/scripts/examples.sh build [NAME...]       go build each into $TDMPI_BIN/examples/NAME
 #   hpc/scripts/examples.sh run [NAME...]         build, then run each under mpirun on shared
 #                                                 memory and once more over TCP (loopback)
@@ -23,6 +24,11 @@
 #
 # Environment: GO (go), MPIRUN (mpirun), TDMPI_BIN (bin), TDMPI_MPI_TIMEOUT (seconds a run
 # may take, default 60), TDMPI_TCP_FLAGS (the mpirun options of the TCP run).
+#
+# TDMPI_MPI=mpich selects the second MPI family: the examples are built with -tags mpich
+# into $TDMPI_BIN/examples-mpich/ and run under MPICH's mpiexec (TDMPI_MPICH_MPIEXEC,
+# default mpiexec.hydra; the time limit through MPIEXEC_TIMEOUT), the TCP run with
+# TDMPI_MPICH_TCP_FLAGS (default: UCX over TCP only).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -31,6 +37,23 @@ MPIRUN=${MPIRUN:-mpirun}
 BIN=${TDMPI_BIN:-bin}
 TIMEOUT=${TDMPI_MPI_TIMEOUT:-60}
 TCP_FLAGS=${TDMPI_TCP_FLAGS:---mca btl self,tcp --mca btl_tcp_if_include lo}
+LAUNCH_FLAGS=(--bind-to none --timeout "$TIMEOUT")
+EXDIR=$BIN/examples
+case "${TDMPI_MPI:-openmpi}" in
+openmpi) ;;
+mpich)
+	MPIRUN=${TDMPI_MPICH_MPIEXEC:-mpiexec.hydra}
+	TCP_FLAGS=${TDMPI_MPICH_TCP_FLAGS:--genv UCX_TLS tcp,self}
+	LAUNCH_FLAGS=()
+	export MPIEXEC_TIMEOUT=$TIMEOUT
+	export GOFLAGS="-tags=mpich${GOFLAGS:+ $GOFLAGS}"
+	EXDIR=$BIN/examples-mpich
+	;;
+*)
+	echo "examples: TDMPI_MPI must be openmpi or mpich, not ${TDMPI_MPI}" >&2
+	exit 2
+	;;
+esac
 # Open MPI refuses root unless told it is intended (containers, CI); examples may ask for
 # more ranks than there are cores.
 if [[ "$(id -u)" -eq 0 ]]; then
@@ -64,9 +87,9 @@ np() {
 
 build() {
 	local name
-	mkdir -p "$BIN/examples"
+	mkdir -p "$EXDIR"
 	for name in "$@"; do
-		"$GO" build -o "$BIN/examples/$name" "./examples/$name"
+		"$GO" build -o "$EXDIR/$name" "./examples/$name"
 	done
 }
 
@@ -91,8 +114,8 @@ run_one() {
 	t0=${EPOCHREALTIME/[.,]/}
 	rc=0
 	# shellcheck disable=SC2086 # the flags are words on purpose
-	timeout -k 10 $((TIMEOUT + 20)) "$MPIRUN" -np "$n" --bind-to none --timeout "$TIMEOUT" "$@" \
-		"$BIN/examples/$name" >"$out" 2>&1 || rc=$?
+	timeout -k 10 $((TIMEOUT + 20)) "$MPIRUN" -np "$n" "${LAUNCH_FLAGS[@]}" "$@" \
+		"$EXDIR/$name" >"$out" 2>&1 || rc=$?
 	ms=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
 	if [[ $rc -eq 0 ]] && check "$name" "$out"; then
 		printf 'PASS  %-20s np=%s %-4s %d.%03d s\n' "$name" "$n" "$label" $((ms / 1000)) $((ms % 1000))
@@ -120,6 +143,7 @@ cmd=${1:-}
 shift || true
 case "$cmd" in
 list) list ;;
+path) echo "$EXDIR/$1" ;;
 np) np "$1" ;;
 check) check "$1" "$2" ;;
 build | run)
@@ -134,7 +158,7 @@ build | run)
 	"$cmd" "$@"
 	;;
 *)
-	echo "usage: $0 list | np NAME | build [NAME...] | run [NAME...] | check NAME FILE" >&2
+	echo "usage: $0 list | np NAME | path NAME | build [NAME...] | run [NAME...] | check NAME FILE" >&2
 	exit 2
 	;;
 esac
