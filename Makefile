@@ -55,6 +55,8 @@ NOCGO_PKGS ?= ./mpi/... ./tensor/... ./memmap/... ./internal/... ./cmd/tdmpi/...
 # np 2 over TCP (test/ is left out: its tests start Open MPI jobs of their own).
 MPICH_PKGS ?= ./mpi/... ./group/... ./internal/mpitest/... ./tensordict/...
 MPICH_MPIEXEC ?= mpiexec.hydra
+# Rank counts of test-mpich's shared-memory runs.
+MPICH_NPS ?= $(TEST_NPS)
 # Forces MPICH's UCX transport onto TCP over loopback.
 MPICH_TCP_FLAGS ?= -genv UCX_TLS tcp,self
 # The packages of slurm-test-mpich's test-suite job (srun --mpi=pmi2).
@@ -186,9 +188,9 @@ test-tcp: ## go test MPI_PKGS under mpirun -np 2 over TCP (loopback)
 	$(call mpi_test,$$pkgs,-np 2 $(TCP_FLAGS))
 
 .PHONY: test-mpich
-test-mpich: deps-mpich ## go test MPICH_PKGS built with -tags mpich under mpiexec.hydra: TEST_NPS, then np 2 TCP
+test-mpich: deps-mpich ## go test MPICH_PKGS built with -tags mpich under mpiexec.hydra: MPICH_NPS, then np 2 TCP
 	@pkgs="$(call pkgs_of,$(MPICH_PKGS))"; \
-	for np in $(TEST_NPS); do \
+	for np in $(MPICH_NPS); do \
 		echo "--- mpich np $$np: $$pkgs"; \
 		$(call mpich_test,$$pkgs,-np $$np); \
 	done; \
