@@ -58,6 +58,19 @@ CLUSTER_NODES ?= 2
 # there, so their tests that need it skip, saying why.
 NOCGO_PKGS ?= ./mpi/... ./tensor/... ./memmap/... ./internal/... ./cmd/tdmpi/... ./tensordict/...
 
+# MPICH, the second MPI family (Debian's mpich, libmpich-dev): programs built with
+# -tags mpich, launched by MPICH's own mpiexec (Hydra; mpirun stays Open MPI's). The
+# *-mpich targets run these packages' tests at each of TEST_NPS on shared memory and at
+# np 2 over TCP (test/ is left out: its tests start Open MPI jobs of their own).
+MPICH_PKGS ?= ./mpi/... ./group/... ./internal/mpitest/... ./tensordict/...
+MPICH_MPIEXEC ?= mpiexec.hydra
+# Rank counts of test-mpich's shared-memory runs.
+MPICH_NPS ?= $(TEST_NPS)
+# Forces MPICH's UCX transport onto TCP over loopback.
+MPICH_TCP_FLAGS ?= -genv UCX_TLS tcp,self
+# The packages of slurm-test-mpich's test-suite job (srun --mpi=pmi2).
+MPICH_SLURM_TEST_PKGS ?= ./mpi/... ./group/...
+
 # Rank counts for the MPI test runs (4 is oversubscribed on two cores).
 TEST_NPS ?= 2 4
 MPIRUN ?= mpirun
@@ -90,13 +103,16 @@ RACE_PKGS ?= ./...
 RACE_RUN ?= .
 
 # The steps of `make test`, in order. All run; the summary names the failures.
-TEST_STEPS ?= test-unit test-nocgo test-mpi test-tcp test-race test-big examples torchpeer slurm-test cluster-test fuzz lint
+TEST_STEPS ?= test-unit test-nocgo test-mpi test-tcp test-mpich test-race test-big examples examples-mpich \
+	torchpeer slurm-test slurm-test-mpich cluster-test fuzz lint
 
 # Debian packages: for building and running MPI programs, and for the local Slurm.
 DEPS_MPI := openmpi-bin libopenmpi-dev pkg-config
 DEPS_SLURM := slurm-wlm munge
 # For the local multi-node cluster (network namespaces, nsenter) and the tests (pgrep).
 DEPS_CLUSTER := iproute2 util-linux procps
+# MPICH installs beside Open MPI; mpirun and mpiexec stay Open MPI's (alternatives).
+DEPS_MPICH := mpich libmpich-dev
 
 # pkgs_of turns package patterns into the import paths that exist now.
 pkgs_of = $(filter-out ./% .,$(shell $(GO) list -e $(1) 2>/dev/null))
@@ -106,6 +122,10 @@ timeout = timeout -k 10 $(STEP_TIMEOUT)
 # above mpirun's so that mpirun, which reports which ranks hung, fires first.
 mpi_test = $(timeout) $(GO) test -count=1 -p 1 -timeout $$(( $(or $(3),$(MPI_TIMEOUT)) + 60 ))s \
 	-exec "$(MPIRUN) --bind-to none --timeout $(or $(3),$(MPI_TIMEOUT)) $(2)" $(1)
+# The same under MPICH: $(call mpich_test,PACKAGES,MPIEXEC-FLAGS); Hydra's time limit is
+# MPIEXEC_TIMEOUT, and GOFLAGS carries the build tag to go test.
+mpich_test = GOFLAGS=-tags=mpich MPIEXEC_TIMEOUT=$(MPI_TIMEOUT) $(timeout) $(GO) test -count=1 -p 1 \
+	-timeout $$(( $(MPI_TIMEOUT) + 60 ))s -exec "$(MPICH_MPIEXEC) $(2)" $(1)
 
 .PHONY: help
 help: ## list the targets
@@ -120,9 +140,13 @@ deps: ## install Open MPI and pkg-config with apt-get, if missing
 	@hpc/scripts/deps.sh $(DEPS_MPI)
 
 .PHONY: deps-all
-deps-all: ## install Open MPI, pkg-config, Slurm, munge, iproute2 and procps with apt-get, if missing
+deps-all: ## install Open MPI, MPICH, pkg-config, Slurm, munge, iproute2 and procps with apt-get, if missing
 	@command -v $(GO) >/dev/null || { echo "make: $(GO) not found; install Go 1.26 first" >&2; exit 1; }
-	@hpc/scripts/deps.sh $(DEPS_MPI) $(DEPS_SLURM) $(DEPS_CLUSTER)
+	@hpc/scripts/deps.sh $(DEPS_MPI) $(DEPS_MPICH) $(DEPS_SLURM) $(DEPS_CLUSTER)
+
+.PHONY: deps-mpich
+deps-mpich: ## install MPICH (beside Open MPI) and pkg-config with apt-get, if missing
+	@hpc/scripts/deps.sh $(DEPS_MPICH) pkg-config
 
 .PHONY: build
 build: deps ## go build and go vet every package
@@ -175,6 +199,16 @@ test-tcp: ## go test MPI_PKGS under mpirun -np 2 over TCP (loopback)
 	echo "--- np 2 tcp: $$pkgs"; \
 	$(call mpi_test,$$pkgs,-np 2 $(TCP_FLAGS))
 
+.PHONY: test-mpich
+test-mpich: deps-mpich ## go test MPICH_PKGS built with -tags mpich under mpiexec.hydra: MPICH_NPS, then np 2 TCP
+	@pkgs="$(call pkgs_of,$(MPICH_PKGS))"; \
+	for np in $(MPICH_NPS); do \
+		echo "--- mpich np $$np: $$pkgs"; \
+		$(call mpich_test,$$pkgs,-np $$np); \
+	done; \
+	echo "--- mpich np 2 tcp: $$pkgs"; \
+	$(call mpich_test,$$pkgs,-np 2 $(MPICH_TCP_FLAGS))
+
 .PHONY: test-big
 test-big: ## go test BIG_PKGS under mpirun -np 2 with BIG_ENV (large messages)
 	@pkgs="$(call pkgs_of,$(BIG_PKGS))"; \
@@ -193,6 +227,11 @@ examples: deps ## run every example with its declared np (// np: N), shared memo
 .PHONY: torchpeer
 torchpeer: deps ## run examples/torchpeer with a PyTorch rank (both modes) where one exists, else say why not
 	TDMPI_MPI_TIMEOUT=$(EXAMPLE_TIMEOUT) examples/torchpeer/run.sh
+
+.PHONY: examples-mpich
+examples-mpich: deps-mpich ## run every example built with -tags mpich under mpiexec.hydra, shared memory and TCP
+	TDMPI_MPI=mpich TDMPI_MPI_TIMEOUT=$(EXAMPLE_TIMEOUT) TDMPI_MPICH_MPIEXEC=$(MPICH_MPIEXEC) \
+		TDMPI_MPICH_TCP_FLAGS="$(MPICH_TCP_FLAGS)" hpc/scripts/examples.sh run
 
 .PHONY: fuzz
 fuzz: ## fuzz every Fuzz target of the module for FUZZTIME each (found automatically)
@@ -271,6 +310,13 @@ cluster-test: deps-all ## examples, hpc/slurm/ jobs, CLUSTER_TEST_PKGS and the f
 	TDMPI_CLUSTER_TEST_PKGS="$(call pkgs_of,$(CLUSTER_TEST_PKGS))" \
 	TDMPI_CLUSTER_TEST_GOFLAGS="$(CLUSTER_TEST_GOFLAGS)" \
 		$(timeout) hpc/scripts/cluster-test.sh
+
+.PHONY: slurm-test-mpich
+slurm-test-mpich: deps-all ## slurm-test for the MPICH build: srun --mpi=pmi2 and mpiexec.hydra in the allocation
+	TDMPI_MPI=mpich hpc/scripts/examples.sh build $(SLURM_EXAMPLE)
+	TDMPI_MPI=mpich TDMPI_SLURM_TEST_PKGS="$(call pkgs_of,$(MPICH_SLURM_TEST_PKGS))" \
+	TDMPI_SLURM_TEST_LAUNCH=srun \
+		$(timeout) hpc/scripts/slurm-test.sh $(SLURM_EXAMPLE)
 
 .PHONY: clean
 clean: ## remove built programs, job outputs and Go's test cache

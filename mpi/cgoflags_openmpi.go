@@ -17,3 +17,6 @@ const family = FamilyOpenMPI
 // ucxEnvAtInit: Open MPI loads its UCX components as plugins in MPI_Init,
 // so UCX reads UCX_ERROR_SIGNALS set just before.
 const ucxEnvAtInit = true
+
+// reduceInPlaceAtRoot: MPI_Reduce takes MPI_IN_PLACE at any root.
+const reduceInPlaceAtRoot = true

@@ -19,7 +19,10 @@ func Reduce[T Scalar](c *Comm, send, recv []T, op Op, root int) error {
 // ReduceInPlace is Reduce with one buffer: buf holds each process's
 // contribution, and at root it receives the result. Only root passes
 // MPI_IN_PLACE; the others pass buf as their send buffer, as the MPI
-// standard requires (MPICH dereferences MPI_IN_PLACE elsewhere).
+// standard requires (MPICH dereferences MPI_IN_PLACE elsewhere). MPICH
+// 4.0's MPI_Reduce also dereferences MPI_IN_PLACE at a root other than 0
+// for buffers of a few KiB and more, so in MPICH builds the root reduces
+// from a copy of buf (at most 2^30 elements at a time) instead.
 func ReduceInPlace[T Scalar](c *Comm, buf []T, op Op, root int) error {
 	return reduce(c, buf, buf, op, root, true)
 }
@@ -50,12 +53,21 @@ func reduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) er
 	if err != nil {
 		return err
 	}
+	var scratch []T
+	if inplace && !reduceInPlaceAtRoot {
+		// The library mishandles MPI_IN_PLACE here: reduce from a copy.
+		scratch, inplace = make([]T, min(n, reduceChunk)), false
+	}
 	defer enter(name).leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return chunks(n, func(off, m int) error {
 		s, r := sb.at(off, m), unsafe.Pointer(nil)
 		if c.rank == root {
 			r = rb.at(off, m)
+		}
+		if scratch != nil {
+			copy(scratch, recv[off:off+m])
+			s = bufOf(scratch).at(0, m)
 		}
 		return newError(name, C.tdmpi_reduce(s, cbool(inplace), r, C.int(m), datatypes[k], ops[op], C.int(root), h))
 	})

@@ -163,3 +163,21 @@ func TestReduceArgs(t *testing.T) {
 	assert.ErrorIs(t, Allreduce[int](c, nil, []int{1}, OpSum), ErrBuffer, "nil is an empty buffer, not in place")
 	assert.ErrorIs(t, Scan(c, []int{1}, nil, OpSum), ErrBuffer)
 }
+
+// TestReduceInPlaceRoots reduces in place at every root, at sizes where
+// MPICH 4.0's MPI_Reduce crashed on MPI_IN_PLACE at a root other than 0.
+func TestReduceInPlaceRoots(t *testing.T) {
+	c := World()
+	r, s := c.Rank(), c.Size()
+	for _, n := range []int{100, 2000, 16388} {
+		for root := range s {
+			buf := fill[float32](n, func(i int) int64 { return int64(r + i%7) })
+			assert.NoError(t, ReduceInPlace(c, buf, OpSum, root))
+			want := fill[float32](n, func(i int) int64 { return int64(s*(s-1)/2 + s*(i%7)) })
+			if r != root {
+				want = fill[float32](n, func(i int) int64 { return int64(r + i%7) })
+			}
+			assert.Equal(t, want, buf, "n=%d root=%d", n, root)
+		}
+	}
+}

@@ -22,6 +22,8 @@ command_for() {
 	case "$1" in
 	openmpi-bin) echo mpirun ;;
 	libopenmpi-dev) echo mpicc ;;
+	mpich) echo mpiexec.hydra ;;
+	libmpich-dev) echo mpicc.mpich ;;
 	pkg-config) echo pkg-config ;;
 	slurm-wlm) echo slurmctld ;;
 	munge) echo munged ;;

@@ -5,6 +5,7 @@
 #   hpc/scripts/examples.sh list                  names of the examples, one a line
 #   hpc/scripts/examples.sh np NAME               the rank count NAME declares
 #   hpc/scripts/examples.sh nodes NAME            the node count NAME needs (0: any)
+#   hpc/scripts/examples.sh path NAME             where build puts NAME's program
 #   hpc/scripts/examples.sh build [NAME...]       go build each into $TDMPI_BIN/examples/NAME
 #   hpc/scripts/examples.sh run [NAME...]         build, then run each under mpirun on shared
 #                                                 memory and once more over TCP (loopback)
@@ -28,6 +29,11 @@
 #
 # Environment: GO (go), MPIRUN (mpirun), TDMPI_BIN (bin), TDMPI_MPI_TIMEOUT (seconds a run
 # may take, default 60), TDMPI_TCP_FLAGS (the mpirun options of the TCP run).
+#
+# TDMPI_MPI=mpich selects the second MPI family: the examples are built with -tags mpich
+# into $TDMPI_BIN/examples-mpich/ and run under MPICH's mpiexec (TDMPI_MPICH_MPIEXEC,
+# default mpiexec.hydra; the time limit through MPIEXEC_TIMEOUT), the TCP run with
+# TDMPI_MPICH_TCP_FLAGS (default: UCX over TCP only).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -36,6 +42,23 @@ MPIRUN=${MPIRUN:-mpirun}
 BIN=${TDMPI_BIN:-bin}
 TIMEOUT=${TDMPI_MPI_TIMEOUT:-60}
 TCP_FLAGS=${TDMPI_TCP_FLAGS:---mca btl self,tcp --mca btl_tcp_if_include lo}
+LAUNCH_FLAGS=(--bind-to none --timeout "$TIMEOUT")
+EXDIR=$BIN/examples
+case "${TDMPI_MPI:-openmpi}" in
+openmpi) ;;
+mpich)
+	MPIRUN=${TDMPI_MPICH_MPIEXEC:-mpiexec.hydra}
+	TCP_FLAGS=${TDMPI_MPICH_TCP_FLAGS:--genv UCX_TLS tcp,self}
+	LAUNCH_FLAGS=()
+	export MPIEXEC_TIMEOUT=$TIMEOUT
+	export GOFLAGS="-tags=mpich${GOFLAGS:+ $GOFLAGS}"
+	EXDIR=$BIN/examples-mpich
+	;;
+*)
+	echo "examples: TDMPI_MPI must be openmpi or mpich, not ${TDMPI_MPI}" >&2
+	exit 2
+	;;
+esac
 # Open MPI refuses root unless told it is intended (containers, CI); examples may ask for
 # more ranks than there are cores.
 if [[ "$(id -u)" -eq 0 ]]; then
@@ -81,9 +104,9 @@ nodes() {
 
 build() {
 	local name
-	mkdir -p "$BIN/examples"
+	mkdir -p "$EXDIR"
 	for name in "$@"; do
-		"$GO" build -o "$BIN/examples/$name" "./examples/$name"
+		"$GO" build -o "$EXDIR/$name" "./examples/$name"
 	done
 }
 
@@ -108,8 +131,8 @@ run_one() {
 	t0=${EPOCHREALTIME/[.,]/}
 	rc=0
 	# shellcheck disable=SC2086 # the flags are words on purpose
-	timeout -k 10 $((TIMEOUT + 20)) "$MPIRUN" -np "$n" --bind-to none --timeout "$TIMEOUT" "$@" \
-		"$BIN/examples/$name" >"$out" 2>&1 || rc=$?
+	timeout -k 10 $((TIMEOUT + 20)) "$MPIRUN" -np "$n" "${LAUNCH_FLAGS[@]}" "$@" \
+		"$EXDIR/$name" >"$out" 2>&1 || rc=$?
 	ms=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
 	if [[ $rc -eq 0 ]] && check "$name" "$out"; then
 		printf 'PASS  %-20s np=%s %-4s %d.%03d s\n' "$name" "$n" "$label" $((ms / 1000)) $((ms % 1000))
@@ -137,6 +160,7 @@ cmd=${1:-}
 shift || true
 case "$cmd" in
 list) list ;;
+path) echo "$EXDIR/$1" ;;
 np) np "$1" ;;
 nodes) nodes "$1" ;;
 check) check "$1" "$2" ;;
@@ -152,7 +176,7 @@ build | run)
 	"$cmd" "$@"
 	;;
 *)
-	echo "usage: $0 list | np NAME | nodes NAME | build [NAME...] | run [NAME...] | check NAME FILE" >&2
+	echo "usage: $0 list | np NAME | nodes NAME | path NAME | build [NAME...] | run [NAME...] | check NAME FILE" >&2
 	exit 2
 	;;
 esac

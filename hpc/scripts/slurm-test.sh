@@ -15,6 +15,11 @@
 # It prints each job id with its state and time, stops the cluster on exit (unless it
 # was already running before, or TDMPI_SLURM_KEEP=1), and exits non-zero on any failure.
 #
+# TDMPI_MPI=mpich checks the MPICH build instead (see examples.sh): the job scripts then
+# launch with srun --mpi=pmi2 (Debian's MPICH speaks PMI-1/2; with pmix or none each
+# rank would start as a singleton) and with MPICH's mpiexec inside the allocation, and
+# the test suite is built with -tags mpich.
+#
 # Environment: TDMPI_SLURM_DIR (see slurm-local.sh), TDMPI_BIN (bin),
 # TDMPI_SLURM_JOB_WAIT (seconds to wait for each example job, default 120; the test
 # suite job gets 10 times that).
@@ -24,10 +29,12 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 scripts=$root/hpc/scripts
 example=${1:-hello}
-BIN=${TDMPI_BIN:-bin}
+if [[ "${TDMPI_MPI:-openmpi}" == mpich ]]; then
+	export TDMPI_MPI GOFLAGS="-tags=mpich${GOFLAGS:+ $GOFLAGS}" # for the jobs (sbatch --export=ALL)
+fi
 JOB_WAIT=${TDMPI_SLURM_JOB_WAIT:-120}
-[[ "$BIN" == /* ]] || BIN=$root/$BIN
-prog=$BIN/examples/$example
+prog=$("$root/hpc/scripts/examples.sh" path "$example")
+[[ "$prog" == /* ]] || prog=$root/$prog
 
 [[ -x "$prog" ]] || {
 	echo "slurm-test: $prog does not exist; run: hpc/scripts/examples.sh build $example" >&2

@@ -294,11 +294,15 @@ func TestEndToEnd(t *testing.T) {
 
 func TestCleanEnv(t *testing.T) {
 	t.Setenv("OMPI_COMM_WORLD_SIZE", "2")
+	t.Setenv("PMI_FD", "6")
+	t.Setenv("MPI_LOCALNRANKS", "2")
 	t.Setenv("PMIX_RANK", "1")
 	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
 	t.Setenv("MPITEST_KEEP", "yes")
 	env := strings.Join(CleanEnv("EXTRA=1"), "\n") + "\n"
 	assert.NotContains(t, env, "OMPI_COMM_WORLD_SIZE=")
+	assert.NotContains(t, env, "PMI_FD=", "MPICH Hydra's variables go too")
+	assert.NotContains(t, env, "MPI_LOCALNRANKS=")
 	assert.NotContains(t, env, "PMIX_RANK=")
 	assert.Contains(t, env, "OMPI_ALLOW_RUN_AS_ROOT=1\n")
 	assert.Contains(t, env, "MPITEST_KEEP=yes\n")
