@@ -28,7 +28,8 @@
 # line per run and exits non-zero if any failed.
 #
 # Environment: GO (go), MPIRUN (mpirun), TDMPI_BIN (bin), TDMPI_MPI_TIMEOUT (seconds a run
-# may take, default 60), TDMPI_TCP_FLAGS (the mpirun options of the TCP run).
+# may take, default 60), TDMPI_TCP_FLAGS (the mpirun options of the TCP run),
+# TDMPI_EXAMPLES_TCP=0 (run on shared memory only).
 #
 # TDMPI_MPI=mpich selects the second MPI family: the examples are built with -tags mpich
 # into $TDMPI_BIN/examples-mpich/ and run under MPICH's mpiexec (TDMPI_MPICH_MPIEXEC,
@@ -150,6 +151,7 @@ run() {
 	build "$@"
 	for name in "$@"; do
 		run_one "$name" shm || failed=1
+		[[ ${TDMPI_EXAMPLES_TCP:-1} == 0 ]] && continue
 		# shellcheck disable=SC2086
 		run_one "$name" tcp $TCP_FLAGS || failed=1
 	done
