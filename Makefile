@@ -90,7 +90,7 @@ MPIEXEC = $(MPIRUN) --bind-to none --timeout $(MPI_TIMEOUT)
 TCP_FLAGS ?= --mca btl self,tcp --mca btl_tcp_if_include lo
 export TDMPI_TCP_FLAGS := $(TCP_FLAGS)
 # Time each fuzz target runs in `make fuzz` and `make test`.
-FUZZTIME ?= 60s
+FUZZTIME ?= 20s
 # go test flags for the single-process benchmarks of every package.
 BENCH ?= .
 BENCHTIME ?= 1s
