@@ -96,7 +96,11 @@
 // ErrNil (a method called on a nil *TensorDict), ErrNoMemory (a peer's
 // storage larger than the memory available), ErrRewritten,
 // tensor.ErrReleased (a released storage), memmap.ErrFault and
-// memmap.ErrHardLink.
+// memmap.ErrHardLink; in communication, ErrMismatch (a peer's structure,
+// transfer mode, reduce op or root differs from this rank's, for Recv and
+// for the collectives' *StructureError alike), ErrLimit (a size from a
+// peer or a file over a limit), ErrConcurrent (collectives on one group
+// from several goroutines) and group.ErrFreed.
 //
 // # Tensorclasses
 //
@@ -124,7 +128,22 @@
 // their nonblocking forms; Broadcast, AllReduce, Reduce, AllGather, Scatter
 // and GatherAndStack are the collectives. Options select the group
 // (WithGroup), bound a wait (WithContext) and what a peer may make the
-// receiver allocate (WithMaxBytes).
+// receiver allocate (WithMaxBytes). Options come in families, one
+// interface per family of methods (RemoteOption, SendOption, RecvOption,
+// CollectiveOption), so that passing an option to a method that has no
+// use for it does not compile; within a family, an option only the other
+// side of a transfer uses is an error. WithTorch makes InitRemote and
+// FromRemoteInit speak Python tensordict's own wire format over torch's MPI
+// backend, with a PyTorch rank in the same job.
+//
+// MPI pairs collectives by their order on each rank. Collectives on one
+// group must therefore be called in the same order on every rank, from one
+// goroutine at a time; calls from several goroutines at once are detected
+// (on the rank that has them, and passed to the others at the agreement
+// step that starts every collective and the small allreduce that ends it),
+// and every rank's call fails with ErrConcurrent instead of combining data
+// from different calls. Use a group per goroutine (group.Group.New) for
+// concurrent collectives.
 //
 // Every message carries a versioned header with a hash of the sender's
 // structure. A receiver whose keys, dtypes or shapes differ gets an error
@@ -146,4 +165,24 @@
 // A TensorDict is not safe for concurrent use if any goroutine mutates it
 // (Set, Del, Lock, SetInPlace ...), exactly like a Go map; concurrent reads
 // are safe.
+//
+// # Files
+//
+// The data structure: tensordict.go (TensorDict, Set, Get), entries.go,
+// key.go, keys.go, ops.go (Apply, Update, Clone, To), index.go (Index,
+// Slice, Mask, Stack, Unbind), compare.go, nontensor.go, tensorclass.go,
+// format.go (String, WriteTree) and pyrepr.go (PythonRepr). The algebra:
+// algebra_shape.go (Cat, Split, Reshape and the other views),
+// algebra_arith.go, algebra_reduce.go, algebra_index.go (SetAt, GetAt) and
+// algebra_zip.go (the walk over several TensorDicts). Formats:
+// layout.go and consolidate.go (the consolidated layout), metaencode.go,
+// fromconsolidated.go and structure.go (adapters over internal/codec,
+// which holds the metadata codec and the structure hash), file.go
+// (SaveConsolidated, LoadConsolidated), memmap.go, memmap_load.go and
+// memmap_options.go (tensordict's memmap directories), memcheck.go.
+// Communication: comm_options.go (the option families), remote*.go
+// (InitRemote, FromRemoteInit, chunks, drains, probes bounded by a
+// context), p2p*.go (Send, Recv, ISend, IRecv, tensordict's tags),
+// collective*.go (the collectives and their agreement steps), torch.go
+// (WithTorch, over internal/torchwire).
 package tensordict
