@@ -1,0 +1,6 @@
+//go:build !race
+
+package tensordict
+
+// raceBuild is true in builds with the race detector.
+const raceBuild = false
