@@ -5,6 +5,7 @@ package tensordict
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -331,6 +332,51 @@ func TestRecvReleasedStorageDrains(t *testing.T) {
 			got, err := ok.Get(K("x"))
 			require.NoError(t, err)
 			assert.Equal(t, float32(7), tensor.Get[float32](got, n-1))
+		})
+	}
+}
+
+// TestISendDroppedPending drops the *Pending of every ISend without Wait
+// and collects garbage between sends: the buffers MPI still uses stay
+// pinned by package mpi until the sends complete, so the process neither
+// crashes (a Pinner collected while pinned panics) nor sends freed memory.
+func TestISendDroppedPending(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	const rounds = 50
+	for _, consolidated := range []bool{false, true} {
+		mpitest.Run(t, fmt.Sprintf("consolidated=%v", consolidated), func(t *testing.T) {
+			var opts []any
+			if consolidated {
+				opts = append(opts, WithConsolidated())
+			}
+			switch g.Rank() {
+			case 0:
+				for i := range rounds {
+					td := New()
+					require.NoError(t, td.Set(K("x"), tensor.Full(tensor.Float32, float64(i), 1<<16)))
+					_, err := td.ISend(1, mpitest.As[SendOption](opts)...)
+					require.NoError(t, err)
+					runtime.GC()
+				}
+			case 1:
+				ctx := mpitest.Ctx(t, 60*time.Second)
+				td := New()
+				require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Float32, 1<<16)))
+				if consolidated {
+					var err error
+					td, err = td.Consolidate()
+					require.NoError(t, err)
+				}
+				for i := range rounds {
+					_, err := td.Recv(0, mpitest.As[RecvOption](append(opts, WithContext(ctx)))...)
+					require.NoError(t, err)
+					x, err := td.Get(K("x"))
+					require.NoError(t, err)
+					require.Equal(t, float32(i), tensor.Get[float32](x, 1<<16-1))
+				}
+			}
+			require.NoError(t, g.Barrier())
+			runtime.GC()
 		})
 	}
 }
