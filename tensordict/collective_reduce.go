@@ -97,9 +97,17 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 		if err := t.reduceBytes(span, leaves[0].Tensor.DType(), op); err != nil {
 			return cl.errorf("reducing the storage of %d leaves: %w", len(leaves), err)
 		}
-		return nil
+	} else if err := cl.reducePerLeaf(t, leaves, op); err != nil {
+		return err
 	}
-	return cl.reducePerLeaf(t, leaves, op)
+	if op == ReduceAvg && (root < 0 || root == cl.rank) {
+		for _, it := range leaves {
+			if err := it.Tensor.DivScalarInPlace(float64(cl.size)); err != nil {
+				return cl.errorf("key %v: averaging: %w", it.Key, err)
+			}
+		}
+	}
+	return nil
 }
 
 // checkSame is the check every rank runs before a collective that needs

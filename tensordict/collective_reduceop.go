@@ -21,17 +21,31 @@ type ReduceOp int
 
 // The reduction operations. The zero value is ReduceSum, tensordict's
 // default (op=None).
+//
+// ReduceAvg is the sum divided by the group's size, on floating-point and
+// complex leaves only (an integer or bool leaf is refused on every rank
+// before anything moves: torch's integer division would truncate, and
+// tdmpi does not guess); float16 and bfloat16 leaves are rounded after the
+// sum and again after the division. With Reduce, only the destination
+// divides. ReduceBitAnd, ReduceBitOr and ReduceBitXor are bitwise on
+// integer leaves and logical on bool leaves, as torch's BAND, BOR and BXOR;
+// a floating-point leaf is refused on every rank.
 const (
-	ReduceSum  ReduceOp = iota // element-wise sum
-	ReduceProd                 // element-wise product
-	ReduceMin                  // element-wise minimum
-	ReduceMax                  // element-wise maximum
+	ReduceSum    ReduceOp = iota // element-wise sum
+	ReduceProd                   // element-wise product
+	ReduceMin                    // element-wise minimum
+	ReduceMax                    // element-wise maximum
+	ReduceAvg                    // element-wise mean over the ranks
+	ReduceBitAnd                 // bitwise (bool: logical) and
+	ReduceBitOr                  // bitwise (bool: logical) or
+	ReduceBitXor                 // bitwise (bool: logical) exclusive or
 	numReduceOps
 )
 
-var reduceOpNames = [numReduceOps]string{"sum", "prod", "min", "max"}
+var reduceOpNames = [numReduceOps]string{"sum", "prod", "min", "max", "avg", "band", "bor", "bxor"}
 
-// String returns the name of o: "sum", "prod", "min" or "max".
+// String returns the name of o: "sum", "prod", "min", "max", "avg",
+// "band", "bor" or "bxor".
 func (o ReduceOp) String() string {
 	if o >= 0 && o < numReduceOps {
 		return reduceOpNames[o]
@@ -40,10 +54,28 @@ func (o ReduceOp) String() string {
 }
 
 // mpiOp returns the MPI operation that computes o on elements of dt, or an
-// error if o does not apply to dt.
+// error if o does not apply to dt. For ReduceAvg it is the sum; the caller
+// divides.
 func (o ReduceOp) mpiOp(dt tensor.DType) (mpi.Op, error) {
 	if o < 0 || o >= numReduceOps {
 		return 0, fmt.Errorf("invalid reduce operation %v", o)
+	}
+	switch o {
+	case ReduceAvg:
+		if !dt.IsFloat() && !dt.IsComplex() {
+			return 0, fmt.Errorf("%v does not apply to %v (only to floating-point and complex leaves)", o, dt)
+		}
+		return mpi.OpSum, nil
+	case ReduceBitAnd, ReduceBitOr, ReduceBitXor:
+		bits := [...]mpi.Op{mpi.OpBand, mpi.OpBor, mpi.OpBxor}
+		logic := [...]mpi.Op{mpi.OpLand, mpi.OpLor, mpi.OpLxor}
+		switch {
+		case dt == tensor.Bool:
+			return logic[o-ReduceBitAnd], nil
+		case dt.IsInteger():
+			return bits[o-ReduceBitAnd], nil
+		}
+		return 0, fmt.Errorf("%v does not apply to %v (only to integer and bool leaves)", o, dt)
 	}
 	if dt == tensor.Bool {
 		if o == ReduceSum || o == ReduceMax {
@@ -54,7 +86,7 @@ func (o ReduceOp) mpiOp(dt tensor.DType) (mpi.Op, error) {
 	if dt.IsComplex() && (o == ReduceMin || o == ReduceMax) {
 		return 0, fmt.Errorf("%v does not apply to %v (complex numbers are not ordered)", o, dt)
 	}
-	return [numReduceOps]mpi.Op{mpi.OpSum, mpi.OpProd, mpi.OpMin, mpi.OpMax}[o], nil
+	return [...]mpi.Op{mpi.OpSum, mpi.OpProd, mpi.OpMin, mpi.OpMax}[o], nil
 }
 
 // reduceTarget says where a reduction's result goes: to every rank

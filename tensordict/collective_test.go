@@ -940,3 +940,82 @@ func TestCollectiveConcurrentGoroutines(t *testing.T) {
 	}
 	t.Skipf("SKIP: in %d attempts the goroutines never ran two collectives at once on any rank, so nothing was tested", attempts)
 }
+
+// TestCollectiveAvgAndBitwise checks ReduceAvg and the bitwise ops against
+// values computed here, and that a leaf an op does not apply to is refused
+// on every rank before anything moves.
+func TestCollectiveAvgAndBitwise(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	mpitest.Run(t, "avg", func(t *testing.T) {
+		td := New(3)
+		require.NoError(t, td.Set(K("f"), tensor.Full(tensor.Float32, float64(r+1), 3)))
+		require.NoError(t, td.Set(K("n", "h"), tensor.Full(tensor.BFloat16, float64(2*(r+1)), 3, 2)))
+		require.NoError(t, td.AllReduce(ReduceAvg))
+		f, _ := td.Get(K("f"))
+		collRequireAll(t, f, float64(n+1)/2, "f")
+		h, _ := td.Get(K("n", "h"))
+		collRequireAll(t, h, float64(n+1), "n.h")
+	})
+	mpitest.Run(t, "avg to root", func(t *testing.T) {
+		td := New()
+		require.NoError(t, td.Set(K("f"), tensor.Full(tensor.Float64, float64(r+1), 4)))
+		require.NoError(t, td.Reduce(0, ReduceAvg))
+		f, _ := td.Get(K("f"))
+		if r == 0 {
+			collRequireAll(t, f, float64(n+1)/2, "f")
+		}
+	})
+	bits := func(op ReduceOp) int64 {
+		var v int64
+		for i := range n {
+			b := int64(1) << i
+			switch {
+			case i == 0:
+				v = b
+			case op == ReduceBitAnd:
+				v &= b
+			case op == ReduceBitOr:
+				v |= b
+			default:
+				v ^= b
+			}
+		}
+		return v
+	}
+	for _, op := range []ReduceOp{ReduceBitAnd, ReduceBitOr, ReduceBitXor} {
+		mpitest.Run(t, op.String(), func(t *testing.T) {
+			td := New()
+			require.NoError(t, td.Set(K("i"), tensor.Full(tensor.Int32, float64(int64(1)<<r), 5)))
+			truth := tensor.Full(tensor.Bool, 1, 2)
+			if r == n-1 {
+				truth = tensor.Full(tensor.Bool, 0, 2)
+			}
+			require.NoError(t, td.Set(K("b"), truth))
+			require.NoError(t, td.AllReduce(op))
+			i, _ := td.Get(K("i"))
+			collRequireAll(t, i, float64(bits(op)), "i")
+			want := map[ReduceOp]bool{ReduceBitAnd: false, ReduceBitOr: true, ReduceBitXor: (n-1)%2 == 1}[op]
+			b, _ := td.Get(K("b"))
+			assert.Equal(t, want, tensor.Get[bool](b, 0), "b")
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		op   ReduceOp
+		dt   tensor.DType
+	}{
+		{"avg of int64", ReduceAvg, tensor.Int64},
+		{"avg of bool", ReduceAvg, tensor.Bool},
+		{"band of float32", ReduceBitAnd, tensor.Float32},
+		{"bxor of complex64", ReduceBitXor, tensor.Complex64},
+	} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			td := New()
+			require.NoError(t, td.Set(K("x"), tensor.Ones(tc.dt, 2)))
+			err := td.AllReduce(tc.op)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "does not apply to "+tc.dt.String())
+		})
+	}
+}
