@@ -123,3 +123,41 @@ func TestFaultAfterInit(t *testing.T) {
 	assert.Panics(t, func() { _ = p[2] })
 	t.Logf("%s: InitThread put back %d signal handlers", Library(), restoredSignals)
 }
+
+// TestAbandon abandons a receive that has not completed: Wait and Test on
+// it fail, the package completes it once its message arrives (without any
+// garbage collection, and while the caller still holds the Request), and
+// Abandon again, or on a completed request, does nothing.
+func TestAbandon(t *testing.T) {
+	s := Self()
+	buf := make([]int32, 4)
+	req, err := Irecv(s, buf, 0, 78)
+	require.NoError(t, err)
+	before := InFlight()
+	req.Abandon()
+	req.Abandon()
+	_, err = req.Wait()
+	assert.ErrorContains(t, err, "abandoned")
+	_, _, err = req.Test()
+	assert.ErrorContains(t, err, "abandoned")
+	assert.ErrorContains(t, WaitAll(req), "abandoned")
+	idx, _, err := WaitAny(req)
+	assert.NoError(t, err)
+	assert.Equal(t, Undefined, idx)
+	assert.Equal(t, before, InFlight(), "an abandoned receive is in flight until its message comes")
+	require.NoError(t, Send(s, []int32{1, 2, 3, 4}, 0, 78))
+	assert.Equal(t, before-1, InFlight(), "the package completed the abandoned receive")
+	assert.Equal(t, []int32{1, 2, 3, 4}, buf)
+	runtime.KeepAlive(req)
+
+	done, err := Isend(s, []int32{5}, 0, 79)
+	require.NoError(t, err)
+	got := make([]int32, 1)
+	_, err = Recv(s, got, 0, 79)
+	require.NoError(t, err)
+	_, err = done.Wait()
+	require.NoError(t, err)
+	done.Abandon() // completed: nothing to do
+	_, err = done.Wait()
+	assert.NoError(t, err)
+}

@@ -297,6 +297,12 @@ func (r *Request) Test() (done bool, st Status, err error) { return false, Statu
 // Cancel returns ErrNoMPI: this build has no MPI.
 func (r *Request) Cancel() error { return ErrNoMPI }
 
+// Abandon does nothing: this build starts no request.
+func (r *Request) Abandon() {}
+
+// Op returns "": this build starts no request.
+func (r *Request) Op() string { return "" }
+
 // WaitAll returns ErrNoMPI: this build has no MPI.
 func WaitAll(reqs ...*Request) error { return ErrNoMPI }
 

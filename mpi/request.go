@@ -36,6 +36,7 @@ type Request struct {
 	f       *inflight // nil once complete
 	op      string
 	done    bool
+	gone    bool // abandoned (see Abandon)
 	st      Status
 	cleanup runtime.Cleanup
 }
@@ -143,6 +144,9 @@ func (r *Request) Wait() (Status, error) {
 	if r.done {
 		return r.st, nil
 	}
+	if r.gone {
+		return Status{}, r.errGone("MPI_Wait")
+	}
 	defer enter("MPI_Wait").leave()
 	f := r.f
 	var st C.tdmpi_status
@@ -162,6 +166,31 @@ func (r *Request) Wait() (Status, error) {
 	return r.st, nil
 }
 
+// Abandon hands r's operation to the package: the caller will neither wait
+// for it nor test it again, as when its Request is dropped (see Request),
+// but without waiting for the garbage collector to notice. The package
+// completes it as it completes dropped requests, in InFlight, Busy,
+// Finalize and whenever a nonblocking operation starts, and unpins its
+// buffers then. Abandon on a completed or nil request does nothing.
+func (r *Request) Abandon() {
+	if r == nil || r.f == nil {
+		return
+	}
+	f := r.f
+	r.f, r.gone = nil, true
+	r.cleanup.Stop()
+	orphan(f)
+}
+
+// errGone is returned by Wait and Test on an abandoned request.
+func (r *Request) errGone(op string) error {
+	return argError(op, C.MPI_ERR_REQUEST, "%s request was abandoned", r.op)
+}
+
+// Op returns the name of the MPI function that started r, such as
+// "MPI_Ibcast", for messages.
+func (r *Request) Op() string { return r.op }
+
 // Test reports whether r has completed, as MPI_Test, and its status if so.
 func (r *Request) Test() (done bool, st Status, err error) {
 	if r == nil {
@@ -169,6 +198,9 @@ func (r *Request) Test() (done bool, st Status, err error) {
 	}
 	if r.done {
 		return true, r.st, nil
+	}
+	if r.gone {
+		return false, Status{}, r.errGone("MPI_Test")
 	}
 	defer enter("MPI_Test").leave()
 	f := r.f
@@ -227,19 +259,25 @@ func (r *Request) Cancel() error {
 }
 
 // WaitAll blocks until every request of reqs completes, as MPI_Waitall.
-// nil and already completed requests are ignored. The status of each request
+// nil and already completed requests are ignored; an abandoned one is an
+// error. The status of each request
 // is then available from its Wait method. The error joins the errors of the
 // requests that failed.
 func WaitAll(reqs ...*Request) error {
 	const name = "MPI_Waitall"
 	var hs []C.MPI_Request
+	var gone []error
 	for _, r := range reqs {
-		if r != nil && !r.done {
+		switch {
+		case r == nil || r.done:
+		case r.gone:
+			gone = append(gone, r.errGone(name))
+		default:
 			hs = append(hs, r.f.hs...)
 		}
 	}
 	if len(hs) == 0 {
-		return nil
+		return errors.Join(gone...)
 	}
 	n, err := count32(name, len(hs))
 	if err != nil {
@@ -248,10 +286,10 @@ func WaitAll(reqs ...*Request) error {
 	defer enter(name).leave()
 	sts := make([]C.MPI_Status, len(hs))
 	rc := C.MPI_Waitall(n, unsafe.SliceData(hs), unsafe.SliceData(sts))
-	var errs []error
+	errs := gone
 	i := 0
 	for _, r := range reqs {
-		if r == nil || r.done {
+		if r == nil || r.done || r.gone {
 			continue
 		}
 		f := r.f
@@ -283,7 +321,8 @@ func WaitAll(reqs ...*Request) error {
 }
 
 // WaitAny blocks until one request of reqs completes, as MPI_Waitany, and
-// returns its index and status. nil and completed requests are ignored; if
+// returns its index and status. nil, completed and abandoned requests are
+// ignored; if
 // there is no other, WaitAny returns index Undefined at once. A reduction
 // over more than 2^30 elements is several MPI requests: with one among
 // reqs, WaitAny polls them with Test instead.
@@ -293,7 +332,7 @@ func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 	live := false
 	for i, r := range reqs {
 		hs[i] = requestNull
-		if r == nil || r.done {
+		if r == nil || r.done || r.gone {
 			continue
 		}
 		if len(r.f.hs) > 1 {
@@ -336,7 +375,7 @@ func pollAny(reqs []*Request) (int, Status, error) {
 	for pause := 10 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
 		live := false
 		for i, r := range reqs {
-			if r == nil || r.done {
+			if r == nil || r.done || r.gone {
 				continue
 			}
 			live = true
