@@ -21,6 +21,14 @@ var (
 	// ErrNotInitialized is wrapped by the errors of operations that need
 	// Init first.
 	ErrNotInitialized = errors.New("MPI is not initialized: call group.Init")
+
+	// ErrBroken is wrapped by the errors of collectives on a group on
+	// which this rank gave up a collective step that MPI still has in
+	// progress (its context ended first; see Group.Break). MPI pairs a
+	// communicator's collectives by their order, so every later
+	// collective on it would be paired with the wrong step: the group can
+	// only be freed.
+	ErrBroken = errors.New("group is broken by an abandoned collective")
 )
 
 // errorf returns an error "group: <op>: rank <r> of <n>: <message>".

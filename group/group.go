@@ -36,8 +36,9 @@ type Group struct {
 	colls     atomic.Int32
 	contended atomic.Bool
 
-	mu    sync.Mutex // guards freed
-	freed bool
+	mu     sync.Mutex // guards freed and broken
+	freed  bool
+	broken error // why g is broken (see Break), or nil
 }
 
 // newGroup makes a group of comm, duplicating it for the library. On error
@@ -105,6 +106,38 @@ func (g *Group) live(op string) error {
 	defer g.mu.Unlock()
 	if g.freed {
 		return g.errorf(op, "%w", ErrFreed)
+	}
+	return nil
+}
+
+// Break marks g broken, for good: cause says which collective step this
+// rank gave up while MPI still has it in progress (its context ended, for
+// example). From then on Broken returns an error wrapping ErrBroken and
+// cause, and the library's collectives on g fail at once on this rank.
+// The other ranks learn nothing: their collectives on g are bounded only
+// by their own contexts. The step's buffers stay pinned until MPI
+// completes it (see mpi.Request), and Finalize refuses to run until then.
+// Only the first cause is kept.
+func (g *Group) Break(cause error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.broken == nil {
+		g.broken = cause
+	}
+}
+
+// Broken returns nil if g is usable for collectives, and otherwise an
+// error "group: <op>: rank r of n: group is broken by an abandoned
+// collective: <cause>" wrapping ErrBroken and the cause given to Break, or
+// ErrFreed if g is freed.
+func (g *Group) Broken(op string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.freed:
+		return g.errorf(op, "%w", ErrFreed)
+	case g.broken != nil:
+		return g.errorf(op, "%w: %w", ErrBroken, g.broken)
 	}
 	return nil
 }
