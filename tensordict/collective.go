@@ -1,7 +1,6 @@
 package tensordict
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -21,16 +20,16 @@ import (
 // before the payload moves (a leaf that cannot be reduced, a peer's header
 // over the limits, a context already done, a different structure) is made
 // known to every rank by a small agreement collective, and then every rank
-// returns an error. Once payload moves, the collective runs to its end.
+// returns an error. Every step is waited on with the call's context (see
+// collective_step.go): a rank whose peers never reach a step returns, and
+// breaks the group.
 
 // coll is one collective call in progress on one rank.
 type coll struct {
+	step        // the group, its library communicator and the call's context
 	op   string // the method name, for errors: "AllReduce"
-	g    *group.Group
-	c    *mpi.Comm // the group's library communicator
 	rank int
 	size int
-	ctx  context.Context
 	lim  wire.Limits
 	// consolidated is WithConsolidated: Broadcast receives into the
 	// receiver's storage when the layouts match.
@@ -53,19 +52,23 @@ type coll struct {
 // check.
 var ErrConcurrent = errors.New("concurrent collectives on one group")
 
-// closeCollective ends a collective on every rank of c, whatever err
-// (this rank's outcome) is: the ranks compare, with one small allreduce,
-// whether a second goroutine came to a collective on the group while this
-// one ran on any of them. If one did, MPI may have paired this call with
-// another call on some rank, and every rank returns errBusy (the result is
-// undefined); the agreement at the start of every later collective then
-// fails too.
-func closeCollective(c *mpi.Comm, busy func() bool, err error, errorf func(string, ...any) error) error {
+// closeCollective ends a collective on every rank of s's group, whatever
+// err (this rank's outcome) is: the ranks compare, with one small
+// allreduce, whether a second goroutine came to a collective on the group
+// while this one ran on any of them. If one did, MPI may have paired this
+// call with another call on some rank, and every rank returns errBusy (the
+// result is undefined); the agreement at the start of every later
+// collective then fails too. On a group this call broke (a step given up),
+// there is nothing to close: the other ranks are not at this step.
+func closeCollective(s step, busy func() bool, err error, errorf func(string, ...any) error) error {
+	if errors.Is(err, group.ErrBroken) {
+		return err
+	}
 	flag := []uint8{0}
 	if busy() {
 		flag[0] = 1
 	}
-	if aerr := mpi.AllreduceInPlace(c, flag, mpi.OpMax); aerr != nil {
+	if aerr := allreduceStep(s, flag, mpi.OpMax); aerr != nil {
 		return errors.Join(err, errorf("closing the collective: %w", aerr))
 	}
 	if flag[0] != 0 && err == nil {
@@ -118,11 +121,14 @@ func runCollective(op string, root int, bytes func(rank int) int64, o remoteOpti
 		return logFailed(op, err)
 	}
 	g := o.group
-	cl := &coll{op: op, g: g, c: g.LibComm(), rank: g.Rank(), size: g.Size(), ctx: o.ctx, lim: fullLimits(o.limits()), consolidated: o.consolidated}
+	cl := &coll{step: newCollStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()), consolidated: o.consolidated}
 	return logFailed(op, g.Collective(func(busy func() bool) error {
+		if err := g.Broken("tensordict: " + op); err != nil {
+			return err
+		}
 		cl.busy = busy
 		logCollStart(op, g, root, bytes)
-		return closeCollective(cl.c, busy, f(cl), cl.errorf)
+		return closeCollective(cl.step, busy, f(cl), cl.errorf)
 	}))
 }
 
@@ -155,7 +161,7 @@ func (cl *coll) agree(local error) error {
 	if local != nil {
 		first[0] = int32(cl.rank)
 	}
-	if err := mpi.AllreduceInPlace(cl.c, first, mpi.OpMin); err != nil {
+	if err := allreduceStep(cl.step, first, mpi.OpMin); err != nil {
 		return cl.errorf("agreeing on failures: %w", errors.Join(err, local))
 	}
 	return cl.spread(int(first[0]), local)
@@ -171,8 +177,8 @@ func (cl *coll) spread(r int, local error) error {
 	if r == cl.rank {
 		copy(msg, local.Error())
 	}
-	if err := mpi.Bcast(cl.c, msg, r); err != nil {
-		return cl.errorf("passing rank %d's error: %w", r, err)
+	if err := bcastStep(cl.step, msg, r); err != nil {
+		return cl.errorf("passing rank %d's error: %w", r, errors.Join(err, local))
 	}
 	if local != nil {
 		return cl.wrap(local)

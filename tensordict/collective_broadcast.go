@@ -7,7 +7,6 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
-	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -79,7 +78,7 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 		// Tell the receivers, which are waiting for the first message.
 		binary.LittleEndian.PutUint64(first, 1)
 		copy(first[bcastPrefix:bcastPrefix+maxReportedError], err.Error())
-		if berr := mpi.Bcast(cl.c, first, cl.rank); berr != nil {
+		if berr := bcastStep(cl.step, first, cl.rank); berr != nil {
 			return nil, cl.errorf("%w (and telling the other ranks failed: %v)", err, berr)
 		}
 		return nil, cl.wrap(err)
@@ -90,7 +89,7 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 		binary.LittleEndian.PutUint64(first[16:], 1)
 	}
 	n := copy(first[bcastPrefix:], frame)
-	if err := mpi.Bcast(cl.c, first, cl.rank); err != nil {
+	if err := bcastStep(cl.step, first, cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the header: %w", err)
 	}
 	if !more {
@@ -99,10 +98,10 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 	if err := cl.agree(cl.ready()); err != nil {
 		return nil, err
 	}
-	if err := cl.bcastBytes(frame[n:], cl.rank); err != nil {
+	if err := cl.bcastChunks(frame[n:], cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the metadata: %w", err)
 	}
-	if err := cl.bcastBytes(storage, cl.rank); err != nil {
+	if err := cl.bcastChunks(storage, cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the storage: %w", err)
 	}
 	return tdc, nil
@@ -157,7 +156,7 @@ func countTensorLeaves(td *TensorDict) int {
 // TensorDict, reused with WithConsolidated.
 func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	first := make([]byte, bcastFirst)
-	if err := mpi.Bcast(cl.c, first, src); err != nil {
+	if err := bcastStep(cl.step, first, src); err != nil {
 		return nil, cl.errorf("receiving the header from rank %d: %w", src, err)
 	}
 	body := first[bcastPrefix:]
@@ -210,7 +209,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	}
 	frame := make([]byte, frameLen)
 	n := copy(frame, body)
-	if err := cl.bcastBytes(frame[n:], src); err != nil {
+	if err := cl.bcastChunks(frame[n:], src); err != nil {
 		return nil, cl.errorf("receiving the metadata from rank %d: %w", src, err)
 	}
 	f, err := wire.ParseFrame(frame, cl.lim)
@@ -222,7 +221,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 		// The broadcast fills it whole, or st is dropped.
 		st = tensor.StorageOf(mem.AllocUninit(int(h.Total)))
 	}
-	if berr := cl.bcastBytes(st.Bytes()[:h.Total], src); berr != nil {
+	if berr := cl.bcastChunks(st.Bytes()[:h.Total], src); berr != nil {
 		return nil, cl.errorf("receiving the storage from rank %d: %w", src, berr)
 	}
 	if err != nil {
@@ -260,17 +259,6 @@ func (cl *coll) rebuild(from int, st *tensor.Storage, meta []byte, class string)
 		td.SetClassName(class)
 	}
 	return td, nil
-}
-
-// bcastBytes broadcasts b from root in pieces of at most wire.MaxChunk
-// bytes. Every rank passes a b of the same length.
-func (cl *coll) bcastBytes(b []byte, root int) error {
-	for off := 0; off < len(b); off += wire.MaxChunk {
-		if err := mpi.Bcast(cl.c, b[off:min(off+wire.MaxChunk, len(b))], root); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // cString returns b up to its first zero byte.

@@ -64,7 +64,7 @@ func (cl *coll) reducePerLeaf(t reduceTarget, leaves []Item, op ReduceOp) error 
 		if err := t.reduceBytes(b[:off], dt, op); err != nil {
 			return cl.errorf("keys %v to %v: %w", pending[0].Key, pending[len(pending)-1].Key, err)
 		}
-		if t.root >= 0 && t.c.Rank() != t.root {
+		if t.root >= 0 && t.s.c.Rank() != t.root {
 			return nil
 		}
 		off = 0

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
-	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // StructureError is returned by AllReduce, Reduce and GatherAndStack on
@@ -139,7 +138,7 @@ func (cl *coll) explainMismatch(mine codec.Structure, ref int) error {
 		enc = encodeStructure(mine)
 	}
 	n := []int64{int64(len(enc))}
-	if err := mpi.Bcast(cl.c, n, ref); err != nil {
+	if err := bcastStep(cl.step, n, ref); err != nil {
 		return cl.errorf("structures differ; broadcasting rank %d's structure: %w", ref, err)
 	}
 	if n[0] < 0 || n[0] > maxDescBytes {
@@ -148,7 +147,7 @@ func (cl *coll) explainMismatch(mine codec.Structure, ref int) error {
 	if cl.rank != ref {
 		enc = make([]byte, n[0])
 	}
-	if err := mpi.Bcast(cl.c, enc, ref); err != nil {
+	if err := bcastStep(cl.step, enc, ref); err != nil {
 		return cl.errorf("structures differ; broadcasting rank %d's structure: %w", ref, err)
 	}
 	slot := make([]byte, diffSlot)
@@ -171,7 +170,7 @@ func (cl *coll) explainMismatch(mine codec.Structure, ref int) error {
 		}
 	}
 	all := make([]byte, diffSlot*cl.size)
-	if err := mpi.Allgather(cl.c, slot, all); err != nil {
+	if err := allgatherStep(cl.step, slot, all); err != nil {
 		return cl.errorf("structures differ; gathering differences: %w", err)
 	}
 	for r := range cl.size {

@@ -25,7 +25,7 @@ func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error)
 		b, local := cl.prepareBlock(td)
 		mine := b.info(local)
 		infos := make([]int64, infoLen*cl.size)
-		if err := mpi.Allgather(cl.c, mine[:], infos); err != nil {
+		if err := allgatherStep(cl.step, mine[:], infos); err != nil {
 			return cl.errorf("gathering sizes: %w", err)
 		}
 		if r := cl.firstFailed(infos); r < cl.size {
@@ -40,7 +40,7 @@ func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error)
 		if err := cl.agree(lerr); err != nil {
 			return err
 		}
-		if err := mpi.AllgathervInPlace(cl.c, buf, counts, displs); err != nil {
+		if err := cl.wait(mpi.IallgathervInPlace(cl.c, buf, counts, displs)); err != nil {
 			return cl.errorf("gathering blocks: %w", err)
 		}
 		out = make([]*TensorDict, cl.size)
@@ -102,7 +102,7 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 			own = make([]uint64, blockWords(mine[:]))
 			lerr = b.pack(own)
 		}
-		if err := mpi.Gather(cl.c, mine[:], infos, dst); err != nil {
+		if err := gatherStep(cl.step, mine[:], infos, dst); err != nil {
 			return cl.errorf("gathering sizes: %w", err)
 		}
 		var displs, counts []int
@@ -122,7 +122,7 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 		if cl.rank == dst {
 			blk = buf
 		}
-		if err := mpi.GathervInPlace(cl.c, blk, counts, displs, dst); err != nil {
+		if err := cl.wait(mpi.IgathervInPlace(cl.c, blk, counts, displs, dst)); err != nil {
 			return cl.errorf("gathering blocks: %w", err)
 		}
 		if cl.rank != dst {

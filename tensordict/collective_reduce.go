@@ -92,7 +92,7 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 	if v[5] != ^v[6] {
 		return cl.errorf("ranks passed different roots (%d and %d): %w", int(^v[6])-1, int(v[5])-1, ErrMismatch)
 	}
-	t := reduceTarget{c: cl.c, root: root}
+	t := reduceTarget{s: cl.step, root: root}
 	if v[2] == 0 && v[0] == ^v[1] {
 		if err := t.reduceBytes(span, leaves[0].Tensor.DType(), op); err != nil {
 			return cl.errorf("reducing the storage of %d leaves: %w", len(leaves), err)
@@ -130,7 +130,7 @@ func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, e
 		fail = uint64(cl.size - cl.rank)
 	}
 	v = append(v, fail)
-	if err := mpi.AllreduceInPlace(cl.c, v, mpi.OpMax); err != nil {
+	if err := allreduceStep(cl.step, v, mpi.OpMax); err != nil {
 		return nil, cl.errorf("comparing structures: %w", err)
 	}
 	if f := v[len(v)-1]; f != 0 {
@@ -163,7 +163,7 @@ func (t reduceTarget) reduceLeaf(x *tensor.Tensor, op ReduceOp) error {
 	if err := t.reduceBytes(b, x.DType(), op); err != nil {
 		return err
 	}
-	if t.root < 0 || t.c.Rank() == t.root {
+	if t.root < 0 || t.s.c.Rank() == t.root {
 		return x.CopyFrom(tmp)
 	}
 	return nil

@@ -92,12 +92,12 @@ func (o ReduceOp) mpiOp(dt tensor.DType) (mpi.Op, error) {
 // reduceTarget says where a reduction's result goes: to every rank
 // (Allreduce, root < 0) or to root only (Reduce).
 type reduceTarget struct {
-	c    *mpi.Comm
+	s    step
 	root int // -1 for Allreduce
 }
 
 // reduceBytes reduces b, the bytes of n elements of dtype dt, in place with
-// op across the ranks of t.c. b must be aligned for dt.
+// op across the ranks of t.s.c. b must be aligned for dt.
 func (t reduceTarget) reduceBytes(b []byte, dt tensor.DType, op ReduceOp) error {
 	mop, err := op.mpiOp(dt)
 	if err != nil {
@@ -136,9 +136,9 @@ func (t reduceTarget) reduceBytes(b []byte, dt tensor.DType, op ReduceOp) error 
 // for Reduce (the other ranks' s is only read).
 func reduceSlice[T mpi.Scalar](t reduceTarget, s []T, op mpi.Op) error {
 	if t.root < 0 {
-		return mpi.AllreduceInPlace(t.c, s, op)
+		return allreduceStep(t.s, s, op)
 	}
-	return mpi.ReduceInPlace(t.c, s, op, t.root)
+	return reduceStep(t.s, s, op, t.root)
 }
 
 // halfChunk is the number of half-precision elements widened at a time, so
@@ -158,7 +158,7 @@ func reduceHalf[H ~uint16](t reduceTarget, s []H, op mpi.Op, widen func(H) float
 		if err := reduceSlice(t, f, op); err != nil {
 			return err
 		}
-		if t.root < 0 || t.c.Rank() == t.root {
+		if t.root < 0 || t.s.c.Rank() == t.root {
 			for i, v := range f {
 				part[i] = narrow(v)
 			}

@@ -43,7 +43,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 			infos, send, own, displs, counts, local = cl.scatterPack(src, tds)
 		}
 		mine := make([]int64, infoLen)
-		if err := mpi.Scatter(cl.c, infos, mine, src); err != nil {
+		if err := scatterStep(cl.step, infos, mine, src); err != nil {
 			return cl.errorf("scattering sizes: %w", err)
 		}
 		if mine[0] != 0 {
@@ -68,7 +68,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 		if cl.rank == src {
 			blk = send
 		}
-		if err := mpi.ScattervInPlace(cl.c, blk, counts, displs, src); err != nil {
+		if err := cl.wait(mpi.IscattervInPlace(cl.c, blk, counts, displs, src)); err != nil {
 			return cl.errorf("scattering blocks: %w", err)
 		}
 		if cl.rank == src {

@@ -855,11 +855,15 @@ func mustGet(t testing.TB, td *TensorDict, k Key) *tensor.Tensor {
 // sum: the calls fail (ErrConcurrent, here or on a peer), and so does
 // every later collective on that group, while other groups still work.
 // Calls already past their agreement when a second goroutine arrived fail
-// on the ranks that saw it (their results are undefined). A round in which
-// the goroutines happened to run one after another on every rank proves
-// nothing (their order may differ between ranks, which is MPI's own rule):
-// the test then tries again, on a new group, and skips, saying so, if it
-// never sees two goroutines at once.
+// on the ranks that saw it (their results are undefined). Calls that ran
+// one at a time on every rank before any overlap happened may have been
+// paired across goroutines (their order may differ between ranks, which is
+// MPI's own rule, and no rank can tell: the limit ErrConcurrent documents),
+// so the test counts them and requires only that no call started after
+// this rank's first refusal returns data. A round in which the goroutines
+// happened to run one after another on every rank proves nothing: the test
+// then tries again, on a new group, and skips, saying so, if it never sees
+// two goroutines at once.
 func TestCollectiveConcurrentGoroutines(t *testing.T) {
 	w0 := mpitest.Need(t, 2)
 	if raceBuild {
@@ -880,7 +884,8 @@ func TestCollectiveConcurrentGoroutines(t *testing.T) {
 	for attempt := range attempts {
 		g, err := w0.New(all)
 		require.NoError(t, err)
-		var res struct{ ok, concurrent, peer, wrong int }
+		var res struct{ ok, concurrent, peer, wrong, wrongLate int }
+		refused := false // a refusal has returned on this rank
 		var mu sync.Mutex
 		var other []error
 		var wg sync.WaitGroup
@@ -893,21 +898,29 @@ func TestCollectiveConcurrentGoroutines(t *testing.T) {
 					if err := td.Set(K("x"), tensor.Full(tensor.Float64, float64((w+1)*(r+1)), 8)); err != nil {
 						panic(err)
 					}
+					mu.Lock()
+					late := refused
+					mu.Unlock()
 					err := td.AllReduce(ReduceSum, WithGroup(g))
 					var pe *PeerError
 					mu.Lock()
 					switch {
 					case err == nil:
 						got, _ := td.Get(K("x"))
-						if tensor.Get[float64](got, 0) == float64((w+1)*n*(n+1)/2) {
+						switch {
+						case tensor.Get[float64](got, 0) == float64((w+1)*n*(n+1)/2):
 							res.ok++
-						} else {
+						case late:
+							res.wrongLate++
+						default:
 							res.wrong++
 						}
 					case errors.Is(err, ErrConcurrent):
 						res.concurrent++
+						refused = true
 					case errors.As(err, &pe) && strings.Contains(pe.Msg, ErrConcurrent.Error()):
 						res.peer++
+						refused = true
 					default:
 						other = append(other, err)
 					}
@@ -917,8 +930,8 @@ func TestCollectiveConcurrentGoroutines(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		t.Logf("attempt %d, rank %d: %d calls: %d right, %d refused here, %d refused by a peer, %d wrong",
-			attempt, r, workers*rounds, res.ok, res.concurrent, res.peer, res.wrong)
+		t.Logf("attempt %d, rank %d: %d calls: %d right, %d refused here, %d refused by a peer, %d paired across goroutines before any overlap, %d wrong after a refusal",
+			attempt, r, workers*rounds, res.ok, res.concurrent, res.peer, res.wrong, res.wrongLate)
 		assert.Empty(t, other)
 		seen := []int32{int32(res.concurrent + res.peer)}
 		require.NoError(t, mpi.AllreduceInPlace(w0.Comm(), seen, mpi.OpMax))
@@ -926,7 +939,7 @@ func TestCollectiveConcurrentGoroutines(t *testing.T) {
 			require.NoError(t, g.Free())
 			continue // sequential on every rank: try again
 		}
-		assert.Zero(t, res.wrong, "calls that returned nil with another call's data")
+		assert.Zero(t, res.wrongLate, "calls started after a refusal that returned nil with another call's data")
 		// The group stays refused on every rank; the world still works.
 		td := collSeed(t, float64(r+1))
 		err = td.AllReduce(ReduceSum, WithGroup(g))

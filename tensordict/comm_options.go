@@ -189,7 +189,12 @@ func WithBroadcast() RemoteOption { return option{kind: optBroadcast} }
 // WithContext bounds the operation by ctx: a receive still waiting for its
 // sender when ctx ends returns an error wrapping ctx.Err(). Messages
 // already under way are completed first, so a peer is never left with
-// half a transfer. Collectives check ctx only before they start.
+// half a transfer. A collective (and broadcast-mode InitRemote and
+// FromRemoteInit) that ctx ends before it starts fails on every rank; one
+// whose peers do not reach a step within a second of ctx's end abandons
+// the step, returns an error wrapping ctx.Err() and group.ErrBroken, and
+// leaves its group broken (see group.Group.Break). Send does not yet
+// honour ctx.
 func WithContext(ctx context.Context) CommOption {
 	if ctx == nil {
 		return invalid(errors.New("WithContext: nil context"))

@@ -30,12 +30,16 @@ const bcastInlineMax = 64 << 10
 // bcastSend is the root's side.
 func (l *link) bcastSend(td *TensorDict) error {
 	return l.g.Collective(func(busy func() bool) error {
-		return closeCollective(l.c, busy, l.bcastSendLocked(td, busy), l.errorf)
+		if err := l.g.Broken("tensordict: " + l.op); err != nil {
+			return err
+		}
+		s := newCollStep(l.o.ctx, l.g)
+		return closeCollective(s, busy, l.bcastSendLocked(s, td, busy), l.errorf)
 	})
 }
 
 // bcastSendLocked is bcastSend inside the group's collective lock.
-func (l *link) bcastSendLocked(td *TensorDict, busy func() bool) error {
+func (l *link) bcastSendLocked(s step, td *TensorDict, busy func() bool) error {
 	h, body, payload, err := bcastPrepare(l, td)
 	if err == nil && busy() {
 		err = errBusy
@@ -44,22 +48,22 @@ func (l *link) bcastSendLocked(td *TensorDict, busy func() bool) error {
 	if err == nil {
 		wire.Put(hdr[:], &h)
 	}
-	if berr := mpi.Bcast(l.c, hdr[:], l.peer); berr != nil {
+	if berr := bcastStep(s, hdr[:], l.peer); berr != nil {
 		return l.errorf("broadcasting the header: %w", errors.Join(berr, err))
 	}
-	if err := l.agree(err); err != nil {
+	if err := l.agree(s, err); err != nil {
 		return err
 	}
-	if err := mpi.Bcast(l.c, body, l.peer); err != nil {
+	if err := bcastStep(s, body, l.peer); err != nil {
 		return l.errorf("broadcasting the metadata: %w", err)
 	}
 	if h.Flags&wire.FlagInline != 0 {
 		return nil
 	}
-	if err := l.agree(nil); err != nil {
+	if err := l.agree(s, nil); err != nil {
 		return err
 	}
-	if err := bcastChunks(l.c, payload, l.peer); err != nil {
+	if err := s.bcastChunks(payload, l.peer); err != nil {
 		return l.errorf("broadcasting %d bytes of storage: %w", len(payload), err)
 	}
 	return nil
@@ -103,7 +107,11 @@ func bcastPrepare(l *link, td *TensorDict) (h wire.Header, body, payload []byte,
 func (l *link) bcastRecv() (*TensorDict, error) {
 	var td *TensorDict
 	err := l.g.Collective(func(busy func() bool) error {
-		return closeCollective(l.c, busy, l.bcastRecvLocked(&td, busy), l.errorf)
+		if err := l.g.Broken("tensordict: " + l.op); err != nil {
+			return err
+		}
+		s := newCollStep(l.o.ctx, l.g)
+		return closeCollective(s, busy, l.bcastRecvLocked(s, &td, busy), l.errorf)
 	})
 	if err != nil {
 		// td may have been built before the storage failed to arrive.
@@ -114,11 +122,11 @@ func (l *link) bcastRecv() (*TensorDict, error) {
 
 // bcastRecvLocked is bcastRecv inside the group's collective lock; it sets
 // *out to the result.
-func (l *link) bcastRecvLocked(out **TensorDict, busy func() bool) error {
+func (l *link) bcastRecvLocked(s step, out **TensorDict, busy func() bool) error {
 	var td *TensorDict
 	defer func() { *out = td }()
 	var hdr [wire.Size]byte
-	if err := mpi.Bcast(l.c, hdr[:], l.peer); err != nil {
+	if err := bcastStep(s, hdr[:], l.peer); err != nil {
 		return l.errorf("receiving the header: %w", err)
 	}
 	h, err := wire.Parse(hdr[:], l.o.limits())
@@ -131,11 +139,11 @@ func (l *link) bcastRecvLocked(out **TensorDict, busy func() bool) error {
 	if err == nil && busy() {
 		err = errBusy
 	}
-	if err := l.agree(err); err != nil {
+	if err := l.agree(s, err); err != nil {
 		return err
 	}
 	body := alignedBuf(int(h.Body()))
-	if err := mpi.Bcast(l.c, body, l.peer); err != nil {
+	if err := bcastStep(s, body, l.peer); err != nil {
 		return l.errorf("receiving the metadata: %w", err)
 	}
 	class := body[:h.ClassLen]
@@ -152,10 +160,10 @@ func (l *link) bcastRecvLocked(out **TensorDict, busy func() bool) error {
 		}
 	}
 	if inline == nil {
-		if err := l.agree(err); err != nil {
+		if err := l.agree(s, err); err != nil {
 			return err
 		}
-		if err := bcastChunks(l.c, st.Bytes(), l.peer); err != nil {
+		if err := s.bcastChunks(st.Bytes(), l.peer); err != nil {
 			return l.errorf("receiving %d bytes of storage: %w", h.Total, errors.Join(err, finish(false)))
 		}
 	} else if err != nil {
@@ -174,13 +182,13 @@ func (l *link) bcastRecvLocked(out **TensorDict, busy func() bool) error {
 // is this rank's own error or nil. If some rank failed, agree returns the
 // local error on a rank that failed and, elsewhere, an error naming the
 // lowest failing rank.
-func (l *link) agree(local error) error {
+func (l *link) agree(s step, local error) error {
 	size := l.g.Size()
 	first := []int32{int32(size)}
 	if local != nil {
 		first[0] = int32(l.g.Rank())
 	}
-	if err := mpi.AllreduceInPlace(l.c, first, mpi.OpMin); err != nil {
+	if err := allreduceStep(s, first, mpi.OpMin); err != nil {
 		return l.errorf("agreeing to go on: %w", errors.Join(err, local))
 	}
 	switch {
@@ -188,16 +196,6 @@ func (l *link) agree(local error) error {
 		return l.errorf("%w", local)
 	case int(first[0]) < size:
 		return l.errorf("rank %d of the group could not go on (its own error says why)", first[0])
-	}
-	return nil
-}
-
-// bcastChunks broadcasts b from root in pieces of at most wire.MaxChunk.
-func bcastChunks(c *mpi.Comm, b []byte, root int) error {
-	for off := 0; off < len(b); off += wire.MaxChunk {
-		if err := mpi.Bcast(c, b[off:min(off+wire.MaxChunk, len(b))], root); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -1,0 +1,149 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// Every MPI collective the library runs on a group's library communicator
+// (Broadcast, AllReduce, Reduce, AllGather, Scatter, GatherAndStack and
+// broadcast-mode InitRemote, their agreement steps included) is started in
+// its nonblocking form and waited on with the call's context, so that a
+// rank whose peers never come (one rank alone in a collective, a peer that
+// died or whose network failed) returns when its context ends. MPI does not
+// pair a blocking collective with a nonblocking one, so every rank uses the
+// nonblocking form for every step. The torch wire (torch.go) is the
+// exception: it must make the blocking calls PyTorch's ranks make.
+//
+// A rank whose context ends still waits a grace period (stepGrace) for its
+// peers, so that every rank learns of the failure at the agreement steps.
+// A step cannot be cancelled: one given up stays in progress in MPI, its
+// buffers pinned (mpi.Request), and breaks the group (group.Group.Break),
+// since any later collective on it would be paired with that step.
+
+// step is where one collective call runs its steps: the group, its library
+// communicator and the call's context. late, shared by the copies of one
+// call's step, is when the call stops waiting once its context has ended.
+type step struct {
+	ctx  context.Context
+	g    *group.Group
+	c    *mpi.Comm
+	late *time.Time
+}
+
+// stepGrace is how long a collective call whose context has ended still
+// waits for its steps: its peers are usually at the same step and complete
+// it at once, so that every rank learns of the failure (the agreement
+// steps) and the group stays usable. Only a step the peers do not reach
+// within stepGrace is abandoned.
+const stepGrace = time.Second
+
+// newStep returns the step of one call on g's library communicator.
+func newCollStep(ctx context.Context, g *group.Group) step {
+	return step{ctx: ctx, g: g, c: g.LibComm(), late: new(time.Time)}
+}
+
+// wait completes the collective step r (err is the error of starting it).
+// A context that can never end waits in MPI_Wait; otherwise wait spins on
+// MPI_Test, as a blocking MPI call spins on its progress engine, yielding
+// the processor between tests, until the step completes or stepGrace after
+// the context ended. A step given up is abandoned to MPI, the group is
+// broken, and the error wraps the context's error and group.ErrBroken.
+func (s step) wait(r *mpi.Request, err error) error {
+	if err != nil {
+		return err
+	}
+	done := s.ctx.Done()
+	if done == nil {
+		_, err := r.Wait()
+		return err
+	}
+	for i := 0; ; i++ {
+		ok, _, err := r.Test()
+		if err != nil || ok {
+			return err
+		}
+		if i%64 == 0 {
+			select {
+			case <-done:
+				if s.late.IsZero() {
+					*s.late = time.Now().Add(stepGrace)
+				} else if time.Now().After(*s.late) {
+					cause := fmt.Errorf("%s given up %v after the context ended: %w", r.Op(), stepGrace, s.ctx.Err())
+					r.Abandon()
+					s.g.Break(cause)
+					return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
+				}
+			default:
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+// bcastStep broadcasts buf from root.
+func bcastStep[T mpi.Scalar](s step, buf []T, root int) error {
+	return s.wait(mpi.Ibcast(s.c, buf, root))
+}
+
+// allreduceStep reduces buf in place on every rank with op.
+func allreduceStep[T mpi.Scalar](s step, buf []T, op mpi.Op) error {
+	return s.wait(mpi.IallreduceInPlace(s.c, buf, op))
+}
+
+// reduceStep reduces buf in place with op into root's buf; the other ranks'
+// buf is only read.
+func reduceStep[T mpi.Scalar](s step, buf []T, op mpi.Op, root int) error {
+	return s.wait(mpi.IreduceInPlace(s.c, buf, op, root))
+}
+
+// equalCounts returns the counts and displacements of n ranks' blocks of
+// m elements each.
+func equalCounts(n, m int) (counts, displs []int) {
+	counts, displs = make([]int, n), make([]int, n)
+	for r := range n {
+		counts[r], displs[r] = m, r*m
+	}
+	return counts, displs
+}
+
+// allgatherStep gathers every rank's send, all of one length, into recv on
+// every rank, in rank order.
+func allgatherStep[T mpi.Scalar](s step, send, recv []T) error {
+	counts, displs := equalCounts(s.c.Size(), len(send))
+	return s.wait(mpi.Iallgatherv(s.c, send, recv, counts, displs))
+}
+
+// gatherStep gathers every rank's send, all of one length, into root's
+// recv, in rank order.
+func gatherStep[T mpi.Scalar](s step, send, recv []T, root int) error {
+	counts, displs := equalCounts(s.c.Size(), len(send))
+	return s.wait(mpi.Igatherv(s.c, send, recv, counts, displs, root))
+}
+
+// scatterStep sends each rank its block of root's send, all blocks of
+// len(recv) elements, into recv.
+func scatterStep[T mpi.Scalar](s step, send, recv []T, root int) error {
+	counts, displs := equalCounts(s.c.Size(), len(recv))
+	return s.wait(mpi.Iscatterv(s.c, send, counts, displs, recv, root))
+}
+
+// bcastChunks broadcasts b from root in pieces of at most wire.MaxChunk
+// bytes. Every rank passes a b of the same length.
+func (s step) bcastChunks(b []byte, root int) error {
+	for off := 0; off < len(b); off += wire.MaxChunk {
+		if err := bcastStep(s, b[off:min(off+wire.MaxChunk, len(b))], root); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// TestCollectiveAloneReturnsByDeadline has every rank but 0 wait, with a
+// deadline, for a broadcast rank 0 never starts (issue 12 items 3 and 10):
+// broadcast-mode FromRemoteInit and Broadcast. Each must return the
+// context's error within the grace period after the deadline, break the
+// group (a second call fails at once with group.ErrBroken), and leave the
+// abandoned step to MPI; rank 0 then completes that step by hand (a
+// broadcast of the first message's size) and every rank checks that no
+// operation is left in flight.
+func TestCollectiveAloneReturnsByDeadline(t *testing.T) {
+	w := mpitest.Need(t, 2)
+	all := make([]int, w.Size())
+	for i := range all {
+		all[i] = i
+	}
+	const deadline = 300 * time.Millisecond
+	cases := []struct {
+		name  string
+		call  func(g *group.Group, ctx context.Context) error
+		first int // bytes of the step rank 0 completes afterwards
+	}{
+		{"FromRemoteInit broadcast", func(g *group.Group, ctx context.Context) error {
+			_, err := FromRemoteInit(0, WithBroadcast(), WithGroup(g), WithContext(ctx))
+			return err
+		}, wire.Size},
+		{"Broadcast", func(g *group.Group, ctx context.Context) error {
+			_, err := New().Broadcast(0, WithGroup(g), WithContext(ctx))
+			return err
+		}, bcastFirst},
+	}
+	for _, tc := range cases {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			g, err := w.New(all)
+			require.NoError(t, err)
+			if g.Rank() != 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				defer cancel()
+				start := time.Now()
+				err := tc.call(g, ctx)
+				took := time.Since(start)
+				t.Logf("rank %d: %v after %v", g.Rank(), err, took.Round(time.Millisecond))
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+				assert.ErrorIs(t, err, group.ErrBroken)
+				assert.Less(t, took, deadline+stepGrace+2*time.Second, "returned long after its deadline")
+				start = time.Now()
+				err = tc.call(g, context.Background())
+				assert.ErrorIs(t, err, group.ErrBroken, "a second call on the broken group")
+				assert.Less(t, time.Since(start), time.Second, "a call on a broken group waited")
+			}
+			require.NoError(t, w.Comm().Barrier())
+			if g.Rank() == 0 {
+				r, err := mpi.Ibcast(g.LibComm(), make([]byte, tc.first), 0)
+				require.NoError(t, err)
+				_, err = r.Wait()
+				require.NoError(t, err)
+			}
+			end := time.Now().Add(10 * time.Second)
+			for mpi.InFlight() > 0 && time.Now().Before(end) {
+				time.Sleep(time.Millisecond)
+			}
+			assert.Zero(t, mpi.InFlight(), "operations in flight once the abandoned step completed")
+			require.NoError(t, g.Free())
+		})
+	}
+}
