@@ -60,15 +60,21 @@ NOCGO_PKGS ?= ./mpi/... ./tensor/... ./memmap/... ./internal/... ./cmd/tdmpi/...
 
 # MPICH, the second MPI family (Debian's mpich, libmpich-dev): programs built with
 # -tags mpich, launched by MPICH's own mpiexec (Hydra; mpirun stays Open MPI's). The
-# *-mpich targets run these packages' tests at each of TEST_NPS on shared memory and at
-# np 2 over TCP (test/ is left out: its tests start Open MPI jobs of their own).
+# *-mpich targets run these packages' tests at MPICH_NPS on shared memory, and at
+# np 2 over TCP with MPICH_TEST_TCP=1 (test/ is left out: its tests start Open MPI jobs
+# of their own).
 MPICH_PKGS ?= ./mpi/... ./group/... ./internal/mpitest/... ./tensordict/...
 MPICH_MPIEXEC ?= mpiexec.hydra
 # Rank counts of test-mpich's shared-memory runs. Not 4 yet: under MPICH 4.0.2,
 # tensordict's TestMemmapSharedBetweenRanks hangs at np 4 (cause not found).
 MPICH_NPS ?= 2
-# examples-mpich runs over TCP too only with MPICH_EXAMPLES_TCP=1: with UCX on
-# TCP, the examples sometimes hang at exit (cause not found).
+# test-mpich and examples-mpich run over TCP too only with MPICH_TEST_TCP=1 and
+# MPICH_EXAMPLES_TCP=1. Debian 12's MPICH 4.0.2 with UCX 1.13 hangs in MPI_Finalize
+# over UCX's TCP transport: a 10-line C program (Init_thread, Comm_dup, Allreduce,
+# Comm_free, Finalize) hung in 26 of 560 runs here (one rank spinning in
+# ucp_worker_progress while disconnecting, the other in the PMI barrier), 1 of 250 on
+# shared memory. No UCX or MPICH setting tried avoided it (README, MPICH section).
+MPICH_TEST_TCP ?= 0
 MPICH_EXAMPLES_TCP ?= 0
 # Forces MPICH's UCX transport onto TCP over loopback.
 MPICH_TCP_FLAGS ?= -genv UCX_TLS tcp,self
@@ -210,8 +216,12 @@ test-mpich: deps-mpich ## go test MPICH_PKGS built with -tags mpich under mpiexe
 		echo "--- mpich np $$np: $$pkgs"; \
 		$(call mpich_test,$$pkgs,-np $$np); \
 	done; \
-	echo "--- mpich np 2 tcp: $$pkgs"; \
-	$(call mpich_test,$$pkgs,-np 2 $(MPICH_TCP_FLAGS))
+	if [[ "$(MPICH_TEST_TCP)" == 1 ]]; then \
+		echo "--- mpich np 2 tcp: $$pkgs"; \
+		$(call mpich_test,$$pkgs,-np 2 $(MPICH_TCP_FLAGS)); \
+	else \
+		echo "--- mpich np 2 tcp: not run (MPICH_TEST_TCP=1 runs it): MPICH 4.0.2 + UCX hangs in MPI_Finalize over TCP in ~5% of runs, C programs too"; \
+	fi
 
 .PHONY: test-big
 test-big: ## go test BIG_PKGS under mpirun -np 2 with BIG_ENV (large messages)
