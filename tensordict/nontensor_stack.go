@@ -1,6 +1,7 @@
 package tensordict
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -130,6 +131,12 @@ func nestValues(flat []any, shape []int) (any, []any) {
 		out[i], flat = nestValues(flat, shape[1:])
 	}
 	return out, flat
+}
+
+// MarshalJSON encodes the stack as its ToList, the nested JSON list of its
+// values (what Python tensordict writes as a NonTensorStack's data).
+func (s *NonTensorStack) MarshalJSON() ([]byte, error) {
+	return json.Marshal(s.ToList())
 }
 
 // String prints the stack as Python's repr of a NonTensorStack would,

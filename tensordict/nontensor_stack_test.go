@@ -1,6 +1,7 @@
 package tensordict
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -340,4 +341,15 @@ func TestNonTensorStackExpandLimit(t *testing.T) {
 	_, err := td.Expand(MaxStackValues, 2, 2)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrLimit), "%v", err)
+}
+
+func TestNonTensorStackJSONAndTree(t *testing.T) {
+	td := abcd(t)
+	v, err := td.GetNonTensor(K("label"))
+	require.NoError(t, err)
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	assert.Equal(t, `[["a","b"],["c","d"]]`, string(b))
+	assert.Contains(t, td.String(), `[["a","b"],["c","d"]]`)
+	assert.Contains(t, td.PythonRepr(), "NonTensorStack([['a', 'b'], ['c', 'd']], batch_size=torch.Size([2, 2]), device=None)")
 }
