@@ -353,3 +353,22 @@ func TestNonTensorStackJSONAndTree(t *testing.T) {
 	assert.Contains(t, td.String(), `[["a","b"],["c","d"]]`)
 	assert.Contains(t, td.PythonRepr(), "NonTensorStack([['a', 'b'], ['c', 'd']], batch_size=torch.Size([2, 2]), device=None)")
 }
+
+func TestNonTensorStackFlattenKeys(t *testing.T) {
+	td := New(2)
+	n := New(2)
+	require.NoError(t, n.SetNonTensor(K("s"), mustStack(t, strs("a", "b"), 2)))
+	require.NoError(t, td.SetTD(K("n"), n))
+	flat, err := td.FlattenKeys(".")
+	require.NoError(t, err)
+	assert.Equal(t, strs("a", "b"), elements(t, flat, "n.s"))
+	back, err := flat.UnflattenKeys(".")
+	require.NoError(t, err)
+	assert.Equal(t, strs("a", "b"), elements(t, back, "n", "s"))
+
+	deep := New(2, 2)
+	require.NoError(t, deep.SetNonTensor(K("s"), mustStack(t, strs("a", "b", "c", "d"), 2, 2)))
+	require.NoError(t, td.SetTD(K("d"), deep))
+	_, err = td.FlattenKeys(".")
+	assert.ErrorContains(t, err, "key d.s is a NonTensorStack of batch size [2 2], which cannot move to batch size [2]")
+}

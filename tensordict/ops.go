@@ -341,6 +341,10 @@ func (td *TensorDict) flattenInto(out *TensorDict, prefix Key, sep string, errp 
 			e.td = newTD(e.td.batch)
 		}
 		if e.kind == kindNonTensor {
+			if st, ok := e.v.(*NonTensorStack); ok && !equalInts(st.shape, out.batch) {
+				*errp = fmt.Errorf("tensordict: FlattenKeys: key %v is a NonTensorStack of batch size %v, which cannot move to batch size %v", k, st.shape, out.batch)
+				return
+			}
 			e.v = cloneValue(e.v)
 		}
 		out.add(name, e)
