@@ -29,6 +29,18 @@ func TestInitRemoteNonTensorStack(t *testing.T) {
 	}
 }
 
+func TestInitRemoteBroadcastNonTensorStack(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	root := g.Size() - 1
+	if g.Rank() == root {
+		require.NoError(t, stackTree(t).InitRemote(-1, WithBroadcast()))
+		return
+	}
+	got, err := FromRemoteInit(root, WithBroadcast(), testCtx(t))
+	require.NoError(t, err)
+	sameNonTensors(t, stackTree(t), got)
+}
+
 // rankStackTD is rank r's TensorDict of batch size [2]: a leaf, "rank"
 // (differs between ranks), "same" (equal on every rank) and "pair", a
 // stack of its own.
