@@ -3,7 +3,6 @@ package tensordict
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/tdmpi/tdmpi/internal/wire"
@@ -310,7 +309,7 @@ func mapStack(k Key, s *NonTensorStack, nb []int, fn leafFunc) (any, error) {
 	}
 	out := make([]any, len(at))
 	for i, j := range at {
-		if j < 0 || j >= int64(len(s.values)) || j > math.MaxInt {
+		if j < 0 || j >= int64(len(s.values)) {
 			return nil, fmt.Errorf("tensordict: non-tensor stack %v: position %d out of range", k, j)
 		}
 		out[i] = cloneValue(s.values[j])
