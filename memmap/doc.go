@@ -41,8 +41,10 @@
 // and ParseMeta read one whatever its JSON spacing, keeping member order and
 // refusing files larger than MaxMetaSize; TensorDictMeta and NonTensorMeta
 // interpret and write it, field for field as tensordict does with Python's
-// standard json module (", " and ": " separators, ensure_ascii). WriteMeta
-// replaces a meta.json atomically.
+// standard json module (", " and ": " separators, ensure_ascii);
+// NonTensorStackMeta does the same for a NonTensorStack node, which
+// tensordict writes compact ("," and ":"). WriteMeta replaces a meta.json
+// atomically.
 //
 // EncodeKey and DecodeKey map entry keys to file names exactly as
 // tensordict 0.13 and later do (percent-encoding of characters unsafe in

@@ -36,8 +36,9 @@ const (
 // The collection kinds ("type" of a nested entry in a parent's meta.json):
 // Python's type(value).__name__.
 const (
-	KindTensorDict    = "TensorDict"
-	KindNonTensorData = "NonTensorData"
+	KindTensorDict     = "TensorDict"
+	KindNonTensorData  = "NonTensorData"
+	KindNonTensorStack = "NonTensorStack"
 )
 
 // Meta is the content of one meta.json: its top-level members in file order.
@@ -444,6 +445,71 @@ func (n *NonTensorMeta) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, `, "_metadata": null}`...), nil
+}
+
+// NonTensorStackMeta is the meta.json of a NonTensorStack node: Python
+// tensordict writes {"_type":...,"stack_dim":k,"device":null,"data":[...]},
+// compact, with data the nested list of the values (the stack's tolist, in
+// batch order whatever stack_dim is), or "pickle.pkl" and a pickle.pkl file
+// when they are not JSON-able.
+type NonTensorStackMeta struct {
+	StackDim int
+	Device   string // "" for null
+	// Data is the JSON value of the data, nil if absent.
+	Data json.RawMessage
+}
+
+// PickledStackData is the "data" of a NonTensorStack meta.json whose values
+// Python pickled into the file of that name.
+const PickledStackData = "pickle.pkl"
+
+// NonTensorStack interprets m as the meta.json of a NonTensorStack node.
+func (m *Meta) NonTensorStack() (*NonTensorStackMeta, error) {
+	if m.Type != TypeNonTensorStack {
+		return nil, fmt.Errorf("memmap: %s: _type is %q, not NonTensorStack", m.where(), m.Type)
+	}
+	n := &NonTensorStackMeta{}
+	if raw, ok := m.Get("stack_dim"); ok {
+		if err := json.Unmarshal(raw, &n.StackDim); err != nil || n.StackDim < 0 {
+			return nil, fmt.Errorf("memmap: %s: stack_dim %s is not a non-negative integer", m.where(), clip(raw))
+		}
+	}
+	if raw, ok := m.Get("device"); ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &n.Device); err != nil {
+			return nil, fmt.Errorf("memmap: %s: device %s is not a string", m.where(), clip(raw))
+		}
+	}
+	if raw, ok := m.Get("data"); ok {
+		n.Data = raw
+	}
+	return n, nil
+}
+
+// Marshal returns the meta.json text of a NonTensorStack node as tensordict
+// writes it, compact (separators "," and ":"), with the data re-formatted
+// the same way.
+func (n *NonTensorStackMeta) Marshal() ([]byte, error) {
+	b := []byte(`{"_type":`)
+	b = appendPyString(b, TypeNonTensorStack)
+	b = append(b, `,"stack_dim":`...)
+	b = strconv.AppendInt(b, int64(n.StackDim), 10)
+	b = append(b, `,"device":`...)
+	if n.Device == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendPyString(b, n.Device)
+	}
+	b = append(b, `,"data":`...)
+	data := n.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, data); err != nil {
+		return nil, fmt.Errorf("memmap: NonTensorStack data: %w", err)
+	}
+	b = append(b, buf.Bytes()...)
+	return append(b, '}'), nil
 }
 
 // DecodeData decodes the JSON value of non-tensor data into Go values:

@@ -264,3 +264,39 @@ func FuzzReadMeta(f *testing.F) {
 		}
 	})
 }
+
+func TestNonTensorStackMeta(t *testing.T) {
+	// The exact string of tensordict's test_nontensor.py.
+	const python = `{"_type":"<class 'tensordict.tensorclass.NonTensorStack'>","stack_dim":0,"device":null,"data":[[0,1],[0,1],[0,1]]}`
+	m, err := ParseMeta([]byte(python))
+	require.NoError(t, err)
+	sm, err := m.NonTensorStack()
+	require.NoError(t, err)
+	assert.Equal(t, 0, sm.StackDim)
+	assert.Equal(t, "", sm.Device)
+	assert.Equal(t, `[[0,1],[0,1],[0,1]]`, string(sm.Data))
+	got, err := sm.Marshal()
+	require.NoError(t, err)
+	assert.Equal(t, python, string(got))
+
+	spaced := &NonTensorStackMeta{StackDim: 1, Device: "cpu", Data: json.RawMessage(`[ "a, b" , {"k": "é"} ]`)}
+	got, err = spaced.Marshal()
+	require.NoError(t, err)
+	assert.Equal(t, `{"_type":"<class 'tensordict.tensorclass.NonTensorStack'>","stack_dim":1,"device":"cpu","data":["a, b",{"k":"é"}]}`, string(got))
+
+	for _, tc := range []struct{ name, text, want string }{
+		{"wrong type", `{"_type": "<class 'tensordict.tensorclass.NonTensorData'>"}`, "not NonTensorStack"},
+		{"negative stack_dim", `{"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": -1}`, "stack_dim -1"},
+		{"float stack_dim", `{"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": 0.5}`, "stack_dim 0.5"},
+		{"bad device", `{"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "device": 3}`, "device 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseMeta([]byte(tc.text))
+			require.NoError(t, err)
+			_, err = m.NonTensorStack()
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+	_, err = (&NonTensorStackMeta{Data: json.RawMessage(`[1,`)}).Marshal()
+	assert.ErrorContains(t, err, "NonTensorStack data")
+}

@@ -26,7 +26,7 @@ func withLead(lead []int, n int, shape []int) []int {
 // view insists on views.
 func (td *TensorDict) reshapeBatch(op string, nb []int, view bool) (*TensorDict, error) {
 	bd := len(td.batch)
-	return td.indexed(op, func(b []int) []int { return withLead(nb, bd, b) }, func(t *tensor.Tensor) (*tensor.Tensor, error) {
+	return td.viewed(op, func(b []int) []int { return withLead(nb, bd, b) }, func(t *tensor.Tensor) (*tensor.Tensor, error) {
 		if view && !t.IsContiguous() {
 			return nil, fmt.Errorf("leaf is not contiguous (strides %v): a view is impossible; use Reshape", t.Strides())
 		}
@@ -132,10 +132,10 @@ func (td *TensorDict) Squeeze(dim int) (*TensorDict, error) {
 		return nil, err
 	}
 	if td.batch[d] != 1 {
-		return td.indexed("Squeeze", sameBatch, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t, nil })
+		return td.viewed("Squeeze", sameBatch, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t, nil })
 	}
 	nb := func(b []int) []int { return append(append([]int(nil), b[:d]...), b[d+1:]...) }
-	return td.indexed("Squeeze", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Squeeze(d) })
+	return td.viewed("Squeeze", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Squeeze(d) })
 }
 
 // Unsqueeze inserts a batch dimension of size 1 at dim, from -(n+1) to n
@@ -149,7 +149,7 @@ func (td *TensorDict) Unsqueeze(dim int) (*TensorDict, error) {
 		return nil, fmt.Errorf("tensordict: Unsqueeze: dimension %d out of range for batch size %v", dim, td.batch)
 	}
 	nb := func(b []int) []int { return append(append(append([]int(nil), b[:d]...), 1), b[d:]...) }
-	return td.indexed("Unsqueeze", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Unsqueeze(d) })
+	return td.viewed("Unsqueeze", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Unsqueeze(d) })
 }
 
 // Permute reorders the batch dimensions: dimension i of the result is batch
@@ -180,7 +180,7 @@ func (td *TensorDict) Permute(dims ...int) (*TensorDict, error) {
 		}
 		return out
 	}
-	return td.indexed("Permute", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) {
+	return td.viewed("Permute", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) {
 		full := make([]int, t.Dim())
 		for i := range full {
 			full[i] = i
@@ -283,9 +283,10 @@ func (td *TensorDict) Chunk(n, dim int) ([]*TensorDict, error) {
 
 // Cat joins TensorDicts of the same structure along existing batch
 // dimension dim, like torch.cat of TensorDicts: their batch sizes must agree
-// except in dim, each leaf is concatenated into new contiguous storage, and
-// non-tensor values must be equal in every input. An error names the first
-// key that differs.
+// except in dim and each leaf is concatenated into new contiguous storage.
+// Non-tensor values that differ between the inputs are concatenated into a
+// NonTensorStack (equal ones stay one value). An error names the first key
+// that differs in structure.
 func Cat(tds []*TensorDict, dim int) (*TensorDict, error) {
 	if len(tds) == 0 {
 		return nil, fmt.Errorf("tensordict: Cat: no tensordicts")
@@ -314,7 +315,8 @@ func Cat(tds []*TensorDict, dim int) (*TensorDict, error) {
 			}
 			return nb, nil
 		},
-		leaf: func(_ Key, ts []*tensor.Tensor) (*tensor.Tensor, error) { return tensor.Cat(ts, d) },
+		leaf:      func(_ Key, ts []*tensor.Tensor) (*tensor.Tensor, error) { return tensor.Cat(ts, d) },
+		nonTensor: catValues(d),
 	}, tds)
 }
 

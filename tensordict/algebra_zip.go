@@ -15,9 +15,10 @@ type zipSpec struct {
 	// leaf returns the result leaf k from the inputs' leaves k (nil drops
 	// it).
 	leaf func(k Key, ts []*tensor.Tensor) (*tensor.Tensor, error)
-	// nonTensor returns the result value k from the inputs' values; nil
-	// means the value of the first input, which the others must equal.
-	nonTensor func(k Key, vs []any) (any, error)
+	// nonTensor returns the result value k from the inputs' values, held
+	// at the inputs' batch sizes batches, for a result of batch size nb;
+	// nil means the value of the first input, which the others must equal.
+	nonTensor func(k Key, vs []any, batches [][]int, nb []int) (any, error)
 }
 
 // zip walks TensorDicts that have the same keys at every level (in any
@@ -99,9 +100,12 @@ func zipAt(s *zipSpec, prefix Key, tds []*TensorDict) (*TensorDict, error) {
 			for n, p := range parts {
 				vs[n] = p.v
 			}
-			v, err := s.value(k, vs)
+			v, err := s.value(k, vs, batches, nb)
 			if err != nil {
 				return nil, err
+			}
+			if st, ok := v.(*NonTensorStack); ok && !equalInts(st.shape, nb) {
+				return nil, fmt.Errorf("tensordict: %s: key %v: a NonTensorStack (values that differ along the batch) of shape %v cannot take batch size %v", s.op, k, st.shape, nb)
 			}
 			out.add(e.name, entry{kind: kindNonTensor, v: v})
 		}
@@ -110,9 +114,13 @@ func zipAt(s *zipSpec, prefix Key, tds []*TensorDict) (*TensorDict, error) {
 }
 
 // value combines the non-tensor values k of the inputs.
-func (s *zipSpec) value(k Key, vs []any) (any, error) {
+func (s *zipSpec) value(k Key, vs []any, batches [][]int, nb []int) (any, error) {
 	if s.nonTensor != nil {
-		return s.nonTensor(k, vs)
+		v, err := s.nonTensor(k, vs, batches, nb)
+		if err != nil {
+			return nil, fmt.Errorf("tensordict: %s: %w", s.op, err)
+		}
+		return v, nil
 	}
 	for n, v := range vs[1:] {
 		if !equalValues(v, vs[0]) {
@@ -124,7 +132,7 @@ func (s *zipSpec) value(k Key, vs []any) (any, error) {
 
 // firstValue keeps the non-tensor value of the first input, whatever the
 // others hold.
-func firstValue(_ Key, vs []any) (any, error) { return cloneValue(vs[0]), nil }
+func firstValue(_ Key, vs []any, _ [][]int, _ []int) (any, error) { return cloneValue(vs[0]), nil }
 
 // sameBatches is the batch function of element-wise zips: every input must
 // have the first one's batch size.

@@ -73,8 +73,9 @@ func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error)
 // The ranks' TensorDicts must have the same structure (batch size, keys,
 // dtypes, shapes); it is checked first, as AllReduce does, and a mismatch
 // makes every rank return a *StructureError naming the first differing
-// key. Non-tensor values must be equal on every rank, which only dst
-// checks, when it stacks. Options: WithGroup, WithContext, WithMaxBytes.
+// key. Non-tensor values that differ between ranks become a
+// NonTensorStack, one value per rank, as Stack makes them (values equal on
+// every rank stay one value). Options: WithGroup, WithContext, WithMaxBytes.
 func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
 	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {

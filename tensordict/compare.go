@@ -22,11 +22,33 @@ func boolFull(v bool, shape []int) *tensor.Tensor {
 	return t
 }
 
+// compareValues returns, for each batch element, whether non-tensor values
+// a and b (either a stack) are equal (eq) or differ (!eq) there.
+func compareValues(a, b any, batch []int, eq bool) *tensor.Tensor {
+	sa, aok := a.(*NonTensorStack)
+	sb, bok := b.(*NonTensorStack)
+	if (!aok || !equalInts(sa.shape, batch)) && (!bok || !equalInts(sb.shape, batch)) {
+		return boolFull(equalValues(a, b) == eq, batch)
+	}
+	va, _ := elementValues(a, batch) // a stack's elements bound the batch
+	vb, _ := elementValues(b, batch)
+	out := make([]bool, len(va))
+	for i := range out {
+		out[i] = equalValues(va[i], vb[i]) == eq
+	}
+	t, err := tensor.FromSlice(out, batch...)
+	if err != nil { // len(out) is the product of batch
+		panic("tensordict: " + err.Error())
+	}
+	return t
+}
+
 // Eq compares td and o entry by entry, like Python tensordict's td == other:
 // both must have the same keys at every level (in any order), and the result
 // has td's structure with a bool tensor per leaf (tensor.Eq, which
 // broadcasts and promotes dtypes). A non-tensor entry gives a bool tensor of
-// the batch size, all true when the values are equal.
+// the batch size, true where the values are equal (everywhere or nowhere
+// unless one is a NonTensorStack).
 func (td *TensorDict) Eq(o *TensorDict) (*TensorDict, error) {
 	return td.compare("Eq", nil, o, (*tensor.Tensor).Eq, true)
 }
@@ -70,7 +92,7 @@ func (td *TensorDict) compare(op string, prefix Key, o *TensorDict, fn func(a, b
 			}
 			out.add(e.name, entry{kind: kindTD, td: sub})
 		case kindNonTensor:
-			out.add(e.name, entry{kind: kindTensor, t: boolFull(equalValues(e.v, f.v) == eq, td.batch)})
+			out.add(e.name, entry{kind: kindTensor, t: compareValues(e.v, f.v, td.batch, eq)})
 		}
 	}
 	return out, nil
@@ -118,7 +140,7 @@ func (td *TensorDict) scalarCompare(v float64, fn func(*tensor.Tensor, float64) 
 		case kindTD:
 			out.add(e.name, entry{kind: kindTD, td: e.td.scalarCompare(v, fn, eq)})
 		case kindNonTensor:
-			out.add(e.name, entry{kind: kindTensor, t: boolFull(equalValues(e.v, v) == eq, td.batch)})
+			out.add(e.name, entry{kind: kindTensor, t: compareValues(e.v, v, td.batch, eq)})
 		}
 	}
 	return out

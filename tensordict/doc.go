@@ -6,7 +6,9 @@
 // # Keys and entries
 //
 // An entry is a tensor leaf (*tensor.Tensor), a nested TensorDict or a
-// non-tensor value (a JSON-able Go value, Python's NonTensorData). A Key
+// non-tensor value (a JSON-able Go value, Python's NonTensorData, or a
+// *NonTensorStack of one value per batch element, Python's NonTensorStack,
+// which Stack and Cat make of values that differ). A Key
 // names an entry; K("a", "b") is the nested key ("a", "b") of Python. Set
 // creates missing nested levels, and checks that each leaf's leading
 // dimensions equal the batch size of the TensorDict that holds it. Entries
@@ -170,7 +172,8 @@
 //
 // The data structure: tensordict.go (TensorDict, Set, Get), entries.go,
 // key.go, keys.go, ops.go (Apply, Update, Clone, To), index.go (Index,
-// Slice, Mask, Stack, Unbind), compare.go, nontensor.go, tensorclass.go,
+// Slice, Mask, Stack, Unbind), compare.go, nontensor.go,
+// nontensor_stack.go (NonTensorStack), tensorclass.go,
 // format.go (String, WriteTree) and pyrepr.go (PythonRepr). The algebra:
 // algebra_shape.go (Cat, Split, Reshape and the other views),
 // algebra_arith.go, algebra_reduce.go, algebra_index.go (SetAt, GetAt) and

@@ -166,7 +166,16 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 		b.batches = b.batches[k:]
 	}
 	for _, nt := range n.NonTensors {
-		if err := addNew(td, n, nt.Name, entry{kind: kindNonTensor, v: nt.Value}); err != nil {
+		v := nt.Value
+		if nt.Stack != nil {
+			// The codec checked the shape (the node's batch size) and
+			// counted the values against its entry limit.
+			if _, err := stackLen(nt.Stack.Shape); err != nil {
+				return nil, fmt.Errorf("non-tensor stack %v: %w", Key(n.Path()).child(nt.Name), err)
+			}
+			v = fromElements(nt.Stack.Values, nt.Stack.Shape, nil)
+		}
+		if err := addNew(td, n, nt.Name, entry{kind: kindNonTensor, v: v}); err != nil {
 			return nil, err
 		}
 	}

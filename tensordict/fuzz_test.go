@@ -13,7 +13,7 @@ import (
 var fuzzLimits = []ConsolidatedOption{WithMaxEntries(4096), WithMaxMetadataBytes(1 << 20)}
 
 func addSeeds(f *testing.F, add func(meta []byte, stLen int)) {
-	for _, td := range []*TensorDict{seedTD(f), seedMixed(f), seedNonTensor(f)} {
+	for _, td := range []*TensorDict{seedTD(f), seedMixed(f), seedNonTensor(f), stackTree(f)} {
 		meta, n, err := Layout(td)
 		if err != nil {
 			f.Fatal(err)
@@ -72,6 +72,15 @@ func checkRebuilt(t *testing.T, td *TensorDict) {
 	}
 	if err := DiffStructure(td, back); err != nil {
 		t.Fatalf("round trip changed the structure: %v", err)
+	}
+	for _, it := range td.Items(IncludeNested()) {
+		if !it.IsNonTensor {
+			continue
+		}
+		v, err := back.GetNonTensor(it.Key)
+		if err != nil || !equalValues(v, it.Value) {
+			t.Fatalf("round trip changed non-tensor %v: %v, %v", it.Key, v, err)
+		}
 	}
 	if h, err := StructureHash(meta); err != nil || h != td.Signature() {
 		t.Fatalf("StructureHash %x, %v; Signature %x", h, err, td.Signature())

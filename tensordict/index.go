@@ -19,15 +19,27 @@ func (td *TensorDict) batchDim(op string, dim int) (int, error) {
 }
 
 // indexed rebuilds td with every leaf mapped by fn and batch sizes by nb,
-// wrapping errors with the key.
+// wrapping errors with the key. A NonTensorStack is kept if the batch size
+// is, and refused otherwise (see rebuild).
 func (td *TensorDict) indexed(op string, nb func([]int) []int, fn func(*tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
-	return td.rebuild(op, nil, nb, func(k Key, t *tensor.Tensor) (*tensor.Tensor, error) {
+	return td.rebuild(op, nil, nb, keyed(op, fn), false)
+}
+
+// viewed is indexed for a layout operation fn (indexing, slicing,
+// reshaping, permuting): a NonTensorStack follows it (see rebuild).
+func (td *TensorDict) viewed(op string, nb func([]int) []int, fn func(*tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
+	return td.rebuild(op, nil, nb, keyed(op, fn), true)
+}
+
+// keyed returns fn as a leafFunc whose errors name op and the key.
+func keyed(op string, fn func(*tensor.Tensor) (*tensor.Tensor, error)) leafFunc {
+	return func(k Key, t *tensor.Tensor) (*tensor.Tensor, error) {
 		r, err := fn(t)
 		if err != nil {
 			return nil, fmt.Errorf("tensordict: %s: key %v (shape %v): %w", op, k, t.Shape(), err)
 		}
 		return r, nil
-	})
+	}
 }
 
 // Index returns td[i]: the entries at position i of the first batch
@@ -49,7 +61,7 @@ func (td *TensorDict) IndexDim(dim, i int) (*TensorDict, error) {
 		return nil, fmt.Errorf("tensordict: Index: index %d out of range for dimension %d of batch size %v", i, d, td.batch)
 	}
 	nb := func(b []int) []int { return append(append(make([]int, 0, len(b)-1), b[:d]...), b[d+1:]...) }
-	return td.indexed("Index", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Select(d, i) })
+	return td.viewed("Index", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Select(d, i) })
 }
 
 // sliceLen returns the length of Python's range(n)[start:stop:step], step > 0.
@@ -85,7 +97,7 @@ func (td *TensorDict) Slice(dim, start, stop, step int) (*TensorDict, error) {
 		out[d] = size
 		return out
 	}
-	return td.indexed("Slice", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Slice(d, start, stop, step) })
+	return td.viewed("Slice", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Slice(d, start, stop, step) })
 }
 
 // IndexSelect returns the entries at positions idx of the first batch
@@ -106,7 +118,7 @@ func (td *TensorDict) IndexSelect(idx []int) (*TensorDict, error) {
 		out[0] = len(idx)
 		return out
 	}
-	return td.indexed("IndexSelect", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.IndexSelect(0, idx) })
+	return td.viewed("IndexSelect", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.IndexSelect(0, idx) })
 }
 
 // Mask returns the entries where mask is true, like td[mask] in Python: mask
@@ -136,14 +148,16 @@ func (td *TensorDict) Mask(mask *tensor.Tensor) (*TensorDict, error) {
 	}
 	md := len(ms)
 	nb := func(b []int) []int { return append([]int{count}, b[md:]...) }
-	return td.indexed("Mask", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.MaskSelect(mask) })
+	return td.viewed("Mask", nb, func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.MaskSelect(mask) })
 }
 
 // Stack joins TensorDicts of the same structure and batch size along a new
 // batch dimension dim (from -(n+1) to n for n batch dimensions), like
 // torch.stack of TensorDicts: each leaf is stacked (new storage) and nested
-// TensorDicts are stacked recursively. Non-tensor values must be equal in
-// every input. It returns an error naming the first key that differs.
+// TensorDicts are stacked recursively. Non-tensor values that differ
+// between the inputs are stacked into a NonTensorStack, as Python's
+// torch.stack makes a NonTensorStack; equal ones stay one value. It returns
+// an error naming the first key that differs in structure.
 func Stack(tds []*TensorDict, dim int) (*TensorDict, error) {
 	if len(tds) == 0 {
 		return nil, fmt.Errorf("tensordict: Stack: no tensordicts")
@@ -170,7 +184,8 @@ func Stack(tds []*TensorDict, dim int) (*TensorDict, error) {
 			b := batches[0]
 			return append(append(append(make([]int, 0, len(b)+1), b[:d]...), len(tds)), b[d:]...), nil
 		},
-		leaf: func(_ Key, ts []*tensor.Tensor) (*tensor.Tensor, error) { return tensor.Stack(ts, d) },
+		leaf:      func(_ Key, ts []*tensor.Tensor) (*tensor.Tensor, error) { return tensor.Stack(ts, d) },
+		nonTensor: stackValues(d),
 	}, tds)
 }
 

@@ -105,10 +105,11 @@ type mmNode struct {
 	nts  []mmNonTensor
 }
 
-// mmNonTensor is one NonTensorData directory to write.
+// mmNonTensor is one NonTensorData or NonTensorStack directory to write.
 type mmNonTensor struct {
-	dir  string
-	data []byte
+	dir   string
+	data  []byte
+	stack bool // data is the nested list of a NonTensorStack
 }
 
 // mmLeaf is one tensor file to write.
@@ -231,12 +232,17 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 			}
 		case kindNonTensor:
 			if dir != "" {
-				data, err := memmap.MarshalPython(e.v)
+				v, kind := e.v, memmap.KindNonTensorData
+				st, stack := v.(*NonTensorStack)
+				if stack {
+					v, kind = st.ToList(), memmap.KindNonTensorStack
+				}
+				data, err := memmap.MarshalPython(v)
 				if err != nil {
 					return nil, fmt.Errorf("tensordict: %s: key %v: %w", op, k, err)
 				}
-				n.meta.Entries = append(n.meta.Entries, memmap.Entry{Key: e.name, Kind: memmap.KindNonTensorData})
-				n.nts = append(n.nts, mmNonTensor{dir: memmap.KeyPath(dir, e.name, ""), data: data})
+				n.meta.Entries = append(n.meta.Entries, memmap.Entry{Key: e.name, Kind: kind})
+				n.nts = append(n.nts, mmNonTensor{dir: memmap.KeyPath(dir, e.name, ""), data: data, stack: stack})
 			}
 			if !inPlace {
 				n.dst.add(e.name, entry{kind: kindNonTensor, v: e.v})
@@ -397,7 +403,16 @@ func writeMetas(op string, n *mmNode, cfg memmapConfig) error {
 		}
 	}
 	for _, nt := range n.nts {
-		text, err := (&memmap.NonTensorMeta{Data: nt.data}).Marshal()
+		var text []byte
+		var err error
+		if nt.stack {
+			// Python writes a stack's values as the nested list of its
+			// elements in batch order, with stack_dim 0 (its loader
+			// stacks along dimension 0 whatever stack_dim says).
+			text, err = (&memmap.NonTensorStackMeta{Data: nt.data}).Marshal()
+		} else {
+			text, err = (&memmap.NonTensorMeta{Data: nt.data}).Marshal()
+		}
 		if err != nil {
 			return fmt.Errorf("tensordict: %s: %w", op, err)
 		}

@@ -300,10 +300,83 @@ func (l *loader) loadChild(td *TensorDict, sub, key string, depth int) error {
 			return fmt.Errorf("%s: entry %q: %w", m.Path, key, err)
 		}
 		td.add(key, entry{kind: kindNonTensor, v: cv})
+	case memmap.TypeNonTensorStack:
+		v, err := loadStack(m, key, td.batch)
+		if err != nil {
+			return err
+		}
+		td.add(key, entry{kind: kindNonTensor, v: v})
 	default:
 		return fmt.Errorf("%s: entry %q has _type %q%s", m.Path, key, m.Type, unsupportedHint(m.Type))
 	}
 	return nil
+}
+
+// loadStack reads the NonTensorStack meta.json m of entry key, held at
+// batch size batch. Python writes the values as the nested list of the
+// stack's elements in batch order (its tolist), whatever stack_dim says; the
+// list is read one level per batch dimension, so that values that are
+// themselves lists stay values (Python's loader instead nests as deep as
+// the lists are regular).
+func loadStack(m *memmap.Meta, key string, batch []int) (any, error) {
+	sm, err := m.NonTensorStack()
+	if err != nil {
+		return nil, err
+	}
+	if sm.Data == nil {
+		return nil, fmt.Errorf("%s: entry %q has no \"data\" member", m.Path, key)
+	}
+	if len(sm.Data) > 0 && sm.Data[0] == '"' {
+		return nil, fmt.Errorf("%s: the data of entry %q is pickled (%s); tdmpi does not read pickle", m.Path, key, sm.Data)
+	}
+	if len(batch) == 0 {
+		return nil, fmt.Errorf("%s: entry %q is a NonTensorStack under batch size []", m.Path, key)
+	}
+	n, err := stackLen(batch)
+	if err != nil {
+		return nil, fmt.Errorf("%s: entry %q: %w", m.Path, key, err)
+	}
+	v, err := memmap.DecodeData(sm.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Path, err)
+	}
+	flat := make([]any, 0, n)
+	if flat, err = flattenStack(flat, v, batch, 0); err != nil {
+		return nil, fmt.Errorf("%s: entry %q: %w", m.Path, key, err)
+	}
+	for i, e := range flat {
+		if flat[i], err = canonical(e, 1); err != nil {
+			return nil, fmt.Errorf("%s: entry %q: value %d: %w", m.Path, key, i, err)
+		}
+	}
+	return fromElements(flat, batch, nil), nil
+}
+
+// flattenStack appends the values of v, a nested list of shape batch[d:],
+// to flat in row-major order.
+func flattenStack(flat []any, v any, batch []int, d int) ([]any, error) {
+	if d == len(batch) {
+		return append(flat, v), nil
+	}
+	l, ok := v.([]any)
+	if !ok || len(l) != batch[d] {
+		return nil, fmt.Errorf("data is not a nested list of shape %v (the batch size): dimension %d has %s", batch, d, describeLen(v))
+	}
+	var err error
+	for _, e := range l {
+		if flat, err = flattenStack(flat, e, batch, d+1); err != nil {
+			return nil, err
+		}
+	}
+	return flat, nil
+}
+
+// describeLen says how long a list v is, or that it is not one.
+func describeLen(v any) string {
+	if l, ok := v.([]any); ok {
+		return fmt.Sprintf("%d elements", len(l))
+	}
+	return fmt.Sprintf("a %T, not a list", v)
 }
 
 // unsupportedHint explains the Python classes LoadMemmap cannot load.
@@ -311,8 +384,6 @@ func unsupportedHint(typ string) string {
 	switch typ {
 	case memmap.TypeLazyStacked:
 		return ", a lazy stack, which tdmpi does not load"
-	case memmap.TypeNonTensorStack:
-		return ", a stack of non-tensor data, which tdmpi does not load"
 	case "":
 		return ", no class"
 	}

@@ -2,6 +2,7 @@ package tensordict
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 )
@@ -28,7 +29,7 @@ func (p *plan) appendNode(b []byte, ni int) ([]byte, int, error) {
 	td := n.td
 	b = codec.AppendNodeStart(b)
 	for i := range td.entries {
-		if e := &td.entries[i]; e.kind == kindNonTensor {
+		if e := &td.entries[i]; e.kind == kindNonTensor && !isStack(e.v) {
 			var err error
 			if b, err = codec.AppendNonTensor(b, e.name, e.v, td.batch); err != nil {
 				return nil, 0, fmt.Errorf("tensordict: metadata: %w", err)
@@ -51,13 +52,58 @@ func (p *plan) appendNode(b []byte, ni int) ([]byte, int, error) {
 	b = codec.AppendNodeMetadata(b, td.batch, td.locked)
 	ci = ni + 1
 	for i := range td.entries {
-		if e := &td.entries[i]; e.kind == kindTD {
+		var err error
+		switch e := &td.entries[i]; {
+		case e.kind == kindTD:
 			b = codec.AppendChild(b, e.name)
-			var err error
 			if b, ci, err = p.appendNode(b, ci); err != nil {
 				return nil, 0, err
+			}
+		case e.kind == kindNonTensor && isStack(e.v):
+			s := e.v.(*NonTensorStack)
+			b = codec.AppendChild(b, e.name)
+			if b, err = appendStack(b, s.shape, s.values); err != nil {
+				return nil, 0, fmt.Errorf("tensordict: metadata: non-tensor stack %q: %w", e.name, err)
 			}
 		}
 	}
 	return codec.AppendNodeEnd(b), ni + n.nodes, nil
+}
+
+// isStack reports whether non-tensor value v is a NonTensorStack.
+func isStack(v any) bool {
+	_, ok := v.(*NonTensorStack)
+	return ok
+}
+
+// appendStack appends the metadata node of the stack of shape holding
+// values (row-major; shape has a dimension, and values are not empty), as
+// Python tensordict lays a NonTensorStack out: stacked along dimension 0,
+// each element a non-tensor value when its values are all equal and a
+// nested stack otherwise (see codec.AppendStackStart).
+func appendStack(b []byte, shape []int, values []any) ([]byte, error) {
+	n, rest := shape[0], shape[1:]
+	run := len(values) / n
+	b = codec.AppendStackStart(b)
+	var nested []int
+	for i := range n {
+		part := values[i*run : (i+1)*run]
+		if len(rest) > 0 && !plainEqual(part) {
+			nested = append(nested, i)
+			continue
+		}
+		var err error
+		if b, err = codec.AppendNonTensor(b, strconv.Itoa(i), part[0], rest); err != nil {
+			return nil, err
+		}
+	}
+	b = codec.AppendStackMetadata(b)
+	for _, i := range nested {
+		b = codec.AppendChild(b, strconv.Itoa(i))
+		var err error
+		if b, err = appendStack(b, rest, values[i*run:(i+1)*run]); err != nil {
+			return nil, err
+		}
+	}
+	return codec.AppendNodeEnd(b), nil
 }

@@ -136,6 +136,9 @@ func canonicalReflect(rv reflect.Value, depth int) (any, error) {
 // equalValues reports whether two canonical non-tensor values are equal.
 func equalValues(a, b any) bool {
 	switch x := a.(type) {
+	case *NonTensorStack:
+		y, ok := b.(*NonTensorStack)
+		return ok && equalStacks(x, y)
 	case []any:
 		y, ok := b.([]any)
 		if !ok || len(x) != len(y) {
@@ -174,6 +177,8 @@ func equalValues(a, b any) bool {
 // cloneValue returns a deep copy of a canonical non-tensor value.
 func cloneValue(v any) any {
 	switch x := v.(type) {
+	case *NonTensorStack:
+		return cloneStack(x)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {

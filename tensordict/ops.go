@@ -15,7 +15,12 @@ type leafFunc func(k Key, t *tensor.Tensor) (*tensor.Tensor, error)
 // way and non-tensor values deep-copied. Results are checked against the new
 // batch sizes. The class name is kept; lock, consolidation and memmap state
 // are not.
-func (td *TensorDict) rebuild(op string, prefix Key, newBatch func([]int) []int, fn leafFunc) (*TensorDict, error) {
+//
+// layout says fn is a layout operation (indexing, slicing, reshaping,
+// permuting, expanding): a NonTensorStack follows it through mapStack.
+// Otherwise a stack is copied when the batch size stays, and refused when
+// it changes (a reduction, a pad).
+func (td *TensorDict) rebuild(op string, prefix Key, newBatch func([]int) []int, fn leafFunc, layout bool) (*TensorDict, error) {
 	if td == nil {
 		return nil, nilError(op)
 	}
@@ -39,16 +44,35 @@ func (td *TensorDict) rebuild(op string, prefix Key, newBatch func([]int) []int,
 			}
 			out.add(e.name, entry{kind: kindTensor, t: t})
 		case kindTD:
-			sub, err := e.td.rebuild(op, prefix.child(e.name), newBatch, fn)
+			sub, err := e.td.rebuild(op, prefix.child(e.name), newBatch, fn, layout)
 			if err != nil {
 				return nil, err
 			}
 			out.add(e.name, entry{kind: kindTD, td: sub})
 		case kindNonTensor:
-			out.add(e.name, entry{kind: kindNonTensor, v: cloneValue(e.v)})
+			v, err := rebuildValue(op, prefix.child(e.name), e.v, td.batch, out.batch, fn, layout)
+			if err != nil {
+				return nil, err
+			}
+			out.add(e.name, entry{kind: kindNonTensor, v: v})
 		}
 	}
 	return out, nil
+}
+
+// rebuildValue is the non-tensor value k of a rebuild (see rebuild) from
+// batch size batch to nb.
+func rebuildValue(op string, k Key, v any, batch, nb []int, fn leafFunc, layout bool) (any, error) {
+	s, ok := v.(*NonTensorStack)
+	switch {
+	case !ok:
+		return cloneValue(v), nil
+	case layout:
+		return mapStack(k, s, nb, fn)
+	case equalInts(batch, nb):
+		return cloneStack(s), nil
+	}
+	return nil, fmt.Errorf("tensordict: %s: key %v: a NonTensorStack (values that differ along the batch) cannot follow batch size %v to %v", op, k, batch, nb)
 }
 
 // sameBatch is the newBatch function of rebuilds that keep batch sizes.
@@ -60,7 +84,7 @@ func sameBatch(b []int) []int { return b }
 // size as their leading dimensions. Nested TensorDicts and non-tensor values
 // are kept (non-tensor values are copied).
 func (td *TensorDict) Apply(fn func(Key, *tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
-	return td.rebuild("Apply", nil, sameBatch, fn)
+	return td.rebuild("Apply", nil, sameBatch, fn, false)
 }
 
 // mustRebuild is rebuild for leaf functions that cannot fail.
@@ -69,7 +93,7 @@ func (td *TensorDict) mustRebuild(op string, fn func(*tensor.Tensor) *tensor.Ten
 	if td == nil {
 		return nil
 	}
-	out, err := td.rebuild(op, nil, sameBatch, func(_ Key, t *tensor.Tensor) (*tensor.Tensor, error) { return fn(t), nil })
+	out, err := td.rebuild(op, nil, sameBatch, func(_ Key, t *tensor.Tensor) (*tensor.Tensor, error) { return fn(t), nil }, false)
 	if err != nil {
 		panic("tensordict: " + op + ": " + err.Error())
 	}
@@ -154,7 +178,7 @@ func (td *TensorDict) Expand(shape ...int) (*TensorDict, error) {
 			return nil, fmt.Errorf("tensordict: Expand: key %v: %w", k, err)
 		}
 		return x, nil
-	})
+	}, true)
 }
 
 // Update merges the entries of o into td: tensor leaves and non-tensor values
@@ -317,6 +341,10 @@ func (td *TensorDict) flattenInto(out *TensorDict, prefix Key, sep string, errp 
 			e.td = newTD(e.td.batch)
 		}
 		if e.kind == kindNonTensor {
+			if st, ok := e.v.(*NonTensorStack); ok && !equalInts(st.shape, out.batch) {
+				*errp = fmt.Errorf("tensordict: FlattenKeys: key %v is a NonTensorStack of batch size %v, which cannot move to batch size %v", k, st.shape, out.batch)
+				return
+			}
 			e.v = cloneValue(e.v)
 		}
 		out.add(name, e)

@@ -438,17 +438,28 @@ func (td *TensorDict) contains(x *TensorDict) bool {
 // floats as float64, slices as []any and maps as map[string]any, so a value
 // read back with GetNonTensor, or after a consolidated round trip, is the
 // same. Python tensordict stores such values as NonTensorData.
+//
+// v may also be a *NonTensorStack, one value per batch element: its shape
+// must be the batch size of the TensorDict that will hold it (td's, or
+// that of the nested level of k). A stack whose values are all equal is
+// stored as the single value (see NonTensorStack).
 func (td *TensorDict) SetNonTensor(k Key, v any) error {
 	if err := validKey("SetNonTensor", k); err != nil {
 		return err
 	}
-	cv, err := canonical(v, 0)
-	if err != nil {
+	var cv any
+	var err error
+	if s, ok := v.(*NonTensorStack); ok && s != nil {
+		cv = fromElements(cloneStack(s).values, s.shape, cloneValue(representative(s)))
+	} else if cv, err = canonical(v, 0); err != nil {
 		return fmt.Errorf("tensordict: SetNonTensor: key %v: %w", k, err)
 	}
 	node, depth, err := td.parentFor("SetNonTensor", k)
 	if err != nil {
 		return err
+	}
+	if s, ok := cv.(*NonTensorStack); ok && !slices.Equal(s.shape, node.batch) {
+		return fmt.Errorf("tensordict: SetNonTensor: key %v: NonTensorStack of shape %v, the batch size is %v", k, s.shape, node.batch)
 	}
 	if depth == len(k)-1 {
 		if err := checkWrite("SetNonTensor", k, node, k[depth], kindNonTensor); err != nil {

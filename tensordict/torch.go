@@ -154,6 +154,9 @@ func torchPrepare(td *TensorDict, broadcast bool) (pickle, storage []byte, err e
 	if err != nil {
 		return nil, nil, err
 	}
+	if k := findStack(td, nil); k != nil {
+		return nil, nil, fmt.Errorf("tensordict: InitRemote: key %v is a NonTensorStack, which tdmpi does not pickle for torch's wire format (WithTorch); it travels without WithTorch", k)
+	}
 	m := &torchwire.Meta{TotalBytes: int64(p.total)}
 	if strings.Contains(td.class, ".") {
 		m.TensorclassType = td.class
@@ -179,6 +182,23 @@ func torchPrepare(td *TensorDict, broadcast bool) (pickle, storage []byte, err e
 		storage = mem.Alloc(p.total) // gaps (alignment) stay zero
 	}
 	return pickle, storage, pack(storage, p, true)
+}
+
+// findStack returns the key of the first NonTensorStack of td, depth
+// first, or nil.
+func findStack(td *TensorDict, prefix Key) Key {
+	for i := range td.entries {
+		e := &td.entries[i]
+		switch {
+		case e.kind == kindNonTensor && isStack(e.v):
+			return prefix.child(e.name)
+		case e.kind == kindTD:
+			if k := findStack(e.td, prefix.child(e.name)); k != nil {
+				return k
+			}
+		}
+	}
+	return nil
 }
 
 // torchNode describes td, whose leaves are planned from p.leaves[*next] on

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/tdmpi/tdmpi/internal/wire"
@@ -22,10 +23,24 @@ type Leaf struct {
 }
 
 // NonTensor is one decoded non-tensor value, in the canonical form: nil,
-// bool, string, int64, float64, []any or map[string]any.
+// bool, string, int64, float64, []any or map[string]any; or, when Stack is
+// set, a NonTensorStack (Value is then nil).
 type NonTensor struct {
 	Name  string
 	Value any
+	Batch []int  // the batch size the metadata gives the value
+	Stack *Stack // a NonTensorStack, nil for a single value
+}
+
+// Stack is a decoded NonTensorStack node (cls "NonTensorStack": one
+// non-tensor element, or nested stack, per index "0", "1", ... along
+// cls_metadata's stack_dim): the values of its elements, one per element of
+// Shape, row-major, whatever the stack dimension. Decode turns such a node
+// into a NonTensor of its parent; it counts every value against
+// Limits.MaxEntries.
+type Stack struct {
+	Shape  []int
+	Values []any
 }
 
 // Child is one nested TensorDict of a node.
@@ -50,9 +65,12 @@ type Node struct {
 	SubEntries int         // entries of all the nodes of the subtree
 	SubDims    int         // batch dimensions of all the nodes of the subtree
 
-	names  int // length of names, -1 if absent or null
-	sawCls bool
-	sawCM  bool
+	names    int // length of names, -1 if absent or null
+	sawCls   bool
+	sawCM    bool
+	sawBatch bool
+	stack    bool // cls is NonTensorStack
+	stackDim int  // cls_metadata's stack_dim, of a stack
 }
 
 // isTopLevelExtra reports whether key is one of the transport fields Python
@@ -257,6 +275,12 @@ func (d *Decoder) node(parent *Node, name string, top bool) (*Node, error) {
 	if !n.sawCM {
 		return nil, fmt.Errorf("%s: no \"cls_metadata\" field", n.where())
 	}
+	if n.stack {
+		return n, nil // member converts it (see stack)
+	}
+	if !n.sawBatch {
+		return nil, fmt.Errorf("%s: cls_metadata has no batch_size", n.where())
+	}
 	if n.names >= 0 && n.names != len(n.Batch) {
 		return nil, fmt.Errorf("%s: %d names for batch size %v", n.where(), n.names, n.Batch)
 	}
@@ -272,6 +296,11 @@ func (d *Decoder) finish(n *Node) error {
 	for i := range n.Leaves {
 		if err := d.checkLeaf(n, &n.Leaves[i]); err != nil {
 			return err
+		}
+	}
+	for _, nt := range n.NonTensors {
+		if nt.Stack != nil && !slices.Equal(nt.Stack.Shape, n.Batch) {
+			return fmt.Errorf("key %v: NonTensorStack of batch size %v under batch size %v (a stack must have its parent's batch size)", n.Path().child(nt.Name), nt.Stack.Shape, n.Batch)
 		}
 	}
 	n.SubNodes, n.SubEntries, n.SubDims = 1, len(n.NonTensors)+len(n.Leaves)+len(n.Children), len(n.Batch)
@@ -344,8 +373,12 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 		if err != nil {
 			return err
 		}
-		if s != "TensorDict" {
-			return fmt.Errorf("class %q is not supported (only TensorDict)", s)
+		switch {
+		case s == "TensorDict":
+		case s == "NonTensorStack" && !top:
+			n.stack = true
+		default:
+			return fmt.Errorf("class %q is not supported (only TensorDict, and NonTensorStack below the root)", s)
 		}
 		n.sawCls = true
 		return nil
@@ -359,11 +392,11 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 			if err = d.count(n, name); err != nil {
 				break
 			}
-			var v any
-			if v, err = d.nonTensor(n, name); err != nil {
+			nt := NonTensor{Name: name}
+			if nt.Value, nt.Batch, err = d.nonTensor(n, name); err != nil {
 				break
 			}
-			n.NonTensors = append(n.NonTensors, NonTensor{Name: name, Value: v})
+			n.NonTensors = append(n.NonTensors, nt)
 		}
 		return err
 	case key == "leaves":
@@ -413,6 +446,14 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 		return err
 	}
 	c, err := d.node(n, key, false)
+	if err == nil && c.stack {
+		var st *Stack
+		if st, err = d.stack(c); err == nil {
+			n.NonTensors = append(n.NonTensors, NonTensor{Name: key, Batch: st.Shape, Stack: st})
+			return nil
+		}
+		err = fmt.Errorf("%s: %w", c.where(), err)
+	}
 	if err != nil {
 		if _, placed := err.(placedError); !placed {
 			err = placedError{err}
@@ -423,11 +464,74 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 	return nil
 }
 
+// stack checks n, a NonTensorStack node, and returns its values: its
+// elements are the non-tensor values (and nested stacks) "0" to "k-1", all
+// of one batch size, stacked along stack_dim.
+func (d *Decoder) stack(n *Node) (*Stack, error) {
+	if len(n.Leaves) > 0 || len(n.Children) > 0 {
+		return nil, errors.New("a NonTensorStack holds tensors or TensorDicts")
+	}
+	k := len(n.NonTensors)
+	if k == 0 {
+		return nil, errors.New("a NonTensorStack has no elements")
+	}
+	items := make([]*NonTensor, k)
+	for i := range n.NonTensors {
+		nt := &n.NonTensors[i]
+		j, err := strconv.Atoi(nt.Name)
+		if err != nil || j < 0 || j >= k || strconv.Itoa(j) != nt.Name || items[j] != nil {
+			return nil, fmt.Errorf("element %q: the %d elements of a NonTensorStack are named 0 to %d", nt.Name, k, k-1)
+		}
+		items[j] = nt
+	}
+	ib := items[0].Batch
+	for i, it := range items {
+		if !slices.Equal(it.Batch, ib) {
+			return nil, fmt.Errorf("element %d has batch size %v, element 0 has %v", i, it.Batch, ib)
+		}
+	}
+	sd := n.stackDim
+	if sd < 0 || sd > len(ib) {
+		return nil, fmt.Errorf("stack_dim %d out of range for elements of batch size %v", sd, ib)
+	}
+	shape := slices.Insert(slices.Clone(ib), sd, k)
+	total := 1
+	for _, s := range shape {
+		if s != 0 && total > (d.cfg.MaxEntries-d.entries)/s {
+			return nil, fmt.Errorf("NonTensorStack of batch size %v: more than %d entries: %w", shape, d.cfg.MaxEntries, wire.ErrLimit)
+		}
+		total *= s
+	}
+	d.entries += total
+	outer, inner := 1, 1
+	for _, s := range ib[:sd] {
+		outer *= s
+	}
+	for _, s := range ib[sd:] {
+		inner *= s
+	}
+	st := &Stack{Shape: shape, Values: make([]any, total)}
+	for o := range outer {
+		for i, it := range items {
+			run := st.Values[(o*k+i)*inner : (o*k+i+1)*inner]
+			if it.Stack != nil {
+				copy(run, it.Stack.Values[o*inner:(o+1)*inner])
+				continue
+			}
+			for r := range run {
+				run[r] = it.Value
+			}
+		}
+	}
+	return st, nil
+}
+
 // nonTensor reads [data, batch_size, device], the value of member name of
-// non_tensors.
-func (d *Decoder) nonTensor(n *Node, name string) (any, error) {
+// non_tensors, and returns data and batch_size.
+func (d *Decoder) nonTensor(n *Node, name string) (any, []int, error) {
 	p := &d.p
 	var v any
+	var batch []int
 	i := 0
 	more, err := p.openArray()
 	for ; more && err == nil; more, err = p.nextElem() {
@@ -435,9 +539,7 @@ func (d *Decoder) nonTensor(n *Node, name string) (any, error) {
 		case 0:
 			v, err = p.value()
 		case 1:
-			start := len(d.ints)
-			_, err = d.intRun("batch size")
-			d.ints = d.ints[:start]
+			batch, err = d.intRun("batch size")
 		case 2:
 			if !p.null() {
 				_, err = p.str()
@@ -451,9 +553,9 @@ func (d *Decoder) nonTensor(n *Node, name string) (any, error) {
 		i++
 	}
 	if err != nil {
-		return nil, fmt.Errorf("non-tensor %v: %w", n.Path().child(name), err)
+		return nil, nil, fmt.Errorf("non-tensor %v: %w", n.Path().child(name), err)
 	}
-	return v, nil
+	return v, batch, nil
 }
 
 // leaf reads [dtype, shape, start, stop, pad], the value of member name of
@@ -503,7 +605,6 @@ func (d *Decoder) leaf(n *Node, name string, l *Leaf) error {
 // clsMetadata reads {"device", "names", "batch_size", "is_locked"}.
 func (d *Decoder) clsMetadata(n *Node) error {
 	p := &d.p
-	sawBatch := false
 	more, err := p.openObject()
 	for i := 0; more && err == nil; more, err = p.nextMember() {
 		var key string
@@ -535,7 +636,9 @@ func (d *Decoder) clsMetadata(n *Node) error {
 			}
 		case "batch_size":
 			n.Batch, err = d.intRun("batch size")
-			sawBatch = true
+			n.sawBatch = true
+		case "stack_dim":
+			n.stackDim, err = p.integer()
 		case "is_locked":
 			n.Locked, err = p.boolean()
 		default:
@@ -547,9 +650,6 @@ func (d *Decoder) clsMetadata(n *Node) error {
 	}
 	if err != nil {
 		return fmt.Errorf("cls_metadata: %w", err)
-	}
-	if !sawBatch {
-		return errors.New("cls_metadata has no batch_size")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,8 @@ func corpus(t testing.TB) map[string][]byte {
 
 // tricky are inputs that exercise the corners of the format and of JSON.
 var tricky = []string{
+	`{"cls":"TensorDict","cls_metadata":{"batch_size":[2,2]},"a":{"cls":"NonTensorStack","non_tensors":{"1":["s",[2],null]},"leaves":{},"cls_metadata":{"stack_dim":1},` +
+		`"0":{"cls":"NonTensorStack","non_tensors":{"0":[1,[],null],"1":[[2],[],null]},"cls_metadata":{"stack_dim":0}}}}`,
 	`nope`, ``, `{}`, `[]`, `{"cls":"TensorDict","cls_metadata":{"batch_size":[]}}`,
 	`{"cls":"TensorDict","cls_metadata":{"batch_size":[]}} x`,
 	`{"cls":"TensorDict","cls_metadata":{"batch_size":[]}} {}`,
@@ -179,7 +182,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"syntax", `{"cls":"TensorDict",}`, `root: JSON offset 20: want '"', found '}'`, false},
 		{"eof", `{"cls":"TensorDict"`, "root: JSON offset 19: unexpected end of JSON", false},
-		{"class", `{"cls":"Other",` + cm + `}`, `root: class "Other" is not supported (only TensorDict)`, false},
+		{"class", `{"cls":"Other",` + cm + `}`, `root: class "Other" is not supported (only TensorDict, and NonTensorStack below the root)`, false},
 		{"no batch", `{"cls":"TensorDict","cls_metadata":{}}`, "root: cls_metadata has no batch_size", false},
 		{"names", `{"cls":"TensorDict","cls_metadata":{"names":[null],"batch_size":[]}}`, "root: 1 names for batch size []", false},
 		{"fields", `{"cls":"TensorDict","leaves":{"a":["torch.int8",[1],0,8]},` + cm + `}`, "root: leaf a: 4 fields, want [dtype, shape, start, stop, pad]", false},
@@ -215,7 +218,7 @@ func TestDecodeTree(t *testing.T) {
 	assert.Equal(t, "Point", class)
 	assert.Equal(t, []int{2}, root.Batch)
 	assert.True(t, root.Locked)
-	assert.Equal(t, []NonTensor{{Name: "s", Value: "x"}}, root.NonTensors)
+	assert.Equal(t, []NonTensor{{Name: "s", Value: "x", Batch: []int{2}}}, root.NonTensors)
 	require.Len(t, root.Leaves, 2)
 	assert.Equal(t, Leaf{Name: "b", DType: tensor.Float32, Shape: []int{2}, Start: 8, Stop: 16, NBytes: 8, Node: root}, root.Leaves[0])
 	assert.Equal(t, Leaf{Name: "a", DType: tensor.Int8, Shape: []int{2, 3}, Start: 0, Stop: 8, Pad: 2, NBytes: 6, Node: root}, root.Leaves[1])
@@ -250,7 +253,7 @@ func TestCheck(t *testing.T) {
 		`"n":{"cls":"TensorDict","leaves":{"a":["torch.int8",[2,3],0,8,2]},"cls_metadata":{"batch_size":[2,3]}}}`)
 	build := func() *Node {
 		n := &Node{Batch: []int{2, 3}, Leaves: []Leaf{{Name: "a", DType: tensor.Int8, Shape: []int{2, 3}, Start: 0, Stop: 8, Pad: 2}}}
-		return &Node{Batch: []int{2}, Locked: true, NonTensors: []NonTensor{{Name: "s", Value: "x"}},
+		return &Node{Batch: []int{2}, Locked: true, NonTensors: []NonTensor{{Name: "s", Value: "x", Batch: []int{2}}},
 			Leaves:   []Leaf{{Name: "b", DType: tensor.Float32, Shape: []int{2}, Start: 8, Stop: 16}},
 			Children: []Child{{Name: "n", Node: n}}}
 	}
@@ -274,4 +277,78 @@ func TestCheck(t *testing.T) {
 	bad.Children[0].Node.Leaves[0].Stop = 12
 	_, err = Check(bad, 16)
 	assert.EqualError(t, err, "leaf b bytes [8, 16) overlap leaf n.a bytes [4, 12)")
+}
+
+func TestDecodeStack(t *testing.T) {
+	const sm = `"leaves":{},"cls_metadata":{"stack_dim":%d,"stack_dim_name":null,"is_locked":false}`
+	stack := func(dim int, nonTensors string, children string) string {
+		return `{"cls":"NonTensorStack","non_tensors":{` + nonTensors + `},` + fmt.Sprintf(sm, dim) + children + `}`
+	}
+	root := func(batch string, member string) []byte {
+		return []byte(`{"cls":"TensorDict","non_tensors":{},"leaves":{},"cls_metadata":{"device":null,"names":null,"batch_size":` + batch + `,"is_locked":false},` + member + `}`)
+	}
+	tests := []struct {
+		name   string
+		meta   []byte
+		shape  []int
+		values []any
+	}{
+		{"python test_stack_consolidate", root("[2]", `"a":`+stack(0, `"0":["a string",[],null],"1":["another string",[],null]`, "")),
+			[]int{2}, []any{"a string", "another string"}},
+		{"broadcast elements", root("[2,3]", `"a":`+stack(0, `"0":["x",[3],null],"1":[1,[3],null]`, "")),
+			[]int{2, 3}, []any{"x", "x", "x", int64(1), int64(1), int64(1)}},
+		{"stack_dim 1", root("[2,3]", `"a":`+stack(1, `"0":["x",[2],null],"1":["y",[2],null],"2":["z",[2],null]`, "")),
+			[]int{2, 3}, []any{"x", "y", "z", "x", "y", "z"}},
+		{"nested stack", root("[2,2]", `"a":`+stack(0, `"1":["s",[2],null]`, `,"0":`+stack(0, `"0":[1,[],null],"1":[2,[],null]`, ""))),
+			[]int{2, 2}, []any{int64(1), int64(2), "s", "s"}},
+		{"nested along dim 1", root("[2,2]", `"a":`+stack(1, `"0":["s",[2],null]`, `,"1":`+stack(0, `"0":[1,[],null],"1":[2,[],null]`, ""))),
+			[]int{2, 2}, []any{"s", int64(1), "s", int64(2)}},
+		{"sorted keys, children first", []byte(`{"a":{"0":{"cls":"NonTensorStack","cls_metadata":{"is_locked":false,"stack_dim":0},"leaves":{},"non_tensors":{"0":[1,[],null],"1":[2,[],null]}},` +
+			`"cls":"NonTensorStack","cls_metadata":{"is_locked":false,"stack_dim":0,"stack_dim_name":null},"leaves":{},"non_tensors":{"1":[3,[2],null]}},` +
+			`"cls":"TensorDict","cls_metadata":{"batch_size":[2,2],"device":null,"is_locked":false,"names":[null,null]},"leaves":{},"non_tensors":{}}`),
+			[]int{2, 2}, []any{int64(1), int64(2), int64(3), int64(3)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, _, err := Decode(tc.meta, 0, DefaultLimits())
+			require.NoError(t, err)
+			require.Len(t, n.NonTensors, 1)
+			require.Empty(t, n.Children)
+			nt := n.NonTensors[0]
+			assert.Equal(t, "a", nt.Name)
+			require.NotNil(t, nt.Stack)
+			assert.Equal(t, tc.shape, nt.Stack.Shape)
+			assert.Equal(t, tc.values, nt.Stack.Values)
+			checkOracle(t, tc.meta, 0, DefaultLimits())
+		})
+	}
+
+	bad := []struct {
+		name  string
+		meta  []byte
+		want  string
+		limit bool
+	}{
+		{"root", []byte(stack(0, `"0":[1,[],null]`, "")), `root: class "NonTensorStack" is not supported`, false},
+		{"no elements", root("[0]", `"a":`+stack(0, "", "")), "key a: a NonTensorStack has no elements", false},
+		{"gap", root("[2]", `"a":`+stack(0, `"0":[1,[],null],"2":[2,[],null]`, "")), `key a: element "2": the 2 elements of a NonTensorStack are named 0 to 1`, false},
+		{"leading zero", root("[2]", `"a":`+stack(0, `"0":[1,[],null],"01":[2,[],null]`, "")), `element "01"`, false},
+		{"batch differs", root("[2]", `"a":`+stack(0, `"0":[1,[],null],"1":[2,[1],null]`, "")), "element 1 has batch size [1], element 0 has []", false},
+		{"stack_dim", root("[2]", `"a":`+stack(2, `"0":[1,[],null],"1":[2,[],null]`, "")), "stack_dim 2 out of range", false},
+		{"negative stack_dim", root("[2]", `"a":`+stack(-1, `"0":[1,[],null],"1":[2,[],null]`, "")), "stack_dim -1 out of range", false},
+		{"leaves", root("[2]", `"a":{"cls":"NonTensorStack","non_tensors":{"0":[1,[],null]},"leaves":{"x":["torch.int8",[1],0,8,7]},"cls_metadata":{"stack_dim":0}}`), "holds tensors or TensorDicts", false},
+		{"child TensorDict", root("[1]", `"a":`+stack(0, `"0":[1,[],null]`, `,"1":{"cls":"TensorDict","cls_metadata":{"batch_size":[]}}`)), "holds tensors or TensorDicts", false},
+		{"not the parent's batch", root("[3]", `"a":`+stack(0, `"0":[1,[],null],"1":[2,[],null]`, "")), "key a: NonTensorStack of batch size [2] under batch size [3]", false},
+		{"longer than the parent's batch", root("[2]", `"a":`+stack(0, `"0":[1,[2],null],"1":[2,[2],null]`, "")), "NonTensorStack of batch size [2 2] under batch size [2]", false},
+		{"broadcast bomb", root("[2,1000000000000]", `"a":`+stack(0, `"0":[1,[1000000000000],null],"1":[2,[1000000000000],null]`, "")), "more than 1048576 entries", true},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Decode(tc.meta, 64, DefaultLimits())
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, tc.limit, errors.Is(err, wire.ErrLimit), "%v", err)
+			checkOracle(t, tc.meta, 64, DefaultLimits())
+		})
+	}
 }

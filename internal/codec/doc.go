@@ -16,7 +16,8 @@
 //     AppendValue, the encoding of non-tensor values.
 //     String escaping is internal/jsonesc's, shared with memmap.
 //   - decode.go: Decode and Decoder, the reader of untrusted metadata into
-//     a Node tree (Leaf, NonTensor, Child), with every check: schema,
+//     a Node tree (Leaf, NonTensor, Child; a NonTensorStack node becomes a
+//     NonTensor with a Stack of its parent), with every check: schema,
 //     dtypes, shapes, byte ranges, overlaps, batch-size prefixes; Check
 //     runs the same checks on a tree another reader built.
 //   - json.go: the strict JSON tokenizer under the decoder (document order,
@@ -53,7 +54,9 @@
 //	 "cls_metadata":{"device":null,"names":[null...],"batch_size":[...],"is_locked":false},
 //	 "child":{...},...}
 //
-// They do not allocate when the buffer has room (MetadataSize).
+// They do not allocate when the buffer has room (MetadataSize). A
+// NonTensorStack entry is a member like a nested TensorDict, written with
+// AppendStackStart and AppendStackMetadata (see AppendStackStart).
 //
 // # Errors
 //

@@ -110,6 +110,23 @@ func AppendChild(b []byte, name string) []byte {
 	return append(b, ':')
 }
 
+// AppendStackStart opens a NonTensorStack node (the member of its parent,
+// after AppendChild) and its non_tensors. The writer of a stack of shape
+// [n, rest...] appends, for each index i below n, "i" as AppendNonTensor
+// with batch rest when the values of element i are all equal, then
+// AppendStackMetadata, then for each other i AppendChild("i") and the
+// element's stack, and finally AppendNodeEnd: Python tensordict's layout of
+// a NonTensorStack stacked along dimension 0.
+func AppendStackStart(b []byte) []byte {
+	return append(b, `{"cls":"NonTensorStack","non_tensors":{`...)
+}
+
+// AppendStackMetadata closes the non_tensors of a NonTensorStack node and
+// appends its empty leaves and its cls_metadata (stack_dim 0).
+func AppendStackMetadata(b []byte) []byte {
+	return append(b, `},"leaves":{},"cls_metadata":{"stack_dim":0,"stack_dim_name":null,"is_locked":false}`...)
+}
+
 // AppendNodeEnd closes a node.
 func AppendNodeEnd(b []byte) []byte { return append(b, '}') }
 

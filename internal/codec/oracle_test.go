@@ -113,6 +113,7 @@ type oracle struct {
 	depth   int
 	entries int
 	class   string
+	stacks  map[*Node]*Stack // the NonTensorStack nodes read, and their values
 }
 
 var errOracle = errors.New("oracle: refused")
@@ -279,8 +280,8 @@ func (o *oracle) node(parent *Node, name string, top bool) (*Node, error) {
 	if err := o.open('{'); err != nil {
 		return nil, err
 	}
-	var sawCls, sawCM bool
-	names := -1
+	var sawCls, sawCM, sawBatch, isStack bool
+	names, stackDim := -1, 0
 	for o.tz.more() {
 		key, err := o.str()
 		if err != nil {
@@ -292,7 +293,10 @@ func (o *oracle) node(parent *Node, name string, top bool) (*Node, error) {
 			if err != nil {
 				return nil, err
 			}
-			if s != "TensorDict" {
+			switch {
+			case s == "NonTensorStack" && !top:
+				isStack = true
+			case s != "TensorDict":
 				return nil, fmt.Errorf("class %q: %w", s, errOracle)
 			}
 			sawCls = true
@@ -306,7 +310,7 @@ func (o *oracle) node(parent *Node, name string, top bool) (*Node, error) {
 			}
 		case key == "cls_metadata":
 			sawCM = true
-			if names, err = o.clsMetadata(n); err != nil {
+			if names, sawBatch, stackDim, err = o.clsMetadata(n); err != nil {
 				return nil, err
 			}
 		case key == "size",
@@ -334,6 +338,10 @@ func (o *oracle) node(parent *Node, name string, top bool) (*Node, error) {
 			if err != nil {
 				return nil, err
 			}
+			if st := o.stacks[c]; st != nil {
+				n.NonTensors = append(n.NonTensors, NonTensor{Name: key, Batch: st.Shape, Stack: st})
+				continue
+			}
 			n.Children = append(n.Children, Child{Name: key, Node: c})
 		}
 	}
@@ -342,6 +350,25 @@ func (o *oracle) node(parent *Node, name string, top bool) (*Node, error) {
 	}
 	if !sawCls || !sawCM {
 		return nil, fmt.Errorf("no cls or cls_metadata: %w", errOracle)
+	}
+	if isStack {
+		st, err := o.stack(n, stackDim)
+		if err != nil {
+			return nil, err
+		}
+		if o.stacks == nil {
+			o.stacks = map[*Node]*Stack{}
+		}
+		o.stacks[n] = st
+		return n, nil
+	}
+	if !sawBatch {
+		return nil, fmt.Errorf("no batch_size: %w", errOracle)
+	}
+	for _, nt := range n.NonTensors {
+		if nt.Stack != nil && !slices.Equal(nt.Stack.Shape, n.Batch) {
+			return nil, fmt.Errorf("stack shape: %w", errOracle)
+		}
 	}
 	if names >= 0 && names != len(n.Batch) {
 		return nil, fmt.Errorf("names: %w", errOracle)
@@ -379,12 +406,13 @@ func (o *oracle) nonTensors(n *Node) error {
 			return err
 		}
 		var v any
+		var batch []int
 		for i := 0; o.tz.more(); i++ {
 			switch i {
 			case 0:
 				v, err = o.value()
 			case 1:
-				_, err = o.ints()
+				batch, err = o.ints()
 			case 2:
 				err = o.nullOrString()
 			default:
@@ -397,7 +425,7 @@ func (o *oracle) nonTensors(n *Node) error {
 		if err := o.close(); err != nil {
 			return err
 		}
-		n.NonTensors = append(n.NonTensors, NonTensor{Name: name, Value: v})
+		n.NonTensors = append(n.NonTensors, NonTensor{Name: name, Value: v, Batch: batch})
 	}
 	return o.close()
 }
@@ -455,16 +483,17 @@ func (o *oracle) leaves(n *Node) error {
 }
 
 // clsMetadata reads cls_metadata and returns the number of names (-1 for
-// none).
-func (o *oracle) clsMetadata(n *Node) (int, error) {
+// none), whether it has a batch size and its stack_dim.
+func (o *oracle) clsMetadata(n *Node) (names int, sawBatch bool, stackDim int, err error) {
 	if err := o.open('{'); err != nil {
-		return 0, err
+		return 0, false, 0, err
 	}
-	names, sawBatch := -1, false
+	names = -1
+	fail := func(err error) (int, bool, int, error) { return 0, false, 0, err }
 	for o.tz.more() {
 		key, err := o.str()
 		if err != nil {
-			return 0, err
+			return fail(err)
 		}
 		switch key {
 		case "device":
@@ -472,7 +501,7 @@ func (o *oracle) clsMetadata(n *Node) (int, error) {
 		case "names":
 			var v any
 			if v, err = o.value(); err != nil {
-				return 0, err
+				return fail(err)
 			}
 			switch s := v.(type) {
 			case nil:
@@ -480,15 +509,17 @@ func (o *oracle) clsMetadata(n *Node) (int, error) {
 				names = len(s)
 				for _, e := range s {
 					if _, ok := e.(string); !ok && e != nil {
-						return 0, fmt.Errorf("name %v: %w", e, errOracle)
+						return fail(fmt.Errorf("name %v: %w", e, errOracle))
 					}
 				}
 			default:
-				return 0, fmt.Errorf("names %v: %w", v, errOracle)
+				return fail(fmt.Errorf("names %v: %w", v, errOracle))
 			}
 		case "batch_size":
 			n.Batch, err = o.ints()
 			sawBatch = true
+		case "stack_dim":
+			stackDim, err = o.integer()
 		case "is_locked":
 			var k byte
 			if k, _, err = o.token(); err == nil {
@@ -501,16 +532,73 @@ func (o *oracle) clsMetadata(n *Node) (int, error) {
 			_, err = o.value()
 		}
 		if err != nil {
-			return 0, err
+			return fail(err)
 		}
 	}
 	if err := o.close(); err != nil {
-		return 0, err
+		return fail(err)
 	}
-	if !sawBatch {
-		return 0, fmt.Errorf("no batch_size: %w", errOracle)
+	return names, sawBatch, stackDim, nil
+}
+
+// stack checks NonTensorStack node n and returns its values, each found
+// from its multi-index: the index along stackDim picks the element, the
+// others index into it.
+func (o *oracle) stack(n *Node, stackDim int) (*Stack, error) {
+	k := len(n.NonTensors)
+	if len(n.Leaves) > 0 || len(n.Children) > 0 || k == 0 {
+		return nil, fmt.Errorf("stack content: %w", errOracle)
 	}
-	return names, nil
+	byName := map[string]*NonTensor{}
+	for i := range n.NonTensors {
+		byName[n.NonTensors[i].Name] = &n.NonTensors[i]
+	}
+	items := make([]*NonTensor, k)
+	for i := range items {
+		if items[i] = byName[fmt.Sprint(i)]; items[i] == nil {
+			return nil, fmt.Errorf("stack element %d: %w", i, errOracle)
+		}
+		if !slices.Equal(items[i].Batch, items[0].Batch) {
+			return nil, fmt.Errorf("stack element batch: %w", errOracle)
+		}
+	}
+	eb := items[0].Batch
+	if stackDim < 0 || stackDim > len(eb) {
+		return nil, fmt.Errorf("stack_dim: %w", errOracle)
+	}
+	shape := append(append(append([]int{}, eb[:stackDim]...), k), eb[stackDim:]...)
+	total := 1
+	for _, d := range shape {
+		if d != 0 && total > math.MaxInt/d {
+			return nil, fmt.Errorf("stack size: %w", errOracle)
+		}
+		total *= d
+	}
+	if o.entries+total > o.lim.MaxEntries {
+		return nil, fmt.Errorf("too many entries: %w", errOracle)
+	}
+	o.entries += total
+	st := &Stack{Shape: shape, Values: make([]any, total)}
+	idx := make([]int, len(shape))
+	for flat := range total {
+		rem := flat
+		for d := len(shape) - 1; d >= 0; d-- {
+			idx[d], rem = rem%shape[d], rem/shape[d]
+		}
+		it := items[idx[stackDim]]
+		j := 0 // the element's own row-major index
+		for d, i := range idx {
+			if d != stackDim {
+				j = j*shape[d] + i
+			}
+		}
+		if it.Stack != nil {
+			st.Values[flat] = it.Stack.Values[j]
+		} else {
+			st.Values[flat] = it.Value
+		}
+	}
+	return st, nil
 }
 
 func (o *oracle) checkLeaf(n *Node, l *Leaf) error {
@@ -580,7 +668,10 @@ func dump(n *Node, class string) string {
 	walk = func(n *Node, indent string) {
 		fmt.Fprintf(&b, "%sbatch=%v locked=%v level=%d path=%v sub=%d/%d/%d\n", indent, n.Batch, n.Locked, n.Level, n.Path(), n.SubNodes, n.SubEntries, n.SubDims)
 		for _, nt := range n.NonTensors {
-			fmt.Fprintf(&b, "%s nt %q = %#v\n", indent, nt.Name, nt.Value)
+			fmt.Fprintf(&b, "%s nt %q = %#v batch %v\n", indent, nt.Name, nt.Value, nt.Batch)
+			if nt.Stack != nil {
+				fmt.Fprintf(&b, "%s  stack %v: %#v\n", indent, nt.Stack.Shape, nt.Stack.Values)
+			}
 		}
 		for _, l := range n.Leaves {
 			fmt.Fprintf(&b, "%s leaf %q %v%v [%d,%d) pad %d nbytes %d in %v\n", indent, l.Name, l.DType, l.Shape, l.Start, l.Stop, l.Pad, l.NBytes, l.Node.Path())
