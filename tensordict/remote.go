@@ -252,14 +252,23 @@ func recvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error
 // ends, nothing more is received.
 func recvChunks(ctx context.Context, c *mpi.Comm, b []byte, src, tag int) error {
 	for off := 0; off < len(b); off += wire.MaxChunk {
-		part := b[off:min(off+wire.MaxChunk, len(b))]
-		if err := recvExact(ctx, c, part, src, tag); err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("payload at byte %d of %d: %w", off, len(b), err)
-			}
-			rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
-			return fmt.Errorf("payload at byte %d: %w", off, errors.Join(err, drainChunks(c, src, tag, rest)))
+		if err := recvChunk(ctx, c, b, off, src, tag); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// recvChunk receives the chunk of b that starts at byte off, as
+// recvChunks does.
+func recvChunk(ctx context.Context, c *mpi.Comm, b []byte, off, src, tag int) error {
+	part := b[off:min(off+wire.MaxChunk, len(b))]
+	if err := recvExact(ctx, c, part, src, tag); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("payload at byte %d of %d: %w", off, len(b), err)
+		}
+		rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
+		return fmt.Errorf("payload at byte %d: %w", off, errors.Join(err, drainChunks(c, src, tag, rest)))
 	}
 	return nil
 }
