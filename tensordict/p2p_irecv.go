@@ -5,6 +5,7 @@ package tensordict
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -178,6 +179,10 @@ func (op *irecvOp) step() bool {
 	}
 	phase, i := op.r.phase, op.r.i
 	done, err := op.r.advance(false)
+	if ctx := l.o.ctx; done && op.r.phase == phaseHeader && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// The context ended during this step: say why, as above.
+		err = fmt.Errorf("waiting for the header: %w", context.Cause(ctx))
+	}
 	switch {
 	case done:
 		op.tag = op.r.tag
