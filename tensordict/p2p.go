@@ -201,10 +201,7 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := awaitEarlierIRecvs(l); err != nil {
-		return 0, l.errorf("waiting for the earlier IRecvs from rank %d on tag %d: %w", l.peer, l.o.tag, err)
-	}
-	s, err := p2pStateOf(l.op, td)
+	s, err := recvState(l, td)
 	if err != nil {
 		if errors.Is(err, tensor.ErrReleased) {
 			err = errors.Join(err, l.refuseIncoming())
@@ -212,9 +209,6 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 		return 0, l.errorf("%w", err)
 	}
 	defer s.mu.Unlock()
-	if err := s.prepare(l); err != nil {
-		return 0, l.errorf("%w", err)
-	}
 	l.logStart(int64(s.total), s.tag0)
 	s.held = lockTags(s.held, l.c, l.peer, true, s.tagSet)
 	r := recvOp{l: l, td: td, s: s}

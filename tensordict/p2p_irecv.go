@@ -4,34 +4,42 @@
 package tensordict
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // An IRecv has no goroutine of its own: it is an irecvOp that advances
-// when somebody steps it (its Pending's Wait or Test, a later IRecv's or
-// Recv's wait for it, the end of its context). Until its header arrives it
-// holds no lock: a step takes the TensorDict's state and the tags' receive
-// locks without waiting (TryLock), probes for the header (MPI_Iprobe) and,
-// if nothing has come, releases them. From the header on, it holds them
-// until the transfer ends, as Recv does, and each step receives the
-// messages that have arrived.
+// when somebody steps it (its Pending's Wait or Test, any receive of this
+// package while it waits, the end of its context). Until its header
+// arrives it holds no lock: a step probes for the header (MPI_Iprobe)
+// holding nothing and, once it is there, takes the TensorDict's state and
+// the tags' receive locks without waiting (TryLock). From the header on,
+// it holds them until the transfer ends, as Recv does, and each step
+// receives the messages that have arrived.
 //
-// IRecvs from one source on one initial tag (WithTag) take transfers in
-// the order they were called: they wait in a queue, and only its head may
-// probe for a header. A Recv on that source and tag first waits for the
-// IRecvs called before it, stepping them.
+// IRecvs from one source whose transfers share a tag take them in the
+// order they were called: an IRecv may probe for its header only when no
+// IRecv called before it from that source on one of its tags is pending.
+// A Recv first waits, stepping them, for the IRecvs called before it from
+// its source on one of its tags.
 
 // irecvOp is the state of one IRecv.
 type irecvOp struct {
 	mu      sync.Mutex // held by whoever steps it
 	l       link       // l.o.ctx is ctx below
 	td      *TensorDict
-	key     p2pKey // queue: group communicator, source, initial tag
-	seq     uint64 // position in the queues, in call order
+	key     peerKey // its queue
+	tags    []int   // the transfer's distinct tags, sorted
+	tag0    int     // the header's tag
+	seq     uint64  // position in the queues, in call order
 	cancel  context.CancelCauseFunc
 	stop    func() bool // unregisters the context's AfterFunc
 	r       recvOp      // the receive, from its header on
@@ -43,18 +51,24 @@ type irecvOp struct {
 	tag  int
 }
 
-// irecvQueues holds the IRecvs that have not ended, per key, in call order.
+// peerKey names the IRecvs from one source: the group's library
+// communicator and the source rank.
+type peerKey struct {
+	c    *mpi.Comm
+	peer int
+}
+
+// irecvQueues holds the IRecvs that have not ended, per source, in call
+// order.
 var irecvQueues = struct {
 	sync.Mutex
-	m    map[p2pKey][]*irecvOp
+	m    map[peerKey][]*irecvOp
 	next uint64       // the seq of the next IRecv
 	n    atomic.Int64 // IRecvs in the queues
-}{m: map[p2pKey][]*irecvOp{}}
+}{m: map[peerKey][]*irecvOp{}}
 
-// queueKey is the key of the IRecv queue a receive with l's options joins.
-func queueKey(l *link) p2pKey {
-	return p2pKey{c: l.c, peer: l.peer, tag: l.o.tag, recv: true}
-}
+// allSeq stands for "every IRecv called so far" in stepQueue.
+const allSeq = math.MaxUint64
 
 func (op *irecvOp) enqueue() {
 	q := &irecvQueues
@@ -73,7 +87,7 @@ func (op *irecvOp) dequeue() {
 	ops := q.m[op.key]
 	for i, o := range ops {
 		if o == op {
-			ops = append(ops[:i], ops[i+1:]...)
+			ops = slices.Delete(ops, i, i+1)
 			q.n.Add(-1)
 			break
 		}
@@ -85,67 +99,154 @@ func (op *irecvOp) dequeue() {
 	q.m[op.key] = ops
 }
 
-// queueHead returns the oldest IRecv on key, or nil.
-func queueHead(key p2pKey) *irecvOp {
+// nextSeq returns the seq the next IRecv will get: the IRecvs called so
+// far have smaller ones.
+func nextSeq() uint64 {
+	irecvQueues.Lock()
+	defer irecvQueues.Unlock()
+	return irecvQueues.next
+}
+
+// stepQueue steps, oldest first and without waiting, the IRecvs from key
+// called before seq, each allowed to start when no older pending one
+// shares a tag with it. It reports whether none of them that shares a tag
+// with tags is left pending.
+func stepQueue(key peerKey, seq uint64, tags []int) bool {
 	q := &irecvQueues
 	q.Lock()
-	defer q.Unlock()
-	if ops := q.m[key]; len(ops) > 0 {
-		return ops[0]
+	ops := q.m[key]
+	n, _ := slices.BinarySearchFunc(ops, seq, func(o *irecvOp, seq uint64) int { return cmp.Compare(o.seq, seq) })
+	ops = slices.Clone(ops[:n])
+	q.Unlock()
+	clear := true
+	var busy []int // the tags of the older IRecvs still pending, sorted
+	for _, o := range ops {
+		if o.mu.TryLock() {
+			o.step(!overlaps(o.tags, busy))
+			o.mu.Unlock()
+		}
+		if !o.over.Load() {
+			busy = union(busy, o.tags)
+			clear = clear && !overlaps(o.tags, tags)
+		}
 	}
-	return nil
+	return clear
 }
 
-// stepEarlier steps the IRecvs on key called before seq, oldest first, as
-// far as they go without waiting, and reports whether none is left.
-func stepEarlier(key p2pKey, seq uint64) bool {
-	for {
-		h := queueHead(key)
-		if h == nil || h.seq >= seq {
+// overlaps reports whether the sorted tag lists a and b share a tag.
+func overlaps(a, b []int) bool {
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0] == b[0]:
 			return true
-		}
-		if h.mu.TryLock() {
-			h.step()
-			h.mu.Unlock()
-		}
-		if !h.over.Load() {
-			return false
+		case a[0] < b[0]:
+			a = a[1:]
+		default:
+			b = b[1:]
 		}
 	}
+	return false
 }
 
-// awaitEarlierIRecvs makes a Recv with l's options wait, as its context
-// allows, until the IRecvs called before it on the same source and tag
-// have ended, stepping them: those come first. It costs an atomic load
-// when no IRecv is pending.
-func awaitEarlierIRecvs(l *link) error {
-	if irecvQueues.n.Load() == 0 {
-		return nil
+// union returns the sorted distinct tags of dst and tags, both sorted, in
+// dst.
+func union(dst, tags []int) []int {
+	if !slices.ContainsFunc(tags, func(t int) bool { _, found := slices.BinarySearch(dst, t); return !found }) {
+		return dst
 	}
-	key := queueKey(l)
-	irecvQueues.Lock()
-	seq := irecvQueues.next
-	irecvQueues.Unlock()
-	return pollCtx(l.o.ctx, func() (bool, error) { return stepEarlier(key, seq), nil })
+	return tagSet(dst, append(dst, tags...))
+}
+
+// recvState returns td's transfer state for a Recv with l's options,
+// locked and prepared, once no IRecv called before it from its source on
+// one of its tags is pending: those come first. It steps them meanwhile,
+// waiting as l's context allows; it costs an atomic load when no IRecv is
+// pending.
+func recvState(l *link, td *TensorDict) (*p2pState, error) {
+	seq := uint64(allSeq)
+	if irecvQueues.n.Load() > 0 {
+		seq = nextSeq()
+	}
+	key := peerKey{c: l.c, peer: l.peer}
+	for {
+		s, err := p2pStateOf(l.op, td)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.prepare(l); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		if seq == allSeq || stepQueue(key, seq, s.tagSet) {
+			return s, nil
+		}
+		// An earlier IRecv may need td's state: wait without it.
+		tags := slices.Clone(s.tagSet)
+		s.mu.Unlock()
+		err = pollCtx(l.o.ctx, func() (bool, error) {
+			if stepQueue(key, seq, tags) {
+				return true, nil
+			}
+			stepAll()
+			return false, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("waiting for the IRecvs called before from rank %d on tags %v: %w", l.peer, tags, err)
+		}
+	}
 }
 
 // progress steps op without waiting and reports whether it moved or ended:
-// the IRecvs before it in its queue first.
+// the IRecvs before it in its queue first. When op cannot move, it steps
+// every other pending IRecv too (see stepAll).
 func (op *irecvOp) progress() bool {
 	if op.over.Load() {
 		return true
 	}
-	if !stepEarlier(op.key, op.seq) || !op.mu.TryLock() {
-		return false
+	moved := false
+	if free := stepQueue(op.key, op.seq, op.tags); op.mu.TryLock() {
+		moved = op.step(free)
+		op.mu.Unlock()
 	}
-	defer op.mu.Unlock()
-	return op.step()
+	if !moved {
+		stepAll()
+	}
+	return moved || op.over.Load()
+}
+
+// stepping is set while stepAll runs, which is never nested.
+var stepping atomic.Bool
+
+// stepAll steps, without waiting, every pending IRecv that may start or
+// has started. It runs whenever a receive of this package waits (an
+// IRecv's Wait, a Recv): so a sender blocked in a large message of an
+// IRecv that nobody waits for yet, say one called before a Recv of the
+// sender's next transfer, is received and goes on, as if the IRecv
+// proceeded in the background. It costs an atomic load when no IRecv is
+// pending.
+func stepAll() {
+	if irecvQueues.n.Load() == 0 || !stepping.CompareAndSwap(false, true) {
+		return
+	}
+	defer stepping.Store(false)
+	q := &irecvQueues
+	q.Lock()
+	keys := make([]peerKey, 0, len(q.m))
+	for k := range q.m {
+		keys = append(keys, k)
+	}
+	q.Unlock()
+	for _, k := range keys {
+		stepQueue(k, allSeq, nil)
+	}
 }
 
 // step advances op without waiting (op.mu held) and reports whether it
-// moved or ended. Once op's context has ended, it ends op: at once before
-// the header, otherwise after receiving what has arrived.
-func (op *irecvOp) step() bool {
+// moved or ended; free says whether it may start (no IRecv called before
+// it from its source on one of its tags is pending). Once op's context
+// has ended, it ends op: at once before the header, otherwise after
+// receiving what has arrived.
+func (op *irecvOp) step(free bool) bool {
 	if op.over.Load() {
 		return true
 	}
@@ -155,7 +256,13 @@ func (op *irecvOp) step() bool {
 			op.finish(fmt.Errorf("waiting for the header: %w", context.Cause(l.o.ctx)))
 			return true
 		}
-		if queueHead(op.key) != op {
+		if !free {
+			return false
+		}
+		// A probe on the header's tag, holding nothing, keeps an idle
+		// step to one MPI_Iprobe; td must not change until the IRecv
+		// ends, so its header tag stays the one IRecv computed.
+		if ok, _, err := mpi.Iprobe(l.c, l.peer, op.tag0); err == nil && !ok {
 			return false
 		}
 		s, ok, err := tryP2PStateOf(l.op, op.td)
@@ -228,7 +335,7 @@ func (op *irecvOp) end() {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	for !op.over.Load() {
-		op.step()
+		op.step(false)
 	}
 }
 
@@ -248,22 +355,24 @@ func (op *irecvOp) wait() {
 // and Test makes progress without blocking. It takes Recv's options.
 //
 // An IRecv holds no goroutine, and no lock while its transfer's header has
-// not arrived: it makes progress when its Pending's Wait or Test is called
-// (and when a later IRecv or Recv from the same source on the same tag
-// waits for it), taking the messages that have arrived. So a sender whose
+// not arrived: it makes progress when its Pending's Wait or Test is called,
+// and whenever another receive of this package (Recv, another IRecv's
+// Wait) waits, taking the messages that have arrived. So a sender whose
 // messages MPI does not buffer (a large storage or leaf) waits until the
-// receiver calls Wait or Test: a program that overlaps an IRecv with work
-// should call Test now and then, or Wait on another goroutine. From the
-// header on, until it ends, the IRecv holds td's transfer lock and the
+// receiving process calls one of those: a program that overlaps an IRecv
+// with computation should call Test now and then, or Wait on another
+// goroutine. A pending IRecv makes every Recv of the process poll (with
+// MPI_Iprobe, sleeping up to 1 ms) instead of blocking in MPI_Probe. From
+// the header on, until it ends, the IRecv holds td's transfer lock and the
 // tags' receive locks, as Recv does: other transfers of td, and receives
 // from src on its tags, wait for it.
 //
-// IRecvs from one source on one initial tag (WithTag) take transfers in
-// the order they were called, whatever the order of their Waits, and a
-// Recv on that source and tag waits for those called before it. A message
-// is only received into td's tensors after its header has been checked
-// against td's structure, so a sender with another structure gets an
-// ErrMismatch error, not a corrupted td.
+// IRecvs from one source whose transfers share a tag take them in the
+// order they were called, whatever the order of their Waits, and a Recv
+// waits for the IRecvs called before it from its source on one of its
+// tags. A message is only received into td's tensors after its header has
+// been checked against td's structure, so a sender with another structure
+// gets an ErrMismatch error, not a corrupted td.
 //
 // When the context of WithContext ends, or Cancel is called, before the
 // header has arrived, the IRecv ends at once with an error wrapping the
@@ -289,14 +398,15 @@ func (td *TensorDict) irecv(src int, opts []RecvOption) (*Pending, error) {
 		return nil, l.errorf("%w", err)
 	}
 	err = s.prepare(l)
-	tag0, total := s.tag0, s.total
+	tag0, total, tags := s.tag0, s.total, slices.Clone(s.tagSet)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, l.errorf("%w", err)
 	}
 	l.logStart(int64(total), tag0)
+	op.tag0, op.tags = tag0, tags
 	l.o.ctx, op.cancel = context.WithCancelCause(l.o.ctx)
-	op.key = queueKey(l)
+	op.key = peerKey{c: l.c, peer: l.peer}
 	// Nobody can step op before it is set up: end and the steppers wait
 	// for, or try, op.mu.
 	op.mu.Lock()

@@ -101,6 +101,7 @@ func TestIRecvCancelledContextsLeaveNothing(t *testing.T) {
 	assert.Contains(t, ps[0].Wait().Error(), "waiting for the header")
 
 	// The tag is free: a real transfer on it arrives.
+	require.NoError(t, g.Barrier()) // every rank's IRecvs have ended
 	out := New()
 	require.NoError(t, out.Set(K("x"), tensor.Full(tensor.Int32, float64(g.Rank()), 4)))
 	sp, err := out.ISend(next, WithTag(tag))
@@ -314,5 +315,46 @@ func TestIRecvDroppedPending(t *testing.T) {
 		_, err := td.Recv(0, mpitest.As[RecvOption](append(opts, testCtx(t)))...)
 		require.NoError(t, err)
 		assert.True(t, td.EqScalar(6).All())
+	}
+}
+
+// TestIRecvProceedsWhileOthersWait: an IRecv of a transfer too large for
+// MPI to buffer, called before a receive of the sender's next transfer,
+// proceeds while that receive waits, as if in the background: otherwise
+// the sender, blocked in the IRecv's message, never sends the next one.
+func TestIRecvProceedsWhileOthersWait(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	for _, then := range []string{"Recv", "IRecv"} {
+		mpitest.Run(t, then, func(t *testing.T) {
+			if g.Rank() > 1 {
+				return
+			}
+			big := bigTD(t, 2, 1<<18, 0) // 2 MiB leaves
+			small := New()
+			require.NoError(t, small.Set(K("s"), tensor.Zeros(tensor.Int64, 2)))
+			if g.Rank() == 0 {
+				fill(t, big, 8)
+				fill(t, small, 9)
+				require.NoError(t, big.Send(1, WithTag(905)))
+				require.NoError(t, small.Send(1, WithTag(906)))
+				return
+			}
+			pb, err := big.IRecv(0, WithTag(905), testCtx(t))
+			require.NoError(t, err)
+			ctx := WithContext(mpitest.Ctx(t, 10*time.Second))
+			if then == "Recv" {
+				_, err = small.Recv(0, WithTag(906), ctx)
+			} else {
+				var ps *Pending
+				if ps, err = small.IRecv(0, WithTag(906), ctx); err == nil {
+					err = ps.Wait()
+				}
+			}
+			assert.NoError(t, err, "the later transfer, while the IRecv was not waited for")
+			require.NoError(t, pb.Wait()) // also unblocks the sender if the above failed
+			assert.True(t, big.EqScalar(8).All())
+			assert.True(t, small.EqScalar(9).All())
+			noTransferState(t)
+		})
 	}
 }

@@ -217,9 +217,13 @@ func sendChunks(c *mpi.Comm, b []byte, dst, tag int) error {
 // holds the tag's receive lock, or the tag is its transfer's own): the
 // message probed is then the one received. It does not allocate.
 func recvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
-	if ctx.Done() != nil {
+	if ctx.Done() != nil || irecvQueues.n.Load() > 0 {
+		// Polled, so that pending IRecvs proceed meanwhile (stepAll).
 		err := pollCtx(ctx, func() (bool, error) {
 			ok, _, err := mpi.Iprobe(c, src, tag)
+			if err == nil && !ok {
+				stepAll()
+			}
 			return ok, err
 		})
 		if err != nil {
