@@ -329,11 +329,19 @@ func (op *irecvOp) finish(err error) {
 }
 
 // end runs when op's context ends (op.mu not held), on the context's
-// AfterFunc goroutine or on Cancel's: it steps op until it ends, which
-// with the context over takes no more than the messages already there.
+// AfterFunc goroutine or on Cancel's. Ended by the IRecv's own context, op
+// ends as a Recv whose context ends: at once before the header, otherwise
+// after receiving what has already arrived. Ended by Cancel or by the
+// collection of its Pending after the header, it consumes and discards
+// the rest of the transfer (see recvOp.drainRest), so that the sender is
+// not left blocked.
 func (op *irecvOp) end() {
 	op.mu.Lock()
 	defer op.mu.Unlock()
+	if cause := context.Cause(op.l.o.ctx); op.started && (cause == errCanceled || cause == errDropped) {
+		op.finish(errors.Join(fmt.Errorf("after the header: %w", cause), op.r.drainRest()))
+		return
+	}
 	for !op.over.Load() {
 		op.step(false)
 	}
@@ -378,8 +386,8 @@ func (op *irecvOp) wait() {
 // header has arrived, the IRecv ends at once with an error wrapping the
 // context's error, having received nothing; nothing of it remains, and
 // the transfer is left for a later receive. After the header, it ends as
-// a Recv whose context ends. A Pending dropped without Wait is cancelled
-// when the garbage collector finds it.
+// a Recv whose context ends, and as Cancel says when cancelled. A Pending
+// dropped without Wait is cancelled when the garbage collector finds it.
 func (td *TensorDict) IRecv(src int, opts ...RecvOption) (*Pending, error) {
 	p, err := td.irecv(src, opts)
 	return p, logFailed("IRecv", err)

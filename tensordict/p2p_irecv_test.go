@@ -358,3 +358,63 @@ func TestIRecvProceedsWhileOthersWait(t *testing.T) {
 		})
 	}
 }
+
+// irecvStarted reports whether p's IRecv has received its header and
+// holds its locks.
+func irecvStarted(p *Pending) bool {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	return p.r.started
+}
+
+// TestIRecvCancelAfterHeader: Cancel on an IRecv whose transfer has begun
+// (the header and part of a large per-leaf payload received) discards the
+// rest of the transfer, so that the sender returns and the next transfer
+// on the same tags arrives intact.
+func TestIRecvCancelAfterHeader(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	const rounds, tag = 5, 907
+	big := bigTD(t, 8, 1<<18, 0) // 2 MiB leaves, beyond any eager limit
+	small := New()
+	require.NoError(t, small.Set(K("s"), tensor.Zeros(tensor.Int64, 3)))
+	if g.Rank() == 0 {
+		for r := range rounds {
+			fill(t, small, float64(r))
+			require.NoError(t, big.Send(1, WithTag(tag)))
+			require.NoError(t, small.Send(1, WithTag(tag)))
+		}
+		return
+	}
+	cancelled := 0
+	for r := range rounds {
+		p, err := big.IRecv(0, WithTag(tag), testCtx(t))
+		require.NoError(t, err)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ok, _, err := mpi.Iprobe(g.LibComm(), 0, tag)
+			require.NoError(t, err)
+			if ok || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		done, err := p.Test() // takes the header, and what follows as far as it has come
+		require.NoError(t, err)
+		if !done {
+			require.True(t, irecvStarted(p), "round %d: the header had arrived", r)
+			require.NoError(t, p.Cancel())
+			err := p.Wait()
+			require.ErrorIs(t, err, context.Canceled)
+			assert.Contains(t, err.Error(), "after the header: cancelled by Pending.Cancel")
+			cancelled++
+		}
+		_, err = small.Recv(0, WithTag(tag), testCtx(t))
+		require.NoError(t, err, "round %d: the transfer after the cancelled one", r)
+		assert.True(t, small.EqScalar(float64(r)).All())
+	}
+	assert.Positive(t, cancelled, "no round cancelled a transfer in progress")
+	noTransferState(t)
+}

@@ -101,12 +101,13 @@ func (p *Pending) endIRecv() {
 // Cancel ends an IRecv that has not completed and returns once it has
 // ended; Wait then returns an error wrapping context.Canceled. Before the
 // transfer's header has arrived, the IRecv has received nothing and holds
-// nothing, and the transfer stays for a later receive. After it, the
-// messages already there are received and the rest is left, as when the
-// context of a Recv ends mid-transfer: td's tensors are then partly
-// written. On a completed IRecv, Cancel changes nothing. Once every IRecv
-// has completed or been cancelled, group.Finalize no longer refuses on
-// their account.
+// nothing, and the transfer stays for a later receive. After it, Cancel
+// consumes and discards the rest of the transfer, as a Recv does with a
+// transfer it refuses (each message awaited at most 2 s), so that the
+// sender is not left blocked: td's tensors are then partly written. On a
+// completed IRecv, Cancel changes nothing. A pending IRecv holds no MPI
+// call or request between its Waits and Tests, and none once cancelled:
+// group.Finalize does not refuse on its account.
 //
 // An ISend cannot be cancelled (MPI deprecates cancelling sends): Cancel
 // returns an error and Wait completes it.
@@ -121,9 +122,13 @@ func (p *Pending) Cancel() error {
 	if op.over.Load() {
 		return nil
 	}
-	op.cancel(errCanceled)
 	if op.stop() {
-		op.end() // the AfterFunc will not run: end op here
+		// The context's AfterFunc will not run: end op here, with no
+		// goroutine.
+		op.cancel(errCanceled)
+		op.end()
+	} else {
+		op.cancel(errCanceled) // op has ended, or its AfterFunc is ending it
 	}
 	<-op.done
 	return nil

@@ -137,3 +137,20 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 		}
 	}
 }
+
+// drainRest consumes and discards what the sender still sends of a
+// transfer whose header has arrived, exactly as the header announces and
+// as a refused transfer is drained: each message is awaited at most
+// drainIdle.
+func (r *recvOp) drainRest() error {
+	l, s, h := r.l, r.s, &r.h
+	switch r.phase {
+	case phaseBody:
+		return l.drainSend(h, s.tag0, true, 0)
+	case phaseLeaves:
+		return l.drainSend(h, s.tag0, false, int64(r.i))
+	case phaseChunks:
+		return drainChunks(l.c, l.peer, s.tag0, int64((len(r.dst)-r.i+wire.MaxChunk-1)/wire.MaxChunk))
+	}
+	return nil
+}

@@ -215,7 +215,8 @@ func sendChunks(c *mpi.Comm, b []byte, dst, tag int) error {
 // single-copy path would write past a short buffer), and recvExact returns
 // an error. The caller must be the only one receiving from src on tag (it
 // holds the tag's receive lock, or the tag is its transfer's own): the
-// message probed is then the one received. It does not allocate.
+// message probed is then the one received. It does not allocate, unless
+// IRecvs are pending: it then polls, and steps them meanwhile (stepAll).
 func recvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
 	if ctx.Done() != nil || irecvQueues.n.Load() > 0 {
 		// Polled, so that pending IRecvs proceed meanwhile (stepAll).
