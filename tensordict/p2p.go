@@ -190,6 +190,10 @@ func (s *p2pState) send(l *link) error {
 // With WithContext, a Recv whose sender has not
 // started when the context ends returns an error wrapping ctx.Err(); once
 // the header has arrived, the transfer runs to its end.
+//
+// A Recv takes its transfer after those of the IRecvs called before it
+// from src on one of its tags, which it steps while it waits for them (see
+// IRecv); pending IRecvs also proceed while a Recv waits for its messages.
 func (td *TensorDict) Recv(src int, opts ...RecvOption) (int, error) {
 	tag, err := td.recv(src, opts)
 	return tag, logFailed("Recv", err)
