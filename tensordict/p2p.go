@@ -190,6 +190,10 @@ func (s *p2pState) send(l *link) error {
 // With WithContext, a Recv whose sender has not
 // started when the context ends returns an error wrapping ctx.Err(); once
 // the header has arrived, the transfer runs to its end.
+//
+// A Recv takes its transfer after those of the IRecvs called before it
+// from src on one of its tags, which it steps while it waits for them (see
+// IRecv); pending IRecvs also proceed while a Recv waits for its messages.
 func (td *TensorDict) Recv(src int, opts ...RecvOption) (int, error) {
 	tag, err := td.recv(src, opts)
 	return tag, logFailed("Recv", err)
@@ -201,7 +205,7 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s, err := p2pStateOf(l.op, td)
+	s, err := recvState(l, td)
 	if err != nil {
 		if errors.Is(err, tensor.ErrReleased) {
 			err = errors.Join(err, l.refuseIncoming())
@@ -209,60 +213,15 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 		return 0, l.errorf("%w", err)
 	}
 	defer s.mu.Unlock()
-	if err := s.prepare(l); err != nil {
-		return 0, l.errorf("%w", err)
-	}
 	l.logStart(int64(s.total), s.tag0)
 	s.held = lockTags(s.held, l.c, l.peer, true, s.tagSet)
-	tag, err := s.recv(l, td)
+	r := recvOp{l: l, td: td, s: s}
+	_, err = r.advance(true)
 	unlockAll(s.held)
 	if err != nil {
 		return 0, l.errorf("%w", err)
 	}
-	return tag, nil
-}
-
-// recv runs a blocking receive; the caller holds the receive locks.
-func (s *p2pState) recv(l *link, td *TensorDict) (int, error) {
-	h, err := s.recvHeader(l)
-	if err != nil {
-		return 0, err
-	}
-	body := s.recvBody(int(h.Body()))
-	if err := recvExact(l.o.ctx, l.c, body, l.peer, s.tag0); err != nil {
-		return 0, fmt.Errorf("receiving the metadata: %w", errors.Join(err, l.drainUnlessDone(&h, s.tag0, 0)))
-	}
-	if err := s.check(l, td, &h, body); err != nil {
-		return 0, errors.Join(err, l.drainSend(&h, s.tag0, false, 0))
-	}
-	if !l.o.consolidated {
-		for i, j := range s.sorted {
-			lf := &s.leaves[j]
-			b, err := lf.t.Bytes()
-			if err != nil {
-				// Released storage, say: message i is still to come.
-				return 0, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainUnlessDone(&h, s.tag0, int64(i))))
-			}
-			if err := recvExact(l.o.ctx, l.c, b, l.peer, s.cur[i]); err != nil {
-				return 0, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainUnlessDone(&h, s.tag0, int64(i+1))))
-			}
-		}
-		if len(s.cur) == 0 {
-			return l.o.tag - 1, nil
-		}
-		return s.cur[len(s.cur)-1], nil
-	}
-	dst, err := s.payload(false)
-	if err != nil {
-		// The sender's storage must still be taken, or it stays blocked.
-		return 0, errors.Join(err, l.drainUnlessDone(&h, s.tag0, 0))
-	}
-	if h.Flags&wire.FlagInline != 0 {
-		copy(dst, body[h.MetaLen:])
-	} else if err := recvChunks(l.o.ctx, l.c, dst, l.peer, s.tag0); err != nil {
-		return 0, err
-	}
-	return s.tag0, s.unstage()
+	return r.tag, nil
 }
 
 // refuseIncoming consumes the transfer that a Recv into a TensorDict
@@ -310,12 +269,9 @@ func (l *link) drainUnlessDone(h *wire.Header, tag0 int, from int64) error {
 	return l.drainSend(h, tag0, false, from)
 }
 
-// recvHeader receives the fixed-size header on s.tag0, waiting as l's
-// context allows, and parses it.
-func (s *p2pState) recvHeader(l *link) (wire.Header, error) {
-	if err := recvExact(l.o.ctx, l.c, s.hdr, l.peer, s.tag0); err != nil {
-		return wire.Header{}, fmt.Errorf("waiting for the header: %w", err)
-	}
+// parseHeader parses the fixed-size header received into s.hdr. A header
+// over this side's limits is drained as far as it can be trusted.
+func (s *p2pState) parseHeader(l *link) (wire.Header, error) {
 	h, err := wire.Parse(s.hdr, l.o.limits())
 	if err != nil {
 		// A header over this side's limits still tells what the sender

@@ -50,6 +50,30 @@ var p2pLocks = struct {
 // acquireTag takes the lock of k, entering it in the table if needed.
 func acquireTag(k p2pKey) *tagLock {
 	p2pLocks.Lock()
+	l := enterTag(k)
+	l.refs++
+	p2pLocks.Unlock()
+	l.mu.Lock()
+	return l
+}
+
+// tryAcquireTag takes the lock of k if nobody holds it, and otherwise
+// reports false without waiting.
+func tryAcquireTag(k p2pKey) (*tagLock, bool) {
+	p2pLocks.Lock()
+	defer p2pLocks.Unlock()
+	l := enterTag(k)
+	if !l.mu.TryLock() {
+		return nil, false // held, so refs > 0: the entry stays
+	}
+	l.refs++
+	return l, true
+}
+
+// enterTag returns the table's lock of k, entering a new one (from the
+// free list if it can) when there is none. p2pLocks must be held, and the
+// caller takes a reference to a new entry.
+func enterTag(k p2pKey) *tagLock {
 	l, ok := p2pLocks.m[k]
 	if !ok {
 		if n := len(p2pLocks.free); n > 0 {
@@ -61,9 +85,6 @@ func acquireTag(k p2pKey) *tagLock {
 		l.key = k
 		p2pLocks.m[k] = l
 	}
-	l.refs++
-	p2pLocks.Unlock()
-	l.mu.Lock()
 	return l
 }
 
@@ -99,6 +120,22 @@ func lockTags(held []*tagLock, c *mpi.Comm, peer int, recv bool, tags []int) []*
 	return held
 }
 
+// tryLockTags is lockTags without waiting: if any lock is held elsewhere,
+// it releases those it took and reports false.
+func tryLockTags(held []*tagLock, c *mpi.Comm, peer int, recv bool, tags []int) ([]*tagLock, bool) {
+	held = held[:0]
+	for _, t := range tags {
+		l, ok := tryAcquireTag(p2pKey{c: c, peer: peer, tag: t, recv: recv})
+		if !ok {
+			unlockAll(held)
+			return held[:0], false
+		}
+		held = append(held, l)
+	}
+	return held, true
+}
+
+// unlockAll releases the locks lockTags or tryLockTags took.
 func unlockAll(held []*tagLock) {
 	for i := len(held) - 1; i >= 0; i-- {
 		releaseTag(held[i])

@@ -4,8 +4,10 @@
 package tensordict
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -14,22 +16,37 @@ import (
 // Pending is a transfer started by ISend or IRecv, like the list of
 // futures tensordict's isend(return_early=True) and
 // irecv(return_premature=True) return. Complete it with Wait, or poll it
-// with Test. Until it completes, the TensorDict's tensors must not be
-// modified (ISend) or read (IRecv). Its buffers stay pinned, or off the Go
-// heap, until then, so the garbage collector cannot move them under MPI.
-// A Pending is for one goroutine at a time.
+// with Test; end an IRecv early with Cancel. Until it completes, the
+// TensorDict's tensors must not be modified (ISend) or read (IRecv). Its
+// buffers stay pinned, or off the Go heap, until then, so the garbage
+// collector cannot move them under MPI. A Pending is for one goroutine at
+// a time, except Cancel, which may be called from any goroutine.
 type Pending struct {
 	l    *link
 	reqs []*mpi.Request // ISend: every posted message
-	done chan struct{}  // IRecv: closed when the receive finished
+	r    *irecvOp       // IRecv
 	err  error
 	tag  int
 	over bool
 }
 
+// newIRecvPending returns the Pending of op. Dropped without Wait, it
+// cancels op when collected, so that op's queue and locks are not held
+// forever by a receive nobody will read.
+func newIRecvPending(op *irecvOp) *Pending {
+	p := &Pending{l: &op.l, r: op}
+	runtime.AddCleanup(p, func(op *irecvOp) { op.cancel(errDropped) }, op)
+	return p
+}
+
+// errDropped is the cause of the end of an IRecv whose Pending was
+// collected without Wait.
+var errDropped = fmt.Errorf("its Pending was dropped without Wait: %w", context.Canceled)
+
 // Wait blocks until the transfer completes and returns its error. Calling
 // it again returns the same error. On a nil or zero Pending it returns an
-// error.
+// error. An IRecv's Wait returns, with an error wrapping the context's
+// error, when the context of WithContext ends or Cancel is called.
 func (p *Pending) Wait() error {
 	if p == nil || p.l == nil {
 		return errNotPending("Wait")
@@ -37,8 +54,9 @@ func (p *Pending) Wait() error {
 	if p.over {
 		return p.err
 	}
-	if p.done != nil {
-		<-p.done
+	if p.r != nil {
+		p.r.wait()
+		p.endIRecv()
 	} else if err := mpi.WaitAll(p.reqs...); err != nil {
 		p.err = logFailed(p.l.op, p.l.errorf("%w", err))
 	}
@@ -47,7 +65,7 @@ func (p *Pending) Wait() error {
 }
 
 // Test reports whether the transfer has completed, and its error if so. It
-// does not block.
+// does not block: an IRecv receives the messages that have arrived.
 func (p *Pending) Test() (bool, error) {
 	if p == nil || p.l == nil {
 		return true, errNotPending("Test")
@@ -55,14 +73,12 @@ func (p *Pending) Test() (bool, error) {
 	if p.over {
 		return true, p.err
 	}
-	if p.done != nil {
-		select {
-		case <-p.done:
-			p.over = true
-			return true, p.err
-		default:
+	if p.r != nil {
+		if !p.r.progress() || !p.r.over.Load() {
 			return false, nil
 		}
+		p.endIRecv()
+		return true, p.err
 	}
 	for _, r := range p.reqs {
 		done, _, err := r.Test()
@@ -75,6 +91,47 @@ func (p *Pending) Test() (bool, error) {
 	}
 	p.over = true
 	return true, nil
+}
+
+// endIRecv takes the result of p's IRecv, which has ended.
+func (p *Pending) endIRecv() {
+	p.err, p.tag, p.over = p.r.err, p.r.tag, true
+}
+
+// Cancel ends an IRecv that has not completed and returns once it has
+// ended; Wait then returns an error wrapping context.Canceled. Before the
+// transfer's header has arrived, the IRecv has received nothing and holds
+// nothing, and the transfer stays for a later receive. After it, Cancel
+// consumes and discards the rest of the transfer, as a Recv does with a
+// transfer it refuses (each message awaited at most 2 s), so that the
+// sender is not left blocked: td's tensors are then partly written. On a
+// completed IRecv, Cancel changes nothing. A pending IRecv holds no MPI
+// call or request between its Waits and Tests, and none once cancelled:
+// group.Finalize does not refuse on its account.
+//
+// An ISend cannot be cancelled (MPI deprecates cancelling sends): Cancel
+// returns an error and Wait completes it.
+func (p *Pending) Cancel() error {
+	if p == nil || p.l == nil {
+		return errNotPending("Cancel")
+	}
+	if p.r == nil {
+		return p.l.errorf("Pending.Cancel: an ISend cannot be cancelled; Wait completes it")
+	}
+	op := p.r
+	if op.over.Load() {
+		return nil
+	}
+	if op.stop() {
+		// The context's AfterFunc will not run: end op here, with no
+		// goroutine.
+		op.cancel(errCanceled)
+		op.end()
+	} else {
+		op.cancel(errCanceled) // op has ended, or its AfterFunc is ending it
+	}
+	<-op.done
+	return nil
 }
 
 // fail completes p with err after waiting out its other requests.
@@ -174,47 +231,5 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 		}
 		p.reqs = append(p.reqs, r)
 	}
-	return p, nil
-}
-
-// IRecv starts receiving into td what rank src of the group sends, as Recv
-// does, and returns at once; Wait completes it and returns Recv's error.
-// It takes Recv's options. The receive proceeds in the background, in the
-// order of IRecv calls for the same source and tags: a message is only
-// received into td's tensors after its header has been checked against
-// td's structure, so a sender with another structure gets an ErrMismatch
-// error, not a corrupted td.
-func (td *TensorDict) IRecv(src int, opts ...RecvOption) (*Pending, error) {
-	p, err := td.irecv(src, opts)
-	return p, logFailed("IRecv", err)
-}
-
-func (td *TensorDict) irecv(src int, opts []RecvOption) (*Pending, error) {
-	lv, err := newLink("IRecv", src, "from", resolve(opts, usesRecv))
-	l := &lv
-	if err != nil {
-		return nil, err
-	}
-	s, err := p2pStateOf(l.op, td)
-	if err != nil {
-		return nil, l.errorf("%w", err)
-	}
-	if err := s.prepare(l); err != nil {
-		s.mu.Unlock()
-		return nil, l.errorf("%w", err)
-	}
-	l.logStart(int64(s.total), s.tag0)
-	s.held = lockTags(s.held, l.c, l.peer, true, s.tagSet)
-	p := &Pending{l: l, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		tag, err := s.recv(l, td)
-		unlockAll(s.held)
-		s.mu.Unlock()
-		p.tag = tag
-		if err != nil {
-			p.err = logFailed(l.op, l.errorf("%w", err))
-		}
-	}()
 	return p, nil
 }

@@ -73,6 +73,29 @@ type p2pState struct {
 // back to td's nodes and tensors, so a table entry would keep td alive
 // forever. As a field, it is collected with td.
 func p2pStateOf(op string, td *TensorDict) (*p2pState, error) {
+	s, err := stateOf(td)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	return s, s.refresh(op, td)
+}
+
+// tryP2PStateOf is p2pStateOf without waiting: it reports false, and
+// holds nothing, when another call holds the state.
+func tryP2PStateOf(op string, td *TensorDict) (*p2pState, bool, error) {
+	s, err := stateOf(td)
+	if err != nil {
+		return nil, true, err
+	}
+	if !s.mu.TryLock() {
+		return nil, false, nil
+	}
+	return s, true, s.refresh(op, td)
+}
+
+// stateOf returns td's state, installing an empty one on first use.
+func stateOf(td *TensorDict) (*p2pState, error) {
 	if td == nil {
 		return nil, errors.New("nil tensordict")
 	}
@@ -83,16 +106,21 @@ func p2pStateOf(op string, td *TensorDict) (*p2pState, error) {
 		td.p2p.CompareAndSwap(nil, &p2pState{})
 		s = td.p2p.Load()
 	}
-	s.mu.Lock()
+	return s, nil
+}
+
+// refresh rebuilds s, locked, if td changed since it was built. On error
+// it unlocks s.
+func (s *p2pState) refresh(op string, td *TensorDict) error {
 	if s.leaves != nil && s.valid(td) && s.current(op, td) {
-		return s, nil
+		return nil
 	}
 	if err := s.build(op, td); err != nil {
 		s.leaves = nil
 		s.mu.Unlock()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // valid reports whether td still holds exactly the leaves s was built

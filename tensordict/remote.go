@@ -215,11 +215,16 @@ func sendChunks(c *mpi.Comm, b []byte, dst, tag int) error {
 // single-copy path would write past a short buffer), and recvExact returns
 // an error. The caller must be the only one receiving from src on tag (it
 // holds the tag's receive lock, or the tag is its transfer's own): the
-// message probed is then the one received. It does not allocate.
+// message probed is then the one received. It does not allocate, unless
+// IRecvs are pending: it then polls, and steps them meanwhile (stepAll).
 func recvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
-	if ctx.Done() != nil {
+	if ctx.Done() != nil || irecvQueues.n.Load() > 0 {
+		// Polled, so that pending IRecvs proceed meanwhile (stepAll).
 		err := pollCtx(ctx, func() (bool, error) {
 			ok, _, err := mpi.Iprobe(c, src, tag)
+			if err == nil && !ok {
+				stepAll()
+			}
 			return ok, err
 		})
 		if err != nil {
@@ -252,14 +257,23 @@ func recvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error
 // ends, nothing more is received.
 func recvChunks(ctx context.Context, c *mpi.Comm, b []byte, src, tag int) error {
 	for off := 0; off < len(b); off += wire.MaxChunk {
-		part := b[off:min(off+wire.MaxChunk, len(b))]
-		if err := recvExact(ctx, c, part, src, tag); err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("payload at byte %d of %d: %w", off, len(b), err)
-			}
-			rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
-			return fmt.Errorf("payload at byte %d: %w", off, errors.Join(err, drainChunks(c, src, tag, rest)))
+		if err := recvChunk(ctx, c, b, off, src, tag); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// recvChunk receives the chunk of b that starts at byte off, as
+// recvChunks does.
+func recvChunk(ctx context.Context, c *mpi.Comm, b []byte, off, src, tag int) error {
+	part := b[off:min(off+wire.MaxChunk, len(b))]
+	if err := recvExact(ctx, c, part, src, tag); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("payload at byte %d of %d: %w", off, len(b), err)
+		}
+		rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
+		return fmt.Errorf("payload at byte %d: %w", off, errors.Join(err, drainChunks(c, src, tag, rest)))
 	}
 	return nil
 }

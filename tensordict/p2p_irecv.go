@@ -1,0 +1,429 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// An IRecv has no goroutine of its own: it is an irecvOp that advances
+// when somebody steps it (its Pending's Wait or Test, any receive of this
+// package while it waits, the end of its context). Until its header
+// arrives it holds no lock: a step probes for the header (MPI_Iprobe)
+// holding nothing and, once it is there, takes the TensorDict's state and
+// the tags' receive locks without waiting (TryLock). From the header on,
+// it holds them until the transfer ends, as Recv does, and each step
+// receives the messages that have arrived.
+//
+// IRecvs from one source whose transfers share a tag take them in the
+// order they were called: an IRecv may probe for its header only when no
+// IRecv called before it from that source on one of its tags is pending.
+// A Recv first waits, stepping them, for the IRecvs called before it from
+// its source on one of its tags.
+
+// irecvOp is the state of one IRecv.
+type irecvOp struct {
+	mu      sync.Mutex // held by whoever steps it
+	l       link       // l.o.ctx is ctx below
+	td      *TensorDict
+	key     peerKey // its queue
+	tags    []int   // the transfer's distinct tags, sorted
+	tag0    int     // the header's tag
+	seq     uint64  // position in the queues, in call order
+	cancel  context.CancelCauseFunc
+	stop    func() bool // unregisters the context's AfterFunc
+	r       recvOp      // the receive, from its header on
+	started bool        // holds r.s and its receive locks
+
+	over atomic.Bool   // set before done is closed
+	done chan struct{} // closed when the IRecv ends
+	err  error         // set before over
+	tag  int
+}
+
+// peerKey names the IRecvs from one source: the group's library
+// communicator and the source rank.
+type peerKey struct {
+	c    *mpi.Comm
+	peer int
+}
+
+// irecvQueues holds the IRecvs that have not ended, per source, in call
+// order.
+var irecvQueues = struct {
+	sync.Mutex
+	m    map[peerKey][]*irecvOp
+	next uint64       // the seq of the next IRecv
+	n    atomic.Int64 // IRecvs in the queues
+}{m: map[peerKey][]*irecvOp{}}
+
+// allSeq stands for "every IRecv called so far" in stepQueue.
+const allSeq = math.MaxUint64
+
+func (op *irecvOp) enqueue() {
+	q := &irecvQueues
+	q.Lock()
+	op.seq = q.next
+	q.next++
+	q.m[op.key] = append(q.m[op.key], op)
+	q.n.Add(1)
+	q.Unlock()
+}
+
+func (op *irecvOp) dequeue() {
+	q := &irecvQueues
+	q.Lock()
+	defer q.Unlock()
+	ops := q.m[op.key]
+	for i, o := range ops {
+		if o == op {
+			ops = slices.Delete(ops, i, i+1)
+			q.n.Add(-1)
+			break
+		}
+	}
+	if len(ops) == 0 {
+		delete(q.m, op.key)
+		return
+	}
+	q.m[op.key] = ops
+}
+
+// nextSeq returns the seq the next IRecv will get: the IRecvs called so
+// far have smaller ones.
+func nextSeq() uint64 {
+	irecvQueues.Lock()
+	defer irecvQueues.Unlock()
+	return irecvQueues.next
+}
+
+// stepQueue steps, oldest first and without waiting, the IRecvs from key
+// called before seq, each allowed to start when no older pending one
+// shares a tag with it. It reports whether none of them that shares a tag
+// with tags is left pending.
+func stepQueue(key peerKey, seq uint64, tags []int) bool {
+	q := &irecvQueues
+	q.Lock()
+	ops := q.m[key]
+	n, _ := slices.BinarySearchFunc(ops, seq, func(o *irecvOp, seq uint64) int { return cmp.Compare(o.seq, seq) })
+	ops = slices.Clone(ops[:n])
+	q.Unlock()
+	clear := true
+	var busy []int // the tags of the older IRecvs still pending, sorted
+	for _, o := range ops {
+		if o.mu.TryLock() {
+			o.step(!overlaps(o.tags, busy))
+			o.mu.Unlock()
+		}
+		if !o.over.Load() {
+			busy = union(busy, o.tags)
+			clear = clear && !overlaps(o.tags, tags)
+		}
+	}
+	return clear
+}
+
+// overlaps reports whether the sorted tag lists a and b share a tag.
+func overlaps(a, b []int) bool {
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0] == b[0]:
+			return true
+		case a[0] < b[0]:
+			a = a[1:]
+		default:
+			b = b[1:]
+		}
+	}
+	return false
+}
+
+// union returns the sorted distinct tags of dst and tags, both sorted, in
+// dst.
+func union(dst, tags []int) []int {
+	if !slices.ContainsFunc(tags, func(t int) bool { _, found := slices.BinarySearch(dst, t); return !found }) {
+		return dst
+	}
+	return tagSet(dst, append(dst, tags...))
+}
+
+// recvState returns td's transfer state for a Recv with l's options,
+// locked and prepared, once no IRecv called before it from its source on
+// one of its tags is pending: those come first. It steps them meanwhile,
+// waiting as l's context allows; it costs an atomic load when no IRecv is
+// pending.
+func recvState(l *link, td *TensorDict) (*p2pState, error) {
+	seq := uint64(allSeq)
+	if irecvQueues.n.Load() > 0 {
+		seq = nextSeq()
+	}
+	key := peerKey{c: l.c, peer: l.peer}
+	for {
+		s, err := p2pStateOf(l.op, td)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.prepare(l); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		if seq == allSeq || stepQueue(key, seq, s.tagSet) {
+			return s, nil
+		}
+		// An earlier IRecv may need td's state: wait without it.
+		tags := slices.Clone(s.tagSet)
+		s.mu.Unlock()
+		err = pollCtx(l.o.ctx, func() (bool, error) {
+			if stepQueue(key, seq, tags) {
+				return true, nil
+			}
+			stepAll()
+			return false, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("waiting for the IRecvs called before from rank %d on tags %v: %w", l.peer, tags, err)
+		}
+	}
+}
+
+// progress steps op without waiting and reports whether it moved or ended:
+// the IRecvs before it in its queue first. When op cannot move, it steps
+// every other pending IRecv too (see stepAll).
+func (op *irecvOp) progress() bool {
+	if op.over.Load() {
+		return true
+	}
+	moved := false
+	if free := stepQueue(op.key, op.seq, op.tags); op.mu.TryLock() {
+		moved = op.step(free)
+		op.mu.Unlock()
+	}
+	if !moved {
+		stepAll()
+	}
+	return moved || op.over.Load()
+}
+
+// stepping is set while stepAll runs, which is never nested.
+var stepping atomic.Bool
+
+// stepAll steps, without waiting, every pending IRecv that may start or
+// has started. It runs whenever a receive of this package waits (an
+// IRecv's Wait, a Recv): so a sender blocked in a large message of an
+// IRecv that nobody waits for yet, say one called before a Recv of the
+// sender's next transfer, is received and goes on, as if the IRecv
+// proceeded in the background. It costs an atomic load when no IRecv is
+// pending.
+func stepAll() {
+	if irecvQueues.n.Load() == 0 || !stepping.CompareAndSwap(false, true) {
+		return
+	}
+	defer stepping.Store(false)
+	q := &irecvQueues
+	q.Lock()
+	keys := make([]peerKey, 0, len(q.m))
+	for k := range q.m {
+		keys = append(keys, k)
+	}
+	q.Unlock()
+	for _, k := range keys {
+		stepQueue(k, allSeq, nil)
+	}
+}
+
+// step advances op without waiting (op.mu held) and reports whether it
+// moved or ended; free says whether it may start (no IRecv called before
+// it from its source on one of its tags is pending). Once op's context
+// has ended, it ends op: at once before the header, otherwise after
+// receiving what has arrived.
+func (op *irecvOp) step(free bool) bool {
+	if op.over.Load() {
+		return true
+	}
+	l := &op.l
+	if !op.started {
+		if l.o.ctx.Err() != nil {
+			op.finish(fmt.Errorf("waiting for the header: %w", context.Cause(l.o.ctx)))
+			return true
+		}
+		if !free {
+			return false
+		}
+		// A probe on the header's tag, holding nothing, keeps an idle
+		// step to one MPI_Iprobe; td must not change until the IRecv
+		// ends, so its header tag stays the one IRecv computed.
+		if ok, _, err := mpi.Iprobe(l.c, l.peer, op.tag0); err == nil && !ok {
+			return false
+		}
+		s, ok, err := tryP2PStateOf(l.op, op.td)
+		switch {
+		case !ok:
+			return false
+		case err != nil:
+			op.finish(err)
+			return true
+		}
+		if err := s.prepare(l); err != nil {
+			s.mu.Unlock()
+			op.finish(err)
+			return true
+		}
+		if s.held, ok = tryLockTags(s.held, l.c, l.peer, true, s.tagSet); !ok {
+			s.mu.Unlock()
+			return false
+		}
+		op.r, op.started = recvOp{l: l, td: op.td, s: s}, true
+	}
+	phase, i := op.r.phase, op.r.i
+	done, err := op.r.advance(false)
+	if ctx := l.o.ctx; done && op.r.phase == phaseHeader && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// The context ended during this step: say why, as above.
+		err = fmt.Errorf("waiting for the header: %w", context.Cause(ctx))
+	}
+	switch {
+	case done:
+		op.tag = op.r.tag
+		op.finish(err)
+		return true
+	case op.r.phase == phaseHeader:
+		// Nothing has arrived: hold nothing.
+		op.release()
+		return false
+	}
+	return op.r.phase != phase || op.r.i != i
+}
+
+// release gives back the state and locks a started op holds.
+func (op *irecvOp) release() {
+	if op.started {
+		s := op.r.s
+		unlockAll(s.held)
+		s.mu.Unlock()
+		op.r, op.started = recvOp{}, false
+	}
+}
+
+// finish ends op with err (op.mu held): it releases what op holds, leaves
+// its queue and wakes its waiters.
+func (op *irecvOp) finish(err error) {
+	op.release()
+	if err != nil {
+		op.err = logFailed(op.l.op, op.l.errorf("%w", err))
+	}
+	op.td = nil
+	op.dequeue()
+	op.stop()
+	op.cancel(nil)
+	op.over.Store(true)
+	close(op.done)
+}
+
+// end runs when op's context ends (op.mu not held), on the context's
+// AfterFunc goroutine or on Cancel's. Ended by the IRecv's own context, op
+// ends as a Recv whose context ends: at once before the header, otherwise
+// after receiving what has already arrived. Ended by Cancel or by the
+// collection of its Pending after the header, it consumes and discards
+// the rest of the transfer (see recvOp.drainRest), so that the sender is
+// not left blocked.
+func (op *irecvOp) end() {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if cause := context.Cause(op.l.o.ctx); op.started && (cause == errCanceled || cause == errDropped) {
+		op.finish(errors.Join(fmt.Errorf("after the header: %w", cause), op.r.drainRest()))
+		return
+	}
+	for !op.over.Load() {
+		op.step(false)
+	}
+}
+
+// wait steps op until it ends, polling as pollCtx does, with the backoff
+// restarted whenever a message arrives.
+func (op *irecvOp) wait() {
+	for !op.over.Load() {
+		if err := pollCtx(op.l.o.ctx, func() (bool, error) { return op.progress(), nil }); err != nil {
+			// The context has ended: its AfterFunc ends op.
+			<-op.done
+		}
+	}
+}
+
+// IRecv starts receiving into td what rank src of the group sends, as Recv
+// does, and returns at once; Wait completes it and returns Recv's error,
+// and Test makes progress without blocking. It takes Recv's options.
+//
+// An IRecv holds no goroutine, and no lock while its transfer's header has
+// not arrived: it makes progress when its Pending's Wait or Test is called,
+// and whenever another receive of this package (Recv, another IRecv's
+// Wait) waits, taking the messages that have arrived. So a sender whose
+// messages MPI does not buffer (a large storage or leaf) waits until the
+// receiving process calls one of those: a program that overlaps an IRecv
+// with computation should call Test now and then, or Wait on another
+// goroutine. A pending IRecv makes every Recv of the process poll (with
+// MPI_Iprobe, sleeping up to 1 ms) instead of blocking in MPI_Probe. From
+// the header on, until it ends, the IRecv holds td's transfer lock and the
+// tags' receive locks, as Recv does: other transfers of td, and receives
+// from src on its tags, wait for it.
+//
+// IRecvs from one source whose transfers share a tag take them in the
+// order they were called, whatever the order of their Waits, and a Recv
+// waits for the IRecvs called before it from its source on one of its
+// tags. A message is only received into td's tensors after its header has
+// been checked against td's structure, so a sender with another structure
+// gets an ErrMismatch error, not a corrupted td.
+//
+// When the context of WithContext ends, or Cancel is called, before the
+// header has arrived, the IRecv ends at once with an error wrapping the
+// context's error, having received nothing; nothing of it remains, and
+// the transfer is left for a later receive. After the header, it ends as
+// a Recv whose context ends, and as Cancel says when cancelled. A Pending
+// dropped without Wait is cancelled when the garbage collector finds it.
+func (td *TensorDict) IRecv(src int, opts ...RecvOption) (*Pending, error) {
+	p, err := td.irecv(src, opts)
+	return p, logFailed("IRecv", err)
+}
+
+func (td *TensorDict) irecv(src int, opts []RecvOption) (*Pending, error) {
+	lv, err := newLink("IRecv", src, "from", resolve(opts, usesRecv))
+	if err != nil {
+		return nil, err
+	}
+	op := &irecvOp{l: lv, td: td, done: make(chan struct{})}
+	l := &op.l
+	// Check td and the options now, as Recv would, so that misuse fails here.
+	s, err := p2pStateOf(l.op, td)
+	if err != nil {
+		return nil, l.errorf("%w", err)
+	}
+	err = s.prepare(l)
+	tag0, total, tags := s.tag0, s.total, slices.Clone(s.tagSet)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, l.errorf("%w", err)
+	}
+	l.logStart(int64(total), tag0)
+	op.tag0, op.tags = tag0, tags
+	l.o.ctx, op.cancel = context.WithCancelCause(l.o.ctx)
+	op.key = peerKey{c: l.c, peer: l.peer}
+	// Nobody can step op before it is set up: end and the steppers wait
+	// for, or try, op.mu.
+	op.mu.Lock()
+	op.enqueue()
+	op.stop = context.AfterFunc(l.o.ctx, op.end)
+	op.mu.Unlock()
+	return newIRecvPending(op), nil
+}
+
+// errCanceled is the cause of the end of an IRecv that Pending.Cancel
+// ended.
+var errCanceled = fmt.Errorf("cancelled by Pending.Cancel: %w", context.Canceled)
