@@ -34,6 +34,9 @@ type coll struct {
 	// consolidated is WithConsolidated: Broadcast receives into the
 	// receiver's storage when the layouts match.
 	consolidated bool
+	// deferSteps makes the reduction, once the ranks agreed, post its steps
+	// and leave them to Pending.Wait (IAllReduce, IReduce).
+	deferSteps bool
 	// busy reports whether another goroutine of this process runs a
 	// collective on the group at the same time (group.Collective).
 	busy func() bool

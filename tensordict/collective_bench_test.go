@@ -1,6 +1,7 @@
 package tensordict
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -145,4 +146,73 @@ func BenchmarkCollectiveAllReduce(b *testing.B) {
 			b.ReportMetric(float64(tRaw)/float64(tTD), "ratio")
 		})
 	}
+}
+
+// BenchmarkCollectiveIAllReduceOverlap measures how much of an IAllReduce
+// of 64 MiB of float32 (consolidated) hides behind computation on another
+// goroutine: compute alone (a scaling pass over 64 MiB of other data,
+// repeated to last about as long as the reduction), the reduction alone
+// (IAllReduce then Wait), and both at once (IAllReduce, compute on a
+// goroutine while this one Waits). It reports overlap = both /
+// max(compute, reduction): 1 is perfect overlap, 2 is none. MPI makes
+// progress only inside MPI calls, so the waiting goroutine spins on a core
+// of its own: overlap needs a spare core per rank beside the one computing
+// (on a 2-core machine at np 2 there is none, and the ratio is near 2).
+func BenchmarkCollectiveIAllReduceOverlap(b *testing.B) {
+	const size = 64 << 20
+	g := collBenchGroup(b)
+	td, err := func() (*TensorDict, error) {
+		td := New()
+		for i := range 16 {
+			if err := td.Set(K(fmt.Sprintf("g%02d", i)), tensor.Full(tensor.Float32, 1, size/16/4)); err != nil {
+				return nil, err
+			}
+		}
+		return td.Consolidate()
+	}()
+	require.NoError(b, err)
+	work := tensor.Full(tensor.Float32, 1, size/4)
+	passes := 1
+	compute := func() error {
+		for range passes {
+			if err := work.MulScalarInPlace(1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	reduce := func() error {
+		p, err := td.IAllReduce(ReduceMax)
+		if err != nil {
+			return err
+		}
+		return p.Wait()
+	}
+	// Calibrate passes so that compute lasts about as long as reduce.
+	tr := timed(b, g, reduce)
+	tc := timed(b, g, compute)
+	passes = max(1, int(tr/max(tc, 1)))
+	cal := []int32{int32(passes)}
+	require.NoError(b, mpi.AllreduceInPlace(g.Comm(), cal, mpi.OpMax))
+	passes = int(cal[0])
+
+	var tComp, tRed, tBoth time.Duration
+	b.SetBytes(size)
+	b.ResetTimer()
+	for range b.N {
+		tComp += timed(b, g, compute)
+		tRed += timed(b, g, reduce)
+		tBoth += timed(b, g, func() error {
+			p, err := td.IAllReduce(ReduceMax)
+			if err != nil {
+				return err
+			}
+			done := make(chan error, 1)
+			go func() { done <- compute() }()
+			return errors.Join(p.Wait(), <-done)
+		})
+	}
+	b.ReportMetric(float64(tComp.Nanoseconds())/float64(b.N), "compute-ns/op")
+	b.ReportMetric(float64(tRed.Nanoseconds())/float64(b.N), "reduce-ns/op")
+	b.ReportMetric(float64(tBoth)/float64(max(tComp, tRed)), "overlap")
 }

@@ -1,6 +1,7 @@
 package tensordict
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/tdmpi/tdmpi/tensor"
@@ -48,9 +49,12 @@ func (cl *coll) reducePerLeaf(t reduceTarget, leaves []Item, op ReduceOp) error 
 			}
 			return nil
 		}
-		if cap(buf) < pendingBytes/8 {
+		if cap(buf) < pendingBytes/8 || t.s.q != nil {
+			// Deferred steps: every bucket is in flight until Wait, so each
+			// has its own buffer, back to the pool once copied back.
 			buf = *bucketPool.Get().(*[]uint64)
 		}
+		own := buf
 		b := wordsAsBytes(buf[:pendingBytes/8])
 		off := 0
 		for _, it := range pending {
@@ -64,18 +68,27 @@ func (cl *coll) reducePerLeaf(t reduceTarget, leaves []Item, op ReduceOp) error 
 		if err := t.reduceBytes(b[:off], dt, op); err != nil {
 			return cl.errorf("keys %v to %v: %w", pending[0].Key, pending[len(pending)-1].Key, err)
 		}
-		if t.root >= 0 && t.s.c.Rank() != t.root {
-			return nil
+		if t.s.q != nil {
+			buf = nil // the deferred copy-back returns it to the pool
 		}
-		off = 0
-		for _, it := range pending {
-			n := it.Tensor.NBytes()
-			if err := copyIn(it.Tensor, b[off:off+n]); err != nil {
-				return cl.errorf("key %v: %w", it.Key, err)
+		items := slices.Clone(pending)
+		return t.s.then(func() error {
+			if t.s.q != nil {
+				defer bucketPool.Put(&own)
 			}
-			off += roundUp8(n)
-		}
-		return nil
+			if t.root >= 0 && t.s.c.Rank() != t.root {
+				return nil
+			}
+			off := 0
+			for _, it := range items {
+				n := it.Tensor.NBytes()
+				if err := copyIn(it.Tensor, b[off:off+n]); err != nil {
+					return cl.errorf("key %v: %w", it.Key, err)
+				}
+				off += roundUp8(n)
+			}
+			return nil
+		})
 	}
 	// Group by dtype, keeping sorted key order within each dtype.
 	for _, dt := range tensor.DTypes() {

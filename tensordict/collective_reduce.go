@@ -92,6 +92,9 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 	if v[5] != ^v[6] {
 		return cl.errorf("ranks passed different roots (%d and %d): %w", int(^v[6])-1, int(v[5])-1, ErrMismatch)
 	}
+	if cl.deferSteps {
+		cl.q = new(deferredSteps) // the agreement is over: the reduction runs on
+	}
 	t := reduceTarget{s: cl.step, root: root}
 	if v[2] == 0 && v[0] == ^v[1] {
 		if err := t.reduceBytes(span, leaves[0].Tensor.DType(), op); err != nil {
@@ -101,11 +104,14 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 		return err
 	}
 	if op == ReduceAvg && (root < 0 || root == cl.rank) {
-		for _, it := range leaves {
-			if err := it.Tensor.DivScalarInPlace(float64(cl.size)); err != nil {
-				return cl.errorf("key %v: averaging: %w", it.Key, err)
+		return t.s.then(func() error {
+			for _, it := range leaves {
+				if err := it.Tensor.DivScalarInPlace(float64(cl.size)); err != nil {
+					return cl.errorf("key %v: averaging: %w", it.Key, err)
+				}
 			}
-		}
+			return nil
+		})
 	}
 	return nil
 }
@@ -164,7 +170,7 @@ func (t reduceTarget) reduceLeaf(x *tensor.Tensor, op ReduceOp) error {
 		return err
 	}
 	if t.root < 0 || t.s.c.Rank() == t.root {
-		return x.CopyFrom(tmp)
+		return t.s.then(func() error { return x.CopyFrom(tmp) })
 	}
 	return nil
 }

@@ -151,6 +151,9 @@ func reduceHalf[H ~uint16](t reduceTarget, s []H, op mpi.Op, widen func(H) float
 	buf := make([]float32, min(len(s), halfChunk))
 	for off := 0; off < len(s) || off == 0; off += halfChunk {
 		part := s[off:min(off+halfChunk, len(s))]
+		if t.s.q != nil && off > 0 {
+			buf = make([]float32, len(part)) // the previous chunk's is in flight
+		}
 		f := buf[:len(part)]
 		for i, h := range part {
 			f[i] = widen(h)
@@ -159,9 +162,12 @@ func reduceHalf[H ~uint16](t reduceTarget, s []H, op mpi.Op, widen func(H) float
 			return err
 		}
 		if t.root < 0 || t.s.c.Rank() == t.root {
-			for i, v := range f {
-				part[i] = narrow(v)
-			}
+			_ = t.s.then(func() error {
+				for i, v := range f {
+					part[i] = narrow(v)
+				}
+				return nil
+			})
 		}
 		if len(s) == 0 {
 			break

@@ -38,6 +38,24 @@ type step struct {
 	g    *group.Group
 	c    *mpi.Comm
 	late *time.Time
+	q    *deferredSteps // not nil: steps are posted now and completed by Pending.Wait
+}
+
+// deferredSteps holds the posted steps of an asynchronous collective (IAllReduce,
+// IReduce) and what must run once they complete (copying a bucket back,
+// rounding half-precision results, dividing an average), in order.
+type deferredSteps struct {
+	reqs  []*mpi.Request
+	after []func() error
+}
+
+// then runs f now, or, when s's steps are deferred, once they complete.
+func (s step) then(f func() error) error {
+	if s.q != nil {
+		s.q.after = append(s.q.after, f)
+		return nil
+	}
+	return f()
 }
 
 // stepGrace is how long a collective call whose context has ended still
@@ -52,7 +70,8 @@ func newCollStep(ctx context.Context, g *group.Group) step {
 	return step{ctx: ctx, g: g, c: g.LibComm(), late: new(time.Time)}
 }
 
-// wait completes the collective step r (err is the error of starting it).
+// wait completes the collective step r (err is the error of starting it),
+// or, when s's steps are deferred (s.q), queues it and returns.
 // A context that can never end waits in MPI_Wait; otherwise wait spins on
 // MPI_Test, as a blocking MPI call spins on its progress engine, yielding
 // the processor between tests, until the step completes or stepGrace after
@@ -61,6 +80,10 @@ func newCollStep(ctx context.Context, g *group.Group) step {
 func (s step) wait(r *mpi.Request, err error) error {
 	if err != nil {
 		return err
+	}
+	if s.q != nil {
+		s.q.reqs = append(s.q.reqs, r)
+		return nil
 	}
 	done := s.ctx.Done()
 	if done == nil {

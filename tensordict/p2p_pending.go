@@ -15,13 +15,15 @@ import (
 
 // Pending is a transfer started by ISend or IRecv, like the list of
 // futures tensordict's isend(return_early=True) and
-// irecv(return_premature=True) return. Complete it with Wait, or poll it
+// irecv(return_premature=True) return, or a reduction started by
+// IAllReduce or IReduce. Complete it with Wait, or poll it
 // with Test; end an IRecv early with Cancel. Until it completes, the
 // TensorDict's tensors must not be modified (ISend) or read (IRecv). Its
 // buffers stay pinned, or off the Go heap, until then, so the garbage
 // collector cannot move them under MPI. A Pending is for one goroutine at
 // a time, except Cancel, which may be called from any goroutine.
 type Pending struct {
+	c    *collPending // IAllReduce, IReduce
 	l    *link
 	reqs []*mpi.Request // ISend: every posted message
 	r    *irecvOp       // IRecv
@@ -48,6 +50,9 @@ var errDropped = fmt.Errorf("its Pending was dropped without Wait: %w", context.
 // error. An IRecv's Wait returns, with an error wrapping the context's
 // error, when the context of WithContext ends or Cancel is called.
 func (p *Pending) Wait() error {
+	if p != nil && p.c != nil {
+		return p.c.wait()
+	}
 	if p == nil || p.l == nil {
 		return errNotPending("Wait")
 	}
@@ -67,6 +72,9 @@ func (p *Pending) Wait() error {
 // Test reports whether the transfer has completed, and its error if so. It
 // does not block: an IRecv receives the messages that have arrived.
 func (p *Pending) Test() (bool, error) {
+	if p != nil && p.c != nil {
+		return p.c.test()
+	}
 	if p == nil || p.l == nil {
 		return true, errNotPending("Test")
 	}
@@ -112,6 +120,9 @@ func (p *Pending) endIRecv() {
 // An ISend cannot be cancelled (MPI deprecates cancelling sends): Cancel
 // returns an error and Wait completes it.
 func (p *Pending) Cancel() error {
+	if p != nil && p.c != nil {
+		return p.c.errorf("Pending.Cancel: a collective cannot be cancelled; Wait completes it")
+	}
 	if p == nil || p.l == nil {
 		return errNotPending("Cancel")
 	}

@@ -1,0 +1,161 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"errors"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// IAllReduce starts AllReduce and returns a Pending that completes it, like
+// tensordict's all_reduce(async_op=True): the reduction goes on in MPI while
+// the caller computes. Every rank of the group calls it, in the same order
+// as its other collectives on the group.
+//
+// IAllReduce returns once the ranks have agreed (the structure, op and
+// dtype checks of AllReduce, which need every rank to have called it): an
+// error found there is returned by IAllReduce on every rank, and nothing is
+// reduced. It then posts every reduction step as a nonblocking MPI
+// collective (one for a consolidated storage, else one per large leaf or
+// bucket of small ones) and returns. Until Wait (or a Test that reports
+// completion) returns, td's tensors must be neither read nor written: the
+// results, and for leaves that are not contiguous, of half precision or in
+// buckets, their copy back into td, arrive only then, as does ReduceAvg's
+// division. Wait is bounded by the context of WithContext as AllReduce's
+// steps are (a step given up breaks the group). Several IAllReduce and
+// IReduce calls may be in flight on one group at once; other collectives on
+// the group may run meanwhile. A Pending dropped without Wait leaves its
+// steps to MPI (see mpi.Request) and td without the results.
+//
+// Options: those of AllReduce.
+func (td *TensorDict) IAllReduce(op ReduceOp, opts ...CollectiveOption) (*Pending, error) {
+	return runCollectiveAsync("IAllReduce", -1, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
+		return cl.reduce(td, op, -1)
+	})
+}
+
+// IReduce starts Reduce into rank dst's td and returns a Pending that
+// completes it, like tensordict's reduce(async_op=True,
+// return_premature=True). Its rules are those of IAllReduce; on the ranks
+// other than dst, td is only read, and must not be written until Wait.
+func (td *TensorDict) IReduce(dst int, op ReduceOp, opts ...CollectiveOption) (*Pending, error) {
+	return runCollectiveAsync("IReduce", dst, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
+		if err := cl.checkRoot("dst", dst); err != nil {
+			return err
+		}
+		return cl.reduce(td, op, dst)
+	})
+}
+
+// collPending is the part of a Pending that an asynchronous collective
+// returns: its posted steps, what runs after them, and the closing step's
+// flag (see closeCollective).
+type collPending struct {
+	op     string
+	s      step // where the steps are waited on; its queue is nil
+	q      *deferredSteps
+	flag   []uint8
+	errorf func(string, ...any) error
+	over   bool
+	err    error
+}
+
+// runCollectiveAsync is runCollective for a collective whose f defers its
+// steps once the ranks agreed (coll.deferSteps): it posts the closing step
+// after them and returns a Pending that completes them all. Failures
+// before the steps are posted are returned at once, as runCollective does.
+func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll) error) (*Pending, error) {
+	if err := o.check(op); err != nil {
+		return nil, logFailed(op, err)
+	}
+	g := o.group
+	cl := &coll{step: newCollStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()), deferSteps: true}
+	var p *collPending
+	err := g.Collective(func(busy func() bool) error {
+		if err := g.Broken("tensordict: " + op); err != nil {
+			return err
+		}
+		cl.busy = busy
+		logCollStart(op, g, root, bytes)
+		err := f(cl)
+		q := cl.q
+		cl.q = nil
+		if err != nil || q == nil {
+			if q != nil {
+				// Some steps were posted before this rank failed: complete
+				// them, as the other ranks do, then close as AllReduce does.
+				err = errors.Join(err, (&collPending{op: op, s: cl.step, q: &deferredSteps{reqs: q.reqs}}).wait())
+			}
+			return closeCollective(cl.step, busy, err, cl.errorf)
+		}
+		flag := []uint8{0}
+		if busy() {
+			flag[0] = 1
+		}
+		cl.q = q
+		err = allreduceStep(cl.step, flag, mpi.OpMax) // the closing step, queued
+		cl.q = nil
+		if err != nil {
+			return errors.Join(cl.errorf("closing the collective: %w", err), (&collPending{op: op, s: cl.step, q: &deferredSteps{reqs: q.reqs}}).wait())
+		}
+		p = &collPending{op: op, s: cl.step, q: q, flag: flag, errorf: cl.errorf}
+		return nil
+	})
+	if err != nil {
+		return nil, logFailed(op, err)
+	}
+	return &Pending{c: p}, nil
+}
+
+// wait completes p's steps in the order they were posted, then runs what
+// follows them. A step given up (its context ended) abandons the others.
+func (p *collPending) wait() error {
+	if p.over {
+		return p.err
+	}
+	var errs []error
+	for i, r := range p.q.reqs {
+		if err := p.s.wait(r, nil); err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, group.ErrBroken) {
+				for _, rest := range p.q.reqs[i+1:] {
+					rest.Abandon()
+				}
+				break
+			}
+		}
+	}
+	if len(errs) == 0 {
+		for _, f := range p.q.after {
+			if err := f(); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	if len(errs) == 0 && p.flag != nil && p.flag[0] != 0 {
+		errs = append(errs, p.errorf("the result is undefined: %w", errBusy))
+	}
+	p.err, p.over, p.q = logFailed(p.op, errors.Join(errs...)), true, nil
+	return p.err
+}
+
+// test reports whether p's steps have completed, completing p if so.
+func (p *collPending) test() (bool, error) {
+	if p.over {
+		return true, p.err
+	}
+	for _, r := range p.q.reqs {
+		done, _, err := r.Test()
+		if err != nil {
+			return true, p.wait()
+		}
+		if !done {
+			return false, nil
+		}
+	}
+	return true, p.wait()
+}
