@@ -135,3 +135,53 @@ func TestIAllReduceRefused(t *testing.T) {
 	require.NoError(t, p.Wait())
 	asyncCheck(t, b, float64(g.Size()), "after the refusals")
 }
+
+// TestGatherAndStackInPlace checks Python's gather_and_stack semantics:
+// dst's td of leading dimension Size-1 receives the other ranks' tds in
+// rank order, skipping its own, for dst first and last; a td of the wrong
+// shape on dst is an error on every rank.
+func TestGatherAndStackInPlace(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	for _, dst := range []int{0, n - 1} {
+		mpitest.Run(t, fmt.Sprintf("dst %d", dst), func(t *testing.T) {
+			td := New(3)
+			require.NoError(t, td.Set(K("x"), tensor.Full(tensor.Float32, float64(10*(r+1)), 3, 2)))
+			require.NoError(t, td.Set(K("n", "i"), tensor.Full(tensor.Int64, float64(r+1), 3)))
+			if r == dst {
+				td = New(n-1, 3)
+				require.NoError(t, td.Set(K("x"), tensor.Zeros(tensor.Float32, n-1, 3, 2)))
+				require.NoError(t, td.Set(K("n", "i"), tensor.Zeros(tensor.Int64, n-1, 3)))
+			}
+			require.NoError(t, td.GatherAndStackInPlace(dst))
+			if r != dst {
+				x, _ := td.Get(K("x"))
+				collRequireAll(t, x, float64(10*(r+1)), "a sender's td")
+				return
+			}
+			for i := range n - 1 {
+				from := i
+				if i >= dst {
+					from = i + 1
+				}
+				row, err := td.Index(i)
+				require.NoError(t, err)
+				x, _ := row.Get(K("x"))
+				collRequireAll(t, x, float64(10*(from+1)), fmt.Sprintf("entry %d", i))
+				y, _ := row.Get(K("n", "i"))
+				collRequireAll(t, y, float64(from+1), fmt.Sprintf("entry %d", i))
+			}
+		})
+	}
+	mpitest.Run(t, "wrong shape on dst", func(t *testing.T) {
+		td := New(3)
+		require.NoError(t, td.Set(K("x"), tensor.Full(tensor.Float32, 1, 3)))
+		// dst's leading dimension is 3: not Size-1, or (at np 4) entries
+		// whose structure is not the senders'.
+		err := td.GatherAndStackInPlace(0)
+		require.Error(t, err)
+		if r == 0 && n-1 != 3 {
+			assert.Contains(t, err.Error(), "leading dimension")
+		}
+	})
+}

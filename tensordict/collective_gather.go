@@ -1,6 +1,9 @@
 package tensordict
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -68,7 +71,8 @@ func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error)
 // This departs from tensordict's gather_and_stack, which needs dst's own
 // TensorDict to have leading dimension Size-1 already and overwrites it in
 // place with the stack of the other ranks' (and pickles whole
-// TensorDicts). Here td is left alone on every rank and the result is new.
+// TensorDicts). Here td is left alone on every rank and the result is new;
+// GatherAndStackInPlace has Python's semantics.
 //
 // The ranks' TensorDicts must have the same structure (batch size, keys,
 // dtypes, shapes); it is checked first, as AllReduce does, and a mismatch
@@ -148,4 +152,69 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 		return nil, err
 	}
 	return out, nil
+}
+
+// GatherAndStackInPlace is tensordict's gather_and_stack: rank dst receives
+// the stack of every other rank's td into its own td, in place, and the
+// other ranks' td is only read. On dst, td must have leading batch
+// dimension Size-1, each entry of the structure the other ranks send: entry
+// i holds rank i's td for i < dst and rank i+1's for i >= dst (dst's own
+// is not part of it, as in Python). The leaves are written through
+// whatever storage they have (a memory-mapped td writes to its files);
+// non-tensor values are left alone. Every rank of the group calls it; a td
+// on dst of the wrong shape, or structures that differ, make every rank
+// return an error, and nothing is written. Options: those of
+// GatherAndStack.
+func (td *TensorDict) GatherAndStackInPlace(dst int, opts ...CollectiveOption) error {
+	const op = "GatherAndStackInPlace"
+	o := resolve(opts, usesCollRecv)
+	if o.group == nil || o.err != nil {
+		_, err := td.GatherAndStack(dst, opts...) // reports the options' error
+		return err
+	}
+	g := o.group
+	mine, shapeErr := td, error(nil)
+	if g.Rank() == dst {
+		// dst contributes a view of its first entry, so that the ranks'
+		// structures compare as GatherAndStack's do; its data is ignored.
+		switch b := td.BatchSize(); {
+		case td == nil:
+			shapeErr = errors.New("nil tensordict")
+		case len(b) == 0 || b[0] != g.Size()-1:
+			shapeErr = fmt.Errorf("td on rank %d has batch size %v, want leading dimension %d (one entry per other rank)", dst, b, g.Size()-1)
+		case b[0] == 0:
+			return nil // a group of one: nothing to gather
+		}
+		mine = nil
+		if shapeErr == nil {
+			mine, shapeErr = td.Index(0)
+		}
+	}
+	stacked, err := mine.GatherAndStack(dst, opts...)
+	if err != nil {
+		if shapeErr != nil {
+			return fmt.Errorf("tensordict: %s: rank %d of %d: %w", op, g.Rank(), g.Size(), shapeErr)
+		}
+		return err
+	}
+	if g.Rank() != dst {
+		return nil
+	}
+	for i := range g.Size() - 1 {
+		r := i
+		if i >= dst {
+			r = i + 1
+		}
+		from, err := stacked.Index(r)
+		if err == nil {
+			var to *TensorDict
+			if to, err = td.Index(i); err == nil {
+				err = to.CopyFrom(from)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("tensordict: %s: rank %d of %d: entry %d (from rank %d): %w", op, g.Rank(), g.Size(), i, r, err)
+		}
+	}
+	return nil
 }
