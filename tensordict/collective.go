@@ -137,7 +137,7 @@ func runCollective(op string, root int, bytes func(rank int) int64, o remoteOpti
 
 // maxReportedError bounds the text of a rank's error that agree passes to
 // the other ranks.
-const maxReportedError = 1024
+const maxReportedError = wire.MaxReportedError
 
 // PeerError is returned by a collective on the ranks that were ready when
 // another rank of the group was not: its own error is passed to all.

@@ -10,15 +10,12 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// bcastFirst is the size of the first message of Broadcast. A TensorDict
-// whose header, class name, metadata and storage fit in it travels in that
-// one message; larger ones follow in more messages.
-const bcastFirst = 4 << 10
-
-// bcastPrefix is the part of the first message before the frame: status
-// (0 ok, 1 the source failed and its error text follows, at most
-// maxReportedError bytes), frame length, and whether more messages follow.
-const bcastPrefix = 24
+// The first message of Broadcast (wire.BcastFirst bytes, its prefix
+// wire.BcastPrefix).
+const (
+	bcastFirst  = wire.BcastFirst
+	bcastPrefix = wire.BcastPrefix
+)
 
 // Broadcast sends src's td to every rank of the group, like tensordict's
 // broadcast: every rank calls it, and every rank returns a consolidated

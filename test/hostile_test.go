@@ -8,12 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/constant"
-	"go/parser"
-	"go/token"
-	"go/types"
-	"io/fs"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -299,9 +293,9 @@ func TestHostileBroadcastRoot(t *testing.T) {
 	c := world.LibComm()
 	// The layout of Broadcast's first message: a crafted root must match
 	// its size, as every rank of an MPI broadcast passes the same count.
-	bcastFirst := sourceConst(t, "../tensordict/collective_broadcast.go", "bcastFirst")
-	bcastPrefix := sourceConst(t, "../tensordict/collective_broadcast.go", "bcastPrefix")
-	maxReportedError := sourceConst(t, "../tensordict/collective.go", "maxReportedError")
+	bcastFirst := wire.BcastFirst
+	bcastPrefix := wire.BcastPrefix
+	maxReportedError := wire.MaxReportedError
 	first := func(status, frameLen, more uint64, f []byte) []byte {
 		b := make([]byte, bcastFirst)
 		binary.LittleEndian.PutUint64(b, status)
@@ -451,39 +445,4 @@ func clip(s string) string {
 		return s[:150] + fmt.Sprintf(" ...(%d bytes)... ", len(s)-300) + s[len(s)-150:]
 	}
 	return s
-}
-
-// sourceConst returns the integer constant name declared in the Go file
-// path (relative to this package), for protocol sizes a crafted peer must
-// match but the library does not export. It skips the test when the source
-// is not there (the test binary runs from elsewhere).
-func sourceConst(t *testing.T, path, name string) int {
-	t.Helper()
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, path, nil, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("needs the library source %s to craft messages of the right size", path)
-	}
-	require.NoError(t, err)
-	for _, d := range f.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, n := range vs.Names {
-				if n.Name != name || i >= len(vs.Values) {
-					continue
-				}
-				tv, err := types.Eval(fset, nil, token.NoPos, types.ExprString(vs.Values[i]))
-				require.NoError(t, err, "%s in %s", name, path)
-				v, ok := constant.Int64Val(tv.Value)
-				require.True(t, ok, "%s in %s is not an integer", name, path)
-				return int(v)
-			}
-		}
-	}
-	t.Fatalf("no constant %s in %s", name, path)
-	return 0
 }

@@ -93,9 +93,9 @@ func TestHostileBroadcastBeyondMemory(t *testing.T) {
 		t.Skip("SKIP: the machine's memory size is unknown here (no /proc/meminfo)")
 	}
 	c := world.LibComm()
-	bcastFirst := sourceConst(t, "../tensordict/collective_broadcast.go", "bcastFirst")
-	bcastPrefix := sourceConst(t, "../tensordict/collective_broadcast.go", "bcastPrefix")
-	maxReportedError := sourceConst(t, "../tensordict/collective.go", "maxReportedError")
+	bcastFirst := wire.BcastFirst
+	bcastPrefix := wire.BcastPrefix
+	maxReportedError := wire.MaxReportedError
 	total := wire.MachineMaxTotal() // the default limit: accepted by it
 	mpitest.Run(t, "machine-sized storage", func(t *testing.T) {
 		if me == 0 {
