@@ -36,6 +36,8 @@ type Group struct {
 	colls     atomic.Int32
 	contended atomic.Bool
 
+	payload payloadTags // see PayloadTag
+
 	mu     sync.Mutex // guards freed and broken
 	freed  bool
 	broken error // why g is broken (see Break), or nil
@@ -54,6 +56,7 @@ func newGroup(comm *mpi.Comm, world bool) (*Group, error) {
 		return nil, fmt.Errorf("duplicating the communicator for library traffic: %w", err)
 	}
 	g.lib = lib
+	g.initPayloadTags()
 	register(g)
 	return g, nil
 }
@@ -74,7 +77,7 @@ func (g *Group) Comm() *mpi.Comm { return g.comm }
 // LibComm returns g's private communicator for tdmpi's protocol messages.
 // It has the same ranks as Comm but its own message space: nothing sent on
 // Comm is received on LibComm, and the reverse. Programs should not use it.
-// Tags 31744 to 32767 on LibComm are reserved for this package.
+// Its tag space is laid out in tags.go: MaxUserTag, HeaderTag, PayloadTag.
 func (g *Group) LibComm() *mpi.Comm { return g.lib }
 
 // Env returns the launcher environment Init detected.

@@ -115,3 +115,21 @@ func TestExclusiveAndLock(t *testing.T) {
 	want := errors.New("from f")
 	assert.Same(t, want, g.Exclusive(func() error { return want }))
 }
+
+// TestPayloadTag checks the payload range of a communicator with MPI's
+// portable tag bound: above the header tags, below New's tags, cycling.
+func TestPayloadTag(t *testing.T) {
+	g := &Group{}
+	g.initPayloadTags()
+	first := g.PayloadTag()
+	assert.Equal(t, HeaderTag+HeaderTags, first)
+	seen := map[int]bool{first: true}
+	for range smallPayloadEnd - smallPayloadBase - 1 {
+		tag := g.PayloadTag()
+		assert.GreaterOrEqual(t, tag, HeaderTag+HeaderTags)
+		assert.Less(t, tag, createTagBase)
+		seen[tag] = true
+	}
+	assert.Len(t, seen, smallPayloadEnd-smallPayloadBase, "every tag of the range once")
+	assert.Equal(t, first, g.PayloadTag(), "the range cycles")
+}

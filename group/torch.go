@@ -130,6 +130,7 @@ const goRanksTag = createTagBase + createTagCount - 1
 // WithTorchPeers) on w. The error has no "group:" prefix.
 func torchWorld(w *mpi.Comm, t *torchConfig) (*Group, error) {
 	g := &Group{comm: w, lib: w, rank: w.Rank(), size: w.Size(), world: true, torch: true}
+	g.initPayloadTags()
 	barrier, err := t.wantBarrier()
 	if err != nil {
 		return nil, err

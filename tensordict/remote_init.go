@@ -78,7 +78,7 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 		return l.errorf("%w", err)
 	}
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves)}
-	h.Total, h.Chunk, h.PayloadTag = int64(sp.total), wire.MaxChunk, nextPayloadTag(l.c)
+	h.Total, h.Chunk, h.PayloadTag = int64(sp.total), wire.MaxChunk, l.g.PayloadTag()
 	if err := h.Check(senderLimits); err != nil {
 		return l.errorf("%w", err)
 	}

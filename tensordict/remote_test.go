@@ -266,7 +266,7 @@ func TestFromRemoteInitHostileHeader(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	switch g.Rank() {
 	case 0:
-		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Total: 1 << 40, MetaLen: 2, Chunk: wire.MaxChunk, PayloadTag: nextPayloadTag(g.LibComm())}
+		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Total: 1 << 40, MetaLen: 2, Chunk: wire.MaxChunk, PayloadTag: g.PayloadTag()}
 		frame := wire.AppendFrame(nil, &h, "", []byte("{}"), nil)
 		require.NoError(t, mpi.Send(g.LibComm(), frame, 1, tagInitHeader))
 		// A garbage message, then a good transfer: the receiver is healthy.
