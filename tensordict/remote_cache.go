@@ -40,21 +40,20 @@ var metaCache struct {
 
 // fromConsolidatedCached is FromConsolidated with the cache of decoded
 // metadata. The result is the same: views of st, consolidated, with
-// non-tensor values of its own.
+// non-tensor values of its own. The cache's lock is held only to look an
+// entry up and to add one: decoding and building run outside it, so
+// receives on several goroutines do not wait for each other's decoding
+// (entries are never changed once added, and builds only read them).
 func fromConsolidatedCached(st *tensor.Storage, meta []byte) (*TensorDict, error) {
-	metaCache.Lock()
-	defer metaCache.Unlock()
-	for _, e := range metaCache.entries {
-		if e != nil && e.total == st.Len() && bytes.Equal(e.meta, meta) {
-			td, err := buildFromMeta(e.root, st)
-			if err != nil {
-				return nil, err
-			}
-			cloneNonTensors(td)
-			td.cons.base, td.cons.end = 0, st.Len()
-			td.class = e.class
-			return td, nil
+	if e := cachedMeta(st.Len(), meta); e != nil {
+		td, err := buildFromMeta(e.root, st)
+		if err != nil {
+			return nil, err
 		}
+		cloneNonTensors(td)
+		td.cons.base, td.cons.end = 0, st.Len()
+		td.class = e.class
+		return td, nil
 	}
 	root, class, err := codec.Decode(meta, st.Len(), codec.DefaultLimits())
 	if err != nil {
@@ -70,9 +69,25 @@ func fromConsolidatedCached(st *tensor.Storage, meta []byte) (*TensorDict, error
 	if len(meta) > metaCacheMaxBytes {
 		return td, nil
 	}
-	metaCache.entries[metaCache.next] = &metaCacheEntry{meta: bytes.Clone(meta), total: st.Len(), root: root, class: class}
+	e := &metaCacheEntry{meta: bytes.Clone(meta), total: st.Len(), root: root, class: class}
+	metaCache.Lock()
+	metaCache.entries[metaCache.next] = e
 	metaCache.next = (metaCache.next + 1) % metaCacheSize
+	metaCache.Unlock()
 	return td, nil
+}
+
+// cachedMeta returns the cache's entry for meta validated against a
+// storage of total bytes, or nil.
+func cachedMeta(total int, meta []byte) *metaCacheEntry {
+	metaCache.Lock()
+	defer metaCache.Unlock()
+	for _, e := range metaCache.entries {
+		if e != nil && e.total == total && bytes.Equal(e.meta, meta) {
+			return e
+		}
+	}
+	return nil
 }
 
 // cloneNonTensors gives td's non-tensor values copies of their own.
