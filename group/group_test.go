@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -446,4 +447,29 @@ func lifecycle() int {
 	}
 	fmt.Println("lifecycle ok")
 	return 0
+}
+
+// TestNewDifferentOrder has the members of a new group list its ranks in
+// two orders: every member's New returns an error wrapping ErrOrder
+// (MPI_Comm_create_group would hang or build groups whose ranks differ),
+// and a New with one order then works.
+func TestNewDifferentOrder(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	mine := slices.Clone(all)
+	if r == n-1 {
+		mine[0], mine[1] = mine[1], mine[0]
+	}
+	_, err := g.New(mine)
+	require.ErrorIs(t, err, group.ErrOrder)
+	t.Logf("rank %d: %v", r, err)
+	sub, err := g.New(all)
+	require.NoError(t, err)
+	assert.Equal(t, r, sub.Rank())
+	require.NoError(t, sub.Barrier())
+	require.NoError(t, sub.Free())
 }

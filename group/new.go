@@ -4,16 +4,20 @@
 package group
 
 import (
+	"errors"
 	"hash/fnv"
+	"slices"
 
 	"github.com/tdmpi/tdmpi/internal/log"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
-// Tags on LibComm reserved for MPI_Comm_create_group in New.
+// Tags on LibComm reserved for New: MPI_Comm_create_group's, and the one
+// on which the members compare their rank lists first.
 const (
 	createTagBase  = 31744
-	createTagCount = 1024
+	createTagCount = 1023
+	orderTag       = createTagBase + createTagCount // 32767
 )
 
 // New makes the subgroup of the ranks of g listed in ranks, like
@@ -32,6 +36,9 @@ func (g *Group) New(ranks []int) (*Group, error) {
 	if err := g.checkRanks(ranks); err != nil {
 		return nil, err
 	}
+	if err := g.Exclusive(func() error { return g.sameOrder(ranks) }); err != nil {
+		return nil, err
+	}
 	comm, err := g.lib.CreateGroup(ranks, createTag(ranks))
 	if err != nil {
 		return nil, g.errorf("New", "ranks %v: %w", ranks, err)
@@ -42,6 +49,83 @@ func (g *Group) New(ranks []int) (*Group, error) {
 	}
 	log.Logger().Debug().Stringer("parent", g).Ints("ranks", ranks).Stringer("group", sub).Msg("group: New")
 	return sub, nil
+}
+
+// ErrOrder is wrapped by the error of New when the members of the new
+// group listed its ranks in different orders (MPI_Comm_create_group needs
+// one order: the subgroup's ranks would differ between its members).
+var ErrOrder = errors.New("members list the ranks in different orders")
+
+// sameOrder checks, before MPI_Comm_create_group (which would hang or
+// build inconsistent groups otherwise), that every member passed ranks in
+// the same order: each member sends its list to the lowest rank of the
+// set, which compares them with its own and answers every member with its
+// verdict and its own list. Members must call New for the same set.
+func (g *Group) sameOrder(ranks []int) error {
+	leader := slices.Min(ranks)
+	mine := make([]int64, len(ranks))
+	for i, r := range ranks {
+		mine[i] = int64(r)
+	}
+	if g.rank != leader {
+		if err := mpi.Send(g.lib, mine, leader, orderTag); err != nil {
+			return g.errorf("New", "ranks %v: sending the list to rank %d: %w", ranks, leader, err)
+		}
+		st, err := mpi.Probe(g.lib, leader, orderTag)
+		if err != nil {
+			return g.errorf("New", "ranks %v: waiting for rank %d's verdict: %w", ranks, leader, err)
+		}
+		n := st.Count(8)
+		if n < 1 || n > int64(g.size)+1 {
+			return g.errorf("New", "ranks %v: rank %d's verdict has %d values", ranks, leader, n)
+		}
+		v := make([]int64, n)
+		if _, err := mpi.Recv(g.lib, v, leader, orderTag); err != nil {
+			return g.errorf("New", "ranks %v: receiving rank %d's verdict: %w", ranks, leader, err)
+		}
+		if v[0] != 0 {
+			return g.errorf("New", "ranks %v, rank %d listed %v: %w", ranks, leader, v[1:], ErrOrder)
+		}
+		return nil
+	}
+	bad := -1
+	var theirs []int64
+	for _, m := range ranks {
+		if m == leader {
+			continue
+		}
+		st, err := mpi.Probe(g.lib, m, orderTag)
+		if err != nil {
+			return g.errorf("New", "ranks %v: waiting for rank %d's list: %w", ranks, m, err)
+		}
+		n := st.Count(8)
+		if n < 0 || n > int64(g.size) {
+			n = 0 // refused below; the message is still received
+		}
+		got := make([]int64, max(n, 1))
+		if _, err := mpi.Recv(g.lib, got[:n], m, orderTag); err != nil {
+			return g.errorf("New", "ranks %v: receiving rank %d's list: %w", ranks, m, err)
+		}
+		if bad < 0 && !slices.Equal(got[:n], mine) {
+			bad, theirs = m, got[:n]
+		}
+	}
+	verdict := append([]int64{0}, mine...)
+	if bad >= 0 {
+		verdict[0] = 1
+	}
+	for _, m := range ranks {
+		if m == leader {
+			continue
+		}
+		if err := mpi.Send(g.lib, verdict, m, orderTag); err != nil {
+			return g.errorf("New", "ranks %v: sending the verdict to rank %d: %w", ranks, m, err)
+		}
+	}
+	if bad >= 0 {
+		return g.errorf("New", "ranks %v, rank %d listed %v: %w", ranks, bad, theirs, ErrOrder)
+	}
+	return nil
 }
 
 // checkRanks validates the rank list of New.
