@@ -160,13 +160,14 @@ func (e *PeerError) Error() string {
 // returns a *PeerError carrying the error text of the lowest failing rank,
 // both wrapped with the op and the rank.
 func (cl *coll) agree(local error) error {
-	first := []int32{int32(cl.size)}
+	first := []int32{int32(cl.size), cl.unbounded()}
 	if local != nil {
 		first[0] = int32(cl.rank)
 	}
 	if err := allreduceStep(cl.step, first, mpi.OpMin); err != nil {
 		return cl.errorf("agreeing on failures: %w", errors.Join(err, local))
 	}
+	cl.agreed(first[1])
 	return cl.spread(int(first[0]), local)
 }
 

@@ -50,6 +50,17 @@ func (td *TensorDict) IReduce(dst int, op ReduceOp, opts ...CollectiveOption) (*
 	})
 }
 
+// unbounded is step.unbounded, except that a call whose steps are
+// deferred counts as bounded: its steps must be nonblocking, so every rank
+// must use the nonblocking form (MPI pairs no blocking collective with a
+// nonblocking one), whatever its own call.
+func (cl *coll) unbounded() int32 {
+	if cl.deferSteps {
+		return 0
+	}
+	return cl.step.unbounded()
+}
+
 // collPending is the part of a Pending that an asynchronous collective
 // returns: its posted steps, what runs after them, and the closing step's
 // flag (see closeCollective).

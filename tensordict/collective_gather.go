@@ -3,8 +3,6 @@ package tensordict
 import (
 	"errors"
 	"fmt"
-
-	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // AllGather collects every rank's td on every rank, like tensordict's
@@ -43,7 +41,7 @@ func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error)
 		if err := cl.agree(lerr); err != nil {
 			return err
 		}
-		if err := cl.wait(mpi.IallgathervInPlace(cl.c, buf, counts, displs)); err != nil {
+		if err := allgathervStep(cl.step, buf, counts, displs); err != nil {
 			return cl.errorf("gathering blocks: %w", err)
 		}
 		out = make([]*TensorDict, cl.size)
@@ -127,7 +125,7 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 		if cl.rank == dst {
 			blk = buf
 		}
-		if err := cl.wait(mpi.IgathervInPlace(cl.c, blk, counts, displs, dst)); err != nil {
+		if err := gathervStep(cl.step, blk, counts, displs, dst); err != nil {
 			return cl.errorf("gathering blocks: %w", err)
 		}
 		if cl.rank != dst {

@@ -128,17 +128,18 @@ func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, e
 	if td != nil {
 		sh = structureHash(td, leaves)
 	}
-	v := make([]uint64, 0, 3+len(extra))
+	v := make([]uint64, 0, 4+len(extra))
 	v = append(v, sh, ^sh)
 	v = append(v, extra...)
 	fail := uint64(0)
 	if local != nil {
 		fail = uint64(cl.size - cl.rank)
 	}
-	v = append(v, fail)
+	v = append(v, uint64(1-cl.unbounded()), fail) // MAX of bounded: MIN of unbounded
 	if err := allreduceStep(cl.step, v, mpi.OpMax); err != nil {
 		return nil, cl.errorf("comparing structures: %w", err)
 	}
+	cl.agreed(int32(1 - v[len(v)-2]))
 	if f := v[len(v)-1]; f != 0 {
 		return nil, cl.spread(cl.size-int(f), local)
 	}

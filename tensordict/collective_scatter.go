@@ -2,8 +2,6 @@ package tensordict
 
 import (
 	"fmt"
-
-	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // Scatter sends tds[i] from rank src to rank i of the group, like
@@ -68,7 +66,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 		if cl.rank == src {
 			blk = send
 		}
-		if err := cl.wait(mpi.IscattervInPlace(cl.c, blk, counts, displs, src)); err != nil {
+		if err := scattervStep(cl.step, blk, counts, displs, src); err != nil {
 			return cl.errorf("scattering blocks: %w", err)
 		}
 		if cl.rank == src {

@@ -14,15 +14,22 @@ import (
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
-// Every MPI collective the library runs on a group's library communicator
+// The MPI collectives the library runs on a group's library communicator
 // (Broadcast, AllReduce, Reduce, AllGather, Scatter, GatherAndStack and
-// broadcast-mode InitRemote, their agreement steps included) is started in
-// its nonblocking form and waited on with the call's context, so that a
-// rank whose peers never come (one rank alone in a collective, a peer that
-// died or whose network failed) returns when its context ends. MPI does not
-// pair a blocking collective with a nonblocking one, so every rank uses the
-// nonblocking form for every step. The torch wire (torch.go) is the
-// exception: it must make the blocking calls PyTorch's ranks make.
+// broadcast-mode InitRemote, their agreement steps included) can be
+// bounded by the call's context: a rank whose peers never come (one rank
+// alone in a collective, a peer that died or whose network failed) returns
+// when its context ends. For that a step must be started in its
+// nonblocking form and waited on with the context, and MPI does not pair a
+// blocking collective with a nonblocking one, so every rank must use the
+// same form for a step. The steps up to a collective's first agreement are
+// always nonblocking; the agreement also tells the ranks whether any of
+// them has a context that can end (or defers its steps, as IAllReduce
+// does), and only then are the later steps nonblocking too. Otherwise they
+// use MPI's blocking collectives, which Open MPI runs faster on large
+// buffers (its tuned algorithms; libnbc's nonblocking schedules reduced
+// 16 MiB at 0.5-0.8 of the blocking call's speed here). The torch wire
+// (torch.go) always makes the blocking calls PyTorch's ranks make.
 //
 // A rank whose context ends still waits a grace period (stepGrace) for its
 // peers, so that every rank learns of the failure at the agreement steps.
@@ -31,15 +38,42 @@ import (
 // since any later collective on it would be paired with that step.
 
 // step is where one collective call runs its steps: the group, its library
-// communicator and the call's context. late, shared by the copies of one
-// call's step, is when the call stops waiting once its context has ended.
+// communicator and the call's context, and the state the copies of one
+// call's step share.
 type step struct {
-	ctx  context.Context
-	g    *group.Group
-	c    *mpi.Comm
-	late *time.Time
-	q    *deferredSteps // not nil: steps are posted now and completed by Pending.Wait
+	ctx context.Context
+	g   *group.Group
+	c   *mpi.Comm
+	st  *stepState
+	q   *deferredSteps // not nil: steps are posted now and completed by Pending.Wait
 }
+
+// stepState is what one call's steps share.
+type stepState struct {
+	// late is when the call stops waiting, once its context has ended.
+	late time.Time
+	// blocking is set when the ranks agreed that none of them has a
+	// context that can end: the steps after the agreement then use MPI's
+	// blocking collectives, faster than the nonblocking ones for large
+	// buffers (Open MPI's tuned algorithms against libnbc's schedules).
+	blocking bool
+}
+
+// blocking reports whether s's steps use the blocking collectives.
+func (s step) blocking() bool { return s.q == nil && s.st.blocking }
+
+// unbounded is the value a rank contributes to an agreement on the mode of
+// the steps after it (see stepState.blocking): 1 if its context can never
+// end, else 0. The ranks combine it with MIN (or its complement with MAX).
+func (s step) unbounded() int32 {
+	if s.ctx.Done() == nil {
+		return 1
+	}
+	return 0
+}
+
+// agreed records the combined unbounded value of an agreement.
+func (s step) agreed(unbounded int32) { s.st.blocking = unbounded == 1 }
 
 // deferredSteps holds the posted steps of an asynchronous collective (IAllReduce,
 // IReduce) and what must run once they complete (copying a bucket back,
@@ -67,7 +101,7 @@ const stepGrace = time.Second
 
 // newStep returns the step of one call on g's library communicator.
 func newCollStep(ctx context.Context, g *group.Group) step {
-	return step{ctx: ctx, g: g, c: g.LibComm(), late: new(time.Time)}
+	return step{ctx: ctx, g: g, c: g.LibComm(), st: new(stepState)}
 }
 
 // wait completes the collective step r (err is the error of starting it),
@@ -98,9 +132,9 @@ func (s step) wait(r *mpi.Request, err error) error {
 		if i%64 == 0 {
 			select {
 			case <-done:
-				if s.late.IsZero() {
-					*s.late = time.Now().Add(stepGrace)
-				} else if time.Now().After(*s.late) {
+				if s.st.late.IsZero() {
+					s.st.late = time.Now().Add(stepGrace)
+				} else if time.Now().After(s.st.late) {
 					cause := fmt.Errorf("%s given up %v after the context ended: %w", r.Op(), stepGrace, s.ctx.Err())
 					r.Abandon()
 					s.g.Break(cause)
@@ -115,49 +149,78 @@ func (s step) wait(r *mpi.Request, err error) error {
 
 // bcastStep broadcasts buf from root.
 func bcastStep[T mpi.Scalar](s step, buf []T, root int) error {
+	if s.blocking() {
+		return mpi.Bcast(s.c, buf, root)
+	}
 	return s.wait(mpi.Ibcast(s.c, buf, root))
 }
 
 // allreduceStep reduces buf in place on every rank with op.
 func allreduceStep[T mpi.Scalar](s step, buf []T, op mpi.Op) error {
+	if s.blocking() {
+		return mpi.AllreduceInPlace(s.c, buf, op)
+	}
 	return s.wait(mpi.IallreduceInPlace(s.c, buf, op))
 }
 
 // reduceStep reduces buf in place with op into root's buf; the other ranks'
 // buf is only read.
 func reduceStep[T mpi.Scalar](s step, buf []T, op mpi.Op, root int) error {
+	if s.blocking() {
+		return mpi.ReduceInPlace(s.c, buf, op, root)
+	}
 	return s.wait(mpi.IreduceInPlace(s.c, buf, op, root))
 }
 
-// equalCounts returns the counts and displacements of n ranks' blocks of
-// m elements each.
-func equalCounts(n, m int) (counts, displs []int) {
-	counts, displs = make([]int, n), make([]int, n)
+// equalCounts returns the counts of n ranks' blocks of m elements each.
+func equalCounts(n, m int) []int {
+	counts := make([]int, n)
 	for r := range n {
-		counts[r], displs[r] = m, r*m
+		counts[r] = m
 	}
-	return counts, displs
+	return counts
 }
 
 // allgatherStep gathers every rank's send, all of one length, into recv on
-// every rank, in rank order.
+// every rank, in rank order. It always runs in the nonblocking form: it is
+// the first step of AllGather, before the ranks agree on the mode.
 func allgatherStep[T mpi.Scalar](s step, send, recv []T) error {
-	counts, displs := equalCounts(s.c.Size(), len(send))
-	return s.wait(mpi.Iallgatherv(s.c, send, recv, counts, displs))
+	return s.wait(mpi.Iallgatherv(s.c, send, recv, equalCounts(s.c.Size(), len(send)), nil))
 }
 
 // gatherStep gathers every rank's send, all of one length, into root's
-// recv, in rank order.
+// recv, in rank order (nonblocking, as allgatherStep).
 func gatherStep[T mpi.Scalar](s step, send, recv []T, root int) error {
-	counts, displs := equalCounts(s.c.Size(), len(send))
-	return s.wait(mpi.Igatherv(s.c, send, recv, counts, displs, root))
+	return s.wait(mpi.Igatherv(s.c, send, recv, equalCounts(s.c.Size(), len(send)), nil, root))
 }
 
 // scatterStep sends each rank its block of root's send, all blocks of
-// len(recv) elements, into recv.
+// len(recv) elements, into recv (nonblocking, as allgatherStep).
 func scatterStep[T mpi.Scalar](s step, send, recv []T, root int) error {
-	counts, displs := equalCounts(s.c.Size(), len(recv))
-	return s.wait(mpi.Iscatterv(s.c, send, counts, displs, recv, root))
+	return s.wait(mpi.Iscatterv(s.c, send, equalCounts(s.c.Size(), len(recv)), nil, recv, root))
+}
+
+// allgathervStep, gathervStep and scattervStep are the in-place
+// v-collectives of AllGather, GatherAndStack and Scatter's blocks.
+func allgathervStep[T mpi.Scalar](s step, buf []T, counts, displs []int) error {
+	if s.blocking() {
+		return mpi.AllgathervInPlace(s.c, buf, counts, displs)
+	}
+	return s.wait(mpi.IallgathervInPlace(s.c, buf, counts, displs))
+}
+
+func gathervStep[T mpi.Scalar](s step, buf []T, counts, displs []int, root int) error {
+	if s.blocking() {
+		return mpi.GathervInPlace(s.c, buf, counts, displs, root)
+	}
+	return s.wait(mpi.IgathervInPlace(s.c, buf, counts, displs, root))
+}
+
+func scattervStep[T mpi.Scalar](s step, buf []T, counts, displs []int, root int) error {
+	if s.blocking() {
+		return mpi.ScattervInPlace(s.c, buf, counts, displs, root)
+	}
+	return s.wait(mpi.IscattervInPlace(s.c, buf, counts, displs, root))
 }
 
 // bcastChunks broadcasts b from root in pieces of at most wire.MaxChunk

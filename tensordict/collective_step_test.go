@@ -5,6 +5,7 @@ package tensordict
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // TestCollectiveAloneReturnsByDeadline has every rank but 0 wait, with a
@@ -78,6 +80,79 @@ func TestCollectiveAloneReturnsByDeadline(t *testing.T) {
 			}
 			assert.Zero(t, mpi.InFlight(), "operations in flight once the abandoned step completed")
 			require.NoError(t, g.Free())
+		})
+	}
+}
+
+// TestCollectiveMixedModes runs collectives where only some ranks pass a
+// context that can end, or defer their steps (IAllReduce against
+// AllReduce): the ranks agree to run the steps after the agreement in the
+// nonblocking form on all of them (MPI pairs no blocking collective with a
+// nonblocking one), so the results are right on every rank.
+func TestCollectiveMixedModes(t *testing.T) {
+	w := mpitest.Need(t, 2)
+	n, r := w.Size(), w.Rank()
+	sum := float64(n * (n + 1) / 2)
+	big := func(v float64) *TensorDict {
+		td := New(4)
+		require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Float32, v, 4, 1<<16)))
+		require.NoError(t, td.Set(K("b"), tensor.Full(tensor.Float64, v, 4, 1<<14)))
+		return td
+	}
+	for _, tc := range []struct {
+		name string
+		call func(td *TensorDict) error
+	}{
+		{"context on rank 0 only", func(td *TensorDict) error {
+			if r == 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				return td.AllReduce(ReduceSum, WithContext(ctx))
+			}
+			return td.AllReduce(ReduceSum)
+		}},
+		{"context on the last rank only", func(td *TensorDict) error {
+			if r == n-1 {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				return td.AllReduce(ReduceSum, WithContext(ctx))
+			}
+			return td.AllReduce(ReduceSum)
+		}},
+		{"IAllReduce on rank 0, AllReduce elsewhere", func(td *TensorDict) error {
+			if r == 0 {
+				p, err := td.IAllReduce(ReduceSum)
+				if err != nil {
+					return err
+				}
+				return p.Wait()
+			}
+			return td.AllReduce(ReduceSum)
+		}},
+	} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			td := big(float64(r + 1))
+			require.NoError(t, tc.call(td))
+			for _, k := range []Key{K("a"), K("b")} {
+				x, err := td.Get(k)
+				require.NoError(t, err)
+				collRequireAll(t, x, sum, fmt.Sprintf("key %v", k))
+			}
+			var src *TensorDict
+			if r == 0 {
+				src = big(7)
+			}
+			ctx := context.Background()
+			if r == n-1 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+			}
+			got, err := src.Broadcast(0, WithContext(ctx))
+			require.NoError(t, err)
+			x, err := got.Get(K("a"))
+			require.NoError(t, err)
+			collRequireAll(t, x, 7, "Broadcast with a context on the last rank only")
 		})
 	}
 }

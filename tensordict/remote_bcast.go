@@ -184,13 +184,14 @@ func (l *link) bcastRecvLocked(s step, out **TensorDict, busy func() bool) error
 // lowest failing rank.
 func (l *link) agree(s step, local error) error {
 	size := l.g.Size()
-	first := []int32{int32(size)}
+	first := []int32{int32(size), s.unbounded()}
 	if local != nil {
 		first[0] = int32(l.g.Rank())
 	}
 	if err := allreduceStep(s, first, mpi.OpMin); err != nil {
 		return l.errorf("agreeing to go on: %w", errors.Join(err, local))
 	}
+	s.agreed(first[1])
 	switch {
 	case local != nil:
 		return l.errorf("%w", local)
