@@ -118,6 +118,9 @@ func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remot
 	if err != nil {
 		return nil, logFailed(op, err)
 	}
+	if p == nil {
+		p = &collPending{op: op, over: true} // nothing was deferred: complete
+	}
 	return &Pending{c: p}, nil
 }
 

@@ -185,3 +185,63 @@ func TestGatherAndStackInPlace(t *testing.T) {
 		}
 	})
 }
+
+// TestIBroadcast checks IBroadcast against Broadcast's results: a
+// TensorDict of several messages (complete after Wait), one small enough
+// for the single first message (complete at once), and the reuse of the
+// receiver's storage with WithConsolidated; and that a receiver's refusal
+// is returned at once on every rank.
+func TestIBroadcast(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	r := g.Rank()
+	for _, tc := range []struct {
+		name string
+		rows int
+	}{{"several messages", 1 << 14}, {"one message", 2}} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			var src *TensorDict
+			if r == 0 {
+				src = New(tc.rows)
+				require.NoError(t, src.Set(K("x"), tensor.Full(tensor.Float32, 3, tc.rows, 4)))
+				require.NoError(t, src.Set(K("n", "y"), tensor.Full(tensor.Int64, 4, tc.rows)))
+			}
+			got, p, err := src.IBroadcast(0)
+			require.NoError(t, err)
+			require.NotNil(t, got)
+			require.NoError(t, p.Wait())
+			assert.Equal(t, []int{tc.rows}, got.BatchSize())
+			x, err := got.Get(K("x"))
+			require.NoError(t, err)
+			collRequireAll(t, x, 3, "x")
+			y, err := got.Get(K("n", "y"))
+			require.NoError(t, err)
+			collRequireAll(t, y, 4, "n.y")
+
+			// The steady state: into the previous result's storage.
+			if r == 0 {
+				xs, _ := src.Get(K("x"))
+				require.NoError(t, xs.Fill(5))
+			}
+			me := src
+			if r != 0 {
+				me = got
+			}
+			again, p, err := me.IBroadcast(0, WithConsolidated())
+			require.NoError(t, err)
+			require.NoError(t, p.Wait())
+			x, err = again.Get(K("x"))
+			require.NoError(t, err)
+			collRequireAll(t, x, 5, "x after the second IBroadcast")
+		})
+	}
+	mpitest.Run(t, "refused", func(t *testing.T) {
+		var src *TensorDict
+		if r == 0 {
+			src = New(1 << 14)
+			require.NoError(t, src.Set(K("x"), tensor.Full(tensor.Float32, 1, 1<<14, 4)))
+		}
+		_, p, err := src.IBroadcast(0, WithMaxBytes(1<<10))
+		assert.Nil(t, p)
+		require.Error(t, err)
+	})
+}

@@ -44,27 +44,58 @@ const (
 // WithMaxBytes, WithConsolidated.
 func (td *TensorDict) Broadcast(src int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
-	err := runCollective("Broadcast", src, func(r int) int64 {
+	err := runCollective("Broadcast", src, td.bcastBytes(src), resolve(opts, usesBroadcast), td.broadcast(src, &out))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// IBroadcast starts Broadcast and returns its result and a Pending that
+// completes it: the storage moves in MPI while the caller computes. Every
+// rank of the group calls it, in the same order as its other collectives
+// on the group. It returns once the receivers have the header and the
+// metadata, which they check and agree on as Broadcast's receivers do (an
+// error there is returned at once, on every rank); the result is then
+// built over its storage, and its tensors must not be read (on the source:
+// td's must not be written) until Wait, or a Test that reports completion,
+// returns nil. A TensorDict small enough for Broadcast's single message is
+// complete on return. Wait is bounded by WithContext as IAllReduce's is.
+// Options: those of Broadcast.
+func (td *TensorDict) IBroadcast(src int, opts ...CollectiveOption) (*TensorDict, *Pending, error) {
+	var out *TensorDict
+	p, err := runCollectiveAsync("IBroadcast", src, td.bcastBytes(src), resolve(opts, usesBroadcast), td.broadcast(src, &out))
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, p, nil
+}
+
+// bcastBytes returns the log's byte count of a broadcast from src.
+func (td *TensorDict) bcastBytes(src int) func(r int) int64 {
+	return func(r int) int64 {
 		if r != src {
 			return -1
 		}
 		return tensorBytes(td)
-	}, resolve(opts, usesBroadcast), func(cl *coll) error {
+	}
+}
+
+// broadcast returns the body of Broadcast and IBroadcast, which sets *out
+// to the result.
+func (td *TensorDict) broadcast(src int, out **TensorDict) func(cl *coll) error {
+	return func(cl *coll) error {
 		if err := cl.checkRoot("src", src); err != nil {
 			return err
 		}
 		var err error
 		if cl.rank == src {
-			out, err = cl.bcastSend(td)
+			*out, err = cl.bcastSend(td)
 		} else {
-			out, err = cl.bcastRecv(td, src)
+			*out, err = cl.bcastRecv(td, src)
 		}
 		return err
-	})
-	if err != nil {
-		return nil, err
 	}
-	return out, nil
 }
 
 // bcastSend is Broadcast on the source rank.
@@ -94,6 +125,9 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 	}
 	if err := cl.agree(cl.ready()); err != nil {
 		return nil, err
+	}
+	if cl.deferSteps {
+		cl.q = new(deferredSteps) // IBroadcast: the rest is left to Wait
 	}
 	if err := cl.bcastChunks(frame[n:], cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the metadata: %w", err)
@@ -217,6 +251,9 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	} else {
 		// The broadcast fills it whole, or st is dropped.
 		st = tensor.StorageOf(mem.AllocUninit(int(h.Total)))
+	}
+	if cl.deferSteps {
+		cl.q = new(deferredSteps) // IBroadcast: the storage is left to Wait
 	}
 	if berr := cl.bcastChunks(st.Bytes()[:h.Total], src); berr != nil {
 		return nil, cl.errorf("receiving the storage from rank %d: %w", src, berr)
