@@ -245,3 +245,29 @@ func TestIBroadcast(t *testing.T) {
 		require.Error(t, err)
 	})
 }
+
+// TestIAllGather checks IAllGather against rankTD's independent values, a
+// second IAllGather in flight with it, and the refusal of an out slice of
+// the wrong length on one rank (an error on every rank).
+func TestIAllGather(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	a, b := make([]*TensorDict, n), make([]*TensorDict, n)
+	pa, err := rankTD(t, r).IAllGather(a)
+	require.NoError(t, err)
+	pb, err := rankTD(t, r).IAllGather(b)
+	require.NoError(t, err)
+	require.NoError(t, pb.Wait())
+	require.NoError(t, pa.Wait())
+	for i := range n {
+		checkRankTD(t, a[i], i)
+		checkRankTD(t, b[i], i)
+	}
+	out := make([]*TensorDict, n)
+	if r == n-1 {
+		out = out[:n-1]
+	}
+	p, err := rankTD(t, r).IAllGather(out)
+	assert.Nil(t, p)
+	require.Error(t, err)
+}

@@ -23,41 +23,75 @@ import (
 func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error) {
 	var out []*TensorDict
 	err := runCollective("AllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
-		b, local := cl.prepareBlock(td)
-		mine := b.info(local)
-		infos := make([]int64, infoLen*cl.size)
-		if err := allgatherStep(cl.step, mine[:], infos); err != nil {
-			return cl.errorf("gathering sizes: %w", err)
-		}
-		if r := cl.firstFailed(infos); r < cl.size {
-			return cl.spread(r, local)
-		}
-		displs, counts, words, lerr := cl.layoutBlocks(infos, nil)
-		var buf []uint64
-		if lerr == nil {
-			buf = make([]uint64, words)
-			lerr = b.pack(buf[displs[cl.rank] : displs[cl.rank]+counts[cl.rank]])
-		}
-		if err := cl.agree(lerr); err != nil {
-			return err
-		}
-		if err := allgathervStep(cl.step, buf, counts, displs); err != nil {
-			return cl.errorf("gathering blocks: %w", err)
-		}
-		out = make([]*TensorDict, cl.size)
-		for r := range cl.size {
-			td, err := cl.unpack(r, infos[r*infoLen:(r+1)*infoLen], buf[displs[r]:displs[r]+counts[r]])
-			if err != nil {
-				return err
-			}
-			out[r] = td
-		}
-		return nil
+		return td.allGather(cl, &out)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// IAllGather starts AllGather and returns a Pending that completes it: the
+// blocks move in MPI while the caller computes, and once Wait (or a Test
+// that reports completion) returns nil, out[r] is rank r's TensorDict. out
+// must have one element per rank of the group (a different length is an
+// error on every rank). IAllGather returns once the ranks have exchanged
+// their sizes and agreed, as AllGather's do (an error there is returned
+// at once, on every rank); td's tensors must not be written until Wait.
+// Options: those of AllGather.
+func (td *TensorDict) IAllGather(out []*TensorDict, opts ...CollectiveOption) (*Pending, error) {
+	if out == nil {
+		out = []*TensorDict{} // of the wrong length: refused on every rank
+	}
+	return runCollectiveAsync("IAllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
+		return td.allGather(cl, &out)
+	})
+}
+
+// allGather is the body of AllGather and IAllGather. *out is the result:
+// nil for AllGather, which allocates it, else the caller's slice.
+func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
+	b, local := cl.prepareBlock(td)
+	if local == nil && *out != nil && len(*out) != cl.size {
+		local = fmt.Errorf("IAllGather: out has %d elements, want one per rank (%d)", len(*out), cl.size)
+	}
+	mine := b.info(local)
+	infos := make([]int64, infoLen*cl.size)
+	if err := allgatherStep(cl.step, mine[:], infos); err != nil {
+		return cl.errorf("gathering sizes: %w", err)
+	}
+	if r := cl.firstFailed(infos); r < cl.size {
+		return cl.spread(r, local)
+	}
+	displs, counts, words, lerr := cl.layoutBlocks(infos, nil)
+	var buf []uint64
+	if lerr == nil {
+		buf = make([]uint64, words)
+		lerr = b.pack(buf[displs[cl.rank] : displs[cl.rank]+counts[cl.rank]])
+	}
+	if err := cl.agree(lerr); err != nil {
+		return err
+	}
+	if cl.deferSteps {
+		cl.q = new(deferredSteps) // IAllGather: the blocks are left to Wait
+	}
+	if err := allgathervStep(cl.step, buf, counts, displs); err != nil {
+		return cl.errorf("gathering blocks: %w", err)
+	}
+	if *out == nil {
+		*out = make([]*TensorDict, cl.size)
+	}
+	res := *out
+	return cl.then(func() error {
+		for r := range cl.size {
+			td, err := cl.unpack(r, infos[r*infoLen:(r+1)*infoLen], buf[displs[r]:displs[r]+counts[r]])
+			if err != nil {
+				return err
+			}
+			res[r] = td
+		}
+		return nil
+	})
 }
 
 // GatherAndStack collects every rank's td on rank dst and stacks them

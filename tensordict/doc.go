@@ -128,8 +128,9 @@
 // tensordict's tags, or WithConsolidated as one message into the
 // receiver's existing storage, which allocates nothing. ISend and IRecv are
 // their nonblocking forms; Broadcast, AllReduce, Reduce, AllGather, Scatter
-// and GatherAndStack are the collectives, and IAllReduce, IReduce and
-// IBroadcast the nonblocking forms of the reductions and the broadcast. Options select the group
+// and GatherAndStack are the collectives, and IAllReduce, IReduce,
+// IBroadcast and IAllGather the nonblocking forms of four of them. Options
+// select the group
 // (WithGroup), bound a wait (WithContext) and what a peer may make the
 // receiver allocate (WithMaxBytes). Options come in families, one
 // interface per family of methods (RemoteOption, SendOption, RecvOption,
