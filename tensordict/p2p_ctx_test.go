@@ -115,6 +115,7 @@ func TestSendGivenUpAtDeadline(t *testing.T) {
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				assert.Contains(t, err.Error(), "given up")
 				assert.Less(t, took, 5*time.Second, "bounded by the deadline")
+				t.Logf("given up after %v (deadline 200ms), %d sends left to package mpi", took, mpi.InFlight())
 				assert.Positive(t, mpi.InFlight(), "the sends stay with package mpi")
 				fill(t, td, 2) // before the receiver starts: see below
 				require.NoError(t, g.Barrier())
@@ -143,5 +144,51 @@ func TestSendGivenUpAtDeadline(t *testing.T) {
 				require.NoError(t, g.Barrier())
 			}
 		})
+	}
+}
+
+// TestSendWaitBoundedByContext: a Send with a context that waits for
+// another transfer, of the same TensorDict or on the same tags, to a
+// receiver that does not receive yet, returns at its deadline having sent
+// nothing.
+func TestSendWaitBoundedByContext(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	const n, tag = 1 << 20, 70 // 8 MiB: the first Send blocks until received
+	switch g.Rank() {
+	case 0:
+		busy := bigTD(t, 1, n, 1)
+		first := make(chan error, 1)
+		go func() { first <- busy.Send(1, WithTag(tag)) }()
+		time.Sleep(100 * time.Millisecond) // the first Send holds its locks
+		for _, w := range []struct {
+			name, want string
+			send       func(ctx context.Context) error
+		}{
+			{"same tags", "waiting for another transfer on tags", func(ctx context.Context) error {
+				return bigTD(t, 1, n, 2).Send(1, WithTag(tag), WithContext(ctx))
+			}},
+			{"same TensorDict", "waiting for another transfer of this TensorDict", func(ctx context.Context) error {
+				return busy.Send(1, WithTag(tag+1), WithContext(ctx))
+			}},
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			err := w.send(ctx)
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded, w.name)
+			assert.Contains(t, err.Error(), w.want, w.name)
+		}
+		require.NoError(t, g.Barrier())
+		require.NoError(t, <-first)
+		require.NoError(t, bigTD(t, 1, n, 3).Send(1, WithTag(tag)))
+	case 1:
+		require.NoError(t, g.Barrier())
+		for _, want := range []float64{1, 3} {
+			got := bigTD(t, 1, n, 0)
+			_, err := got.Recv(0, WithTag(tag), testCtx(t))
+			require.NoError(t, err)
+			checkBigTD(t, got, 1, n, want)
+		}
+	default:
+		require.NoError(t, g.Barrier())
 	}
 }
