@@ -284,7 +284,10 @@ func (s *p2pState) detach() {
 // started when the context ends returns an error wrapping ctx.Err(); once
 // the header has arrived, the transfer runs to its end.
 // A sender that gave up a Send at its own deadline (see Send) still
-// delivers the whole transfer: Recv takes it as any other.
+// delivers the whole transfer: Recv takes it as any other. A
+// memory-mapped leaf (or storage) of td whose file another process
+// truncated is refused before MPI writes into it, with an error wrapping
+// memmap.ErrFault; the transfer is drained as a refused one.
 //
 // A Recv takes its transfer after those of the IRecvs called before it
 // from src on one of its tags, which it steps while it waits for them (see
