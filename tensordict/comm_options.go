@@ -193,8 +193,10 @@ func WithBroadcast() RemoteOption { return option{kind: optBroadcast} }
 // FromRemoteInit) that ctx ends before it starts fails on every rank; one
 // whose peers do not reach a step within a second of ctx's end abandons
 // the step, returns an error wrapping ctx.Err() and group.ErrBroken, and
-// leaves its group broken (see group.Group.Break). Send does not yet
-// honour ctx.
+// leaves its group broken (see group.Group.Break). A send (Send, ISend's
+// Wait, point-to-point InitRemote) that ctx ends before it starts sends
+// nothing; one that ctx ends later returns an error wrapping ctx.Err(),
+// and MPI still delivers what it had started (see Send).
 func WithContext(ctx context.Context) CommOption {
 	if ctx == nil {
 		return invalid(errors.New("WithContext: nil context"))

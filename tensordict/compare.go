@@ -120,13 +120,15 @@ func keyOrRoot(k Key) string {
 // and returns a TensorDict of bool tensors with td's structure. A non-tensor
 // entry gives a bool tensor of the batch size, true when the value is the
 // number v.
-func (td *TensorDict) EqScalar(v float64) *TensorDict {
-	return td.scalarCompare(v, (*tensor.Tensor).EqScalar, true)
+func (td *TensorDict) EqScalar(v float64) (out *TensorDict) {
+	faultPanics("EqScalar", func() { out = td.scalarCompare(v, (*tensor.Tensor).EqScalar, true) })
+	return out
 }
 
 // NeScalar is the element-wise negation of EqScalar.
-func (td *TensorDict) NeScalar(v float64) *TensorDict {
-	return td.scalarCompare(v, (*tensor.Tensor).NeScalar, false)
+func (td *TensorDict) NeScalar(v float64) (out *TensorDict) {
+	faultPanics("NeScalar", func() { out = td.scalarCompare(v, (*tensor.Tensor).NeScalar, false) })
+	return out
 }
 
 func (td *TensorDict) scalarCompare(v float64, fn func(*tensor.Tensor, float64) *tensor.Tensor, eq bool) *TensorDict {

@@ -38,11 +38,20 @@ import (
 // (debug.SetPanicOnFault, see memmap.Guard) and return an error wrapping
 // memmap.ErrFault (or syscall.EFAULT where a write(2) reads the pages):
 // Consolidate, ConsolidateInto, SaveConsolidated, Memmap, SetInPlace and
-// Set. Accesses that cannot return an error (Clone, Contiguous, EqScalar
-// and the other tensor operations), the caller's own reads outside
-// memmap.Guard, and MPI transfers (which read the memory in C, where no
-// fault can be caught) still end the process. InMemory reads the files at
-// load instead, for directories that others may truncate.
+// Set. The TensorDict operations that return no error (Clone, Contiguous,
+// To, EqScalar, NeScalar and the scalar algebra) panic instead, with an
+// error wrapping memmap.ErrFault that names the operation; memmap.Guard
+// around the call returns it. MPI reads and writes a transfer's memory in
+// C, where no fault can be caught, so Send, ISend, InitRemote, Recv and
+// IRecv first check every mapped buffer they hand to MPI (one byte of its
+// last page, which is the first page a shrinking file loses) and return an
+// error wrapping memmap.ErrFault before MPI touches it (a receive drains
+// the sender's messages, as any receive it refuses). What
+// remains: a file truncated between that check and MPI's access (the
+// window of one transfer) still ends the process, as do the collectives
+// (not checked), the tensor package's own operations on a leaf, and the
+// caller's reads outside memmap.Guard. InMemory reads the files at load
+// instead, for directories that others may truncate.
 //
 // LoadMemmap holds a shared lock on the directory it loads while it loads
 // (see Memmap), so a Memmap of this package into it, from any process,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -88,12 +89,18 @@ func (td *TensorDict) Apply(fn func(Key, *tensor.Tensor) (*tensor.Tensor, error)
 }
 
 // mustRebuild is rebuild for leaf functions that cannot fail.
-// It returns nil for a nil td.
+// It returns nil for a nil td. A fault reading a mapped leaf (a file
+// another process truncated) panics with an error wrapping memmap.ErrFault
+// (see faultPanics).
 func (td *TensorDict) mustRebuild(op string, fn func(*tensor.Tensor) *tensor.Tensor) *TensorDict {
 	if td == nil {
 		return nil
 	}
-	out, err := td.rebuild(op, nil, sameBatch, func(_ Key, t *tensor.Tensor) (*tensor.Tensor, error) { return fn(t), nil }, false)
+	var out *TensorDict
+	var err error
+	faultPanics(op, func() {
+		out, err = td.rebuild(op, nil, sameBatch, func(_ Key, t *tensor.Tensor) (*tensor.Tensor, error) { return fn(t), nil }, false)
+	})
 	if err != nil {
 		panic("tensordict: " + op + ": " + err.Error())
 	}
@@ -104,6 +111,12 @@ func (td *TensorDict) mustRebuild(op string, fn func(*tensor.Tensor) *tensor.Ten
 // storage, non-tensor values copied. Like Python tensordict, the clone is not
 // locked, consolidated or memory-mapped; it keeps the class name. The clone
 // of a nil *TensorDict is nil.
+//
+// Clone returns no error: if a memory-mapped leaf's file was truncated by
+// another process, it panics with an error wrapping memmap.ErrFault, which
+// memmap.Guard around the call returns (instead of the process ending with
+// SIGBUS). The scalar operations (EqScalar, MulScalar, ...), Contiguous and
+// To do the same.
 func (td *TensorDict) Clone() *TensorDict {
 	return td.mustRebuild("Clone", (*tensor.Tensor).Clone)
 }
@@ -118,6 +131,12 @@ func (td *TensorDict) IsContiguous() bool {
 	})
 	return err == nil
 }
+
+// faultPanics runs f, which reads td's leaves, so that a fault on a mapped
+// leaf panics with an error wrapping memmap.ErrFault that names op, which
+// the caller can recover and memmap.Guard returns, instead of ending the
+// process with SIGBUS: for the operations that return no error.
+func faultPanics(op string, f func()) { mem.PanicOnFault("tensordict: "+op, f) }
 
 // errStop ends a walk early.
 var errStop = fmt.Errorf("tensordict: stop")

@@ -10,8 +10,8 @@ import (
 	"math"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
-	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -55,6 +55,33 @@ const p2pInlineMax = 16 << 10
 //
 // Concurrent transfers between the same two ranks must use different tags
 // (WithTag); transfers on the same tags are serialized.
+//
+// With WithContext, a Send whose context has already ended returns an
+// error wrapping ctx.Err() and sends nothing. Otherwise the whole
+// transfer is posted at once (MPI_Isend, in Send's order) and awaited,
+// polling, until it completes or the context ends; waiting for another
+// transfer of td or on the same tags is bounded too. A send MPI has
+// started cannot be recalled, so a Send given up when the context ends
+// returns an error wrapping ctx.Err() and leaves the rest of the transfer
+// queued in MPI, complete: the receiver sees nothing of it until it calls
+// Recv, and then receives it whole (never a header without its leaves),
+// as the first transfer on those tags; a later Send on the same tags is
+// received after it, intact. Until the receiver takes it, MPI still reads
+// the transfer's memory: a storage the Send packed (WithConsolidated on a
+// td that is not consolidated) is the transfer's own and arrives as it
+// was, but per-leaf messages and a consolidated td's storage are td's own
+// tensors, which arrive as they are when MPI reads them, so change them
+// only once the receiver has received, and do not release their storage
+// before (MPI would read freed memory). Package mpi completes the given-up
+// sends as MPI lets it (mpi.InFlight counts them), and group.Finalize
+// refuses with mpi.ErrBusy while a receiver has not taken them. Without a
+// context that can end, Send makes blocking sends and allocates nothing
+// in the steady state; with one, it allocates a request per message.
+//
+// MPI reads the messages in C, where a fault cannot be caught: a
+// memory-mapped leaf or storage whose file another process truncated
+// makes Send fail before it sends anything, with an error wrapping
+// memmap.ErrFault (see LoadMemmap).
 func (td *TensorDict) Send(dst int, opts ...SendOption) error {
 	return logFailed("Send", td.send(dst, opts))
 }
@@ -65,7 +92,10 @@ func (td *TensorDict) send(dst int, opts []SendOption) error {
 	if err != nil {
 		return err
 	}
-	s, err := p2pStateOf(l.op, td)
+	if err := l.notStarted(); err != nil {
+		return err
+	}
+	s, err := lockState(l, td)
 	if err != nil {
 		return l.errorf("%w", err)
 	}
@@ -74,7 +104,9 @@ func (td *TensorDict) send(dst int, opts []SendOption) error {
 		return l.errorf("%w", err)
 	}
 	l.logStart(int64(s.total), s.tag0)
-	s.held = lockTags(s.held, l.c, l.peer, false, s.tagSet)
+	if s.held, err = lockTagsCtx(l, s.held, false, s.tagSet); err != nil {
+		return l.errorf("%w", err)
+	}
 	err = s.send(l)
 	unlockAll(s.held)
 	if err != nil {
@@ -127,45 +159,106 @@ func (s *p2pState) header(l *link) wire.Header {
 	return h
 }
 
-// send runs a blocking transfer; the caller holds the send locks.
+// send runs a transfer bounded by l's context (see link.sendMessages);
+// the caller holds the send locks.
 func (s *p2pState) send(l *link) error {
+	msgs, tags, err := s.messages(l, false)
+	if err != nil {
+		return err
+	}
+	gone, err := l.sendMessages(msgs, tags, s.messageName)
+	clear(msgs) // no reference to td's memory stays in s
+	if gone {
+		s.detach()
+	}
+	return err
+}
+
+// messages returns the messages of a transfer of s with l's options, in
+// order, and the tag of each: the header, the metadata (with the storage
+// when it travels inline), then the storage in chunks (consolidated) or
+// one message per leaf in tensordict's order. With own, the header, the
+// metadata and a staged storage are new buffers that belong to the
+// transfer (an ISend, which outlives the lock of s); otherwise they are
+// the buffers of s. The slices returned are s's, reused by the next call.
+//
+// Memory-mapped leaves and storages are checked first (mem.Readable): a
+// page of a file that another process truncated would end the process
+// with SIGBUS inside MPI's C code, so such a transfer fails before it
+// starts, with an error wrapping memmap.ErrFault. A fault while packing a
+// staged storage is the same error.
+func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	h := s.header(l)
-	var payload []byte
-	if l.o.consolidated {
-		var err error
-		if payload, err = s.payload(true); err != nil {
-			return err
-		}
-	}
-	wire.Put(s.hdr, &h)
-	if err := mpi.Send(l.c, s.hdr, l.peer, s.tag0); err != nil {
-		return fmt.Errorf("sending the header: %w", err)
-	}
 	inline := h.Flags&wire.FlagInline != 0
-	body := s.sendBody(inline)
-	if inline {
+	hdr, body := s.hdr, s.sendBody(inline)
+	if own {
+		hdr, body = alignedBuf(wire.Size), alignedCopy(body)
+	}
+	wire.Put(hdr, &h)
+	msgs := append(s.msgs[:0], hdr, body)
+	tags := append(s.mtags[:0], s.tag0, s.tag0)
+	defer func() { s.msgs, s.mtags = msgs[:0], tags[:0] }()
+	if !l.o.consolidated {
+		for i, j := range s.sorted {
+			lf := &s.leaves[j]
+			b, err := lf.t.Bytes()
+			if err == nil {
+				err = mem.Readable(b)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("key %v: %w", lf.key, err)
+			}
+			msgs, tags = append(msgs, b), append(tags, s.cur[i])
+		}
+		return msgs, tags, nil
+	}
+	var payload []byte
+	err := mem.CatchFault(func() (err error) {
+		payload, err = s.payload(true)
+		return err
+	})
+	if err == nil {
+		err = mem.Readable(payload)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("the consolidated storage: %w", err)
+	}
+	switch {
+	case inline:
 		copy(body[len(s.meta):], payload)
+	case own && s.st == nil:
+		// The staging buffer is reused by the next call.
+		payload = alignedCopy(payload)
+		fallthrough
+	default:
+		msgs, tags = appendChunks(msgs, tags, payload, s.tag0)
 	}
-	if err := mpi.Send(l.c, body, l.peer, s.tag0); err != nil {
-		return fmt.Errorf("sending the metadata: %w", err)
+	return msgs, tags, nil
+}
+
+// messageName names message i of a transfer of s (see messages) in errors.
+func (s *p2pState) messageName(i int) string {
+	switch {
+	case i == 0:
+		return "the header"
+	case i == 1:
+		return "the metadata"
+	case s.cur == nil:
+		return fmt.Sprintf("storage chunk %d", i-1)
+	case i-2 < len(s.sorted):
+		return fmt.Sprintf("key %v", s.leaves[s.sorted[i-2]].key)
 	}
-	if l.o.consolidated {
-		if !inline {
-			return sendChunks(l.c, payload, l.peer, s.tag0)
-		}
-		return nil
+	return fmt.Sprintf("message %d", i+1)
+}
+
+// detach gives up the message buffers of s to a transfer that MPI still
+// holds (a Send given up when its context ended): later transfers use new
+// buffers instead of overwriting what MPI may still read.
+func (s *p2pState) detach() {
+	s.hdr, s.sbody = alignedBuf(wire.Size), nil
+	if s.st == nil {
+		s.stage = nil
 	}
-	for i, j := range s.sorted {
-		lf := &s.leaves[j]
-		b, err := lf.t.Bytes()
-		if err == nil {
-			err = mpi.Send(l.c, b, l.peer, s.cur[i])
-		}
-		if err != nil {
-			return fmt.Errorf("key %v: %w", lf.key, err)
-		}
-	}
-	return nil
 }
 
 // Recv receives into td's tensor leaves what rank src of the group sends
@@ -190,6 +283,11 @@ func (s *p2pState) send(l *link) error {
 // With WithContext, a Recv whose sender has not
 // started when the context ends returns an error wrapping ctx.Err(); once
 // the header has arrived, the transfer runs to its end.
+// A sender that gave up a Send at its own deadline (see Send) still
+// delivers the whole transfer: Recv takes it as any other. A
+// memory-mapped leaf (or storage) of td whose file another process
+// truncated is refused before MPI writes into it, with an error wrapping
+// memmap.ErrFault; the transfer is drained as a refused one.
 //
 // A Recv takes its transfer after those of the IRecvs called before it
 // from src on one of its tags, which it steps while it waits for them (see

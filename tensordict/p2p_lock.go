@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 
@@ -118,6 +119,25 @@ func lockTags(held []*tagLock, c *mpi.Comm, peer int, recv bool, tags []int) []*
 		held = append(held, acquireTag(p2pKey{c: c, peer: peer, tag: t, recv: recv}))
 	}
 	return held
+}
+
+// lockTagsCtx is lockTags bounded by l's context: while another transfer
+// holds one of the tags, it polls (tryLockTags, pollCtx) until the context
+// ends, and then returns an error wrapping the context's error, holding
+// nothing.
+func lockTagsCtx(l *link, held []*tagLock, recv bool, tags []int) ([]*tagLock, error) {
+	if l.o.ctx.Done() == nil {
+		return lockTags(held, l.c, l.peer, recv, tags), nil
+	}
+	var ok bool
+	err := pollCtx(l.o.ctx, func() (bool, error) {
+		held, ok = tryLockTags(held, l.c, l.peer, recv, tags)
+		return ok, nil
+	})
+	if err != nil {
+		return held[:0], fmt.Errorf("waiting for another transfer on tags %v: %w", tags, err)
+	}
+	return held, nil
 }
 
 // tryLockTags is lockTags without waiting: if any lock is held elsewhere,

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -62,7 +61,7 @@ func (p *Pending) Wait() error {
 	if p.r != nil {
 		p.r.wait()
 		p.endIRecv()
-	} else if err := mpi.WaitAll(p.reqs...); err != nil {
+	} else if _, err := finishSends(p.l.o.ctx, p.reqs); err != nil {
 		p.err = logFailed(p.l.op, p.l.errorf("%w", err))
 	}
 	p.over = true
@@ -88,17 +87,16 @@ func (p *Pending) Test() (bool, error) {
 		p.endIRecv()
 		return true, p.err
 	}
-	for _, r := range p.reqs {
-		done, _, err := r.Test()
-		if err != nil {
-			return true, logFailed(p.l.op, p.fail(err))
-		}
-		if !done {
-			return false, nil
-		}
+	switch done, err := testAll(p.reqs); {
+	case err != nil:
+		return true, logFailed(p.l.op, p.fail(err))
+	case done:
+		p.over = true
+		return true, nil
+	case p.l.o.ctx.Err() != nil:
+		return true, p.Wait() // gives up at once, as Wait does
 	}
-	p.over = true
-	return true, nil
+	return false, nil
 }
 
 // endIRecv takes the result of p's IRecv, which has ended.
@@ -118,7 +116,8 @@ func (p *Pending) endIRecv() {
 // group.Finalize does not refuse on its account.
 //
 // An ISend cannot be cancelled (MPI deprecates cancelling sends): Cancel
-// returns an error and Wait completes it.
+// returns an error and Wait completes it, or gives it up when the context
+// of WithContext ends.
 func (p *Pending) Cancel() error {
 	if p != nil && p.c != nil {
 		return p.c.errorf("Pending.Cancel: a collective cannot be cancelled; Wait completes it")
@@ -145,9 +144,11 @@ func (p *Pending) Cancel() error {
 	return nil
 }
 
-// fail completes p with err after waiting out its other requests.
+// fail completes p with err after completing its other requests, as
+// Wait does.
 func (p *Pending) fail(err error) error {
-	p.err = p.l.errorf("%w", errors.Join(err, mpi.WaitAll(p.reqs...)))
+	_, werr := finishSends(p.l.o.ctx, p.reqs)
+	p.err = p.l.errorf("%w", errors.Join(err, werr))
 	p.over = true
 	return p.err
 }
@@ -172,6 +173,13 @@ func errNotPending(method string) error {
 // completes it. It takes Send's options. Every message is posted before
 // ISend returns, in the order Send sends them, so ISend pairs with Recv or
 // IRecv like Send.
+//
+// With WithContext, ISend posts nothing if the context has already ended
+// (it returns an error wrapping ctx.Err()), and Wait, or Test once the
+// context has ended, gives the transfer up as Send does: the error wraps
+// ctx.Err(), and MPI still delivers the whole transfer if the receiver
+// receives, reading td's tensors until then (see Send). The metadata and
+// a packed storage are ISend's own copies.
 func (td *TensorDict) ISend(dst int, opts ...SendOption) (*Pending, error) {
 	p, err := td.isend(dst, opts)
 	return p, logFailed("ISend", err)
@@ -183,7 +191,10 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := p2pStateOf(l.op, td)
+	if err := l.notStarted(); err != nil {
+		return nil, err
+	}
+	s, err := lockState(l, td)
 	if err != nil {
 		return nil, l.errorf("%w", err)
 	}
@@ -192,55 +203,22 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 		return nil, l.errorf("%w", err)
 	}
 	l.logStart(int64(s.total), s.tag0)
-	h := s.header(l)
-	hdr := make([]byte, wire.Size)
-	wire.Put(hdr, &h)
-	inline := h.Flags&wire.FlagInline != 0
-	body := append([]byte(nil), s.meta...)
-	var msgs [][]byte
-	var tags []int
-	if l.o.consolidated {
-		payload, err := s.payload(true)
-		if err != nil {
-			return nil, l.errorf("%w", err)
-		}
-		if s.st == nil {
-			payload = append(alignedBuf(0), payload...) // the staging buffer is reused
-		}
-		if inline {
-			body = append(body, payload...)
-		} else {
-			for off := 0; off < len(payload); off += wire.MaxChunk {
-				msgs = append(msgs, payload[off:min(off+wire.MaxChunk, len(payload))])
-				tags = append(tags, s.tag0)
-			}
-		}
-	} else {
-		for i, j := range s.sorted {
-			b, err := s.leaves[j].t.Bytes()
-			if err != nil {
-				return nil, l.errorf("key %v: %w", s.leaves[j].key, err)
-			}
-			msgs = append(msgs, b)
-			tags = append(tags, s.cur[i])
-		}
+	msgs, tags, err := s.messages(l, true)
+	if err != nil {
+		return nil, l.errorf("%w", err)
 	}
-	msgs = append([][]byte{hdr, body}, msgs...)
-	tags = append([]int{s.tag0, s.tag0}, tags...)
-
+	defer clear(msgs) // no reference to td's memory stays in s
 	p := &Pending{l: l, tag: s.tag0}
 	if len(s.cur) > 0 {
 		p.tag = s.cur[len(s.cur)-1]
 	}
-	s.held = lockTags(s.held, l.c, l.peer, false, s.tagSet)
+	if s.held, err = lockTagsCtx(l, s.held, false, s.tagSet); err != nil {
+		return nil, l.errorf("%w", err)
+	}
 	defer unlockAll(s.held)
-	for i, m := range msgs {
-		r, err := mpi.Isend(l.c, m, l.peer, tags[i])
-		if err != nil {
-			// The messages already posted must still complete.
-			return nil, p.fail(fmt.Errorf("posting message %d of %d: %w", i+1, len(msgs), err))
-		}
-		p.reqs = append(p.reqs, r)
+	if p.reqs, err = postSends(l, msgs, tags, s.messageName); err != nil {
+		// The messages already posted must still complete.
+		return nil, p.fail(err)
 	}
 	return p, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -87,6 +88,9 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 				continue
 			}
 			dst, err := s.payload(false)
+			if err == nil {
+				err = mem.Readable(dst) // MPI's C code writes it (see messages)
+			}
 			if err != nil {
 				// The sender's storage must still be taken, or it stays blocked.
 				return true, errors.Join(err, l.drainUnlessDone(h, s.tag0, 0))
@@ -109,8 +113,11 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 			}
 			lf := &s.leaves[s.sorted[r.i]]
 			b, err := lf.t.Bytes()
+			if err == nil {
+				err = mem.Readable(b) // MPI's C code writes it (see messages)
+			}
 			if err != nil {
-				// Released storage, say: message i is still to come.
+				// Released or truncated storage, say: message i is still to come.
 				return true, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainUnlessDone(&r.h, s.tag0, int64(r.i))))
 			}
 			if !r.ready(s.cur[r.i], block) {
@@ -123,7 +130,7 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 		case phaseChunks:
 			if r.i >= len(r.dst) {
 				r.tag, r.phase, r.dst = s.tag0, phaseDone, nil
-				return true, s.unstage()
+				return true, mem.CatchFault(s.unstage) // into mapped leaves, maybe
 			}
 			if !r.ready(s.tag0, block) {
 				return false, nil

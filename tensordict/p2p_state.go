@@ -50,6 +50,9 @@ type p2pState struct {
 	rbody []byte // incoming metadata message
 	stage []byte // consolidated bytes when st is nil
 
+	msgs  [][]byte // the messages of an outgoing transfer (see messages)
+	mtags []int    // and their tags
+
 	tags      []int // per-leaf tags for tagInit/tagPseudo
 	tagInit   int
 	tagPseudo bool
@@ -92,6 +95,29 @@ func tryP2PStateOf(op string, td *TensorDict) (*p2pState, bool, error) {
 		return nil, false, nil
 	}
 	return s, true, s.refresh(op, td)
+}
+
+// lockState returns td's state locked, as p2pStateOf, waiting for another
+// call that holds it no longer than l's context allows (tryP2PStateOf,
+// pollCtx).
+func lockState(l *link, td *TensorDict) (*p2pState, error) {
+	if l.o.ctx.Done() == nil {
+		return p2pStateOf(l.op, td)
+	}
+	var s *p2pState
+	got := false // the last attempt found the state free (or failed)
+	err := pollCtx(l.o.ctx, func() (ok bool, err error) {
+		s, ok, err = tryP2PStateOf(l.op, td)
+		got = ok
+		return ok, err
+	})
+	switch {
+	case err != nil && !got:
+		return nil, fmt.Errorf("waiting for another transfer of this TensorDict: %w", err)
+	case err != nil:
+		return nil, err
+	}
+	return s, nil
 }
 
 // stateOf returns td's state, installing an empty one on first use.

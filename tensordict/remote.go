@@ -198,15 +198,108 @@ func drainChunks(c *mpi.Comm, src, tag int, n int64) error {
 	return drainMessages(c, src, n, func(int64) int { return tag })
 }
 
-// sendChunks sends b to dst on tag in messages of at most wire.MaxChunk
-// bytes; an empty b sends nothing.
-func sendChunks(c *mpi.Comm, b []byte, dst, tag int) error {
+// appendChunks appends to msgs the messages of at most wire.MaxChunk
+// bytes that b travels in, and their tag (tag) to tags; an empty b adds
+// nothing. recvChunks receives them.
+func appendChunks(msgs [][]byte, tags []int, b []byte, tag int) ([][]byte, []int) {
 	for off := 0; off < len(b); off += wire.MaxChunk {
-		if err := mpi.Send(c, b[off:min(off+wire.MaxChunk, len(b))], dst, tag); err != nil {
-			return err
-		}
+		msgs, tags = append(msgs, b[off:min(off+wire.MaxChunk, len(b))]), append(tags, tag)
+	}
+	return msgs, tags
+}
+
+// notStarted returns an error wrapping the context's error if l's context
+// has already ended: a send then sends nothing at all.
+func (l *link) notStarted() error {
+	if err := l.o.ctx.Err(); err != nil {
+		return l.errorf("nothing sent: %w", err)
 	}
 	return nil
+}
+
+// sendMessages sends msgs[i] on tags[i] to l's peer, in order, as one
+// transfer bounded by l's context; name names message i in errors.
+//
+// With a context that cannot end, each message is a blocking send.
+// Otherwise every message is posted at once (MPI_Isend, in order, so that
+// the receiver matches them exactly as it matches blocking sends) and the
+// sends are polled until they complete or the context ends (finishSends).
+// A send MPI has started cannot be recalled: when the context ends first,
+// the sends still incomplete are handed to package mpi (Request.Abandon),
+// which completes them whenever the receiver takes them and keeps their
+// buffers pinned until then, and gone reports true: the caller must not
+// reuse those buffers. Since the whole transfer was posted, the receiver
+// takes it whole or not at all, and a later transfer on the same tags
+// queues behind it in MPI's order: the two cannot mix.
+func (l *link) sendMessages(msgs [][]byte, tags []int, name func(int) string) (gone bool, err error) {
+	if l.o.ctx.Done() == nil {
+		for i, m := range msgs {
+			if err := mpi.Send(l.c, m, l.peer, tags[i]); err != nil {
+				return false, fmt.Errorf("sending %s: %w", name(i), err)
+			}
+		}
+		return false, nil
+	}
+	reqs, err := postSends(l, msgs, tags, name)
+	n, werr := finishSends(l.o.ctx, reqs)
+	return n > 0, errors.Join(err, werr)
+}
+
+// postSends posts msgs[i] on tags[i] to l's peer, in order (MPI_Isend).
+// If a post fails, it returns the requests of the messages already posted
+// with the error: they must still be completed.
+func postSends(l *link, msgs [][]byte, tags []int, name func(int) string) ([]*mpi.Request, error) {
+	reqs := make([]*mpi.Request, 0, len(msgs))
+	for i, m := range msgs {
+		r, err := mpi.Isend(l.c, m, l.peer, tags[i])
+		if err != nil {
+			return reqs, fmt.Errorf("posting %s (message %d of %d): %w", name(i), i+1, len(msgs), err)
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, nil
+}
+
+// finishSends completes the sends reqs: it waits for them (MPI_Waitall)
+// when ctx cannot end, and otherwise polls them (pollCtx) until they
+// complete or ctx ends. If ctx ends first, or a test fails, it abandons
+// the sends still incomplete (see sendMessages) and returns how many,
+// with an error wrapping ctx.Err() or the test's error.
+func finishSends(ctx context.Context, reqs []*mpi.Request) (abandoned int, err error) {
+	if ctx.Done() == nil {
+		return 0, mpi.WaitAll(reqs...)
+	}
+	if err = pollCtx(ctx, func() (bool, error) { return testAll(reqs) }); err == nil {
+		return 0, nil
+	}
+	for _, r := range reqs {
+		if done, _, _ := r.Test(); !done {
+			r.Abandon()
+			abandoned++
+		}
+	}
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return abandoned, fmt.Errorf("given up as the context ended, with %d of %d sends incomplete (MPI delivers them if the receiver receives; see Send): %w",
+			abandoned, len(reqs), err)
+	}
+	if abandoned > 0 {
+		err = fmt.Errorf("%w (%d of %d sends abandoned incomplete)", err, abandoned, len(reqs))
+	}
+	return abandoned, err
+}
+
+// testAll tests every request of reqs (MPI_Test) and reports whether all
+// have completed; an error ends it.
+func testAll(reqs []*mpi.Request) (bool, error) {
+	all := true
+	for _, r := range reqs {
+		done, _, err := r.Test()
+		if err != nil {
+			return true, err
+		}
+		all = all && done
+	}
+	return all, nil
 }
 
 // recvExact receives the next message from src with tag into buf, which
@@ -290,6 +383,13 @@ func metaAlign(meta []byte, classLen int) []byte {
 
 // alignedBuf returns n zero bytes, 8-byte aligned, on the Go heap.
 func alignedBuf(n int) []byte { return mem.Alloc(n) }
+
+// alignedCopy returns a copy of b, 8-byte aligned, on the Go heap.
+func alignedCopy(b []byte) []byte {
+	c := mem.AllocUninit(len(b))
+	copy(c, b)
+	return c
+}
 
 // sendPlan is what InitRemote sends: the storage, the metadata and the
 // class name of a TensorDict laid out for consolidation.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -20,7 +21,7 @@ const initInlineMax = 64 << 10
 
 // InitRemote sends td to rank dst of the group, which builds a copy of it
 // with FromRemoteInit, as tensordict's init_remote. Options: WithGroup,
-// WithBroadcast, WithContext (checked before sending).
+// WithBroadcast, WithContext.
 //
 // td is laid out as Consolidate would (every leaf's bytes, 8-byte aligned,
 // depth first in insertion order) and travels as one header message (the
@@ -31,6 +32,14 @@ const initInlineMax = 64 << 10
 // All messages use the group's library communicator. If td is already
 // consolidated its storage is sent as is; otherwise it is packed into a
 // buffer first.
+//
+// With WithContext, a context that has already ended sends nothing, and
+// one that ends during the transfer bounds it as it bounds Send: the
+// header and the storage are posted at once, and given up with an error
+// wrapping ctx.Err(); MPI still delivers them whole if the receiver calls
+// FromRemoteInit, and keeps reading td's storage (or the packed copy)
+// until then. A memory-mapped storage whose file was truncated is refused
+// before anything is sent (memmap.ErrFault).
 //
 // With WithBroadcast every rank of the group takes part: the caller is the
 // source, dst is ignored, and every other rank calls FromRemoteInit with
@@ -62,14 +71,14 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	if infoOn() {
 		l.logStart(tensorBytes(td), tagInitHeader)
 	}
-	if err := l.o.ctx.Err(); err != nil {
-		return l.errorf("%w", err)
+	if err := l.notStarted(); err != nil {
+		return err
 	}
 	if frame, ok, err := smallInitFrame(l.op, td); err != nil {
 		return l.errorf("%w", err)
 	} else if ok {
-		if err := mpi.Send(l.c, frame, dst, tagInitHeader); err != nil {
-			return l.errorf("sending the header and storage: %w", err)
+		if _, err := l.sendMessages([][]byte{frame}, []int{tagInitHeader}, initMessageName); err != nil {
+			return l.errorf("%w", err)
 		}
 		return nil
 	}
@@ -83,17 +92,27 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 		return l.errorf("%w", err)
 	}
 	payload, err := sp.bytes()
+	if err == nil {
+		err = mem.Readable(payload) // a mapping MPI would fault on in C
+	}
 	if err != nil {
-		return l.errorf("%w", err)
+		return l.errorf("the consolidated storage: %w", err)
 	}
 	frame := wire.AppendFrame(nil, &h, sp.class, sp.meta, nil)
-	if err := mpi.Send(l.c, frame, dst, tagInitHeader); err != nil {
-		return l.errorf("sending the header: %w", err)
-	}
-	if err := sendChunks(l.c, payload, dst, h.PayloadTag); err != nil {
-		return l.errorf("sending %d bytes of storage: %w", sp.total, err)
+	msgs, tags := appendChunks([][]byte{frame}, []int{tagInitHeader}, payload, h.PayloadTag)
+	if _, err := l.sendMessages(msgs, tags, initMessageName); err != nil {
+		return l.errorf("%w", err)
 	}
 	return nil
+}
+
+// initMessageName names message i of a point-to-point InitRemote in
+// errors: the header frame, then the storage chunks.
+func initMessageName(i int) string {
+	if i == 0 {
+		return "the header"
+	}
+	return fmt.Sprintf("storage chunk %d", i)
 }
 
 // smallInitFrame returns the single message of an InitRemote of td when
@@ -109,10 +128,6 @@ func smallInitFrame(op string, td *TensorDict) (frame []byte, ok bool, err error
 	if s.total > initInlineMax {
 		return nil, false, nil
 	}
-	payload, err := s.payload(true)
-	if err != nil {
-		return nil, false, err
-	}
 	meta := bytes.TrimRight(s.meta, " ")
 	pad := (8 - (wire.Size+len(td.class)+len(meta))%8) % 8
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
@@ -125,7 +140,15 @@ func smallInitFrame(op string, td *TensorDict) (frame []byte, ok bool, err error
 		frame[off] = ' '
 		off++
 	}
-	copy(frame[off:], payload)
+	// The storage may be a mapping of a file another process truncated.
+	err = mem.CatchFault(func() error {
+		payload, err := s.payload(true)
+		copy(frame[off:], payload)
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("the consolidated storage: %w", err)
+	}
 	return frame, true, nil
 }
 
@@ -304,9 +327,7 @@ func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, fu
 	}
 	if inline != nil {
 		if len(inline) > 0 && !aligned8(inline) {
-			b := alignedBuf(len(inline))
-			copy(b, inline)
-			inline = b
+			inline = alignedCopy(inline)
 		}
 		return tensor.StorageOf(inline), noop, nil
 	}
