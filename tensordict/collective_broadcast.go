@@ -157,6 +157,11 @@ func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, frame, storage []byt
 		return nil, nil, nil, err
 	}
 	st := tdc.ConsolidatedStorage().Bytes()
+	// MPI reads st in C, where a fault (a mapped file another process
+	// truncated) cannot be caught: check first.
+	if err := mem.Readable(st); err != nil {
+		return nil, nil, nil, err
+	}
 	class := tdc.ClassName()
 	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Leaves: int64(countTensorLeaves(tdc))}
 	var inline []byte

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -188,6 +189,11 @@ func checkReducible(leaves []Item, op ReduceOp) error {
 		}
 		if x.Storage().Released() {
 			return fmt.Errorf("key %v: storage was released", it.Key)
+		}
+		// MPI reduces in place, in C, where a fault (a mapped file
+		// another process truncated) cannot be caught: check first.
+		if err := mem.Readable(x.Storage().Bytes()); err != nil {
+			return fmt.Errorf("key %v: %w", it.Key, err)
 		}
 		if x.Numel() > 1 {
 			shape, strides := x.Shape(), x.Strides()

@@ -169,3 +169,35 @@ func TestRecvIntoTruncatedMapping(t *testing.T) {
 		require.NoError(t, <-sent)
 	}
 }
+
+// TestCollectiveTruncatedMapping is issue 12 item 13 for the collectives:
+// MPI reduces and broadcasts mapped memory in C, so an AllReduce over
+// leaves whose files were truncated, and a Broadcast or broadcast-mode
+// InitRemote of them, fail on every rank (ErrFault on the rank that holds
+// them) instead of ending the process, and the group still works.
+func TestCollectiveTruncatedMapping(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	r := g.Rank()
+	const n = 1 << 16
+	loaded := truncatedLoad(t, n, 1)
+	err := loaded.AllReduce(ReduceSum)
+	require.ErrorIs(t, err, memmap.ErrFault, "AllReduce")
+
+	cons := truncatedConsolidated(t, n, 1)
+	var src *TensorDict
+	if r == 0 {
+		src = cons
+	}
+	_, err = src.Broadcast(0)
+	require.Error(t, err, "Broadcast")
+	if r == 0 {
+		require.ErrorIs(t, err, memmap.ErrFault, "Broadcast on the source")
+		err = loaded.InitRemote(0, WithBroadcast())
+		require.ErrorIs(t, err, memmap.ErrFault, "InitRemote WithBroadcast on the source")
+	} else {
+		_, err = FromRemoteInit(0, WithBroadcast())
+		require.Error(t, err, "FromRemoteInit WithBroadcast")
+	}
+	td := bigTD(t, 2, 8, float64(r))
+	require.NoError(t, td.AllReduce(ReduceSum), "the group still works")
+}

@@ -42,15 +42,15 @@ import (
 // To, EqScalar, NeScalar and the scalar algebra) panic instead, with an
 // error wrapping memmap.ErrFault that names the operation; memmap.Guard
 // around the call returns it. MPI reads and writes a transfer's memory in
-// C, where no fault can be caught, so Send, ISend, InitRemote, Recv and
-// IRecv first check every mapped buffer they hand to MPI (one byte of its
-// last page, which is the first page a shrinking file loses) and return an
-// error wrapping memmap.ErrFault before MPI touches it (a receive drains
-// the sender's messages, as any receive it refuses). What
-// remains: a file truncated between that check and MPI's access (the
-// window of one transfer) still ends the process, as do the collectives
-// (not checked), the tensor package's own operations on a leaf, and the
-// caller's reads outside memmap.Guard. InMemory reads the files at load
+// C, where no fault can be caught, so Send, ISend, InitRemote, Recv,
+// IRecv, AllReduce, Reduce and Broadcast first check every mapped buffer
+// they hand to MPI (one byte of its last page, which is the first page a
+// shrinking file loses) and return an error wrapping memmap.ErrFault before
+// MPI touches it (a receive drains the sender's messages, as any receive
+// it refuses; a collective fails on every rank). What remains: a file
+// truncated between that check and MPI's access (the window of one
+// transfer) still ends the process, as do the tensor package's own
+// operations on a leaf and the caller's reads outside memmap.Guard. InMemory reads the files at load
 // instead, for directories that others may truncate.
 //
 // LoadMemmap holds a shared lock on the directory it loads while it loads

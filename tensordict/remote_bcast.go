@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -95,10 +96,12 @@ func bcastPrepare(l *link, td *TensorDict) (h wire.Header, body, payload []byte,
 	body = alignedBuf(n)
 	off := copy(body, sp.class)
 	off += copy(body[off:], sp.meta)
+	// The storage may be a mapping of a file another process truncated:
+	// copied in Go under CatchFault, or checked before MPI reads it in C.
 	if inline {
-		err = sp.packInto(body[off:])
-	} else {
-		payload, err = sp.bytes()
+		err = mem.CatchFault(func() error { return sp.packInto(body[off:]) })
+	} else if payload, err = sp.bytes(); err == nil {
+		err = mem.Readable(payload)
 	}
 	return h, body, payload, err
 }
