@@ -21,16 +21,9 @@ import (
 // always reach every barrier.
 func TestMemmapSharedBetweenRanks(t *testing.T) {
 	g := mpitest.Need(t, 2)
-	if g.Rank() > 1 {
-		// Only ranks 0 and 1 share the files; the others keep step.
-		for range 4 {
-			require.NoError(t, g.Barrier())
-		}
-		return
-	}
-
 	// Rank 0 makes the folder and tells rank 1 its name (same node: mpirun on
-	// one machine).
+	// one machine). The broadcast is over the world, so every rank takes
+	// part (MPICH hangs when ranks 2 and 3 skip it; Open MPI let it pass).
 	var name [512]byte
 	var dir string
 	if g.Rank() == 0 {
@@ -38,6 +31,13 @@ func TestMemmapSharedBetweenRanks(t *testing.T) {
 		copy(name[:], dir)
 	}
 	require.NoError(t, mpi.Bcast(g.Comm(), name[:], 0))
+	if g.Rank() > 1 {
+		// Only ranks 0 and 1 share the files; the others keep step.
+		for range 4 {
+			require.NoError(t, g.Barrier())
+		}
+		return
+	}
 	if g.Rank() == 1 {
 		dir = string(name[:clen(name[:])])
 	}
