@@ -255,7 +255,11 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 		st = td.ConsolidatedStorage()
 	} else {
 		// The broadcast fills it whole, or st is dropped.
-		st = tensor.StorageOf(mem.AllocUninit(int(h.Total)))
+		b, aerr := mem.Recv(int(h.Total))
+		if aerr != nil {
+			b = make([]byte, h.Total) // checkRoomFor passed: only the pool's own check refused
+		}
+		st = tensor.ReusableStorageOf(b)
 	}
 	if cl.deferSteps {
 		cl.q = new(deferredSteps) // IBroadcast: the storage is left to Wait
