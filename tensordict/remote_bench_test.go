@@ -202,8 +202,10 @@ func BenchmarkRemoteInit256MiB(b *testing.B) {
 	}
 	faults0 := ru.Minflt
 	ours := oneWay(g, func(p int) error { return td.InitRemote(p) }, func(p int) error { _, err := FromRemoteInit(p); return err })
+	pool0 := mem.Stats()
 	oursT := compareBoth(b, g, n, rawOneWay(g), ours)
 	b.ReportMetric(float64(n)*float64(b.N)/oursT.Seconds()/1e9, "GB/s")
+	reportPool(b, pool0)
 	// Page faults of this rank per operation (all measured loops), for
 	// the receiver's storage: 65536 for a fresh buffer in 4 KiB pages.
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
@@ -337,8 +339,21 @@ func benchRemoteBroadcast(b *testing.B, n int) {
 		_, err := FromRemoteInit(0, WithBroadcast())
 		return err
 	}
+	pool0 := mem.Stats()
 	oursT := compareBoth(b, g, n, func(buf []byte) func() error { return func() error { return mpi.Bcast(g.LibComm(), buf, 0) } }, ours)
 	b.ReportMetric(float64(n)*float64(b.N)/oursT.Seconds()/1e9, "GB/s")
+	reportPool(b, pool0)
+}
+
+// reportPool reports, on the receiving rank, the share of receives since
+// the receive pool's counters were s0 that it served with memory that came
+// back (pool-reused) rather than new memory. compareBoth runs ours twice
+// b.N times.
+func reportPool(b *testing.B, s0 mem.PoolStats) {
+	s := mem.Stats()
+	if got := s.Fresh + s.Reused - s0.Fresh - s0.Reused; got > 0 {
+		b.ReportMetric(float64(s.Reused-s0.Reused)/float64(got), "pool-reused")
+	}
 }
 
 // BenchmarkRemoteSendContext16MiB: consolidated Send/Recv of a 16 MiB
