@@ -62,7 +62,9 @@
 // least PoolMin bytes from a pool of regions that stay faulted in:
 //
 //   - A region is Go heap memory (pointer-free, not cleared), a whole
-//     number of 2 MiB huge pages, advised to use huge pages when new.
+//     number of 2 MiB huge pages. A new one has the 4 KiB pages it may
+//     reuse from the heap dropped (MADV_DONTNEED) and is advised to use
+//     huge pages, so that the receive faults it in as huge pages, once.
 //   - It comes back by itself: a finalizer on the region's first word
 //     (runtime.SetFinalizer, which, unlike runtime.AddCleanup, may revive
 //     its object) puts it back in the pool when the collector finds no

@@ -126,7 +126,7 @@ func (p *pool) get(n int) ([]byte, error) {
 	}
 	b := allocNoZero(size)
 	if p.hugeAdvis {
-		adviseHuge(b, true)
+		freshHuge(b)
 	}
 	base := (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))
 	p.mu.Lock()
