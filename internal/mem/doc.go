@@ -80,7 +80,10 @@
 //     (64 MiB, and at least the request) is out, it runs the collector
 //     (runtime.GC) and waits up to 5 ms for a region to come back. A nudge
 //     that brings nothing back (the results are all still in use) is not
-//     repeated until twice as many bytes are out.
+//     repeated until twice as many bytes are out. A collection is not
+//     free: runtime.GC took about 4 ms here under load, which is what a
+//     fresh 256 MiB receive still costs beyond a reused buffer (the
+//     benchmarks report it as nudge-ms/op).
 //   - At most the limit waits in the pool: an eighth of the machine's
 //     memory (Physical) by default, TDMPI_RECV_POOL ("2GiB") in the
 //     environment, SetPoolLimit at run time; 0 turns reuse off. A region

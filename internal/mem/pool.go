@@ -59,7 +59,8 @@ type idleRegion struct {
 type PoolStats struct {
 	Fresh    int64 // requests served with new memory
 	Reused   int64 // requests served with a region that came back
-	Nudges   int64 // collections run to get regions back
+	Nudges   int64 // collections a request ran (and waited for) to get regions back
+	NudgeNs  int64 // nanoseconds spent in them, waits for finalizers included
 	Returned int64 // regions that came back (were found unreachable)
 	Dropped  int64 // regions given back to the runtime (over the limit, or idle)
 	Idle     int64 // bytes waiting in the pool now
@@ -200,9 +201,13 @@ func (p *pool) shouldNudge(size int) bool {
 // comes, later requests nudge again only once twice as many bytes are
 // out (counting the new region this request then takes).
 func (p *pool) nudge(size, n int) []byte {
-	p.mu.Lock()
-	p.stats.Nudges++
-	p.mu.Unlock()
+	start := time.Now()
+	defer func() {
+		p.mu.Lock()
+		p.stats.Nudges++
+		p.stats.NudgeNs += time.Since(start).Nanoseconds()
+		p.mu.Unlock()
+	}()
 	select { // forget an old signal
 	case <-p.back:
 	default:
