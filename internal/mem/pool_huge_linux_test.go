@@ -6,7 +6,6 @@
 package mem
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"runtime"
@@ -20,28 +19,10 @@ import (
 // that contains address p, in kB.
 func anonHuge(t *testing.T, p uintptr) int64 {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
+	var kb int64
+	_, err := fmt.Sscanf(smapsLine(t, p, "AnonHugePages:"), "AnonHugePages: %d kB", &kb)
 	require.NoError(t, err)
-	defer f.Close()
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		var lo, hi uintptr
-		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 && strings.Contains(line[:strings.IndexByte(line, ' ')], "-") {
-			in = lo <= p && p < hi
-			continue
-		}
-		var kb int64
-		if in && strings.HasPrefix(line, "AnonHugePages:") {
-			_, err := fmt.Sscanf(line, "AnonHugePages: %d kB", &kb)
-			require.NoError(t, err)
-			return kb
-		}
-	}
-	require.NoError(t, sc.Err())
-	t.Fatalf("no mapping of /proc/self/smaps holds %#x", p)
-	return 0
+	return kb
 }
 
 // A new region is backed by huge pages once written, even when the heap
