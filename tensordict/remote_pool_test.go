@@ -4,9 +4,6 @@
 package tensordict
 
 import (
-	"bytes"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,25 +14,15 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// vmRSS returns this process's resident set size (VmRSS of
-// /proc/self/status) in bytes.
+// vmRSS returns this process's resident set size in bytes, or skips t
+// where /proc/self/status has none.
 func vmRSS(t *testing.T) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skipf("SKIPPED: no /proc/self/status to read the resident set from: %v", err)
+	kb := mpitest.ProcStatus("VmRSS")
+	if kb < 0 {
+		t.Skip("SKIPPED: no VmRSS in /proc/self/status to read the resident set from")
 	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
-			f := bytes.Fields(rest)
-			require.NotEmpty(t, f)
-			kb, err := strconv.ParseInt(string(f[0]), 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	t.Skip("SKIPPED: /proc/self/status has no VmRSS line")
-	return 0
+	return kb << 10
 }
 
 // TestFromRemoteInitSoak receives 200 fresh TensorDicts of 64 MiB in a
