@@ -123,6 +123,12 @@ DEPS_SLURM := slurm-wlm munge
 DEPS_CLUSTER := iproute2 util-linux procps
 # MPICH installs beside Open MPI; mpirun and mpiexec stay Open MPI's (alternatives).
 DEPS_MPICH := mpich libmpich-dev
+# For the benchmark baselines of `make bench` and `make bench-fresh` (mpi4py + numpy).
+DEPS_BENCH := python3-mpi4py python3-numpy
+# Debian's python3, which has the DEPS_BENCH modules (a pyenv python3 on PATH may not).
+BENCH_PYTHON ?= /usr/bin/python3
+# Rounds of `make bench-fresh`.
+FRESH_ROUNDS ?= 3
 
 # pkgs_of turns package patterns into the import paths that exist now.
 pkgs_of = $(filter-out ./% .,$(shell $(GO) list -e $(1) 2>/dev/null))
@@ -273,8 +279,24 @@ race: deps ## go test -race: RACE_PKGS alone, then MPI_PKGS under mpirun -np 2
 	if [[ -z "$$pkgs" ]]; then echo "race: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
 	$(timeout) $(GO) test -count=1 -race -p 1 -run '$(RACE_RUN)' -exec "$(MPIEXEC) -np 2" $$pkgs
 
+.PHONY: deps-bench
+deps-bench: ## install Open MPI, pkg-config, mpi4py and numpy with apt-get, if missing
+	@command -v $(GO) >/dev/null || { echo "make: $(GO) not found; install Go 1.26 first" >&2; exit 1; }
+	@hpc/scripts/deps.sh $(DEPS_MPI) $(DEPS_BENCH)
+
+.PHONY: bench-fresh
+bench-fresh: deps-bench ## receives of 256 MiB into new memory: tdmpi (InitRemote, broadcast mode, Broadcast), C and mpi4py, interleaved FRESH_ROUNDS times
+	@mkdir -p $(BIN)
+	$(GO) test -c -o $(BIN)/tensordict.test ./tensordict
+	@for r in $$(seq $(FRESH_ROUNDS)); do \
+		echo "=== bench-fresh round $$r, load $$(cut -d' ' -f1 /proc/loadavg)"; \
+		$(timeout) $(MPIEXEC) -np 2 $(BENCH_PYTHON) internal/bench/testdata/fresh_recv.py 256 5 || exit 1; \
+		$(timeout) $(MPIEXEC) -np 2 $(BIN)/tensordict.test -test.run '^$$' -test.benchtime $(MPI_BENCHTIME) \
+			-test.bench 'RemoteInit256MiB(vsC)?$$|RemoteBroadcast256MiB|CollectiveBroadcast256MiB' || exit 1; \
+	done
+
 .PHONY: bench
-bench: deps ## single-process benchmarks, then two-rank ones (MPI_BENCH) under mpirun -np 2, then tdmpi bench
+bench: deps-bench ## single-process benchmarks, then two-rank ones (MPI_BENCH) under mpirun -np 2, then tdmpi bench, then the mpi4py baseline
 	$(timeout) $(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem ./...
 	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
 	if [[ -z "$$pkgs" ]]; then echo "bench: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
@@ -285,6 +307,7 @@ ifneq ($(TDMPI_BENCH),)
 	$(GO) build -o $(BIN)/tdmpi ./cmd/tdmpi
 	$(timeout) $(MPIEXEC) -np 2 $(BIN)/tdmpi bench $(TDMPI_BENCH_ARGS)
 endif
+	$(timeout) $(MPIEXEC) -np 2 $(BENCH_PYTHON) internal/bench/testdata/fresh_recv.py 256 5
 
 .PHONY: slurm-up
 slurm-up: ## start the private single-node Slurm (hpc/scripts/slurm-local.sh up)

@@ -25,6 +25,7 @@ type Storage struct {
 	release  func() error
 	released bool
 	external bool
+	reusable bool
 	owner    any
 }
 
@@ -40,6 +41,16 @@ func NewStorage(n int) *Storage {
 // StorageOf returns a Storage that shares b. b's memory stays managed by the Go
 // garbage collector; the Storage keeps it alive.
 func StorageOf(b []byte) *Storage { return &Storage{buf: b} }
+
+// ReusableStorageOf returns a Storage that shares b, heap memory that a
+// pool takes back for reuse once nothing references it (package
+// tensordict's receive storage). It is StorageOf marked Reusable, so that
+// TensorDict.Release releases it: the storage then drops its reference at
+// once, even while the TensorDict itself stays reachable.
+func ReusableStorageOf(b []byte) *Storage { return &Storage{buf: b, reusable: true} }
+
+// Reusable reports whether s was made by ReusableStorageOf.
+func (s *Storage) Reusable() bool { return s.reusable }
 
 // NewExternalStorage returns a Storage over memory that the Go runtime does not
 // manage, such as a memory mapping. owner is any value the maker wants to find

@@ -55,6 +55,10 @@ func BenchmarkCollectiveBroadcast(b *testing.B) {
 	}
 }
 
+// BenchmarkCollectiveBroadcast256MiB: Broadcast of 256 MiB into a new
+// TensorDict each time (the previous result dropped), against mpi.Bcast.
+func BenchmarkCollectiveBroadcast256MiB(b *testing.B) { benchBroadcast(b, 256<<20, false) }
+
 // benchBroadcast broadcasts size bytes in 16 leaves; with reuse, receivers
 // pass their previous result with WithConsolidated, which receives in
 // place.

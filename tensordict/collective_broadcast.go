@@ -255,7 +255,13 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 		st = td.ConsolidatedStorage()
 	} else {
 		// The broadcast fills it whole, or st is dropped.
-		st = tensor.StorageOf(mem.AllocUninit(int(h.Total)))
+		var aerr error
+		if st, _, aerr = newRecvStorage(h.Total); aerr != nil {
+			// checkRoomFor passed on every rank: only the pool's own check
+			// (of whole huge pages) refused, and this rank cannot leave
+			// the broadcast now.
+			st = tensor.StorageOf(make([]byte, h.Total))
+		}
 	}
 	if cl.deferSteps {
 		cl.q = new(deferredSteps) // IBroadcast: the storage is left to Wait

@@ -209,10 +209,13 @@ func fromConsolidatedBytes(data []byte, owner any, release func() error, cfg rea
 }
 
 // Release frees every storage outside the Go heap that td's leaves view,
-// such as the mapping of LoadConsolidated; heap storages are left to the
-// garbage collector. td and every tensor viewing those storages must not be
-// used afterwards (their accessors return errors). Release is idempotent,
-// and does nothing on a nil *TensorDict.
+// such as the mapping of LoadConsolidated, and releases the storage that
+// FromRemoteInit (either mode) or Broadcast received a new result into,
+// whose memory the receive pool then reuses as soon as nothing else
+// references it; other heap storages are left to the garbage collector. td
+// and every tensor viewing those storages must not be used afterwards
+// (their accessors return errors). Release is idempotent, and does nothing
+// on a nil *TensorDict.
 func (td *TensorDict) Release() error {
 	if td == nil {
 		return nil
@@ -220,7 +223,7 @@ func (td *TensorDict) Release() error {
 	seen := map[*tensor.Storage]bool{}
 	var errs []error
 	rel := func(st *tensor.Storage) {
-		if st == nil || seen[st] || !st.External() {
+		if st == nil || seen[st] || !(st.External() || st.Reusable()) {
 			return
 		}
 		seen[st] = true

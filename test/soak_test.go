@@ -411,28 +411,11 @@ func settledMemory() (rssKiB int64, heap uint64) {
 
 // vmRSS returns this process's resident set size in KiB (VmRSS of
 // /proc/self/status), or -1.
-func vmRSS() int64 { return procStatus("VmRSS") }
-
-// procStatus returns the field name of /proc/self/status in KiB, or -1.
-func procStatus(name string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err == nil {
-				return n
-			}
-		}
-	}
-	return -1
-}
+func vmRSS() int64 { return mpitest.ProcStatus("VmRSS") }
 
 // rssParts describes VmRSS: anonymous, file and shared-memory pages.
 func rssParts() string {
-	return fmt.Sprintf("anon %d, file %d, shmem %d KiB", procStatus("RssAnon"), procStatus("RssFile"), procStatus("RssShmem"))
+	return fmt.Sprintf("anon %d, file %d, shmem %d KiB", mpitest.ProcStatus("RssAnon"), mpitest.ProcStatus("RssFile"), mpitest.ProcStatus("RssShmem"))
 }
 
 func containsInt(s []int, v int) bool {

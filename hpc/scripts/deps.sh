@@ -30,6 +30,7 @@ command_for() {
 	iproute2) echo ip ;;
 	util-linux) echo nsenter ;;
 	procps) echo pgrep ;;
+	python3-mpi4py | python3-numpy) echo python3 ;;
 	*) echo "$1" ;;
 	esac
 }

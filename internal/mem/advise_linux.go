@@ -22,3 +22,18 @@ func adviseHuge(b []byte, on bool) {
 	}
 	_ = unix.Madvise(b[off:off+n], advice)
 }
+
+// freshHuge drops the pages present in the huge-page-aligned interior of
+// b (MADV_DONTNEED: they read as zeros afterwards) and advises it to use
+// transparent huge pages, so that the first write faults in huge pages
+// even where b reuses heap memory that was faulted in as 4 KiB pages
+// (advice alone leaves present pages as they are). Only for memory whose
+// contents do not matter: a new receive region.
+func freshHuge(b []byte) {
+	off, n := hugeSpan(b)
+	if n == 0 {
+		return
+	}
+	_ = unix.Madvise(b[off:off+n], unix.MADV_DONTNEED)
+	_ = unix.Madvise(b[off:off+n], unix.MADV_HUGEPAGE)
+}

@@ -17,7 +17,11 @@ import (
 
 // vmaFlags returns the VmFlags line of the mapping of /proc/self/smaps
 // that contains address p.
-func vmaFlags(t *testing.T, p uintptr) string {
+func vmaFlags(t *testing.T, p uintptr) string { return smapsLine(t, p, "VmFlags:") }
+
+// smapsLine returns the line starting with prefix of the mapping of
+// /proc/self/smaps that contains address p.
+func smapsLine(t *testing.T, p uintptr, prefix string) string {
 	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
 	require.NoError(t, err)
@@ -31,12 +35,12 @@ func vmaFlags(t *testing.T, p uintptr) string {
 			in = lo <= p && p < hi
 			continue
 		}
-		if in && strings.HasPrefix(line, "VmFlags:") {
+		if in && strings.HasPrefix(line, prefix) {
 			return line
 		}
 	}
 	require.NoError(t, sc.Err())
-	t.Fatalf("no mapping of /proc/self/smaps holds %#x", p)
+	t.Fatalf("no mapping of /proc/self/smaps holds %#x with a %s line", p, prefix)
 	return ""
 }
 

@@ -7,3 +7,6 @@ package mem
 
 // adviseHuge does nothing: transparent huge pages are a Linux feature.
 func adviseHuge([]byte, bool) {}
+
+// freshHuge does nothing: transparent huge pages are a Linux feature.
+func freshHuge([]byte) {}

@@ -2,7 +2,7 @@
 // Use of this source code is governed by a BSD-style license.
 
 // Package mem allocates the Go heap memory that tensor storages live in,
-// checks that the machine has memory for a large allocation, and catches
+// keeps a pool of it for receives, checks that the machine has memory for a large allocation, and catches
 // faults on mapped memory.
 //
 // # Available memory
@@ -45,13 +45,58 @@
 // docs/bench.txt a 256 MiB message moves about 1.3 times as fast from a
 // buffer backed by 2 MiB transparent huge pages. Huge asks for them
 // (madvise MADV_HUGEPAGE). It is worth it for a buffer that lives long and
-// is sent often, such as a consolidated storage, and not for short-lived
-// ones: a new huge page must be found and cleared by the kernel, and in a
-// virtual machine whose host takes back free guest memory (virtio-balloon
-// free page reporting, as on these machines) the host must fault it in
-// again, which cost up to 5 ms per 2 MiB page here, six times the transfer
-// itself. Setting TDMPI_HUGEPAGES=0 in the environment turns the advice
-// off.
+// is sent or received often: a consolidated storage, a region of the
+// receive pool. New memory of either kind is slow: on this project's VM
+// (load 10-20, Dec 2026) faulting in 256 MiB of fresh anonymous memory ran
+// at 0.8-3.2 GB/s with huge pages and 0.4-0.6 GB/s with 4 KiB pages (1.6-7.7
+// times as long), below the 1.5-7 GB/s of the transfer itself, where the
+// host takes back free guest memory (virtio-balloon free page reporting)
+// and must fault it in again. Hence the receive pool. Setting
+// TDMPI_HUGEPAGES=0 in the environment turns the advice off.
+//
+// # Receive pool
+//
+// A receive into a new TensorDict (FromRemoteInit, its broadcast mode,
+// Broadcast) needs memory for the whole storage, and a loop that drops the
+// previous result needs it again each round. Recv serves requests of at
+// least PoolMin bytes from a pool of regions that stay faulted in:
+//
+//   - A region is Go heap memory (pointer-free, not cleared), a whole
+//     number of 2 MiB huge pages. A new one has the 4 KiB pages it may
+//     reuse from the heap dropped (MADV_DONTNEED) and is advised to use
+//     huge pages, so that the receive faults it in as huge pages, once.
+//   - It comes back by itself: a finalizer on the region's first word
+//     (runtime.SetFinalizer, which, unlike runtime.AddCleanup, may revive
+//     its object) puts it back in the pool when the collector finds no
+//     reference to any byte of it. Every slice into the region (the
+//     Storage's, a tensor's, one a user took from Bytes or Data, a
+//     pointer to one element, a nonblocking MPI request's runtime.Pinner)
+//     keeps it reachable, so a region is never handed out while anything
+//     can still reach it: there is no use-after-free to guard against,
+//     and nothing to free. Storage.Release (and TensorDict.Release) drops
+//     the storage's own reference at once; the region comes back at the
+//     next collection once nothing else holds it.
+//   - When a request finds no region of its size and at least nudgeMin
+//     (64 MiB, and at least the request) is out, it runs the collector
+//     (runtime.GC) and waits up to 5 ms for a region to come back. A nudge
+//     that brings nothing back (the results are all still in use) is not
+//     repeated until twice as many bytes are out. A collection is not
+//     free: runtime.GC took about 4 ms here under load, which is what a
+//     fresh 256 MiB receive still costs beyond a reused buffer (the
+//     benchmarks report it as nudge-ms/op).
+//   - At most the limit waits in the pool: an eighth of the machine's
+//     memory (Physical) by default, TDMPI_RECV_POOL ("2GiB") in the
+//     environment, SetPoolLimit at run time; 0 turns reuse off. A region
+//     that comes back over the limit, or waits unused for 10 s, is
+//     dropped: the collector frees it and the runtime's scavenger returns
+//     it to the OS.
+//   - The resident set under a loop of fresh receives stays at the live
+//     results plus about two regions (TestFromRemoteInitSoak: 200 receives
+//     of 64 MiB, each result alive for one more round, peak resident set
+//     under 6 x 64 MiB over the start).
+//
+// Stats returns the pool's counters (the benchmarks report the share of
+// receives it served).
 //
 // The huge-page advice is Linux only and the uninitialised allocation
 // needs the gc toolchain; elsewhere Huge does nothing and AllocUninit
@@ -60,6 +105,7 @@
 // # Files
 //
 //	mem.go           Alloc, AllocUninit, Huge, NoHuge, HugeMin
+//	pool.go          the receive pool: Recv, SetPoolLimit, Stats, TDMPI_RECV_POOL
 //	env.go           TDMPI_HUGEPAGES
 //	advise_*.go      madvise for huge pages (Linux; a no-op elsewhere)
 //	nozero_gc.go     allocation without clearing, through the gc

@@ -31,4 +31,5 @@
 //	agree.go    how the ranks agree on a verdict, bounded by a timeout
 //	env.go      CleanEnv: an environment for child processes without the
 //	            launcher's variables
+//	proc.go     ProcStatus: a field of /proc/self/status, for memory tests
 package mpitest

@@ -1,0 +1,302 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mem
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/tdmpi/tdmpi/internal/bytesize"
+)
+
+// PoolMin is the smallest request Recv serves from the pool; smaller ones
+// are plain AllocUninit, which the runtime serves from memory it already
+// holds.
+const PoolMin = HugeMin
+
+// Pool tuning. They are variables so that tests can shorten them.
+var (
+	// poolIdle is how long a region may wait in the pool unused before
+	// the pool drops it (gives it back to the runtime, whose scavenger
+	// returns it to the OS).
+	poolIdle = 10 * time.Second
+	// nudgeMin is how many bytes of handed-out regions, not yet come
+	// back, make a request that the pool cannot serve run the collector
+	// first.
+	nudgeMin int64 = 64 << 20
+	// nudgeWait is how long such a request waits, after the collection,
+	// for the finalizers that put unreachable regions back.
+	nudgeWait = 5 * time.Millisecond
+)
+
+// pool is the process's pool of receive regions; see the package
+// documentation ("Receive pool").
+type pool struct {
+	mu        sync.Mutex
+	free      map[int][]idleRegion // by region size
+	idle      int64                // bytes in free
+	limit     int64                // most bytes free may hold
+	out       int64                // bytes handed out and not yet back
+	nudgeAt   int64                // out must reach this for the next nudge
+	timer     *time.Timer          // drops idle regions; nil when free is empty
+	back      chan struct{}        // a region came back (capacity 1)
+	stats     PoolStats
+	hugeAdvis bool // advise new regions to use huge pages (hugeOn)
+}
+
+// idleRegion is a region waiting in the pool, and since when.
+type idleRegion struct {
+	base  *uint64
+	since time.Time
+}
+
+// PoolStats counts what the receive pool did since the process started.
+type PoolStats struct {
+	Fresh    int64 // requests served with new memory
+	Reused   int64 // requests served with a region that came back
+	Nudges   int64 // collections a request ran (and waited for) to get regions back
+	NudgeNs  int64 // nanoseconds spent in them, waits for finalizers included
+	Returned int64 // regions that came back (were found unreachable)
+	Dropped  int64 // regions given back to the runtime (over the limit, or idle)
+	Idle     int64 // bytes waiting in the pool now
+	Out      int64 // bytes handed out and not yet come back
+	Limit    int64 // the limit on Idle
+}
+
+var recvPool = newPool()
+
+func newPool() *pool {
+	return &pool{free: map[int][]idleRegion{}, limit: defaultPoolLimit(), back: make(chan struct{}, 1), hugeAdvis: hugeOn}
+}
+
+// defaultPoolLimit is TDMPI_RECV_POOL when set and valid, else an eighth
+// of the machine's memory (Physical), else 1 GiB.
+func defaultPoolLimit() int64 {
+	if s := os.Getenv("TDMPI_RECV_POOL"); s != "" {
+		if n, err := bytesize.Parse(s); err == nil {
+			return n
+		}
+		fmt.Fprintf(os.Stderr, "tdmpi: ignoring TDMPI_RECV_POOL=%q: not a size\n", s)
+	}
+	if p := Physical(); p > 0 {
+		return p / 8
+	}
+	return 1 << 30
+}
+
+// regionSize is the size of the region that serves a request of n bytes:
+// n rounded up to whole huge pages, so that requests of nearly the same
+// size share regions.
+func regionSize(n int) int { return (n + hugePage - 1) &^ (hugePage - 1) }
+
+// Recv returns n bytes for a receive buffer, 8-byte aligned, whose
+// contents are undefined (as AllocUninit's): the caller must overwrite all
+// n bytes before anything reads them. A request of at least PoolMin bytes
+// is served by the receive pool (see the package documentation): a region
+// of Go heap memory, advised to use huge pages, that a receive whose
+// result was dropped handed back, already faulted in; or a new one. The
+// region goes back to the pool by itself once nothing references it (no
+// slice into it is reachable); there is nothing to free.
+//
+// It returns an error wrapping ErrNoMemory, as AllocChecked, if n bytes of
+// new memory are needed and not available, and an error if n is negative.
+func Recv(n int) ([]byte, error) {
+	if n < PoolMin {
+		return AllocChecked(n)
+	}
+	return recvPool.get(n)
+}
+
+func (p *pool) get(n int) ([]byte, error) {
+	size := regionSize(n)
+	if b := p.take(size, n); b != nil {
+		return b, nil
+	}
+	if p.shouldNudge(size) {
+		if b := p.nudge(size, n); b != nil {
+			return b, nil
+		}
+	}
+	if err := CheckAvailable(int64(size)); err != nil {
+		return nil, err
+	}
+	b := allocNoZero(size)
+	if p.hugeAdvis {
+		freshHuge(b)
+	}
+	base := (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))
+	p.mu.Lock()
+	p.stats.Fresh++
+	p.out += int64(size)
+	p.mu.Unlock()
+	return p.handOut(base, size, n), nil
+}
+
+// take returns a free region of size bytes as a slice of n, or nil.
+func (p *pool) take(size, n int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := p.free[size]
+	if len(rs) == 0 {
+		return nil
+	}
+	r := rs[len(rs)-1]
+	rs[len(rs)-1] = idleRegion{}
+	p.free[size] = rs[:len(rs)-1]
+	p.idle -= int64(size)
+	p.out += int64(size)
+	p.stats.Reused++
+	return p.handOut(r.base, size, n)
+}
+
+// handOut arms the finalizer that brings the region at base back and
+// returns its first n bytes.
+func (p *pool) handOut(base *uint64, size, n int) []byte {
+	runtime.SetFinalizer(base, func(b *uint64) { p.put(b, size) })
+	return unsafe.Slice((*byte)(unsafe.Pointer(base)), size)[:n:n]
+}
+
+// put takes back a region the collector found unreachable (the
+// finalizer of handOut; reviving it is what finalizers, unlike cleanups,
+// allow), or drops it if the pool is full.
+func (p *pool) put(base *uint64, size int) {
+	p.mu.Lock()
+	p.out -= int64(size)
+	p.stats.Returned++
+	p.nudgeAt = 0
+	if p.idle+int64(size) > p.limit {
+		p.stats.Dropped++
+		p.mu.Unlock()
+		return
+	}
+	p.free[size] = append(p.free[size], idleRegion{base: base, since: time.Now()})
+	p.idle += int64(size)
+	if p.timer == nil {
+		p.timer = time.AfterFunc(poolIdle, p.dropIdle)
+	}
+	p.mu.Unlock()
+	select {
+	case p.back <- struct{}{}:
+	default:
+	}
+}
+
+// shouldNudge reports whether a request for a region of size bytes that
+// the pool cannot serve should run the collector first: when the regions
+// handed out and not yet back are at least nudgeMin bytes and size, and
+// the last nudge that brought nothing back was made with fewer out.
+func (p *pool) shouldNudge(size int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out >= max(nudgeMin, int64(size)) && p.out >= p.nudgeAt
+}
+
+// nudge runs the collector, so that the finalizers of unreachable regions
+// put them back, and waits up to nudgeWait for one of size bytes. If none
+// comes, later requests nudge again only once twice as many bytes are
+// out (counting the new region this request then takes).
+func (p *pool) nudge(size, n int) []byte {
+	start := time.Now()
+	defer func() {
+		p.mu.Lock()
+		p.stats.Nudges++
+		p.stats.NudgeNs += time.Since(start).Nanoseconds()
+		p.mu.Unlock()
+	}()
+	select { // forget an old signal
+	case <-p.back:
+	default:
+	}
+	runtime.GC()
+	deadline := time.NewTimer(nudgeWait)
+	defer deadline.Stop()
+	for {
+		if b := p.take(size, n); b != nil {
+			return b
+		}
+		select {
+		case <-p.back:
+		case <-deadline.C:
+			p.mu.Lock()
+			p.nudgeAt = 2 * (p.out + int64(size))
+			p.mu.Unlock()
+			return nil
+		}
+	}
+}
+
+// dropIdle drops the regions that waited poolIdle or longer, and runs
+// again while any are left.
+func (p *pool) dropIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	for size, rs := range p.free {
+		keep := rs[:0]
+		for _, r := range rs {
+			if now.Sub(r.since) >= poolIdle {
+				p.idle -= int64(size)
+				p.stats.Dropped++
+				continue
+			}
+			keep = append(keep, r)
+		}
+		clear(rs[len(keep):])
+		if len(keep) == 0 {
+			delete(p.free, size)
+		} else {
+			p.free[size] = keep
+		}
+	}
+	if len(p.free) == 0 {
+		p.timer = nil
+		return
+	}
+	p.timer.Reset(poolIdle)
+}
+
+// setLimit sets the most bytes the pool keeps idle, dropping regions
+// until it holds no more, and returns the previous limit.
+func (p *pool) setLimit(n int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.limit
+	p.limit = max(n, 0)
+	for size, rs := range p.free {
+		for len(rs) > 0 && p.idle > p.limit {
+			rs[len(rs)-1] = idleRegion{}
+			rs = rs[:len(rs)-1]
+			p.idle -= int64(size)
+			p.stats.Dropped++
+		}
+		if len(rs) == 0 {
+			delete(p.free, size)
+		} else {
+			p.free[size] = rs
+		}
+	}
+	return old
+}
+
+func (p *pool) snapshot() PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Idle, s.Out, s.Limit = p.idle, p.out, p.limit
+	return s
+}
+
+// SetPoolLimit sets the most bytes the receive pool keeps for reuse
+// (regions waiting for a receive; regions in use are not counted), drops
+// regions until it keeps no more, and returns the previous limit. 0 turns
+// reuse off. The default is TDMPI_RECV_POOL (a size such as "2GiB") or
+// an eighth of the machine's memory.
+func SetPoolLimit(n int64) int64 { return recvPool.setLimit(n) }
+
+// Stats returns the receive pool's counters.
+func Stats() PoolStats { return recvPool.snapshot() }

@@ -1,0 +1,60 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+//go:build linux
+
+package mem
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// anonHuge returns the AnonHugePages of the mapping of /proc/self/smaps
+// that contains address p, in kB.
+func anonHuge(t *testing.T, p uintptr) int64 {
+	t.Helper()
+	var kb int64
+	_, err := fmt.Sscanf(smapsLine(t, p, "AnonHugePages:"), "AnonHugePages: %d kB", &kb)
+	require.NoError(t, err)
+	return kb
+}
+
+// A new region is backed by huge pages once written, even when the heap
+// memory it comes from was faulted in as 4 KiB pages before.
+func TestPoolRegionIsHuge(t *testing.T) {
+	if !hugeOn {
+		t.Skip("SKIPPED: TDMPI_HUGEPAGES=0: regions are not advised")
+	}
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil || strings.Contains(string(b), "[never]") {
+		t.Skipf("SKIPPED: transparent huge pages are off or unknown here (%q, %v)", b, err)
+	}
+	const n = 64 << 20
+	// Heap memory in 4 KiB pages, freed for the region to reuse.
+	old := NoHuge(Alloc(n))
+	for i := range old {
+		old[i] = 1
+	}
+	sink = old
+	sink = nil
+	old = nil
+	runtime.GC()
+	p := testPool(t, 1<<30)
+	r, err := p.get(n)
+	require.NoError(t, err)
+	for i := 0; i < len(r); i += 4096 {
+		r[i] = 2
+	}
+	off, ln := hugeSpan(r)
+	require.Positive(t, ln)
+	kb := anonHuge(t, addr(r)+uintptr(off))
+	t.Logf("region of %d MiB: %d MiB in huge pages", n>>20, kb>>10)
+	require.GreaterOrEqual(t, kb<<10, int64(ln)/2, "fewer than half of the region's huge pages are huge")
+	sink = r
+}

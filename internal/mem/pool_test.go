@@ -1,0 +1,175 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package mem
+
+import (
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+)
+
+// collectUntil runs the collector until cond holds (finalizers run on
+// their own goroutine, after a collection) or 3 s pass, and reports
+// whether it held.
+func collectUntil(cond func() bool) bool {
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(2 * time.Millisecond)
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// testPool returns a new pool that keeps up to limit bytes and never
+// nudges on its own (tests that want a nudge lower nudgeMin).
+func testPool(t *testing.T, limit int64) *pool {
+	t.Helper()
+	p := newPool()
+	p.limit = limit
+	old := nudgeMin
+	nudgeMin = 1 << 62
+	t.Cleanup(func() { nudgeMin = old })
+	return p
+}
+
+func TestRecvSmallIsNotPooled(t *testing.T) {
+	before := Stats()
+	b, err := Recv(PoolMin - 8)
+	require.NoError(t, err)
+	require.Len(t, b, PoolMin-8)
+	require.Zero(t, addr(b)%8)
+	require.Equal(t, before.Fresh, Stats().Fresh)
+}
+
+func TestPoolReusesUnreachableRegion(t *testing.T) {
+	const n = 5<<20 + 3
+	p := testPool(t, 1<<30)
+	b, err := p.get(n)
+	require.NoError(t, err)
+	require.Len(t, b, n)
+	require.Equal(t, n, cap(b), "the slice must not reach the region's tail")
+	require.Zero(t, addr(b)%8)
+	a := addr(b)
+	b[0], b[n-1] = 1, 2
+	b = nil
+	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 1 }), "the dropped region never came back")
+	s := p.snapshot()
+	require.Equal(t, int64(regionSize(n)), s.Idle)
+	require.Zero(t, s.Out)
+	// Any size with the same number of huge pages reuses it.
+	b2, err := p.get(n - 1000)
+	require.NoError(t, err)
+	require.Equal(t, a, addr(b2))
+	require.Equal(t, int64(1), p.snapshot().Reused)
+	runtime.KeepAlive(b2)
+}
+
+// TestPoolNeverReusesReachableRegion: whatever still points into a region
+// (the whole slice, a piece of it, a pointer to one element) keeps it
+// from being handed out again.
+func TestPoolNeverReusesReachableRegion(t *testing.T) {
+	const n = 6 << 20
+	for _, tc := range []struct {
+		name string
+		keep func(b []byte) any
+	}{
+		{"whole slice", func(b []byte) any { return b }},
+		{"first bytes", func(b []byte) any { return b[:1] }},
+		{"interior piece", func(b []byte) any { return b[3<<20 : 3<<20+8] }},
+		{"last byte", func(b []byte) any { return b[n-1:] }},
+		{"pointer to an element", func(b []byte) any { return &b[4<<20] }},
+		{"typed view", func(b []byte) any { return unsafe.Slice((*float64)(unsafe.Pointer(&b[8])), 16) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testPool(t, 1<<30)
+			b, err := p.get(n)
+			require.NoError(t, err)
+			a := addr(b)
+			kept := tc.keep(b)
+			b = nil
+			for range 4 {
+				runtime.GC()
+				time.Sleep(2 * time.Millisecond)
+			}
+			require.Zero(t, p.snapshot().Returned, "a region came back while a reference to it was reachable")
+			b2, err := p.get(n)
+			require.NoError(t, err)
+			require.NotEqual(t, a, addr(b2))
+			runtime.KeepAlive(kept)
+			kept = nil
+			require.True(t, collectUntil(func() bool { return p.snapshot().Returned >= 1 }), "the region never came back once its last reference was dropped")
+			runtime.KeepAlive(b2)
+		})
+	}
+}
+
+func TestPoolLimitDropsRegions(t *testing.T) {
+	p := testPool(t, 0)
+	_, err := p.get(PoolMin) // dropped at once
+	require.NoError(t, err)
+	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 1 }))
+	s := p.snapshot()
+	require.Equal(t, int64(1), s.Dropped)
+	require.Zero(t, s.Idle)
+
+	p.setLimit(1 << 30)
+	_, err = p.get(PoolMin)
+	require.NoError(t, err)
+	require.True(t, collectUntil(func() bool { return p.snapshot().Idle > 0 }))
+	require.Equal(t, int64(1<<30), p.setLimit(0))
+	require.Zero(t, p.snapshot().Idle, "lowering the limit must drop what is over it")
+}
+
+func TestPoolDropsIdleRegions(t *testing.T) {
+	old := poolIdle
+	poolIdle = 50 * time.Millisecond
+	t.Cleanup(func() { poolIdle = old })
+	p := testPool(t, 1<<30)
+	_, err := p.get(PoolMin) // dropped at once
+	require.NoError(t, err)
+	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 1 }))
+	require.Eventually(t, func() bool { return p.snapshot().Idle == 0 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, int64(1), p.snapshot().Dropped)
+}
+
+func TestPoolNudgesCollector(t *testing.T) {
+	p := testPool(t, 1<<30)
+	nudgeMin = PoolMin
+	b, err := p.get(PoolMin)
+	require.NoError(t, err)
+	a := addr(b)
+	b = nil
+	// No collection here: the request must run it itself.
+	b2, err := p.get(PoolMin)
+	require.NoError(t, err)
+	s := p.snapshot()
+	require.Equal(t, int64(1), s.Nudges)
+	if s.Reused == 0 {
+		t.Skipf("the finalizer did not run within %v of the nudge (loaded machine?): the rest needs it", nudgeWait)
+	}
+	require.Equal(t, a, addr(b2))
+	// b2 is reachable: the next request nudges in vain, and the one after
+	// does not nudge, until twice as many bytes are out.
+	nudges := s.Nudges
+	b3, err := p.get(PoolMin)
+	require.NoError(t, err)
+	require.Equal(t, nudges+1, p.snapshot().Nudges)
+	b4, err := p.get(PoolMin)
+	require.NoError(t, err)
+	require.Equal(t, nudges+1, p.snapshot().Nudges)
+	runtime.KeepAlive(b2)
+	runtime.KeepAlive(b3)
+	runtime.KeepAlive(b4)
+}
+
+func TestRecvNegative(t *testing.T) {
+	_, err := Recv(-1)
+	require.Error(t, err)
+}

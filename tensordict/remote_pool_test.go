@@ -1,0 +1,96 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// vmRSS returns this process's resident set size in bytes, or skips t
+// where /proc/self/status has none.
+func vmRSS(t *testing.T) int64 {
+	t.Helper()
+	kb := mpitest.ProcStatus("VmRSS")
+	if kb < 0 {
+		t.Skip("SKIPPED: no VmRSS in /proc/self/status to read the resident set from")
+	}
+	return kb << 10
+}
+
+// TestFromRemoteInitSoak receives 200 fresh TensorDicts of 64 MiB in a
+// loop, as a user writes it: no WithAllocator, each result kept for one
+// more round (so the pool must not hand out memory that is still
+// reachable), then dropped or released, every other round each. The
+// resident set of the receiver stays within its size before the loop plus
+// 6 x 64 MiB (two results alive, two regions waiting in the pool, and the
+// runtime's slack), and the receive pool serves most rounds with memory
+// that came back.
+func TestFromRemoteInitSoak(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	const n = 64 << 20
+	rounds := 200
+	if testing.Short() {
+		rounds = 40
+	}
+	mpitest.Run(t, "fresh 64 MiB receives", func(t *testing.T) {
+		if g.Rank() > 1 {
+			return
+		}
+		if g.Rank() == 0 {
+			big := tensor.Zeros(tensor.Float64, n/8)
+			d, err := tensor.Data[float64](big)
+			require.NoError(t, err)
+			td := New()
+			require.NoError(t, td.Set(K("big"), big))
+			for round := range rounds {
+				d[0], d[len(d)-1] = float64(round), float64(-round)
+				require.NoError(t, td.InitRemote(1), "round %d", round)
+			}
+			return
+		}
+		before := mem.Stats()
+		base, peak := vmRSS(t), int64(0)
+		var prev *TensorDict
+		check := func(td *TensorDict, round int) bool {
+			x, err := td.Get(K("big"))
+			if !assert.NoError(t, err, "round %d", round) {
+				return false
+			}
+			d, err := tensor.Data[float64](x)
+			return assert.NoError(t, err, "round %d", round) &&
+				assert.Len(t, d, n/8, "round %d", round) &&
+				assert.Equal(t, []float64{float64(round), float64(-round)}, []float64{d[0], d[len(d)-1]}, "round %d", round)
+		}
+		for round := range rounds {
+			got, err := FromRemoteInit(0, testCtx(t))
+			require.NoError(t, err, "round %d", round)
+			ok := check(got, round)
+			if prev != nil {
+				// The previous result is still reachable: its memory
+				// must not have been reused for this one.
+				ok = check(prev, round-1) && ok
+				if round%2 == 0 {
+					require.NoError(t, prev.Release())
+				}
+			}
+			if !ok {
+				t.Fatalf("round %d: a result changed under its owner", round)
+			}
+			prev = got
+			peak = max(peak, vmRSS(t))
+		}
+		after := mem.Stats()
+		t.Logf("resident set %d MiB before, peak %d MiB; pool: %d fresh, %d reused, %d nudges",
+			base>>20, peak>>20, after.Fresh-before.Fresh, after.Reused-before.Reused, after.Nudges-before.Nudges)
+		assert.LessOrEqual(t, peak, base+6*n, "resident set grew past 6 x 64 MiB over its size before the loop")
+		assert.GreaterOrEqual(t, after.Reused-before.Reused, int64(rounds/2), "the receive pool reused memory in fewer than half the rounds")
+	})
+}
