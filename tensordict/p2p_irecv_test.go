@@ -30,10 +30,10 @@ func ring(rank, size int) (prev, next int) {
 // timer's), which stay and are not the library's.
 const goroutineSlack = 2
 
-// settle waits, up to 10 s, until no IRecv is queued and the goroutines
+// settle waits, up to 60 s, until no IRecv is queued and the goroutines
 // are back to start (within goroutineSlack), and reports the count.
 func settle(start int) int {
-	deadline := time.Now().Add(60 * time.Second) // -race on a loaded machine: 10,000 AfterFuncs take a while
+	deadline := time.Now().Add(60 * time.Second) // long for -race on a loaded machine
 	for {
 		n := runtime.NumGoroutine()
 		if (irecvQueues.n.Load() == 0 && n <= start+goroutineSlack) || time.Now().After(deadline) {
