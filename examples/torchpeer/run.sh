@@ -56,9 +56,12 @@ failed=0
 for run in "p2p 1" "bcast 2"; do
 	set -- $run
 	out=$(mktemp)
-	if TORCHPEER_MODE=$1 timeout -k 10 $((TIMEOUT + 30)) "$MPIRUN" --bind-to none --timeout "$TIMEOUT" \
+	# --tag-output: mpirun forwards each rank's output line by line, tagged with
+	# its rank (without it, the Python rank's line and the Go rank's "OK" were
+	# once joined into one line).
+	if TORCHPEER_MODE=$1 timeout -k 10 $((TIMEOUT + 30)) "$MPIRUN" --bind-to none --timeout "$TIMEOUT" --tag-output \
 		-np 1 "$PY" examples/torchpeer/learner.py : -np "$2" "$BIN/examples/torchpeer" >"$out" 2>&1 &&
-		grep -qE '^python: .*: OK$' "$out" && grep -qx OK "$out"; then
+		grep -qE '<stdout>:python: .*: OK$' "$out" && grep -qE '<stdout>:OK$' "$out"; then
 		echo "ok   torchpeer $1 (1 Python rank, $2 Go)"
 	else
 		echo "FAIL torchpeer $1 (1 Python rank, $2 Go):"
