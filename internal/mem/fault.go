@@ -82,22 +82,13 @@ func asFault(r any) *FaultError {
 // (memmap.Guard) around the call returns it as its error. Other panics go
 // on unchanged.
 func PanicOnFault(op string, f func()) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		r := recover()
-		if r == nil {
-			return
+	err := CatchFault(func() error { f(); return nil })
+	if fe, ok := err.(*FaultError); ok {
+		if fe.Op == "" {
+			fe.Op = op
 		}
-		if fe := asFault(r); fe != nil {
-			if fe.Op == "" {
-				fe.Op = op
-			}
-			panic(fe)
-		}
-		panic(r)
-	}()
-	f()
+		panic(fe)
+	}
 }
 
 // Readable returns nil if every page of b can be read, and otherwise an
