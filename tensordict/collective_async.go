@@ -98,7 +98,7 @@ func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remot
 			if q != nil {
 				// Some steps were posted before this rank failed: complete
 				// them, as the other ranks do, then close as AllReduce does.
-				err = errors.Join(err, (&collPending{op: op, s: cl.step, q: &deferredSteps{reqs: q.reqs}}).wait())
+				err = errors.Join(err, completeSteps(op, cl.step, q))
 			}
 			return closeCollective(cl.step, busy, err, cl.errorf)
 		}
@@ -110,7 +110,7 @@ func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remot
 		err = allreduceStep(cl.step, flag, mpi.OpMax) // the closing step, queued
 		cl.q = nil
 		if err != nil {
-			return errors.Join(cl.errorf("closing the collective: %w", err), (&collPending{op: op, s: cl.step, q: &deferredSteps{reqs: q.reqs}}).wait())
+			return errors.Join(cl.errorf("closing the collective: %w", err), completeSteps(op, cl.step, q))
 		}
 		p = &collPending{op: op, s: cl.step, q: q, flag: flag, errorf: cl.errorf}
 		return nil
@@ -122,6 +122,13 @@ func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remot
 		p = &collPending{op: op, over: true} // nothing was deferred: complete
 	}
 	return &Pending{c: p}, nil
+}
+
+// completeSteps waits for the steps q posted, without what follows them:
+// a call that failed after posting some must still complete them, as the
+// other ranks do.
+func completeSteps(op string, s step, q *deferredSteps) error {
+	return (&collPending{op: op, s: s, q: &deferredSteps{reqs: q.reqs}}).wait()
 }
 
 // wait completes p's steps in the order they were posted, then runs what
