@@ -37,6 +37,7 @@ type Group struct {
 	contended atomic.Bool
 
 	payload payloadTags // see PayloadTag
+	slots   sync.Map    // *Slot[T] -> *T: the protocol's state (see Slot)
 
 	mu     sync.Mutex // guards freed and broken
 	freed  bool
@@ -257,6 +258,7 @@ func (g *Group) free() error {
 		return nil
 	}
 	g.freed = true
+	g.slots.Clear()
 	unregister(g)
 	var errs []error
 	if g.lib != g.comm {

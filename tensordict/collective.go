@@ -6,6 +6,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -26,11 +27,11 @@ import (
 
 // coll is one collective call in progress on one rank.
 type coll struct {
-	step        // the group, its library communicator and the call's context
-	op   string // the method name, for errors: "AllReduce"
-	rank int
-	size int
-	lim  wire.Limits
+	xfer.Step        // the group, its library communicator and the call's context
+	op        string // the method name, for errors: "AllReduce"
+	rank      int
+	size      int
+	lim       wire.Limits
 	// consolidated is WithConsolidated: Broadcast receives into the
 	// receiver's storage when the layouts match.
 	consolidated bool
@@ -63,7 +64,7 @@ var ErrConcurrent = errors.New("concurrent collectives on one group")
 // result is undefined); the agreement at the start of every later
 // collective then fails too. On a group this call broke (a step given up),
 // there is nothing to close: the other ranks are not at this step.
-func closeCollective(s step, busy func() bool, err error, errorf func(string, ...any) error) error {
+func closeCollective(s xfer.Step, busy func() bool, err error, errorf func(string, ...any) error) error {
 	if errors.Is(err, group.ErrBroken) {
 		return err
 	}
@@ -71,7 +72,7 @@ func closeCollective(s step, busy func() bool, err error, errorf func(string, ..
 	if busy() {
 		flag[0] = 1
 	}
-	if aerr := allreduceStep(s, flag, mpi.OpMax); aerr != nil {
+	if aerr := xfer.Allreduce(s, flag, mpi.OpMax); aerr != nil {
 		return errors.Join(err, errorf("closing the collective: %w", aerr))
 	}
 	if flag[0] != 0 && err == nil {
@@ -83,7 +84,7 @@ func closeCollective(s step, busy func() bool, err error, errorf func(string, ..
 // ready returns the error that stops this rank before the payload moves:
 // the context's, or ErrConcurrent, or nil.
 func (cl *coll) ready() error {
-	if err := cl.ctx.Err(); err != nil {
+	if err := cl.Ctx.Err(); err != nil {
 		return err
 	}
 	if cl.busy != nil && cl.busy() {
@@ -111,7 +112,7 @@ func (cl *coll) wrap(err error) error {
 // Every rank passes the same root, so every rank returns the same error.
 func (cl *coll) checkRoot(what string, r int) error {
 	if r < 0 || r >= cl.size {
-		return cl.errorf("%s %d is out of range [0, %d) of %s", what, r, cl.size, describeGroup(cl.g))
+		return cl.errorf("%s %d is out of range [0, %d) of %s", what, r, cl.size, xfer.DescribeGroup(cl.Group))
 	}
 	return nil
 }
@@ -121,17 +122,17 @@ func (cl *coll) checkRoot(what string, r int) error {
 // bytes is not nil and the line is written) and any error.
 func runCollective(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll) error) error {
 	if err := o.check(op); err != nil {
-		return logFailed(op, err)
+		return xfer.LogFailed(op, err)
 	}
 	g := o.group
-	cl := &coll{step: newCollStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()), consolidated: o.consolidated}
-	return logFailed(op, g.Collective(func(busy func() bool) error {
+	cl := &coll{Step: xfer.NewStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()), consolidated: o.consolidated}
+	return xfer.LogFailed(op, g.Collective(func(busy func() bool) error {
 		if err := g.Broken("tensordict: " + op); err != nil {
 			return err
 		}
 		cl.busy = busy
-		logCollStart(op, g, root, bytes)
-		return closeCollective(cl.step, busy, f(cl), cl.errorf)
+		xfer.LogCollStart(op, g, root, bytes)
+		return closeCollective(cl.Step, busy, f(cl), cl.errorf)
 	}))
 }
 
@@ -164,24 +165,37 @@ func (cl *coll) agree(local error) error {
 	if local != nil {
 		first[0] = int32(cl.rank)
 	}
-	if err := allreduceStep(cl.step, first, mpi.OpMin); err != nil {
+	if err := xfer.Allreduce(cl.Step, first, mpi.OpMin); err != nil {
 		return cl.errorf("agreeing on failures: %w", errors.Join(err, local))
 	}
-	cl.agreed(first[1])
+	cl.Agreed(first[1])
 	return cl.spread(int(first[0]), local)
 }
 
 // spread returns nil if r == size (nobody failed), else passes rank r's
 // error text to every rank, as agree does.
+//
+// The rank r comes from the other ranks. One that cannot be (below zero,
+// above the group's size, or this rank while it did not fail) means that
+// the ranks are not in the same collective: MPI paired this rank's
+// agreement with another kind of step elsewhere (AllReduce on one rank,
+// Broadcast on another). spread then breaks the group rather than go on
+// with steps nobody matches, and returns an error wrapping ErrMismatch and
+// group.ErrBroken.
 func (cl *coll) spread(r int, local error) error {
-	if r >= cl.size {
+	if r == cl.size {
 		return nil
+	}
+	if r < 0 || r > cl.size || (r == cl.rank && local == nil) {
+		cause := cl.errorf("the ranks' agreement names rank %d as failed, which cannot be: the ranks are not in the same collective (%w)", r, ErrMismatch)
+		cl.Group.Break(cause)
+		return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
 	}
 	msg := make([]byte, maxReportedError)
 	if r == cl.rank {
 		copy(msg, local.Error())
 	}
-	if err := bcastStep(cl.step, msg, r); err != nil {
+	if err := xfer.Bcast(cl.Step, msg, r); err != nil {
 		return cl.errorf("passing rank %d's error: %w", r, errors.Join(err, local))
 	}
 	if local != nil {

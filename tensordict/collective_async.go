@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -50,7 +51,7 @@ func (td *TensorDict) IReduce(dst int, op ReduceOp, opts ...CollectiveOption) (*
 	})
 }
 
-// unbounded is step.unbounded, except that a call whose steps are
+// unbounded is xfer.Step.Unbounded, except that a call whose steps are
 // deferred counts as bounded: its steps must be nonblocking, so every rank
 // must use the nonblocking form (MPI pairs no blocking collective with a
 // nonblocking one), whatever its own call.
@@ -58,7 +59,7 @@ func (cl *coll) unbounded() int32 {
 	if cl.deferSteps {
 		return 0
 	}
-	return cl.step.unbounded()
+	return cl.Step.Unbounded()
 }
 
 // collPending is the part of a Pending that an asynchronous collective
@@ -66,8 +67,8 @@ func (cl *coll) unbounded() int32 {
 // flag (see closeCollective).
 type collPending struct {
 	op     string
-	s      step // where the steps are waited on; its queue is nil
-	q      *deferredSteps
+	s      xfer.Step // where the steps are waited on; its queue is nil
+	q      *xfer.Deferred
 	flag   []uint8
 	errorf func(string, ...any) error
 	over   bool
@@ -80,43 +81,43 @@ type collPending struct {
 // before the steps are posted are returned at once, as runCollective does.
 func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll) error) (*Pending, error) {
 	if err := o.check(op); err != nil {
-		return nil, logFailed(op, err)
+		return nil, xfer.LogFailed(op, err)
 	}
 	g := o.group
-	cl := &coll{step: newCollStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()), deferSteps: true}
+	cl := &coll{Step: xfer.NewStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()), deferSteps: true}
 	var p *collPending
 	err := g.Collective(func(busy func() bool) error {
 		if err := g.Broken("tensordict: " + op); err != nil {
 			return err
 		}
 		cl.busy = busy
-		logCollStart(op, g, root, bytes)
+		xfer.LogCollStart(op, g, root, bytes)
 		err := f(cl)
-		q := cl.q
-		cl.q = nil
+		q := cl.Deferred
+		cl.Deferred = nil
 		if err != nil || q == nil {
 			if q != nil {
 				// Some steps were posted before this rank failed: complete
 				// them, as the other ranks do, then close as AllReduce does.
-				err = errors.Join(err, completeSteps(op, cl.step, q))
+				err = errors.Join(err, completeSteps(op, cl.Step, q))
 			}
-			return closeCollective(cl.step, busy, err, cl.errorf)
+			return closeCollective(cl.Step, busy, err, cl.errorf)
 		}
 		flag := []uint8{0}
 		if busy() {
 			flag[0] = 1
 		}
-		cl.q = q
-		err = allreduceStep(cl.step, flag, mpi.OpMax) // the closing step, queued
-		cl.q = nil
+		cl.Deferred = q
+		err = xfer.Allreduce(cl.Step, flag, mpi.OpMax) // the closing step, queued
+		cl.Deferred = nil
 		if err != nil {
-			return errors.Join(cl.errorf("closing the collective: %w", err), completeSteps(op, cl.step, q))
+			return errors.Join(cl.errorf("closing the collective: %w", err), completeSteps(op, cl.Step, q))
 		}
-		p = &collPending{op: op, s: cl.step, q: q, flag: flag, errorf: cl.errorf}
+		p = &collPending{op: op, s: cl.Step, q: q, flag: flag, errorf: cl.errorf}
 		return nil
 	})
 	if err != nil {
-		return nil, logFailed(op, err)
+		return nil, xfer.LogFailed(op, err)
 	}
 	if p == nil {
 		p = &collPending{op: op, over: true} // nothing was deferred: complete
@@ -127,8 +128,8 @@ func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remot
 // completeSteps waits for the steps q posted, without what follows them:
 // a call that failed after posting some must still complete them, as the
 // other ranks do.
-func completeSteps(op string, s step, q *deferredSteps) error {
-	return (&collPending{op: op, s: s, q: &deferredSteps{reqs: q.reqs}}).wait()
+func completeSteps(op string, s xfer.Step, q *xfer.Deferred) error {
+	return (&collPending{op: op, s: s, q: &xfer.Deferred{Reqs: q.Reqs}}).wait()
 }
 
 // wait completes p's steps in the order they were posted, then runs what
@@ -138,11 +139,11 @@ func (p *collPending) wait() error {
 		return p.err
 	}
 	var errs []error
-	for i, r := range p.q.reqs {
-		if err := p.s.wait(r, nil); err != nil {
+	for i, r := range p.q.Reqs {
+		if err := p.s.Wait(r, nil); err != nil {
 			errs = append(errs, err)
 			if errors.Is(err, group.ErrBroken) {
-				for _, rest := range p.q.reqs[i+1:] {
+				for _, rest := range p.q.Reqs[i+1:] {
 					rest.Abandon()
 				}
 				break
@@ -150,7 +151,7 @@ func (p *collPending) wait() error {
 		}
 	}
 	if len(errs) == 0 {
-		for _, f := range p.q.after {
+		for _, f := range p.q.After {
 			if err := f(); err != nil {
 				errs = append(errs, err)
 				break
@@ -160,7 +161,7 @@ func (p *collPending) wait() error {
 	if len(errs) == 0 && p.flag != nil && p.flag[0] != 0 {
 		errs = append(errs, p.errorf("the result is undefined: %w", errBusy))
 	}
-	p.err, p.over, p.q = logFailed(p.op, errors.Join(errs...)), true, nil
+	p.err, p.over, p.q = xfer.LogFailed(p.op, errors.Join(errs...)), true, nil
 	return p.err
 }
 
@@ -169,7 +170,7 @@ func (p *collPending) test() (bool, error) {
 	if p.over {
 		return true, p.err
 	}
-	for _, r := range p.q.reqs {
+	for _, r := range p.q.Reqs {
 		done, _, err := r.Test()
 		if err != nil {
 			return true, p.wait()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -106,7 +107,7 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 		// Tell the receivers, which are waiting for the first message.
 		binary.LittleEndian.PutUint64(first, 1)
 		copy(first[bcastPrefix:bcastPrefix+maxReportedError], err.Error())
-		if berr := bcastStep(cl.step, first, cl.rank); berr != nil {
+		if berr := xfer.Bcast(cl.Step, first, cl.rank); berr != nil {
 			return nil, cl.errorf("%w (and telling the other ranks failed: %v)", err, berr)
 		}
 		return nil, cl.wrap(err)
@@ -117,7 +118,7 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 		binary.LittleEndian.PutUint64(first[16:], 1)
 	}
 	n := copy(first[bcastPrefix:], frame)
-	if err := bcastStep(cl.step, first, cl.rank); err != nil {
+	if err := xfer.Bcast(cl.Step, first, cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the header: %w", err)
 	}
 	if !more {
@@ -127,12 +128,12 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 		return nil, err
 	}
 	if cl.deferSteps {
-		cl.q = new(deferredSteps) // IBroadcast: the rest is left to Wait
+		cl.Deferred = new(xfer.Deferred) // IBroadcast: the rest is left to Wait
 	}
-	if err := cl.bcastChunks(frame[n:], cl.rank); err != nil {
+	if err := cl.BcastChunks(frame[n:], cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the metadata: %w", err)
 	}
-	if err := cl.bcastChunks(storage, cl.rank); err != nil {
+	if err := cl.BcastChunks(storage, cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the storage: %w", err)
 	}
 	return tdc, nil
@@ -192,7 +193,7 @@ func countTensorLeaves(td *TensorDict) int {
 // TensorDict, reused with WithConsolidated.
 func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	first := make([]byte, bcastFirst)
-	if err := bcastStep(cl.step, first, src); err != nil {
+	if err := xfer.Bcast(cl.Step, first, src); err != nil {
 		return nil, cl.errorf("receiving the header from rank %d: %w", src, err)
 	}
 	body := first[bcastPrefix:]
@@ -245,7 +246,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	}
 	frame := make([]byte, frameLen)
 	n := copy(frame, body)
-	if err := cl.bcastChunks(frame[n:], src); err != nil {
+	if err := cl.BcastChunks(frame[n:], src); err != nil {
 		return nil, cl.errorf("receiving the metadata from rank %d: %w", src, err)
 	}
 	f, err := wire.ParseFrame(frame, cl.lim)
@@ -264,9 +265,9 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 		}
 	}
 	if cl.deferSteps {
-		cl.q = new(deferredSteps) // IBroadcast: the storage is left to Wait
+		cl.Deferred = new(xfer.Deferred) // IBroadcast: the storage is left to Wait
 	}
-	if berr := cl.bcastChunks(st.Bytes()[:h.Total], src); berr != nil {
+	if berr := cl.BcastChunks(st.Bytes()[:h.Total], src); berr != nil {
 		return nil, cl.errorf("receiving the storage from rank %d: %w", src, berr)
 	}
 	if err != nil {

@@ -49,7 +49,7 @@ func (cl *coll) reducePerLeaf(t reduceTarget, leaves []Item, op ReduceOp) error 
 			}
 			return nil
 		}
-		if cap(buf) < pendingBytes/8 || t.s.q != nil {
+		if cap(buf) < pendingBytes/8 || t.s.Deferred != nil {
 			// Deferred steps: every bucket is in flight until Wait, so each
 			// has its own buffer, back to the pool once copied back.
 			buf = *bucketPool.Get().(*[]uint64)
@@ -68,15 +68,15 @@ func (cl *coll) reducePerLeaf(t reduceTarget, leaves []Item, op ReduceOp) error 
 		if err := t.reduceBytes(b[:off], dt, op); err != nil {
 			return cl.errorf("keys %v to %v: %w", pending[0].Key, pending[len(pending)-1].Key, err)
 		}
-		if t.s.q != nil {
+		if t.s.Deferred != nil {
 			buf = nil // the deferred copy-back returns it to the pool
 		}
 		items := slices.Clone(pending)
-		return t.s.then(func() error {
-			if t.s.q != nil {
+		return t.s.Then(func() error {
+			if t.s.Deferred != nil {
 				defer bucketPool.Put(&own)
 			}
-			if t.root >= 0 && t.s.c.Rank() != t.root {
+			if t.root >= 0 && t.s.Comm.Rank() != t.root {
 				return nil
 			}
 			off := 0

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // StructureError is returned by AllReduce, Reduce and GatherAndStack on
@@ -138,7 +139,7 @@ func (cl *coll) explainMismatch(mine codec.Structure, ref int) error {
 		enc = encodeStructure(mine)
 	}
 	n := []int64{int64(len(enc))}
-	if err := bcastStep(cl.step, n, ref); err != nil {
+	if err := xfer.Bcast(cl.Step, n, ref); err != nil {
 		return cl.errorf("structures differ; broadcasting rank %d's structure: %w", ref, err)
 	}
 	if n[0] < 0 || n[0] > maxDescBytes {
@@ -147,7 +148,7 @@ func (cl *coll) explainMismatch(mine codec.Structure, ref int) error {
 	if cl.rank != ref {
 		enc = make([]byte, n[0])
 	}
-	if err := bcastStep(cl.step, enc, ref); err != nil {
+	if err := xfer.Bcast(cl.Step, enc, ref); err != nil {
 		return cl.errorf("structures differ; broadcasting rank %d's structure: %w", ref, err)
 	}
 	slot := make([]byte, diffSlot)
@@ -170,7 +171,7 @@ func (cl *coll) explainMismatch(mine codec.Structure, ref int) error {
 		}
 	}
 	all := make([]byte, diffSlot*cl.size)
-	if err := allgatherStep(cl.step, slot, all); err != nil {
+	if err := xfer.Allgather(cl.Step, slot, all); err != nil {
 		return cl.errorf("structures differ; gathering differences: %w", err)
 	}
 	for r := range cl.size {

@@ -3,6 +3,8 @@ package tensordict
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // AllGather collects every rank's td on every rank, like tensordict's
@@ -57,7 +59,7 @@ func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
 	}
 	mine := b.info(local)
 	infos := make([]int64, infoLen*cl.size)
-	if err := allgatherStep(cl.step, mine[:], infos); err != nil {
+	if err := xfer.Allgather(cl.Step, mine[:], infos); err != nil {
 		return cl.errorf("gathering sizes: %w", err)
 	}
 	if r := cl.firstFailed(infos); r < cl.size {
@@ -73,16 +75,16 @@ func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
 		return err
 	}
 	if cl.deferSteps {
-		cl.q = new(deferredSteps) // IAllGather: the blocks are left to Wait
+		cl.Deferred = new(xfer.Deferred) // IAllGather: the blocks are left to Wait
 	}
-	if err := allgathervStep(cl.step, buf, counts, displs); err != nil {
+	if err := xfer.Allgatherv(cl.Step, buf, counts, displs); err != nil {
 		return cl.errorf("gathering blocks: %w", err)
 	}
 	if *out == nil {
 		*out = make([]*TensorDict, cl.size)
 	}
 	res := *out
-	return cl.then(func() error {
+	return cl.Then(func() error {
 		for r := range cl.size {
 			td, err := cl.unpack(r, infos[r*infoLen:(r+1)*infoLen], buf[displs[r]:displs[r]+counts[r]])
 			if err != nil {
@@ -139,7 +141,7 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 			own = make([]uint64, blockWords(mine[:]))
 			lerr = b.pack(own)
 		}
-		if err := gatherStep(cl.step, mine[:], infos, dst); err != nil {
+		if err := xfer.Gather(cl.Step, mine[:], infos, dst); err != nil {
 			return cl.errorf("gathering sizes: %w", err)
 		}
 		var displs, counts []int
@@ -159,7 +161,7 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 		if cl.rank == dst {
 			blk = buf
 		}
-		if err := gathervStep(cl.step, blk, counts, displs, dst); err != nil {
+		if err := xfer.Gatherv(cl.Step, blk, counts, displs, dst); err != nil {
 			return cl.errorf("gathering blocks: %w", err)
 		}
 		if cl.rank != dst {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -94,9 +95,9 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 		return cl.errorf("ranks passed different roots (%d and %d): %w", int(^v[6])-1, int(v[5])-1, ErrMismatch)
 	}
 	if cl.deferSteps {
-		cl.q = new(deferredSteps) // the agreement is over: the reduction runs on
+		cl.Deferred = new(xfer.Deferred) // the agreement is over: the reduction runs on
 	}
-	t := reduceTarget{s: cl.step, root: root}
+	t := reduceTarget{s: cl.Step, root: root}
 	if v[2] == 0 && v[0] == ^v[1] {
 		if err := t.reduceBytes(span, leaves[0].Tensor.DType(), op); err != nil {
 			return cl.errorf("reducing the storage of %d leaves: %w", len(leaves), err)
@@ -105,7 +106,7 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 		return err
 	}
 	if op == ReduceAvg && (root < 0 || root == cl.rank) {
-		return t.s.then(func() error {
+		return t.s.Then(func() error {
 			for _, it := range leaves {
 				if err := it.Tensor.DivScalarInPlace(float64(cl.size)); err != nil {
 					return cl.errorf("key %v: averaging: %w", it.Key, err)
@@ -137,10 +138,10 @@ func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, e
 		fail = uint64(cl.size - cl.rank)
 	}
 	v = append(v, uint64(1-cl.unbounded()), fail) // MAX of bounded: MIN of unbounded
-	if err := allreduceStep(cl.step, v, mpi.OpMax); err != nil {
+	if err := xfer.Allreduce(cl.Step, v, mpi.OpMax); err != nil {
 		return nil, cl.errorf("comparing structures: %w", err)
 	}
-	cl.agreed(int32(1 - v[len(v)-2]))
+	cl.Agreed(int32(1 - v[len(v)-2]))
 	if f := v[len(v)-1]; f != 0 {
 		return nil, cl.spread(cl.size-int(f), local)
 	}
@@ -171,8 +172,8 @@ func (t reduceTarget) reduceLeaf(x *tensor.Tensor, op ReduceOp) error {
 	if err := t.reduceBytes(b, x.DType(), op); err != nil {
 		return err
 	}
-	if t.root < 0 || t.s.c.Rank() == t.root {
-		return t.s.then(func() error { return x.CopyFrom(tmp) })
+	if t.root < 0 || t.s.Comm.Rank() == t.root {
+		return t.s.Then(func() error { return x.CopyFrom(tmp) })
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -92,12 +93,12 @@ func (o ReduceOp) mpiOp(dt tensor.DType) (mpi.Op, error) {
 // reduceTarget says where a reduction's result goes: to every rank
 // (Allreduce, root < 0) or to root only (Reduce).
 type reduceTarget struct {
-	s    step
+	s    xfer.Step
 	root int // -1 for Allreduce
 }
 
 // reduceBytes reduces b, the bytes of n elements of dtype dt, in place with
-// op across the ranks of t.s.c. b must be aligned for dt.
+// op across the ranks of t.s.Comm. b must be aligned for dt.
 func (t reduceTarget) reduceBytes(b []byte, dt tensor.DType, op ReduceOp) error {
 	mop, err := op.mpiOp(dt)
 	if err != nil {
@@ -136,9 +137,9 @@ func (t reduceTarget) reduceBytes(b []byte, dt tensor.DType, op ReduceOp) error 
 // for Reduce (the other ranks' s is only read).
 func reduceSlice[T mpi.Scalar](t reduceTarget, s []T, op mpi.Op) error {
 	if t.root < 0 {
-		return allreduceStep(t.s, s, op)
+		return xfer.Allreduce(t.s, s, op)
 	}
-	return reduceStep(t.s, s, op, t.root)
+	return xfer.Reduce(t.s, s, op, t.root)
 }
 
 // halfChunk is the number of half-precision elements widened at a time, so
@@ -151,7 +152,7 @@ func reduceHalf[H ~uint16](t reduceTarget, s []H, op mpi.Op, widen func(H) float
 	buf := make([]float32, min(len(s), halfChunk))
 	for off := 0; off < len(s) || off == 0; off += halfChunk {
 		part := s[off:min(off+halfChunk, len(s))]
-		if t.s.q != nil && off > 0 {
+		if t.s.Deferred != nil && off > 0 {
 			buf = make([]float32, len(part)) // the previous chunk's is in flight
 		}
 		f := buf[:len(part)]
@@ -161,8 +162,8 @@ func reduceHalf[H ~uint16](t reduceTarget, s []H, op mpi.Op, widen func(H) float
 		if err := reduceSlice(t, f, op); err != nil {
 			return err
 		}
-		if t.root < 0 || t.s.c.Rank() == t.root {
-			_ = t.s.then(func() error {
+		if t.root < 0 || t.s.Comm.Rank() == t.root {
+			_ = t.s.Then(func() error {
 				for i, v := range f {
 					part[i] = narrow(v)
 				}

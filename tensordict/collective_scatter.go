@@ -2,6 +2,8 @@ package tensordict
 
 import (
 	"fmt"
+
+	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // Scatter sends tds[i] from rank src to rank i of the group, like
@@ -41,7 +43,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 			infos, send, own, displs, counts, local = cl.scatterPack(src, tds)
 		}
 		mine := make([]int64, infoLen)
-		if err := scatterStep(cl.step, infos, mine, src); err != nil {
+		if err := xfer.Scatter(cl.Step, infos, mine, src); err != nil {
 			return cl.errorf("scattering sizes: %w", err)
 		}
 		if mine[0] != 0 {
@@ -66,7 +68,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 		if cl.rank == src {
 			blk = send
 		}
-		if err := scattervStep(cl.step, blk, counts, displs, src); err != nil {
+		if err := xfer.Scatterv(cl.Step, blk, counts, displs, src); err != nil {
 			return cl.errorf("scattering blocks: %w", err)
 		}
 		if cl.rank == src {

@@ -15,6 +15,7 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -61,7 +62,7 @@ func TestCollectiveAloneReturnsByDeadline(t *testing.T) {
 				t.Logf("rank %d: %v after %v", g.Rank(), err, took.Round(time.Millisecond))
 				assert.ErrorIs(t, err, context.DeadlineExceeded)
 				assert.ErrorIs(t, err, group.ErrBroken)
-				assert.Less(t, took, deadline+stepGrace+2*time.Second, "returned long after its deadline")
+				assert.Less(t, took, deadline+xfer.StepGrace+2*time.Second, "returned long after its deadline")
 				start = time.Now()
 				err = tc.call(g, context.Background())
 				assert.ErrorIs(t, err, group.ErrBroken, "a second call on the broken group")

@@ -7,7 +7,9 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // fuzzMaxBytes is the storage limit of FuzzInitFrame's receiver.
@@ -40,10 +42,10 @@ func FuzzInitFrame(f *testing.F) {
 		h.Total = 64 << 20
 		f.Add(wire.AppendFrame(nil, &h, sp.class, sp.meta, nil))
 	}
-	l := &link{op: "FromRemoteInit", o: resolve([]LimitOption{WithMaxBytes(fuzzMaxBytes)}, usesInitRecv)}
+	l := &link{Link: xfer.Link{Op: "FromRemoteInit", Group: mpitest.Need(f, 1)}, o: resolve([]LimitOption{WithMaxBytes(fuzzMaxBytes)}, usesInitRecv)}
 	var before, after runtime.MemStats
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		frame := alignedBuf(len(msg))
+		frame := xfer.AlignedBuf(len(msg))
 		copy(frame, msg)
 		runtime.ReadMemStats(&before)
 		td, err := decodeInitFrame(l, frame)

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -26,6 +28,18 @@ var ErrMismatch = errors.New("structure mismatch")
 // (WithMaxBytes, WithMaxMetadataBytes, WithMaxDepth, WithMaxEntries, or a
 // header's own bounds), before anything was allocated for it.
 var ErrLimit = wire.ErrLimit
+
+// MaxUserTag bounds the per-leaf tags of Send, Recv, ISend and IRecv: they
+// must lie in [0, MaxUserTag). Pseudo-random tags lie in [0, 10000).
+const MaxUserTag = group.MaxUserTag
+
+// IntGenerator returns the pseudo-random tag tensordict derives from seed,
+// bit for bit as Python tensordict's int_generator: numpy's
+// default_rng(seed) (SeedSequence feeding PCG64), eight bytes from it read
+// as a big-endian integer, modulo 10000. Chained from 10 it gives 6756,
+// 1717, 4410, 9740, ... WithPseudoRandTags draws the per-leaf tags of
+// Send and Recv from it. It panics if seed is negative.
+func IntGenerator(seed int) int { return xfer.IntGenerator(seed) }
 
 // p2pInlineMax is the largest consolidated storage Send puts in the
 // metadata message instead of a message of its own.
@@ -83,7 +97,7 @@ const p2pInlineMax = 16 << 10
 // makes Send fail before it sends anything, with an error wrapping
 // memmap.ErrFault (see LoadMemmap).
 func (td *TensorDict) Send(dst int, opts ...SendOption) error {
-	return logFailed("Send", td.send(dst, opts))
+	return xfer.LogFailed("Send", td.send(dst, opts))
 }
 
 func (td *TensorDict) send(dst int, opts []SendOption) error {
@@ -92,25 +106,25 @@ func (td *TensorDict) send(dst int, opts []SendOption) error {
 	if err != nil {
 		return err
 	}
-	if err := l.notStarted(); err != nil {
+	if err := l.NotStarted(); err != nil {
 		return err
 	}
 	s, err := lockState(l, td)
 	if err != nil {
-		return l.errorf("%w", err)
+		return l.Errorf("%w", err)
 	}
 	defer s.mu.Unlock()
 	if err := s.prepare(l); err != nil {
-		return l.errorf("%w", err)
+		return l.Errorf("%w", err)
 	}
-	l.logStart(int64(s.total), s.tag0)
-	if s.held, err = lockTagsCtx(l, s.held, false, s.tagSet); err != nil {
-		return l.errorf("%w", err)
+	l.LogStart(int64(s.total), s.tag0)
+	if s.held, err = xfer.LockTagsCtx(&l.Link, s.held, false, s.tagSet); err != nil {
+		return l.Errorf("%w", err)
 	}
 	err = s.send(l)
-	unlockAll(s.held)
+	xfer.UnlockAll(s.held)
 	if err != nil {
-		return l.errorf("%w", err)
+		return l.Errorf("%w", err)
 	}
 	return nil
 }
@@ -131,11 +145,11 @@ func (s *p2pState) prepare(l *link) error {
 	if err != nil {
 		return err
 	}
-	s.cur, s.tag0 = tags, headerTag(tags, l.o.tag)
+	s.cur, s.tag0 = tags, xfer.HeaderTag(tags, l.o.tag)
 	if len(tags) == 0 {
 		s.tagSet = append(s.tagSet[:0], s.tag0)
 	} else {
-		s.tagSet = tagSet(s.tagSet, tags)
+		s.tagSet = xfer.TagSet(s.tagSet, tags)
 	}
 	return nil
 }
@@ -166,7 +180,7 @@ func (s *p2pState) send(l *link) error {
 	if err != nil {
 		return err
 	}
-	gone, err := l.sendMessages(msgs, tags, s.messageName)
+	gone, err := l.SendMessages(msgs, tags, s.messageName)
 	clear(msgs) // no reference to td's memory stays in s
 	if gone {
 		s.detach()
@@ -192,7 +206,7 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	inline := h.Flags&wire.FlagInline != 0
 	hdr, body := s.hdr, s.sendBody(inline)
 	if own {
-		hdr, body = alignedBuf(wire.Size), alignedCopy(body)
+		hdr, body = xfer.AlignedBuf(wire.Size), xfer.AlignedCopy(body)
 	}
 	wire.Put(hdr, &h)
 	msgs := append(s.msgs[:0], hdr, body)
@@ -228,10 +242,10 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 		copy(body[len(s.meta):], payload)
 	case own && s.st == nil:
 		// The staging buffer is reused by the next call.
-		payload = alignedCopy(payload)
+		payload = xfer.AlignedCopy(payload)
 		fallthrough
 	default:
-		msgs, tags = appendChunks(msgs, tags, payload, s.tag0)
+		msgs, tags = xfer.AppendChunks(msgs, tags, payload, s.tag0)
 	}
 	return msgs, tags, nil
 }
@@ -255,7 +269,7 @@ func (s *p2pState) messageName(i int) string {
 // holds (a Send given up when its context ended): later transfers use new
 // buffers instead of overwriting what MPI may still read.
 func (s *p2pState) detach() {
-	s.hdr, s.sbody = alignedBuf(wire.Size), nil
+	s.hdr, s.sbody = xfer.AlignedBuf(wire.Size), nil
 	if s.st == nil {
 		s.stage = nil
 	}
@@ -294,7 +308,7 @@ func (s *p2pState) detach() {
 // IRecv); pending IRecvs also proceed while a Recv waits for its messages.
 func (td *TensorDict) Recv(src int, opts ...RecvOption) (int, error) {
 	tag, err := td.recv(src, opts)
-	return tag, logFailed("Recv", err)
+	return tag, xfer.LogFailed("Recv", err)
 }
 
 func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
@@ -308,16 +322,16 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 		if errors.Is(err, tensor.ErrReleased) {
 			err = errors.Join(err, l.refuseIncoming())
 		}
-		return 0, l.errorf("%w", err)
+		return 0, l.Errorf("%w", err)
 	}
 	defer s.mu.Unlock()
-	l.logStart(int64(s.total), s.tag0)
-	s.held = lockTags(s.held, l.c, l.peer, true, s.tagSet)
+	l.LogStart(int64(s.total), s.tag0)
+	s.held = xfer.LockTags(s.held, l.Group, l.Peer, true, s.tagSet)
 	r := recvOp{l: l, td: td, s: s}
 	_, err = r.advance(true)
-	unlockAll(s.held)
+	xfer.UnlockAll(s.held)
 	if err != nil {
-		return 0, l.errorf("%w", err)
+		return 0, l.Errorf("%w", err)
 	}
 	return r.tag, nil
 }
@@ -326,20 +340,20 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 // whose storage was released cannot take, so that its sender is not left
 // blocked in a send nobody will ever receive: it waits for the header on
 // the tag the options give, until the context ends or, without a deadline,
-// for drainIdle, and drains exactly what the header announces.
+// for xfer.DrainIdle, and drains exactly what the header announces.
 func (l *link) refuseIncoming() error {
 	tag0 := l.o.tag
 	if l.o.pseudoRand && !l.o.consolidated {
 		tag0 = IntGenerator(tag0)
 	}
-	ctx := l.o.ctx
+	ctx := l.Ctx
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, drainIdle)
+		ctx, cancel = context.WithTimeout(ctx, xfer.DrainIdle)
 		defer cancel()
 	}
 	var hdr [wire.Size]byte
-	if err := recvExact(ctx, l.c, hdr[:], l.peer, tag0); err != nil {
+	if err := xfer.RecvExact(ctx, l.Comm, hdr[:], l.Peer, tag0); err != nil {
 		if ctx.Err() != nil {
 			return nil // nothing came: nothing to refuse
 		}
@@ -361,7 +375,7 @@ func (l *link) refuseIncoming() error {
 // on tags that no later transfer of this structure will take as its own
 // (the sender is expected to give up by its own deadline).
 func (l *link) drainUnlessDone(h *wire.Header, tag0 int, from int64) error {
-	if l.o.ctx.Err() != nil {
+	if l.Ctx.Err() != nil {
 		return nil
 	}
 	return l.drainSend(h, tag0, false, from)
@@ -430,15 +444,15 @@ func (s *p2pState) mismatch(td *TensorDict, meta []byte, h *wire.Header, sorted 
 // no message of it is left for a later Recv: the metadata message on tag0
 // when body is true (it was not received), then the storage chunks
 // (consolidated) or the per-leaf messages from the from-th on, on the
-// sender's tags (see drainMessages).
+// sender's tags (see xfer.DrainMessages).
 func (l *link) drainSend(h *wire.Header, tag0 int, body bool, from int64) error {
 	if body {
-		if err := drainChunks(l.c, l.peer, tag0, 1); err != nil {
+		if err := xfer.DrainChunks(l.Comm, l.Peer, tag0, 1); err != nil {
 			return err
 		}
 	}
 	if h.Flags&wire.FlagPerLeaf == 0 {
-		return drainChunks(l.c, l.peer, tag0, h.Chunks())
+		return xfer.DrainChunks(l.Comm, l.Peer, tag0, h.Chunks())
 	}
 	pseudo := h.Flags&wire.FlagPseudoRandTags != 0
 	tag := h.PayloadTag - 1
@@ -453,5 +467,5 @@ func (l *link) drainSend(h *wire.Header, tag0 int, body bool, from int64) error 
 	for range min(from, h.Leaves) {
 		next()
 	}
-	return drainMessages(l.c, l.peer, h.Leaves-min(from, h.Leaves), func(int64) int { return next() })
+	return xfer.DrainMessages(l.Comm, l.Peer, h.Leaves-min(from, h.Leaves), func(int64) int { return next() })
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -26,7 +27,7 @@ import (
 // receives the messages that have arrived.
 //
 // IRecvs from one source whose transfers share a tag take them in the
-// order they were called: an IRecv may probe for its header only when no
+// order they were called: an IRecv may xfer.Probe for its header only when no
 // IRecv called before it from that source on one of its tags is pending.
 // A Recv first waits, stepping them, for the IRecvs called before it from
 // its source on one of its tags.
@@ -34,7 +35,7 @@ import (
 // irecvOp is the state of one IRecv.
 type irecvOp struct {
 	mu      sync.Mutex // held by whoever steps it
-	l       link       // l.o.ctx is ctx below
+	l       link       // l.Ctx is ctx below
 	td      *TensorDict
 	key     peerKey // its queue
 	tags    []int   // the transfer's distinct tags, sorted
@@ -63,8 +64,7 @@ type peerKey struct {
 var irecvQueues = struct {
 	sync.Mutex
 	m    map[peerKey][]*irecvOp
-	next uint64       // the seq of the next IRecv
-	n    atomic.Int64 // IRecvs in the queues
+	next uint64 // the seq of the next IRecv
 }{m: map[peerKey][]*irecvOp{}}
 
 // allSeq stands for "every IRecv called so far" in stepQueue.
@@ -76,7 +76,7 @@ func (op *irecvOp) enqueue() {
 	op.seq = q.next
 	q.next++
 	q.m[op.key] = append(q.m[op.key], op)
-	q.n.Add(1)
+	xfer.Background.Pending.Add(1)
 	q.Unlock()
 }
 
@@ -88,7 +88,7 @@ func (op *irecvOp) dequeue() {
 	for i, o := range ops {
 		if o == op {
 			ops = slices.Delete(ops, i, i+1)
-			q.n.Add(-1)
+			xfer.Background.Pending.Add(-1)
 			break
 		}
 	}
@@ -154,7 +154,7 @@ func union(dst, tags []int) []int {
 	if !slices.ContainsFunc(tags, func(t int) bool { _, found := slices.BinarySearch(dst, t); return !found }) {
 		return dst
 	}
-	return tagSet(dst, append(dst, tags...))
+	return xfer.TagSet(dst, append(dst, tags...))
 }
 
 // recvState returns td's transfer state for a Recv with l's options,
@@ -164,12 +164,12 @@ func union(dst, tags []int) []int {
 // pending.
 func recvState(l *link, td *TensorDict) (*p2pState, error) {
 	seq := uint64(allSeq)
-	if irecvQueues.n.Load() > 0 {
+	if xfer.Background.Pending.Load() > 0 {
 		seq = nextSeq()
 	}
-	key := peerKey{c: l.c, peer: l.peer}
+	key := peerKey{c: l.Comm, peer: l.Peer}
 	for {
-		s, err := p2pStateOf(l.op, td)
+		s, err := p2pStateOf(l.Op, td)
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +183,7 @@ func recvState(l *link, td *TensorDict) (*p2pState, error) {
 		// An earlier IRecv may need td's state: wait without it.
 		tags := slices.Clone(s.tagSet)
 		s.mu.Unlock()
-		err = pollCtx(l.o.ctx, func() (bool, error) {
+		err = xfer.Poll(l.Ctx, func() (bool, error) {
 			if stepQueue(key, seq, tags) {
 				return true, nil
 			}
@@ -191,7 +191,7 @@ func recvState(l *link, td *TensorDict) (*p2pState, error) {
 			return false, nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("waiting for the IRecvs called before from rank %d on tags %v: %w", l.peer, tags, err)
+			return nil, fmt.Errorf("waiting for the IRecvs called before from rank %d on tags %v: %w", l.Peer, tags, err)
 		}
 	}
 }
@@ -214,6 +214,10 @@ func (op *irecvOp) progress() bool {
 	return moved || op.over.Load()
 }
 
+// The IRecvs are the background transfers of package xfer: its receives
+// step them while they wait.
+func init() { xfer.Background.Step = stepAll }
+
 // stepping is set while stepAll runs, which is never nested.
 var stepping atomic.Bool
 
@@ -225,7 +229,7 @@ var stepping atomic.Bool
 // proceeded in the background. It costs an atomic load when no IRecv is
 // pending.
 func stepAll() {
-	if irecvQueues.n.Load() == 0 || !stepping.CompareAndSwap(false, true) {
+	if xfer.Background.Pending.Load() == 0 || !stepping.CompareAndSwap(false, true) {
 		return
 	}
 	defer stepping.Store(false)
@@ -252,20 +256,20 @@ func (op *irecvOp) step(free bool) bool {
 	}
 	l := &op.l
 	if !op.started {
-		if l.o.ctx.Err() != nil {
-			op.finish(fmt.Errorf("waiting for the header: %w", context.Cause(l.o.ctx)))
+		if l.Ctx.Err() != nil {
+			op.finish(fmt.Errorf("waiting for the header: %w", context.Cause(l.Ctx)))
 			return true
 		}
 		if !free {
 			return false
 		}
-		// A probe on the header's tag, holding nothing, keeps an idle
+		// A xfer.Probe on the header's tag, holding nothing, keeps an idle
 		// step to one MPI_Iprobe; td must not change until the IRecv
 		// ends, so its header tag stays the one IRecv computed.
-		if ok, _, err := mpi.Iprobe(l.c, l.peer, op.tag0); err == nil && !ok {
+		if ok, _, err := mpi.Iprobe(l.Comm, l.Peer, op.tag0); err == nil && !ok {
 			return false
 		}
-		s, ok, err := tryP2PStateOf(l.op, op.td)
+		s, ok, err := tryP2PStateOf(l.Op, op.td)
 		switch {
 		case !ok:
 			return false
@@ -278,7 +282,7 @@ func (op *irecvOp) step(free bool) bool {
 			op.finish(err)
 			return true
 		}
-		if s.held, ok = tryLockTags(s.held, l.c, l.peer, true, s.tagSet); !ok {
+		if s.held, ok = xfer.TryLockTags(s.held, l.Group, l.Peer, true, s.tagSet); !ok {
 			s.mu.Unlock()
 			return false
 		}
@@ -286,7 +290,7 @@ func (op *irecvOp) step(free bool) bool {
 	}
 	phase, i := op.r.phase, op.r.i
 	done, err := op.r.advance(false)
-	if ctx := l.o.ctx; done && op.r.phase == phaseHeader && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+	if ctx := l.Ctx; done && op.r.phase == phaseHeader && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// The context ended during this step: say why, as above.
 		err = fmt.Errorf("waiting for the header: %w", context.Cause(ctx))
 	}
@@ -307,7 +311,7 @@ func (op *irecvOp) step(free bool) bool {
 func (op *irecvOp) release() {
 	if op.started {
 		s := op.r.s
-		unlockAll(s.held)
+		xfer.UnlockAll(s.held)
 		s.mu.Unlock()
 		op.r, op.started = recvOp{}, false
 	}
@@ -318,7 +322,7 @@ func (op *irecvOp) release() {
 func (op *irecvOp) finish(err error) {
 	op.release()
 	if err != nil {
-		op.err = logFailed(op.l.op, op.l.errorf("%w", err))
+		op.err = xfer.LogFailed(op.l.Op, op.l.Errorf("%w", err))
 	}
 	op.td = nil
 	op.dequeue()
@@ -338,7 +342,7 @@ func (op *irecvOp) finish(err error) {
 func (op *irecvOp) end() {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	if cause := context.Cause(op.l.o.ctx); op.started && (cause == errCanceled || cause == errDropped) {
+	if cause := context.Cause(op.l.Ctx); op.started && (cause == errCanceled || cause == errDropped) {
 		op.finish(errors.Join(fmt.Errorf("after the header: %w", cause), op.r.drainRest()))
 		return
 	}
@@ -347,11 +351,11 @@ func (op *irecvOp) end() {
 	}
 }
 
-// wait steps op until it ends, polling as pollCtx does, with the backoff
+// wait steps op until it ends, polling as xfer.Poll does, with the backoff
 // restarted whenever a message arrives.
 func (op *irecvOp) wait() {
 	for !op.over.Load() {
-		if err := pollCtx(op.l.o.ctx, func() (bool, error) { return op.progress(), nil }); err != nil {
+		if err := xfer.Poll(op.l.Ctx, func() (bool, error) { return op.progress(), nil }); err != nil {
 			// The context has ended: its AfterFunc ends op.
 			<-op.done
 		}
@@ -390,7 +394,7 @@ func (op *irecvOp) wait() {
 // dropped without Wait is cancelled when the garbage collector finds it.
 func (td *TensorDict) IRecv(src int, opts ...RecvOption) (*Pending, error) {
 	p, err := td.irecv(src, opts)
-	return p, logFailed("IRecv", err)
+	return p, xfer.LogFailed("IRecv", err)
 }
 
 func (td *TensorDict) irecv(src int, opts []RecvOption) (*Pending, error) {
@@ -401,25 +405,25 @@ func (td *TensorDict) irecv(src int, opts []RecvOption) (*Pending, error) {
 	op := &irecvOp{l: lv, td: td, done: make(chan struct{})}
 	l := &op.l
 	// Check td and the options now, as Recv would, so that misuse fails here.
-	s, err := p2pStateOf(l.op, td)
+	s, err := p2pStateOf(l.Op, td)
 	if err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.Errorf("%w", err)
 	}
 	err = s.prepare(l)
 	tag0, total, tags := s.tag0, s.total, slices.Clone(s.tagSet)
 	s.mu.Unlock()
 	if err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.Errorf("%w", err)
 	}
-	l.logStart(int64(total), tag0)
+	l.LogStart(int64(total), tag0)
 	op.tag0, op.tags = tag0, tags
-	l.o.ctx, op.cancel = context.WithCancelCause(l.o.ctx)
-	op.key = peerKey{c: l.c, peer: l.peer}
+	l.Ctx, op.cancel = context.WithCancelCause(l.Ctx)
+	op.key = peerKey{c: l.Comm, peer: l.Peer}
 	// Nobody can step op before it is set up: end and the steppers wait
 	// for, or try, op.mu.
 	op.mu.Lock()
 	op.enqueue()
-	op.stop = context.AfterFunc(l.o.ctx, op.end)
+	op.stop = context.AfterFunc(l.Ctx, op.end)
 	op.mu.Unlock()
 	return newIRecvPending(op), nil
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -36,7 +38,7 @@ func settle(start int) int {
 	deadline := time.Now().Add(60 * time.Second) // long for -race on a loaded machine
 	for {
 		n := runtime.NumGoroutine()
-		if (irecvQueues.n.Load() == 0 && n <= start+goroutineSlack) || time.Now().After(deadline) {
+		if (xfer.Background.Pending.Load() == 0 && n <= start+goroutineSlack) || time.Now().After(deadline) {
 			return n
 		}
 		runtime.GC()
@@ -48,13 +50,12 @@ func settle(start int) int {
 // MPI has nothing in progress, so that group.Finalize would not refuse.
 func noTransferState(t *testing.T) {
 	t.Helper()
-	assert.Zero(t, irecvQueues.n.Load(), "IRecvs still queued")
+	assert.Zero(t, xfer.Background.Pending.Load(), "IRecvs still queued")
 	irecvQueues.Lock()
 	assert.Empty(t, irecvQueues.m)
 	irecvQueues.Unlock()
-	p2pLocks.Lock()
-	assert.Empty(t, p2pLocks.m, "tag locks still held")
-	p2pLocks.Unlock()
+	held, _ := xfer.TagLocksInUse(group.World())
+	assert.Zero(t, held, "tag locks still held")
 	assert.NoError(t, mpi.Busy())
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -61,8 +62,8 @@ func (p *Pending) Wait() error {
 	if p.r != nil {
 		p.r.wait()
 		p.endIRecv()
-	} else if _, err := finishSends(p.l.o.ctx, p.reqs); err != nil {
-		p.err = logFailed(p.l.op, p.l.errorf("%w", err))
+	} else if _, err := xfer.FinishSends(p.l.Ctx, p.reqs); err != nil {
+		p.err = xfer.LogFailed(p.l.Op, p.l.Errorf("%w", err))
 	}
 	p.over = true
 	return p.err
@@ -87,13 +88,13 @@ func (p *Pending) Test() (bool, error) {
 		p.endIRecv()
 		return true, p.err
 	}
-	switch done, err := testAll(p.reqs); {
+	switch done, err := xfer.TestAll(p.reqs); {
 	case err != nil:
-		return true, logFailed(p.l.op, p.fail(err))
+		return true, xfer.LogFailed(p.l.Op, p.fail(err))
 	case done:
 		p.over = true
 		return true, nil
-	case p.l.o.ctx.Err() != nil:
+	case p.l.Ctx.Err() != nil:
 		return true, p.Wait() // gives up at once, as Wait does
 	}
 	return false, nil
@@ -126,7 +127,7 @@ func (p *Pending) Cancel() error {
 		return errNotPending("Cancel")
 	}
 	if p.r == nil {
-		return p.l.errorf("Pending.Cancel: an ISend cannot be cancelled; Wait completes it")
+		return p.l.Errorf("Pending.Cancel: an ISend cannot be cancelled; Wait completes it")
 	}
 	op := p.r
 	if op.over.Load() {
@@ -147,8 +148,8 @@ func (p *Pending) Cancel() error {
 // fail completes p with err after completing its other requests, as
 // Wait does.
 func (p *Pending) fail(err error) error {
-	_, werr := finishSends(p.l.o.ctx, p.reqs)
-	p.err = p.l.errorf("%w", errors.Join(err, werr))
+	_, werr := xfer.FinishSends(p.l.Ctx, p.reqs)
+	p.err = p.l.Errorf("%w", errors.Join(err, werr))
 	p.over = true
 	return p.err
 }
@@ -182,7 +183,7 @@ func errNotPending(method string) error {
 // a packed storage are ISend's own copies.
 func (td *TensorDict) ISend(dst int, opts ...SendOption) (*Pending, error) {
 	p, err := td.isend(dst, opts)
-	return p, logFailed("ISend", err)
+	return p, xfer.LogFailed("ISend", err)
 }
 
 func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
@@ -191,32 +192,32 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.notStarted(); err != nil {
+	if err := l.NotStarted(); err != nil {
 		return nil, err
 	}
 	s, err := lockState(l, td)
 	if err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.Errorf("%w", err)
 	}
 	defer s.mu.Unlock()
 	if err := s.prepare(l); err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.Errorf("%w", err)
 	}
-	l.logStart(int64(s.total), s.tag0)
+	l.LogStart(int64(s.total), s.tag0)
 	msgs, tags, err := s.messages(l, true)
 	if err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.Errorf("%w", err)
 	}
 	defer clear(msgs) // no reference to td's memory stays in s
 	p := &Pending{l: l, tag: s.tag0}
 	if len(s.cur) > 0 {
 		p.tag = s.cur[len(s.cur)-1]
 	}
-	if s.held, err = lockTagsCtx(l, s.held, false, s.tagSet); err != nil {
-		return nil, l.errorf("%w", err)
+	if s.held, err = xfer.LockTagsCtx(&l.Link, s.held, false, s.tagSet); err != nil {
+		return nil, l.Errorf("%w", err)
 	}
-	defer unlockAll(s.held)
-	if p.reqs, err = postSends(l, msgs, tags, s.messageName); err != nil {
+	defer xfer.UnlockAll(s.held)
+	if p.reqs, err = xfer.PostSends(&l.Link, msgs, tags, s.messageName); err != nil {
 		// The messages already posted must still complete.
 		return nil, p.fail(err)
 	}

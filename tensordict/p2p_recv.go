@@ -9,6 +9,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -41,12 +42,12 @@ type recvOp struct {
 // always when block (the receive then waits as the context allows), and
 // otherwise when it has arrived or the context has ended (the receive then
 // returns the context's error unless the message has just come, as a
-// blocking receive would) or the probe fails (the receive reports it).
+// blocking receive would) or the xfer.Probe fails (the receive reports it).
 func (r *recvOp) ready(tag int, block bool) bool {
-	if block || r.l.o.ctx.Err() != nil {
+	if block || r.l.Ctx.Err() != nil {
 		return true
 	}
-	ok, _, err := mpi.Iprobe(r.l.c, r.l.peer, tag)
+	ok, _, err := mpi.Iprobe(r.l.Comm, r.l.Peer, tag)
 	return ok || err != nil
 }
 
@@ -63,7 +64,7 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 			if !r.ready(s.tag0, block) {
 				return false, nil
 			}
-			if err := recvExact(l.o.ctx, l.c, s.hdr, l.peer, s.tag0); err != nil {
+			if err := xfer.RecvExact(l.Ctx, l.Comm, s.hdr, l.Peer, s.tag0); err != nil {
 				return true, fmt.Errorf("waiting for the header: %w", err)
 			}
 			h, err := s.parseHeader(l)
@@ -77,7 +78,7 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 			}
 			h := &r.h
 			body := s.recvBody(int(h.Body()))
-			if err := recvExact(l.o.ctx, l.c, body, l.peer, s.tag0); err != nil {
+			if err := xfer.RecvExact(l.Ctx, l.Comm, body, l.Peer, s.tag0); err != nil {
 				return true, fmt.Errorf("receiving the metadata: %w", errors.Join(err, l.drainUnlessDone(h, s.tag0, 0)))
 			}
 			if err := s.check(l, r.td, h, body); err != nil {
@@ -123,7 +124,7 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 			if !r.ready(s.cur[r.i], block) {
 				return false, nil
 			}
-			if err := recvExact(l.o.ctx, l.c, b, l.peer, s.cur[r.i]); err != nil {
+			if err := xfer.RecvExact(l.Ctx, l.Comm, b, l.Peer, s.cur[r.i]); err != nil {
 				return true, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainUnlessDone(&r.h, s.tag0, int64(r.i+1))))
 			}
 			r.i++
@@ -135,7 +136,7 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 			if !r.ready(s.tag0, block) {
 				return false, nil
 			}
-			if err := recvChunk(l.o.ctx, l.c, r.dst, r.i, l.peer, s.tag0); err != nil {
+			if err := xfer.RecvChunk(l.Ctx, l.Comm, r.dst, r.i, l.Peer, s.tag0); err != nil {
 				return true, err
 			}
 			r.i += wire.MaxChunk
@@ -157,7 +158,7 @@ func (r *recvOp) drainRest() error {
 	case phaseLeaves:
 		return l.drainSend(h, s.tag0, false, int64(r.i))
 	case phaseChunks:
-		return drainChunks(l.c, l.peer, s.tag0, int64((len(r.dst)-r.i+wire.MaxChunk-1)/wire.MaxChunk))
+		return xfer.DrainChunks(l.Comm, l.Peer, s.tag0, int64((len(r.dst)-r.i+wire.MaxChunk-1)/wire.MaxChunk))
 	}
 	return nil
 }

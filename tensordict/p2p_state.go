@@ -12,6 +12,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -41,7 +42,7 @@ type p2pState struct {
 	base       int    // the layout's offset in st
 	consHash   uint64 // structure in storage order (Signature)
 	sortedHash uint64 // structure in sorted order, batch sizes ignored (hashSorted)
-	meta       []byte // consolidated metadata (Layout), padded by metaAlign
+	meta       []byte // consolidated metadata (Layout), padded by xfer.MetaAlign
 	metaLen    int    // len(meta) before padding
 	contiguous Key    // the first non-contiguous leaf, or nil
 
@@ -61,7 +62,7 @@ type p2pState struct {
 	cur    []int // per-leaf tags, nil in consolidated mode
 	tag0   int   // tag of the header and metadata messages
 	tagSet []int // distinct tags, sorted
-	held   []*tagLock
+	held   []*xfer.TagLock
 
 	// Reused to re-encode the metadata on every call (see current).
 	chk     plan
@@ -99,15 +100,15 @@ func tryP2PStateOf(op string, td *TensorDict) (*p2pState, bool, error) {
 
 // lockState returns td's state locked, as p2pStateOf, waiting for another
 // call that holds it no longer than l's context allows (tryP2PStateOf,
-// pollCtx).
+// xfer.Poll).
 func lockState(l *link, td *TensorDict) (*p2pState, error) {
-	if l.o.ctx.Done() == nil {
-		return p2pStateOf(l.op, td)
+	if l.Ctx.Done() == nil {
+		return p2pStateOf(l.Op, td)
 	}
 	var s *p2pState
 	got := false // the last attempt found the state free (or failed)
-	err := pollCtx(l.o.ctx, func() (ok bool, err error) {
-		s, ok, err = tryP2PStateOf(l.op, td)
+	err := xfer.Poll(l.Ctx, func() (ok bool, err error) {
+		s, ok, err = tryP2PStateOf(l.Op, td)
 		got = ok
 		return ok, err
 	})
@@ -245,7 +246,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 		return fmt.Errorf("tensordict: %s: layout of %d bytes, leaves sum to %d", op, total, off)
 	}
 	s.total = total
-	s.meta = metaAlign(meta, 0)
+	s.meta = xfer.MetaAlign(meta, 0)
 	s.metaLen = len(meta)
 	s.st, s.base = nil, 0
 	if c := td.cons; c != nil && !c.st.Released() && c.base+total <= c.st.Len() {
@@ -266,7 +267,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.sortedHash = s.hashSorted()
 	s.sbody, s.rbody, s.stage, s.tags = nil, nil, nil, nil
 	if s.hdr == nil {
-		s.hdr = alignedBuf(wire.Size)
+		s.hdr = xfer.AlignedBuf(wire.Size)
 	}
 	return nil
 }
@@ -289,7 +290,7 @@ func (s *p2pState) payload(pack bool) ([]byte, error) {
 		return s.st.Bytes()[s.base : s.base+s.total : s.base+s.total], nil
 	}
 	if s.stage == nil {
-		s.stage = alignedBuf(s.total)
+		s.stage = xfer.AlignedBuf(s.total)
 	}
 	if pack {
 		for i := range s.leaves {
@@ -347,7 +348,7 @@ func (s *p2pState) copyLeaf(i int, out bool) error {
 // leafTags returns the per-leaf tags for initTag and pseudoRand, cached.
 func (s *p2pState) leafTags(initTag int, pseudoRand bool) ([]int, error) {
 	if s.tags == nil || s.tagInit != initTag || s.tagPseudo != pseudoRand {
-		s.tags = leafTags(make([]int, 0, len(s.leaves)), len(s.leaves), initTag, pseudoRand)
+		s.tags = xfer.LeafTags(make([]int, 0, len(s.leaves)), len(s.leaves), initTag, pseudoRand)
 		s.tagInit, s.tagPseudo = initTag, pseudoRand
 	}
 	if n := len(s.tags); n > 0 && s.tags[n-1] >= MaxUserTag {
@@ -356,22 +357,11 @@ func (s *p2pState) leafTags(initTag int, pseudoRand bool) ([]int, error) {
 	return s.tags, nil
 }
 
-// headerTag is the tag of the header message: the first leaf's tag, or the
-// initial tag of a TensorDict with no leaves. Sent first on that tag, the
-// header always precedes the leaf, since MPI does not reorder messages of
-// one sender on one tag.
-func headerTag(tags []int, initTag int) int {
-	if len(tags) > 0 {
-		return tags[0]
-	}
-	return initTag
-}
-
 // sendBody returns the outgoing metadata message: the metadata, followed
 // by room for the storage when inline.
 func (s *p2pState) sendBody(inline bool) []byte {
 	if s.sbody == nil || (inline && cap(s.sbody) < len(s.meta)+s.total) {
-		s.sbody = alignedBuf(len(s.meta) + s.total)
+		s.sbody = xfer.AlignedBuf(len(s.meta) + s.total)
 		copy(s.sbody, s.meta)
 	}
 	if inline {
@@ -384,7 +374,7 @@ func (s *p2pState) sendBody(inline bool) []byte {
 // kept for later calls.
 func (s *p2pState) recvBody(n int) []byte {
 	if cap(s.rbody) < n {
-		s.rbody = alignedBuf(n)
+		s.rbody = xfer.AlignedBuf(n)
 	}
 	return s.rbody[:n]
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -77,7 +79,7 @@ func TestSendRecvConsolidatedSteadyState(t *testing.T) {
 				panic(err)
 			}
 		})
-		msg := alignedBuf(64)
+		msg := xfer.AlignedBuf(64)
 		raw := testing.AllocsPerRun(20, func() {
 			var err error
 			if g.Rank() == 0 {
@@ -130,7 +132,7 @@ func TestSendRecvPerLeaf(t *testing.T) {
 	}{
 		{"default", nil, 3},
 		{"init tag", []any{WithTag(10)}, 13},
-		{"pseudo-random", []any{WithPseudoRandTags()}, leafTags(nil, 4, 0, true)[3]},
+		{"pseudo-random", []any{WithPseudoRandTags()}, xfer.LeafTags(nil, 4, 0, true)[3]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			td := p2pTD(t)
@@ -276,14 +278,13 @@ func TestRecvOverLimitDrainsExactly(t *testing.T) {
 			_, err := small.Recv(0, mpitest.As[RecvOption](opts)...)
 			require.NoError(t, err, "the transfer after the refused ones")
 			checkBigTD(t, small, 3, 4, 10)
-			assert.Less(t, time.Since(start), drainIdle, "draining waited for messages that were never sent")
+			assert.Less(t, time.Since(start), xfer.DrainIdle, "draining waited for messages that were never sent")
 		})
 	}
 	// No transfer is in progress: the table of tag locks is empty.
-	p2pLocks.Lock()
-	defer p2pLocks.Unlock()
-	assert.Empty(t, p2pLocks.m)
-	assert.LessOrEqual(t, len(p2pLocks.free), tagLockFree)
+	held, free := xfer.TagLocksInUse(group.World())
+	assert.Zero(t, held)
+	assert.LessOrEqual(t, free, 64)
 }
 
 // TestRecvReleasedStorageDrains checks that a receiver whose storage was

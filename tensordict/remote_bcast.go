@@ -9,6 +9,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -30,17 +31,17 @@ const bcastInlineMax = 64 << 10
 
 // bcastSend is the root's side.
 func (l *link) bcastSend(td *TensorDict) error {
-	return l.g.Collective(func(busy func() bool) error {
-		if err := l.g.Broken("tensordict: " + l.op); err != nil {
+	return l.Group.Collective(func(busy func() bool) error {
+		if err := l.Group.Broken("tensordict: " + l.Op); err != nil {
 			return err
 		}
-		s := newCollStep(l.o.ctx, l.g)
-		return closeCollective(s, busy, l.bcastSendLocked(s, td, busy), l.errorf)
+		s := xfer.NewStep(l.Ctx, l.Group)
+		return closeCollective(s, busy, l.bcastSendLocked(s, td, busy), l.Errorf)
 	})
 }
 
 // bcastSendLocked is bcastSend inside the group's collective lock.
-func (l *link) bcastSendLocked(s step, td *TensorDict, busy func() bool) error {
+func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) error {
 	h, body, payload, err := bcastPrepare(l, td)
 	if err == nil && busy() {
 		err = errBusy
@@ -49,14 +50,14 @@ func (l *link) bcastSendLocked(s step, td *TensorDict, busy func() bool) error {
 	if err == nil {
 		wire.Put(hdr[:], &h)
 	}
-	if berr := bcastStep(s, hdr[:], l.peer); berr != nil {
-		return l.errorf("broadcasting the header: %w", errors.Join(berr, err))
+	if berr := xfer.Bcast(s, hdr[:], l.Peer); berr != nil {
+		return l.Errorf("broadcasting the header: %w", errors.Join(berr, err))
 	}
 	if err := l.agree(s, err); err != nil {
 		return err
 	}
-	if err := bcastStep(s, body, l.peer); err != nil {
-		return l.errorf("broadcasting the metadata: %w", err)
+	if err := xfer.Bcast(s, body, l.Peer); err != nil {
+		return l.Errorf("broadcasting the metadata: %w", err)
 	}
 	if h.Flags&wire.FlagInline != 0 {
 		return nil
@@ -64,8 +65,8 @@ func (l *link) bcastSendLocked(s step, td *TensorDict, busy func() bool) error {
 	if err := l.agree(s, nil); err != nil {
 		return err
 	}
-	if err := s.bcastChunks(payload, l.peer); err != nil {
-		return l.errorf("broadcasting %d bytes of storage: %w", len(payload), err)
+	if err := s.BcastChunks(payload, l.Peer); err != nil {
+		return l.Errorf("broadcasting %d bytes of storage: %w", len(payload), err)
 	}
 	return nil
 }
@@ -73,10 +74,10 @@ func (l *link) bcastSendLocked(s step, td *TensorDict, busy func() bool) error {
 // bcastPrepare lays td out for a broadcast: the header, the body (class
 // name, metadata and inline storage) and the separate payload, if any.
 func bcastPrepare(l *link, td *TensorDict) (h wire.Header, body, payload []byte, err error) {
-	if err := l.o.ctx.Err(); err != nil {
+	if err := l.Ctx.Err(); err != nil {
 		return h, nil, nil, err
 	}
-	sp, err := planSend(l.op, td)
+	sp, err := planSend(l.Op, td)
 	if err != nil {
 		return h, nil, nil, err
 	}
@@ -93,7 +94,7 @@ func bcastPrepare(l *link, td *TensorDict) (h wire.Header, body, payload []byte,
 	if err := h.Check(senderLimits); err != nil {
 		return h, nil, nil, err
 	}
-	body = alignedBuf(n)
+	body = xfer.AlignedBuf(n)
 	off := copy(body, sp.class)
 	off += copy(body[off:], sp.meta)
 	// The storage may be a mapping of a file another process truncated:
@@ -109,12 +110,12 @@ func bcastPrepare(l *link, td *TensorDict) (h wire.Header, body, payload []byte,
 // bcastRecv is the side of every other rank.
 func (l *link) bcastRecv() (*TensorDict, error) {
 	var td *TensorDict
-	err := l.g.Collective(func(busy func() bool) error {
-		if err := l.g.Broken("tensordict: " + l.op); err != nil {
+	err := l.Group.Collective(func(busy func() bool) error {
+		if err := l.Group.Broken("tensordict: " + l.Op); err != nil {
 			return err
 		}
-		s := newCollStep(l.o.ctx, l.g)
-		return closeCollective(s, busy, l.bcastRecvLocked(s, &td, busy), l.errorf)
+		s := xfer.NewStep(l.Ctx, l.Group)
+		return closeCollective(s, busy, l.bcastRecvLocked(s, &td, busy), l.Errorf)
 	})
 	if err != nil {
 		// td may have been built before the storage failed to arrive.
@@ -125,19 +126,19 @@ func (l *link) bcastRecv() (*TensorDict, error) {
 
 // bcastRecvLocked is bcastRecv inside the group's collective lock; it sets
 // *out to the result.
-func (l *link) bcastRecvLocked(s step, out **TensorDict, busy func() bool) error {
+func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) error {
 	var td *TensorDict
 	defer func() { *out = td }()
 	var hdr [wire.Size]byte
-	if err := bcastStep(s, hdr[:], l.peer); err != nil {
-		return l.errorf("receiving the header: %w", err)
+	if err := xfer.Bcast(s, hdr[:], l.Peer); err != nil {
+		return l.Errorf("receiving the header: %w", err)
 	}
 	h, err := wire.Parse(hdr[:], l.o.limits())
 	if err == nil && h.Kind != wire.KindBroadcast {
 		err = fmt.Errorf("header of a %v message, want %v", h.Kind, wire.KindBroadcast)
 	}
 	if err == nil {
-		err = l.o.ctx.Err()
+		err = l.Ctx.Err()
 	}
 	if err == nil && busy() {
 		err = errBusy
@@ -145,9 +146,9 @@ func (l *link) bcastRecvLocked(s step, out **TensorDict, busy func() bool) error
 	if err := l.agree(s, err); err != nil {
 		return err
 	}
-	body := alignedBuf(int(h.Body()))
-	if err := bcastStep(s, body, l.peer); err != nil {
-		return l.errorf("receiving the metadata: %w", err)
+	body := xfer.AlignedBuf(int(h.Body()))
+	if err := xfer.Bcast(s, body, l.Peer); err != nil {
+		return l.Errorf("receiving the metadata: %w", err)
 	}
 	class := body[:h.ClassLen]
 	meta := body[h.ClassLen : int64(h.ClassLen)+h.MetaLen]
@@ -157,7 +158,7 @@ func (l *link) bcastRecvLocked(s step, out **TensorDict, busy func() bool) error
 	}
 	st, finish, err := l.storageFor(h.Total, inline, meta)
 	if err == nil {
-		td, err = fromConsolidatedCached(st, meta)
+		td, err = fromConsolidatedCached(l.Group, st, meta)
 		if err != nil {
 			err = errors.Join(err, finish(false))
 		}
@@ -166,14 +167,14 @@ func (l *link) bcastRecvLocked(s step, out **TensorDict, busy func() bool) error
 		if err := l.agree(s, err); err != nil {
 			return err
 		}
-		if err := s.bcastChunks(st.Bytes(), l.peer); err != nil {
-			return l.errorf("receiving %d bytes of storage: %w", h.Total, errors.Join(err, finish(false)))
+		if err := s.BcastChunks(st.Bytes(), l.Peer); err != nil {
+			return l.Errorf("receiving %d bytes of storage: %w", h.Total, errors.Join(err, finish(false)))
 		}
 	} else if err != nil {
-		return l.errorf("%w", err)
+		return l.Errorf("%w", err)
 	}
 	if err := finish(true); err != nil {
-		return l.errorf("%w", err)
+		return l.Errorf("%w", err)
 	}
 	if len(class) > 0 {
 		td.class = string(class)
@@ -185,21 +186,21 @@ func (l *link) bcastRecvLocked(s step, out **TensorDict, busy func() bool) error
 // is this rank's own error or nil. If some rank failed, agree returns the
 // local error on a rank that failed and, elsewhere, an error naming the
 // lowest failing rank.
-func (l *link) agree(s step, local error) error {
-	size := l.g.Size()
-	first := []int32{int32(size), s.unbounded()}
+func (l *link) agree(s xfer.Step, local error) error {
+	size := l.Group.Size()
+	first := []int32{int32(size), s.Unbounded()}
 	if local != nil {
-		first[0] = int32(l.g.Rank())
+		first[0] = int32(l.Group.Rank())
 	}
-	if err := allreduceStep(s, first, mpi.OpMin); err != nil {
-		return l.errorf("agreeing to go on: %w", errors.Join(err, local))
+	if err := xfer.Allreduce(s, first, mpi.OpMin); err != nil {
+		return l.Errorf("agreeing to go on: %w", errors.Join(err, local))
 	}
-	s.agreed(first[1])
+	s.Agreed(first[1])
 	switch {
 	case local != nil:
-		return l.errorf("%w", local)
+		return l.Errorf("%w", local)
 	case int(first[0]) < size:
-		return l.errorf("rank %d of the group could not go on (its own error says why)", first[0])
+		return l.Errorf("rank %d of the group could not go on (its own error says why)", first[0])
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -45,7 +46,7 @@ const initInlineMax = 64 << 10
 // source, dst is ignored, and every other rank calls FromRemoteInit with
 // WithBroadcast and this rank as src.
 func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
-	return logFailed("InitRemote", td.initRemote(dst, opts))
+	return xfer.LogFailed("InitRemote", td.initRemote(dst, opts))
 }
 
 func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
@@ -62,46 +63,46 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 		return err
 	}
 	if l.o.broadcast {
-		l.dir = "root"
-		if infoOn() {
-			l.logStart(tensorBytes(td), -1)
+		l.Dir = "root"
+		if xfer.InfoOn() {
+			l.LogStart(tensorBytes(td), -1)
 		}
 		return l.bcastSend(td)
 	}
-	if infoOn() {
-		l.logStart(tensorBytes(td), tagInitHeader)
+	if xfer.InfoOn() {
+		l.LogStart(tensorBytes(td), xfer.InitHeaderTag)
 	}
-	if err := l.notStarted(); err != nil {
+	if err := l.NotStarted(); err != nil {
 		return err
 	}
-	if frame, ok, err := smallInitFrame(l.op, td); err != nil {
-		return l.errorf("%w", err)
+	if frame, ok, err := smallInitFrame(l.Op, td); err != nil {
+		return l.Errorf("%w", err)
 	} else if ok {
-		if _, err := l.sendMessages([][]byte{frame}, []int{tagInitHeader}, initMessageName); err != nil {
-			return l.errorf("%w", err)
+		if _, err := l.SendMessages([][]byte{frame}, []int{xfer.InitHeaderTag}, initMessageName); err != nil {
+			return l.Errorf("%w", err)
 		}
 		return nil
 	}
-	sp, err := planSend(l.op, td)
+	sp, err := planSend(l.Op, td)
 	if err != nil {
-		return l.errorf("%w", err)
+		return l.Errorf("%w", err)
 	}
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves)}
-	h.Total, h.Chunk, h.PayloadTag = int64(sp.total), wire.MaxChunk, l.g.PayloadTag()
+	h.Total, h.Chunk, h.PayloadTag = int64(sp.total), wire.MaxChunk, l.Group.PayloadTag()
 	if err := h.Check(senderLimits); err != nil {
-		return l.errorf("%w", err)
+		return l.Errorf("%w", err)
 	}
 	payload, err := sp.bytes()
 	if err == nil {
 		err = mem.Readable(payload) // a mapping MPI would fault on in C
 	}
 	if err != nil {
-		return l.errorf("the consolidated storage: %w", err)
+		return l.Errorf("the consolidated storage: %w", err)
 	}
 	frame := wire.AppendFrame(nil, &h, sp.class, sp.meta, nil)
-	msgs, tags := appendChunks([][]byte{frame}, []int{tagInitHeader}, payload, h.PayloadTag)
-	if _, err := l.sendMessages(msgs, tags, initMessageName); err != nil {
-		return l.errorf("%w", err)
+	msgs, tags := xfer.AppendChunks([][]byte{frame}, []int{xfer.InitHeaderTag}, payload, h.PayloadTag)
+	if _, err := l.SendMessages(msgs, tags, initMessageName); err != nil {
+		return l.Errorf("%w", err)
 	}
 	return nil
 }
@@ -132,7 +133,7 @@ func smallInitFrame(op string, td *TensorDict) (frame []byte, ok bool, err error
 	pad := (8 - (wire.Size+len(td.class)+len(meta))%8) % 8
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		MetaLen: int64(len(meta) + pad), ClassLen: len(td.class), Hash: s.consHash, Leaves: int64(len(s.leaves))}
-	frame = alignedBuf(wire.Size + len(td.class) + len(meta) + pad + s.total)
+	frame = xfer.AlignedBuf(wire.Size + len(td.class) + len(meta) + pad + s.total)
 	wire.Put(frame, &h)
 	off := wire.Size + copy(frame[wire.Size:], td.class)
 	off += copy(frame[off:], meta)
@@ -186,7 +187,7 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // the mapping; nothing is copied after the receive.
 func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
 	td, err := fromRemoteInit(src, opts)
-	return td, logFailed("FromRemoteInit", err)
+	return td, xfer.LogFailed("FromRemoteInit", err)
 }
 
 func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
@@ -199,54 +200,54 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 		return nil, err
 	}
 	if l.o.broadcast {
-		l.dir = "root"
-		if src == l.g.Rank() {
-			return nil, l.errorf("the root of a broadcast calls InitRemote, not FromRemoteInit")
+		l.Dir = "root"
+		if src == l.Group.Rank() {
+			return nil, l.Errorf("the root of a broadcast calls InitRemote, not FromRemoteInit")
 		}
-		l.logStart(-1, -1)
+		l.LogStart(-1, -1)
 		return l.bcastRecv()
 	}
-	l.logStart(-1, tagInitHeader)
+	l.LogStart(-1, xfer.InitHeaderTag)
 	return l.recvInit()
 }
 
 // recvInit is the point-to-point receiving side of InitRemote.
 func (l *link) recvInit() (*TensorDict, error) {
 	lim := l.o.limits()
-	m, st, err := probe(l.o.ctx, l.c, l.peer, tagInitHeader)
+	m, st, err := xfer.Probe(l.Ctx, l.Comm, l.Peer, xfer.InitHeaderTag)
 	if err != nil {
-		return nil, l.errorf("waiting for the header: %w", err)
+		return nil, l.Errorf("waiting for the header: %w", err)
 	}
 	full := lim.Resolve()
 	maxFrame := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, initInlineMax)
 	if n := st.Bytes(); n < wire.Size || n > maxFrame {
 		err := l.refuseOversized(m, n, maxFrame)
-		return nil, l.errorf("%w", err)
+		return nil, l.Errorf("%w", err)
 	}
-	frame := alignedBuf(int(st.Bytes()))
+	frame := xfer.AlignedBuf(int(st.Bytes()))
 	if _, err := mpi.Mrecv(m, frame); err != nil {
-		return nil, l.errorf("receiving the header: %w", err)
+		return nil, l.Errorf("receiving the header: %w", err)
 	}
 	f, err := wire.ParseFrame(frame, lim)
 	if err != nil {
-		return nil, l.errorf("%w", errors.Join(err, l.drainRefused(frame)))
+		return nil, l.Errorf("%w", errors.Join(err, l.drainRefused(frame)))
 	}
 	if f.Kind != wire.KindInit {
 		// Only InitRemote sends on this tag: what such a header announces
 		// cannot be trusted, so nothing is drained.
-		return nil, l.errorf("header of a %v message, want %v", f.Kind, wire.KindInit)
+		return nil, l.Errorf("header of a %v message, want %v", f.Kind, wire.KindInit)
 	}
 	td, stor, finish, err := l.buildInit(&f)
 	if err != nil {
-		return nil, l.errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
+		return nil, l.Errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
 	}
 	if f.Inline == nil && f.Total > 0 {
-		if err := recvChunks(l.o.ctx, l.c, stor.Bytes(), l.peer, f.PayloadTag); err != nil {
-			return nil, l.errorf("receiving %d bytes of storage: %w", f.Total, errors.Join(err, finish(false)))
+		if err := xfer.RecvChunks(l.Ctx, l.Comm, stor.Bytes(), l.Peer, f.PayloadTag); err != nil {
+			return nil, l.Errorf("receiving %d bytes of storage: %w", f.Total, errors.Join(err, finish(false)))
 		}
 	}
 	if err := finish(true); err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.Errorf("%w", err)
 	}
 	if len(f.Class) > 0 {
 		td.class = string(f.Class)
@@ -264,7 +265,7 @@ func (l *link) buildInit(f *wire.Frame) (td *TensorDict, stor *tensor.Storage, f
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	td, err = fromConsolidatedCached(stor, f.Meta)
+	td, err = fromConsolidatedCached(l.Group, stor, f.Meta)
 	if err != nil {
 		return nil, nil, nil, errors.Join(err, finish(false))
 	}
@@ -276,7 +277,7 @@ func (l *link) buildInit(f *wire.Frame) (td *TensorDict, stor *tensor.Storage, f
 // announces when that header is readable, and returns the error to report.
 func (l *link) refuseOversized(m *mpi.Message, n, maxFrame int64) error {
 	var head [wire.Size]byte
-	if err := discard(m, n, head[:]); err != nil {
+	if err := xfer.Discard(m, n, head[:]); err != nil {
 		return fmt.Errorf("header message of %d bytes: %w", n, err)
 	}
 	if n < wire.Size {
@@ -303,7 +304,7 @@ func (l *link) drainRefused(frame []byte) error {
 // drainPayload drains the separate payload of a header: h.Chunks()
 // messages on its payload tag.
 func (l *link) drainPayload(h *wire.Header) error {
-	return drainChunks(l.c, l.peer, h.PayloadTag, h.Chunks())
+	return xfer.DrainChunks(l.Comm, l.Peer, h.PayloadTag, h.Chunks())
 }
 
 // storageFor returns the storage a received TensorDict of total bytes
@@ -326,8 +327,8 @@ func (l *link) storageFor(total int64, inline, meta []byte) (*tensor.Storage, fu
 		return st, noop, nil
 	}
 	if inline != nil {
-		if len(inline) > 0 && !aligned8(inline) {
-			inline = alignedCopy(inline)
+		if len(inline) > 0 && !xfer.Aligned8(inline) {
+			inline = xfer.AlignedCopy(inline)
 		}
 		return tensor.StorageOf(inline), noop, nil
 	}
@@ -346,7 +347,7 @@ func allocatorStorage(alloc Allocator, n int64) (st *tensor.Storage, err error) 
 		return nil, fmt.Errorf("WithAllocator: allocating %d bytes: the storage was released", n)
 	case int64(st.Len()) != n:
 		return nil, fmt.Errorf("WithAllocator: allocating %d bytes: got a storage of %d bytes", n, st.Len())
-	case n > 0 && !aligned8(st.Bytes()):
+	case n > 0 && !xfer.Aligned8(st.Bytes()):
 		return nil, fmt.Errorf("WithAllocator: allocating %d bytes: the storage is not 8-byte aligned", n)
 	}
 	return st, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/log"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -158,12 +159,12 @@ func TestOperationLoggingDisabledAllocatesNothing(t *testing.T) {
 	prev := log.Level()
 	log.SetLevel(zerolog.Disabled)
 	defer log.SetLevel(prev)
-	l := link{op: "Send", g: g, peer: 0, dir: "to"}
+	l := xfer.Link{Op: "Send", Group: g, Peer: 0, Dir: "to"}
 	allocs := testing.AllocsPerRun(100, func() {
-		l.logStart(64, 3)
-		_ = logFailed("Send", nil)
-		logCollStart("AllReduce", g, -1, nil)
+		l.LogStart(64, 3)
+		_ = xfer.LogFailed("Send", nil)
+		xfer.LogCollStart("AllReduce", g, -1, nil)
 	})
 	assert.Zero(t, allocs)
-	assert.False(t, infoOn())
+	assert.False(t, xfer.InfoOn())
 }

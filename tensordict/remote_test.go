@@ -18,8 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -268,9 +270,9 @@ func TestFromRemoteInitHostileHeader(t *testing.T) {
 	case 0:
 		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Total: 1 << 40, MetaLen: 2, Chunk: wire.MaxChunk, PayloadTag: g.PayloadTag()}
 		frame := wire.AppendFrame(nil, &h, "", []byte("{}"), nil)
-		require.NoError(t, mpi.Send(g.LibComm(), frame, 1, tagInitHeader))
+		require.NoError(t, mpi.Send(g.LibComm(), frame, 1, xfer.InitHeaderTag))
 		// A garbage message, then a good transfer: the receiver is healthy.
-		require.NoError(t, mpi.Send(g.LibComm(), []byte("not a header at all, but long enough to be parsed as one......!!"), 1, tagInitHeader))
+		require.NoError(t, mpi.Send(g.LibComm(), []byte("not a header at all, but long enough to be parsed as one......!!"), 1, xfer.InitHeaderTag))
 		require.NoError(t, remoteSeedTD(t).InitRemote(1))
 	case 1:
 		_, err := FromRemoteInit(0, testCtx(t))
@@ -401,7 +403,7 @@ func TestFromRemoteInitMetadataCache(t *testing.T) {
 	td := New(2)
 	require.NoError(t, td.Set(K("x"), tensor.Ones(tensor.Float32, 2)))
 	require.NoError(t, td.SetNonTensor(K("cfg"), map[string]any{"lr": 0.5}))
-	// Metadata over metaCacheMaxBytes is not kept.
+	// Metadata over codec.CacheMaxBytes is not kept (internal/codec tests it).
 	wide := New()
 	for i := range 2000 {
 		require.NoError(t, wide.Set(K("many", fmt.Sprintf("leaf%04d", i)), tensor.Ones(tensor.Uint8, 1)))
@@ -418,14 +420,7 @@ func TestFromRemoteInitMetadataCache(t *testing.T) {
 		require.NoError(t, err)
 		meta, err := r.ConsolidatedMetadata()
 		require.NoError(t, err)
-		require.Greater(t, len(meta), metaCacheMaxBytes)
-		metaCache.Lock()
-		defer metaCache.Unlock()
-		for _, e := range metaCache.entries {
-			if e != nil {
-				assert.LessOrEqual(t, len(e.meta), metaCacheMaxBytes)
-			}
-		}
+		require.Greater(t, len(meta), codec.CacheMaxBytes)
 	}()
 	var got []*TensorDict
 	for range 3 {

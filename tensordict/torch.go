@@ -11,6 +11,7 @@ import (
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/torchwire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -88,15 +89,15 @@ func newTorchLink(op string, peer int, dir string, opts []RemoteOption) (*torchL
 		return nil, err
 	}
 	if o.broadcast {
-		l.dir = "root"
+		l.Dir = "root"
 	}
-	if !l.g.IsWorld() {
-		return nil, l.errorf("WithTorch: torch's ranks talk on the world: WithGroup(%v) is not the world group", l.g)
+	if !l.Group.IsWorld() {
+		return nil, l.Errorf("WithTorch: torch's ranks talk on the world: WithGroup(%v) is not the world group", l.Group)
 	}
 	if l.o.memmap != "" {
-		return nil, l.errorf("WithTorch: WithMemmap is not supported")
+		return nil, l.Errorf("WithTorch: WithMemmap is not supported")
 	}
-	return &torchLink{link: l, world: l.g.Comm()}, nil
+	return &torchLink{link: l, world: l.Group.Comm()}, nil
 }
 
 func (td *TensorDict) initRemoteTorch(dst int, opts []RemoteOption) error {
@@ -104,26 +105,26 @@ func (td *TensorDict) initRemoteTorch(dst int, opts []RemoteOption) error {
 	if err != nil {
 		return err
 	}
-	if err := l.o.ctx.Err(); err != nil {
-		return l.errorf("%w", err)
+	if err := l.Ctx.Err(); err != nil {
+		return l.Errorf("%w", err)
 	}
 	pickle, storage, err := torchPrepare(td, l.o.broadcast)
 	if err != nil {
-		return l.errorf("%w", err)
+		return l.Errorf("%w", err)
 	}
 	n := torchwire.LengthMessage(int64(len(pickle)))
 	mode := torchwire.P2P
 	if l.o.broadcast {
 		mode = torchwire.Broadcast
 	}
-	return l.g.Exclusive(func() error {
+	return l.Group.Exclusive(func() error {
 		for i, m := range [...]func() error{
 			func() error { return l.send(n[:]) },
 			func() error { return l.send(pickle) },
 			func() error { return l.send(storage) },
 		} {
 			if err := m(); err != nil {
-				return l.errorf("%s: %w", torchwire.Messages(mode, int64(len(pickle)), int64(len(storage)))[i].What, err)
+				return l.Errorf("%s: %w", torchwire.Messages(mode, int64(len(pickle)), int64(len(storage)))[i].What, err)
 			}
 		}
 		return nil
@@ -135,14 +136,14 @@ func (l *torchLink) send(b any) error {
 	switch x := b.(type) {
 	case []int64:
 		if l.o.broadcast {
-			return mpi.Bcast(l.world, x, l.peer)
+			return mpi.Bcast(l.world, x, l.Peer)
 		}
-		return mpi.Send(l.world, x, l.peer, torchwire.Tag)
+		return mpi.Send(l.world, x, l.Peer, torchwire.Tag)
 	case []byte:
 		if l.o.broadcast {
-			return mpi.Bcast(l.world, x, l.peer)
+			return mpi.Bcast(l.world, x, l.Peer)
 		}
-		return mpi.Send(l.world, x, l.peer, torchwire.Tag)
+		return mpi.Send(l.world, x, l.Peer, torchwire.Tag)
 	}
 	panic("tensordict: torchLink.send: unexpected buffer type")
 }
@@ -230,11 +231,11 @@ func fromRemoteInitTorch(src int, opts []RemoteOption) (*TensorDict, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.o.broadcast && src == l.g.Rank() {
-		return nil, l.errorf("the root of a broadcast calls InitRemote, not FromRemoteInit")
+	if l.o.broadcast && src == l.Group.Rank() {
+		return nil, l.Errorf("the root of a broadcast calls InitRemote, not FromRemoteInit")
 	}
 	var td *TensorDict
-	err = l.g.Exclusive(func() error {
+	err = l.Group.Exclusive(func() error {
 		var err error
 		td, err = l.recvTorch()
 		return err
@@ -249,8 +250,8 @@ func fromRemoteInitTorch(src int, opts []RemoteOption) (*TensorDict, error) {
 // most 2 s, so that the sender is not left blocked and nothing of the
 // transfer stays queued on tag 0 for a later receive.
 func (l *torchLink) recvTorch() (*TensorDict, error) {
-	if err := l.o.ctx.Err(); err != nil {
-		return nil, l.errorf("%w", err) // a broadcast, once begun, must run to its end
+	if err := l.Ctx.Err(); err != nil {
+		return nil, l.Errorf("%w", err) // a broadcast, once begun, must run to its end
 	}
 	var n [1]int64
 	if err := l.recv(n[:], "the pickle length"); err != nil {
@@ -258,7 +259,7 @@ func (l *torchLink) recvTorch() (*TensorDict, error) {
 	}
 	size, err := torchwire.CheckLength(n[0], defaultTorchMaxPickle)
 	if err != nil {
-		return nil, l.refuse(l.errorf("%w", err), 2)
+		return nil, l.refuse(l.Errorf("%w", err), 2)
 	}
 	pickle := make([]byte, size)
 	if err := l.recv(pickle, "the metadata pickle"); err != nil {
@@ -266,21 +267,21 @@ func (l *torchLink) recvTorch() (*TensorDict, error) {
 	}
 	m, err := torchwire.ParseMeta(pickle, l.o.broadcast, torchwire.Limits{MaxPickle: defaultTorchMaxPickle})
 	if err != nil {
-		return nil, l.refuse(l.errorf("%w", err), 1)
+		return nil, l.refuse(l.Errorf("%w", err), 1)
 	}
 	if lim := l.o.limits().Resolve().MaxTotal; m.TotalBytes > lim {
-		return nil, l.refuse(l.errorf("the peer announces a storage of %d bytes, over the limit of %d (WithMaxBytes)", m.TotalBytes, lim), 1)
+		return nil, l.refuse(l.Errorf("the peer announces a storage of %d bytes, over the limit of %d (WithMaxBytes)", m.TotalBytes, lim), 1)
 	}
 	st, err := l.torchStorage(m.TotalBytes)
 	if err != nil {
-		return nil, l.refuse(l.errorf("%w", err), 1)
+		return nil, l.refuse(l.Errorf("%w", err), 1)
 	}
 	if err := l.recv(st.Bytes(), "the storage"); err != nil {
 		return nil, err
 	}
 	td, err := fromTorchMeta(m, st)
 	if err != nil {
-		return nil, l.errorf("%w", err)
+		return nil, l.Errorf("%w", err)
 	}
 	return td, nil
 }
@@ -293,7 +294,7 @@ func (l *torchLink) refuse(err error, rest int64) error {
 	if l.o.broadcast {
 		return err
 	}
-	return errors.Join(err, drainMessages(l.world, l.peer, rest, func(int64) int { return torchwire.Tag }))
+	return errors.Join(err, xfer.DrainMessages(l.world, l.Peer, rest, func(int64) int { return torchwire.Tag }))
 }
 
 // torchStorage returns the storage of n bytes the TensorDict is built in:
@@ -307,25 +308,25 @@ func (l *torchLink) torchStorage(n int64) (*tensor.Storage, error) {
 
 // recv receives one message into b, whose length is the exact count the
 // protocol announces: a broadcast, or a point-to-point message from the
-// peer on tag 0 matched by a probe bounded by the context. A message of
+// peer on tag 0 matched by a xfer.Probe bounded by the context. A message of
 // another size is received into scratch memory and refused.
 func (l *torchLink) recv(b any, what string) error {
 	if l.o.broadcast {
 		var err error
 		switch x := b.(type) {
 		case []int64:
-			err = mpi.Bcast(l.world, x, l.peer)
+			err = mpi.Bcast(l.world, x, l.Peer)
 		case []byte:
-			err = mpi.Bcast(l.world, x, l.peer)
+			err = mpi.Bcast(l.world, x, l.Peer)
 		}
 		if err != nil {
-			return l.errorf("receiving %s: %w", what, err)
+			return l.Errorf("receiving %s: %w", what, err)
 		}
 		return nil
 	}
-	msg, st, err := probe(l.o.ctx, l.world, l.peer, torchwire.Tag)
+	msg, st, err := xfer.Probe(l.Ctx, l.world, l.Peer, torchwire.Tag)
 	if err != nil {
-		return l.errorf("waiting for %s: %w", what, err)
+		return l.Errorf("waiting for %s: %w", what, err)
 	}
 	var want int64
 	switch x := b.(type) {
@@ -341,11 +342,11 @@ func (l *torchLink) recv(b any, what string) error {
 		}
 	}
 	if st.Bytes() != want {
-		return l.errorf("%s is a message of %d bytes, want %d: %w", what, st.Bytes(), want,
-			errors.Join(torchwire.ErrMetadata, discard(msg, st.Bytes(), nil)))
+		return l.Errorf("%s is a message of %d bytes, want %d: %w", what, st.Bytes(), want,
+			errors.Join(torchwire.ErrMetadata, xfer.Discard(msg, st.Bytes(), nil)))
 	}
 	if err != nil {
-		return l.errorf("receiving %s: %w", what, err)
+		return l.Errorf("receiving %s: %w", what, err)
 	}
 	return nil
 }

@@ -1,12 +1,27 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-package tensordict
+package xfer
 
 import (
 	"fmt"
 	"math/bits"
+
+	"github.com/tdmpi/tdmpi/group"
 )
+
+// Tags on a group's library communicator (laid out by package group).
+// Per-leaf messages use the tags the caller picks (tensordict's WithTag,
+// WithPseudoRandTags), below group.MaxUserTag; a Send's header travels on
+// its first leaf's tag (HeaderTag). InitRemote's headers have a tag of
+// their own, so a FromRemoteInit never takes the header of a Send.
+// Payloads (storages and their chunks) travel on tags the group hands out
+// (group.Group.PayloadTag), carried in the header, so that concurrent
+// transfers between the same two ranks cannot mix.
+
+// InitHeaderTag is the tag of InitRemote's headers: the first of the
+// group's reserved header tags.
+const InitHeaderTag = group.HeaderTag
 
 // IntGenerator returns the pseudo-random tag tensordict derives from seed,
 // bit for bit as Python tensordict's int_generator: numpy's
@@ -21,10 +36,10 @@ func IntGenerator(seed int) int {
 	return int(bits.ReverseBytes64(x) % 10000)
 }
 
-// leafTags returns the tag of each of n per-leaf messages starting from
+// LeafTags returns the tag of each of n per-leaf messages starting from
 // initTag, as tensordict's send: consecutive tags, or with pseudoRand each
 // tag IntGenerator(previous+1), the first IntGenerator(initTag).
-func leafTags(dst []int, n, initTag int, pseudoRand bool) []int {
+func LeafTags(dst []int, n, initTag int, pseudoRand bool) []int {
 	tag := initTag - 1
 	for range n {
 		if pseudoRand {
@@ -143,4 +158,15 @@ func (p *pcg64) step() {
 func (p *pcg64) next64() uint64 {
 	p.step()
 	return bits.RotateLeft64(p.stateHi^p.stateLo, -int(p.stateHi>>58))
+}
+
+// HeaderTag is the tag of the header message: the first leaf's tag, or the
+// initial tag of a TensorDict with no leaves. Sent first on that tag, the
+// header always precedes the leaf, since MPI does not reorder messages of
+// one sender on one tag.
+func HeaderTag(tags []int, initTag int) int {
+	if len(tags) > 0 {
+		return tags[0]
+	}
+	return initTag
 }

@@ -1,7 +1,7 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-package tensordict
+package xfer
 
 import (
 	"testing"
@@ -20,8 +20,8 @@ func TestIntGeneratorDocVector(t *testing.T) {
 }
 
 func TestLeafTags(t *testing.T) {
-	assert.Equal(t, []int{5, 6, 7}, leafTags(nil, 3, 5, false))
-	got := leafTags(nil, 3, 0, true)
+	assert.Equal(t, []int{5, 6, 7}, LeafTags(nil, 3, 5, false))
+	got := LeafTags(nil, 3, 0, true)
 	assert.Equal(t, []int{IntGenerator(0), IntGenerator(IntGenerator(0) + 1), IntGenerator(IntGenerator(IntGenerator(0)+1) + 1)}, got)
 	for _, tag := range got {
 		assert.True(t, tag >= 0 && tag < 10000)

@@ -1,0 +1,183 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package xfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// Link is one point-to-point operation in progress: the method, the group,
+// its library communicator, the peer and the call's context, for the
+// messages and the errors of the transfer.
+type Link struct {
+	Op    string // "InitRemote", "Recv", ...
+	Group *group.Group
+	Comm  *mpi.Comm // Group's library communicator
+	Peer  int       // group rank of the other side (the root in broadcast mode)
+	Dir   string    // "to", "from" or "root"
+	Ctx   context.Context
+}
+
+// DescribeGroup names g for an error about a rank out of its range, so that
+// a caller who passed a world rank to a subgroup sees the mix-up: "the
+// world group", or "the group of world ranks [2 3]" (the first 16).
+func DescribeGroup(g *group.Group) string {
+	if g.IsWorld() {
+		return "the world group"
+	}
+	const show = 16
+	var b strings.Builder
+	b.WriteString("the group of world ranks [")
+	for i := range min(g.Size(), show) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		r, err := g.WorldRank(i)
+		if err != nil {
+			b.WriteString("?")
+			continue
+		}
+		b.WriteString(strconv.Itoa(r))
+	}
+	if g.Size() > show {
+		fmt.Fprintf(&b, " ... (%d ranks)", g.Size())
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// errorf returns "tensordict: <op>: rank <r> of <n>, <dir> rank <peer>: <msg>".
+func (l *Link) Errorf(format string, args ...any) error {
+	return fmt.Errorf("tensordict: %s: rank %d of %d, %s rank %d: %w",
+		l.Op, l.Group.Rank(), l.Group.Size(), l.Dir, l.Peer, fmt.Errorf(format, args...))
+}
+
+// notStarted returns an error wrapping the context's error if l's context
+// has already ended: a send then sends nothing at all.
+func (l *Link) NotStarted() error {
+	if err := l.Ctx.Err(); err != nil {
+		return l.Errorf("nothing sent: %w", err)
+	}
+	return nil
+}
+
+// sendMessages sends msgs[i] on tags[i] to l's peer, in order, as one
+// transfer bounded by l's context; name names message i in errors.
+//
+// With a context that cannot end, each message is a blocking send.
+// Otherwise every message is posted at once (MPI_Isend, in order, so that
+// the receiver matches them exactly as it matches blocking sends) and the
+// sends are polled until they complete or the context ends (FinishSends).
+// A send MPI has started cannot be recalled: when the context ends first,
+// the sends still incomplete are handed to package mpi (Request.Abandon),
+// which completes them whenever the receiver takes them and keeps their
+// buffers pinned until then, and gone reports true: the caller must not
+// reuse those buffers. Since the whole transfer was posted, the receiver
+// takes it whole or not at all, and a later transfer on the same tags
+// queues behind it in MPI's order: the two cannot mix.
+func (l *Link) SendMessages(msgs [][]byte, tags []int, name func(int) string) (gone bool, err error) {
+	if l.Ctx.Done() == nil {
+		for i, m := range msgs {
+			if err := mpi.Send(l.Comm, m, l.Peer, tags[i]); err != nil {
+				return false, fmt.Errorf("sending %s: %w", name(i), err)
+			}
+		}
+		return false, nil
+	}
+	reqs, err := PostSends(l, msgs, tags, name)
+	n, werr := FinishSends(l.Ctx, reqs)
+	return n > 0, errors.Join(err, werr)
+}
+
+// PostSends posts msgs[i] on tags[i] to l's peer, in order (MPI_Isend).
+// If a post fails, it returns the requests of the messages already posted
+// with the error: they must still be completed.
+func PostSends(l *Link, msgs [][]byte, tags []int, name func(int) string) ([]*mpi.Request, error) {
+	reqs := make([]*mpi.Request, 0, len(msgs))
+	for i, m := range msgs {
+		r, err := mpi.Isend(l.Comm, m, l.Peer, tags[i])
+		if err != nil {
+			return reqs, fmt.Errorf("posting %s (message %d of %d): %w", name(i), i+1, len(msgs), err)
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, nil
+}
+
+// FinishSends completes the sends reqs: it waits for them (MPI_Waitall)
+// when ctx cannot end, and otherwise polls them (Poll) until they
+// complete or ctx ends. If ctx ends first, or a test fails, it abandons
+// the sends still incomplete (see sendMessages) and returns how many,
+// with an error wrapping ctx.Err() or the test's error.
+func FinishSends(ctx context.Context, reqs []*mpi.Request) (abandoned int, err error) {
+	if ctx.Done() == nil {
+		return 0, mpi.WaitAll(reqs...)
+	}
+	if err = Poll(ctx, func() (bool, error) { return TestAll(reqs) }); err == nil {
+		return 0, nil
+	}
+	for _, r := range reqs {
+		if done, _, _ := r.Test(); !done {
+			r.Abandon()
+			abandoned++
+		}
+	}
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return abandoned, fmt.Errorf("given up as the context ended, with %d of %d sends incomplete (MPI delivers them if the receiver receives; see Send): %w",
+			abandoned, len(reqs), err)
+	}
+	if abandoned > 0 {
+		err = fmt.Errorf("%w (%d of %d sends abandoned incomplete)", err, abandoned, len(reqs))
+	}
+	return abandoned, err
+}
+
+// TestAll tests every request of reqs (MPI_Test) and reports whether all
+// have completed; an error ends it.
+func TestAll(reqs []*mpi.Request) (bool, error) {
+	all := true
+	for _, r := range reqs {
+		done, _, err := r.Test()
+		if err != nil {
+			return true, err
+		}
+		all = all && done
+	}
+	return all, nil
+}
+
+// MetaAlign pads meta with JSON white space so that a frame's storage,
+// which follows the header, the class name and the metadata, starts 8-byte
+// aligned in an 8-byte aligned buffer.
+func MetaAlign(meta []byte, classLen int) []byte {
+	for (wire.Size+classLen+len(meta))%8 != 0 {
+		meta = append(meta, ' ')
+	}
+	return meta
+}
+
+// AlignedBuf returns n zero bytes, 8-byte aligned, on the Go heap.
+func AlignedBuf(n int) []byte { return mem.Alloc(n) }
+
+// AlignedCopy returns a copy of b, 8-byte aligned, on the Go heap.
+func AlignedCopy(b []byte) []byte {
+	c := mem.AllocUninit(len(b))
+	copy(c, b)
+	return c
+}
+
+// Aligned8 reports whether b starts at an 8-byte aligned address.
+func Aligned8(b []byte) bool {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 == 0
+}

@@ -1,0 +1,214 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package xfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+	"golang.org/x/sys/unix"
+)
+
+// Polling of a receive bounded by a context: Improbe is tried spinAttempts
+// times, then between sleeps that double from minSleep up to maxSleep.
+const (
+	spinAttempts = 200
+	minSleep     = 2 * time.Microsecond
+	maxSleep     = time.Millisecond
+)
+
+// Probe matches the next message from src with tag on c. If ctx can end,
+// it polls with Improbe (see Poll) and returns ctx's error (wrapped by
+// the caller) when ctx ends first; nothing is then consumed.
+func Probe(ctx context.Context, c *mpi.Comm, src, tag int) (m *mpi.Message, st mpi.Status, err error) {
+	if ctx.Done() == nil {
+		return mpi.Mprobe(c, src, tag)
+	}
+	err = Poll(ctx, func() (ok bool, err error) {
+		m, ok, st, err = mpi.Improbe(c, src, tag)
+		return ok, err
+	})
+	return m, st, err
+}
+
+// Poll calls try until it reports done or fails, spinning spinAttempts
+// times, then sleeping between calls from minSleep, doubling up to
+// maxSleep. It returns ctx's error if ctx ends first.
+func Poll(ctx context.Context, try func() (done bool, err error)) error {
+	sleep := minSleep
+	for i := 0; ; i++ {
+		if done, err := try(); err != nil || done {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if i < spinAttempts {
+			continue
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		sleep = min(2*sleep, maxSleep)
+	}
+}
+
+// Discard receives the matched message m of n bytes and throws it away.
+// The receive is exact, never truncated: Open MPI's single-copy path does
+// not bound a truncated rendezvous receive by the buffer size. Small
+// messages land on the stack, larger ones in a scratch anonymous mapping
+// that is unmapped at once. head, if not nil, gets the message's first
+// bytes.
+func Discard(m *mpi.Message, n int64, head []byte) error {
+	if n <= 0 {
+		_, err := mpi.Mrecv(m, []byte(nil))
+		return err
+	}
+	if n <= 4096 {
+		var sink [4096]byte
+		_, err := mpi.Mrecv(m, sink[:n])
+		copy(head, sink[:n])
+		return err
+	}
+	buf, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+	if err != nil {
+		return fmt.Errorf("mapping %d bytes to Discard a message: %w", n, err)
+	}
+	_, err = mpi.Mrecv(m, buf)
+	copy(head, buf)
+	return errors.Join(err, unix.Munmap(buf))
+}
+
+// DrainIdle is how long a drain waits for each message it was told to
+// expect before giving up on the rest.
+const DrainIdle = 2 * time.Second
+
+// DrainMessages consumes, in order, n messages from src, the i-th on tag
+// tagOf(i): exactly the messages a refused transfer still owes, so that
+// its sender is not left blocked and nothing of it stays queued for a
+// later receive to take. A header can announce messages that never come
+// (a faulty or hostile sender), so DrainMessages waits at most DrainIdle
+// for each and then gives up with an error saying so; it never takes more
+// than n messages.
+func DrainMessages(c *mpi.Comm, src int, n int64, tagOf func(i int64) int) error {
+	for i := range n {
+		tag := tagOf(i)
+		ctx, cancel := context.WithTimeout(context.Background(), DrainIdle)
+		m, st, err := Probe(ctx, c, src, tag)
+		cancel()
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d) did not come within %v", i+1, n, tag, DrainIdle)
+			}
+			return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d): %w", i+1, n, tag, err)
+		}
+		if err := Discard(m, st.Bytes(), nil); err != nil {
+			return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d): %w", i+1, n, tag, err)
+		}
+	}
+	return nil
+}
+
+// DrainChunks consumes the n payload messages on tag (see DrainMessages).
+func DrainChunks(c *mpi.Comm, src, tag int, n int64) error {
+	return DrainMessages(c, src, n, func(int64) int { return tag })
+}
+
+// AppendChunks appends to msgs the messages of at most wire.MaxChunk
+// bytes that b travels in, and their tag (tag) to tags; an empty b adds
+// nothing. RecvChunks receives them.
+func AppendChunks(msgs [][]byte, tags []int, b []byte, tag int) ([][]byte, []int) {
+	for off := 0; off < len(b); off += wire.MaxChunk {
+		msgs, tags = append(msgs, b[off:min(off+wire.MaxChunk, len(b))]), append(tags, tag)
+	}
+	return msgs, tags
+}
+
+// Background is the progress of the transfers that no call is waiting for
+// (tensordict's IRecvs): while Pending is above zero, RecvExact polls
+// instead of blocking in MPI and calls Step between polls, so that those
+// transfers proceed as if in the background. The package that owns them
+// sets Step once, at init, and counts them in Pending.
+var Background struct {
+	Pending atomic.Int64
+	Step    func()
+}
+
+// RecvExact receives the next message from src with tag into buf, which
+// it must fill exactly, waiting for it until ctx ends. A message of another
+// size is consumed and discarded, never received into buf (Open MPI's
+// single-copy path would write past a short buffer), and RecvExact returns
+// an error. The caller must be the only one receiving from src on tag (it
+// holds the tag's receive lock, or the tag is its transfer's own): the
+// message probed is then the one received. It does not allocate, unless
+// background transfers are pending: it then polls, and steps them
+// meanwhile (Background).
+func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
+	if ctx.Done() != nil || Background.Pending.Load() > 0 {
+		err := Poll(ctx, func() (bool, error) {
+			ok, _, err := mpi.Iprobe(c, src, tag)
+			if err == nil && !ok {
+				Background.Step()
+			}
+			return ok, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	st, err := mpi.Probe(c, src, tag)
+	if err != nil {
+		return err
+	}
+	if n := st.Bytes(); n != int64(len(buf)) {
+		err := fmt.Errorf("message of %d bytes on tag %d, want %d", n, tag, len(buf))
+		m, st, perr := mpi.Mprobe(c, src, tag)
+		if perr != nil {
+			return fmt.Errorf("%w (and consuming it: %w)", err, perr)
+		}
+		if derr := Discard(m, st.Bytes(), nil); derr != nil {
+			return fmt.Errorf("%w (and consuming it: %w)", err, derr)
+		}
+		return err
+	}
+	_, err = mpi.Recv(c, buf, src, tag)
+	return err
+}
+
+// RecvChunks receives b from src on tag, in the chunks sendChunks sent,
+// waiting for each until ctx ends: a sender that announced a payload and
+// stalls cannot hold the receiver past its deadline. After a chunk of the
+// wrong size (discarded), the remaining chunks are drained; after ctx
+// ends, nothing more is received.
+func RecvChunks(ctx context.Context, c *mpi.Comm, b []byte, src, tag int) error {
+	for off := 0; off < len(b); off += wire.MaxChunk {
+		if err := RecvChunk(ctx, c, b, off, src, tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RecvChunk receives the chunk of b that starts at byte off, as
+// RecvChunks does.
+func RecvChunk(ctx context.Context, c *mpi.Comm, b []byte, off, src, tag int) error {
+	part := b[off:min(off+wire.MaxChunk, len(b))]
+	if err := RecvExact(ctx, c, part, src, tag); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("payload at byte %d of %d: %w", off, len(b), err)
+		}
+		rest := int64((len(b) - off - len(part) + wire.MaxChunk - 1) / wire.MaxChunk)
+		return fmt.Errorf("payload at byte %d: %w", off, errors.Join(err, DrainChunks(c, src, tag, rest)))
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package xfer
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+// The MPI collectives the library runs on a group's library communicator
+// (Broadcast, AllReduce, Reduce, AllGather, Scatter, GatherAndStack and
+// broadcast-mode InitRemote, their agreement steps included) can be
+// bounded by the call's context: a rank whose peers never come (one rank
+// alone in a collective, a peer that died or whose network failed) returns
+// when its context ends. For that a Step must be started in its
+// nonblocking form and waited on with the context, and MPI does not pair a
+// blocking collective with a nonblocking one, so every rank must use the
+// same form for a Step. The steps up to a collective's first agreement are
+// always nonblocking; the agreement also tells the ranks whether any of
+// them has a context that can end (or defers its steps, as IAllReduce
+// does), and only then are the later steps nonblocking too. Otherwise they
+// use MPI's blocking collectives, which Open MPI runs faster on large
+// buffers (its tuned algorithms; libnbc's nonblocking schedules reduced
+// 16 MiB at 0.5-0.8 of the blocking call's speed here). The torch wire
+// (torch.go) always makes the blocking calls PyTorch's ranks make.
+//
+// A rank whose context ends still waits a grace period (StepGrace) for its
+// peers, so that every rank learns of the failure at the agreement steps.
+// A Step cannot be cancelled: one given up stays in progress in MPI, its
+// buffers pinned (mpi.Request), and breaks the group (group.Group.Break),
+// since any later collective on it would be paired with that Step.
+
+// Step is where one collective call runs its steps: the group, its library
+// communicator and the call's context, and the state the copies of one
+// call's Step share.
+type Step struct {
+	Ctx   context.Context
+	Group *group.Group
+	Comm  *mpi.Comm // Group's library communicator
+	// Deferred, when not nil, collects the steps: they are posted now and
+	// completed later (by an asynchronous collective's Pending.Wait).
+	Deferred *Deferred
+	st       *stepState
+}
+
+// stepState is what one call's steps share.
+type stepState struct {
+	// late is when the call stops waiting, once its context has ended.
+	late time.Time
+	// blocking is set when the ranks agreed that none of them has a
+	// context that can end: the steps after the agreement then use MPI's
+	// blocking collectives, faster than the nonblocking ones for large
+	// buffers (Open MPI's tuned algorithms against libnbc's schedules).
+	blocking bool
+}
+
+// blocking reports whether s's steps use the blocking collectives.
+func (s Step) Blocking() bool { return s.Deferred == nil && s.st.blocking }
+
+// unbounded is the value a rank contributes to an agreement on the mode of
+// the steps after it (see stepState.blocking): 1 if its context can never
+// end, else 0. The ranks combine it with MIN (or its complement with MAX).
+func (s Step) Unbounded() int32 {
+	if s.Ctx.Done() == nil {
+		return 1
+	}
+	return 0
+}
+
+// agreed records the combined unbounded value of an agreement.
+func (s Step) Agreed(unbounded int32) { s.st.blocking = unbounded == 1 }
+
+// Deferred holds the posted steps of an asynchronous collective (IAllReduce,
+// IReduce) and what must run once they complete (copying a bucket back,
+// rounding half-precision results, dividing an average), in order.
+type Deferred struct {
+	Reqs  []*mpi.Request // the posted steps, in order
+	After []func() error // what runs once they complete, in order
+}
+
+// then runs f now, or, when s's steps are deferred, once they complete.
+func (s Step) Then(f func() error) error {
+	if s.Deferred != nil {
+		s.Deferred.After = append(s.Deferred.After, f)
+		return nil
+	}
+	return f()
+}
+
+// StepGrace is how long a collective call whose context has ended still
+// waits for its steps: its peers are usually at the same Step and complete
+// it at once, so that every rank learns of the failure (the agreement
+// steps) and the group stays usable. Only a Step the peers do not reach
+// within StepGrace is abandoned.
+const StepGrace = time.Second
+
+// NewStep returns the Step of one call on g's library communicator.
+func NewStep(ctx context.Context, g *group.Group) Step {
+	return Step{Ctx: ctx, Group: g, Comm: g.LibComm(), st: new(stepState)}
+}
+
+// Wait completes the collective step r (err is the error of starting it),
+// or, when s's steps are deferred (s.Deferred), queues it and returns.
+// A context that can never end waits in MPI_Wait; otherwise Wait spins on
+// MPI_Test, as a blocking MPI call spins on its progress engine, yielding
+// the processor between tests, until the step completes or StepGrace after
+// the context ended. A step given up is abandoned to MPI, the group is
+// broken, and the error wraps the context's error and group.ErrBroken. A
+// step that MPI fails breaks the group too (see failed).
+func (s Step) Wait(r *mpi.Request, err error) error {
+	if err != nil {
+		return s.failed(err)
+	}
+	if s.Deferred != nil {
+		s.Deferred.Reqs = append(s.Deferred.Reqs, r)
+		return nil
+	}
+	done := s.Ctx.Done()
+	if done == nil {
+		_, err := r.Wait()
+		return s.failed(err)
+	}
+	for i := 0; ; i++ {
+		ok, _, err := r.Test()
+		if err != nil || ok {
+			return s.failed(err)
+		}
+		if i%64 == 0 {
+			select {
+			case <-done:
+				if s.st.late.IsZero() {
+					s.st.late = time.Now().Add(StepGrace)
+				} else if time.Now().After(s.st.late) {
+					cause := fmt.Errorf("%s given up %v after the context ended: %w", r.Op(), StepGrace, s.Ctx.Err())
+					r.Abandon()
+					s.Group.Break(cause)
+					return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
+				}
+			default:
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+// failed returns nil for a nil err. Otherwise MPI failed a step on this
+// rank (a message truncated because the ranks are not in the same
+// collective, say): the ranks are out of step on the communicator, and
+// another collective on it (closing this one, the next call) could be
+// paired with anything, which Open MPI's nonblocking collectives do not
+// survive. So failed breaks the group, and its error wraps err and
+// group.ErrBroken.
+func (s Step) failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	cause := fmt.Errorf("a collective step failed: %w", err)
+	s.Group.Break(cause)
+	return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
+}
+
+// Bcast broadcasts buf from root.
+func Bcast[T mpi.Scalar](s Step, buf []T, root int) error {
+	if s.Blocking() {
+		return s.failed(mpi.Bcast(s.Comm, buf, root))
+	}
+	return s.Wait(mpi.Ibcast(s.Comm, buf, root))
+}
+
+// Allreduce reduces buf in place on every rank with op.
+func Allreduce[T mpi.Scalar](s Step, buf []T, op mpi.Op) error {
+	if s.Blocking() {
+		return s.failed(mpi.AllreduceInPlace(s.Comm, buf, op))
+	}
+	return s.Wait(mpi.IallreduceInPlace(s.Comm, buf, op))
+}
+
+// Reduce reduces buf in place with op into root's buf; the other ranks'
+// buf is only read.
+func Reduce[T mpi.Scalar](s Step, buf []T, op mpi.Op, root int) error {
+	if s.Blocking() {
+		return s.failed(mpi.ReduceInPlace(s.Comm, buf, op, root))
+	}
+	return s.Wait(mpi.IreduceInPlace(s.Comm, buf, op, root))
+}
+
+// equalCounts returns the counts of n ranks' blocks of m elements each.
+func equalCounts(n, m int) []int {
+	counts := make([]int, n)
+	for r := range n {
+		counts[r] = m
+	}
+	return counts
+}
+
+// Allgather gathers every rank's send, all of one length, into recv on
+// every rank, in rank order. It always runs in the nonblocking form: it is
+// the first Step of AllGather, before the ranks agree on the mode.
+func Allgather[T mpi.Scalar](s Step, send, recv []T) error {
+	return s.Wait(mpi.Iallgatherv(s.Comm, send, recv, equalCounts(s.Comm.Size(), len(send)), nil))
+}
+
+// Gather gathers every rank's send, all of one length, into root's
+// recv, in rank order (nonblocking, as Allgather).
+func Gather[T mpi.Scalar](s Step, send, recv []T, root int) error {
+	return s.Wait(mpi.Igatherv(s.Comm, send, recv, equalCounts(s.Comm.Size(), len(send)), nil, root))
+}
+
+// Scatter sends each rank its block of root's send, all blocks of
+// len(recv) elements, into recv (nonblocking, as Allgather).
+func Scatter[T mpi.Scalar](s Step, send, recv []T, root int) error {
+	return s.Wait(mpi.Iscatterv(s.Comm, send, equalCounts(s.Comm.Size(), len(recv)), nil, recv, root))
+}
+
+// Allgatherv, Gatherv and Scatterv are the in-place
+// v-collectives of AllGather, GatherAndStack and Scatter's blocks.
+func Allgatherv[T mpi.Scalar](s Step, buf []T, counts, displs []int) error {
+	if s.Blocking() {
+		return s.failed(mpi.AllgathervInPlace(s.Comm, buf, counts, displs))
+	}
+	return s.Wait(mpi.IallgathervInPlace(s.Comm, buf, counts, displs))
+}
+
+func Gatherv[T mpi.Scalar](s Step, buf []T, counts, displs []int, root int) error {
+	if s.Blocking() {
+		return s.failed(mpi.GathervInPlace(s.Comm, buf, counts, displs, root))
+	}
+	return s.Wait(mpi.IgathervInPlace(s.Comm, buf, counts, displs, root))
+}
+
+func Scatterv[T mpi.Scalar](s Step, buf []T, counts, displs []int, root int) error {
+	if s.Blocking() {
+		return s.failed(mpi.ScattervInPlace(s.Comm, buf, counts, displs, root))
+	}
+	return s.Wait(mpi.IscattervInPlace(s.Comm, buf, counts, displs, root))
+}
+
+// bcastChunks broadcasts b from root in pieces of at most wire.MaxChunk
+// bytes. Every rank passes a b of the same length.
+func (s Step) BcastChunks(b []byte, root int) error {
+	for off := 0; off < len(b); off += wire.MaxChunk {
+		if err := Bcast(s, b[off:min(off+wire.MaxChunk, len(b))], root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
