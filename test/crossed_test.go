@@ -300,8 +300,10 @@ func runMisuse() int {
 	return exitNoFinal
 }
 
-// misuseJob is a started misuse job: Open MPI's mpirun, or MPICH's
-// mpiexec.hydra in a build with -tags mpich.
+// startMisuseJob starts bin as helperMisuse on np ranks, with the helper
+// parameters env (NAME=value), under Open MPI's mpirun, or under MPICH's
+// mpiexec.hydra in a build with -tags mpich; the job is killed
+// misuseJobLimit + 15 s after its start if still running (startJob).
 func startMisuseJob(t *testing.T, bin string, np int, env ...string) *job {
 	t.Helper()
 	if mpi.Library() != mpi.FamilyMPICH {
