@@ -98,7 +98,7 @@ var misuseCases = []misuseCase{
 	{"Broadcast vs AllReduce", []int{2, 4}, lastCalls("Broadcast", "AllReduce"), false,
 		"rank 0 panics (nil pointer in coll.spread, collective.go: the agreement's MIN, paired with rank 1's " +
 			"closing allreduce, names rank 0 as failed while its own error is nil)", []int{2}, mpi.FamilyOpenMPI},
-	{"AllReduce vs AllGather", []int{2}, lastCalls("AllReduce", "AllGather"), false,
+	{"AllReduce vs AllGather", []int{2, 4}, lastCalls("AllReduce", "AllGather"), false,
 		"rank 1 dies with SIGSEGV in MPI_Test (Open MPI 4.1.4 libnbc) in closeCollective's allreduce, " +
 			"after its Iallgatherv schedule failed with MPI_ERR_TRUNCATE", []int{2}, mpi.FamilyOpenMPI},
 	{"alone", []int{2, 4}, func(r, _ int) string {
