@@ -29,12 +29,14 @@ const (
 	envIters    = "TDMPI_TEST_ITERS"       // helperLoop: iterations before a clean exit; unset: until killed
 	envSender   = "TDMPI_TEST_SENDER"      // helperLoop: the rank (0 or 1) that sends InitRemote; unset: 0
 	envPause    = "TDMPI_TEST_PAUSE_MS"    // helperLoop: the sender's pause before each InitRemote but the first
+	envCase     = "TDMPI_TEST_CASE"        // helperMisuse: the misuse case (see misuseCases)
 )
 
 // Helper modes.
 const (
-	helperLoop  = "loop"  // MPI: run envOp (envIters times or forever), log each start and end
-	helperStall = "stall" // MPI: rank 0 stops sending; rank 1 receives with a deadline
+	helperLoop   = "loop"   // MPI: run envOp (envIters times or forever), log each start and end
+	helperStall  = "stall"  // MPI: rank 0 stops sending; rank 1 receives with a deadline
+	helperMisuse = "misuse" // MPI: ranks misuse a collective with a deadline (crossed_test.go)
 )
 
 // Helper exit codes.
@@ -45,6 +47,7 @@ const (
 	exitDeadline  = 12 // stall: the receive returned its context error, as expected
 	exitTooLong   = 13 // the helper ran out of its time without being killed
 	exitWrongData = 14 // loop: a call returned without error but with wrong data
+	exitNoFinal   = 15 // misuse: group.Finalize refused (an abandoned step), exited without it
 )
 
 // helperLifetime bounds every helper, in case its parent is gone.
@@ -62,6 +65,8 @@ func runHelper(mode string) int {
 		return runLoop()
 	case helperStall:
 		return runStall()
+	case helperMisuse:
+		return runMisuse()
 	}
 	if f, ok := localHelpers[mode]; ok {
 		return f()
