@@ -24,11 +24,12 @@ var (
 
 	// ErrBroken is wrapped by the errors of collectives on a group on
 	// which this rank gave up a collective step that MPI still has in
-	// progress (its context ended first; see Group.Break). MPI pairs a
-	// communicator's collectives by their order, so every later
+	// progress (its context ended first), or had a step fail in MPI, or
+	// found the ranks in different collectives (see Group.Break). MPI
+	// pairs a communicator's collectives by their order, so every later
 	// collective on it would be paired with the wrong step: the group can
 	// only be freed.
-	ErrBroken = errors.New("group is broken by an abandoned collective")
+	ErrBroken = errors.New("group is broken by an abandoned or failed collective")
 )
 
 // errorf returns an error "group: <op>: rank <r> of <n>: <message>".

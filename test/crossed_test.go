@@ -70,17 +70,7 @@ type misuseCase struct {
 	nps  []int                 // rank counts it runs at
 	call func(r, n int) string // the collective rank r of n calls: AllReduce, Broadcast (root 0), AllGather, or ""
 	free bool                  // the last rank frees the group before its call
-	// bug, if set, is a library bug the case hits at the rank counts in
-	// bugNPs with the MPI family bugMPI: the case is skipped there unless
-	// envKnownBugs is 1.
-	bug    string
-	bugNPs []int
-	bugMPI mpi.Family
 }
-
-// envKnownBugs, set to 1, runs the misuse cases that hit a known library
-// bug (misuseCase.bug), to reproduce it or check its fix.
-const envKnownBugs = "TDMPI_TEST_KNOWN_BUGS"
 
 // lastCalls returns a call function: the last rank calls odd, the others
 // call others.
@@ -94,20 +84,20 @@ func lastCalls(others, odd string) func(r, n int) string {
 }
 
 var misuseCases = []misuseCase{
-	{"AllReduce vs Broadcast", []int{2, 4}, lastCalls("AllReduce", "Broadcast"), false, "", nil, ""},
-	{"Broadcast vs AllReduce", []int{2, 4}, lastCalls("Broadcast", "AllReduce"), false,
-		"rank 0 panics (nil pointer in coll.spread, collective.go: the agreement's MIN, paired with rank 1's " +
-			"closing allreduce, names rank 0 as failed while its own error is nil)", []int{2}, mpi.FamilyOpenMPI},
-	{"AllReduce vs AllGather", []int{2, 4}, lastCalls("AllReduce", "AllGather"), false,
-		"rank 1 dies with SIGSEGV in MPI_Test (Open MPI 4.1.4 libnbc) in closeCollective's allreduce, " +
-			"after its Iallgatherv schedule failed with MPI_ERR_TRUNCATE", []int{2}, mpi.FamilyOpenMPI},
+	// Open MPI pairs rank 0's agreement with rank 1's closing allreduce,
+	// whose MIN names rank 0 as failed: before the fix rank 0 panicked.
+	{"AllReduce vs Broadcast", []int{2, 4}, lastCalls("AllReduce", "Broadcast"), false},
+	{"Broadcast vs AllReduce", []int{2, 4}, lastCalls("Broadcast", "AllReduce"), false},
+	// Rank 1's Iallgatherv fails with MPI_ERR_TRUNCATE: before the fix,
+	// the closing allreduce that followed died with SIGSEGV in libnbc.
+	{"AllReduce vs AllGather", []int{2, 4}, lastCalls("AllReduce", "AllGather"), false},
 	{"alone", []int{2, 4}, func(r, _ int) string {
 		if r == 0 {
 			return "AllReduce"
 		}
 		return ""
-	}, false, "", nil, ""},
-	{"freed on the last rank", []int{2, 4}, lastCalls("AllReduce", "AllReduce"), true, "", nil, ""},
+	}, false},
+	{"freed on the last rank", []int{2, 4}, lastCalls("AllReduce", "AllReduce"), true},
 }
 
 // findMisuse returns the case named name.
@@ -345,9 +335,6 @@ func TestMisusedCollectives(t *testing.T) {
 			mpitest.Run(t, fmt.Sprintf("%s/np %d", c.name, np), func(t *testing.T) {
 				if world.Rank() != 0 {
 					return // rank 0 runs the job
-				}
-				if c.bug != "" && slices.Contains(c.bugNPs, np) && mpi.Library() == c.bugMPI && os.Getenv(envKnownBugs) != "1" {
-					t.Skipf("known library bug (%s=1 runs it): %s", envKnownBugs, c.bug)
 				}
 				bin := helperBinary(t, "tdmpi-misuse")
 				start := time.Now()
