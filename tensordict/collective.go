@@ -1,13 +1,21 @@
 package tensordict
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"unsafe"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // The collective operations (Broadcast, AllReduce, Reduce, AllGather,
@@ -221,4 +229,334 @@ func fullLimits(l wire.Limits) wire.Limits {
 		l.MaxInline = d.MaxInline
 	}
 	return l
+}
+
+// StructureError is returned by AllReduce, Reduce and GatherAndStack on
+// every rank (it matches ErrMismatch with errors.Is) when the ranks' TensorDicts differ in structure: keys, dtypes
+// or shapes of their tensor leaves, or batch size. The check runs before
+// any payload moves, so no rank is left waiting.
+type StructureError struct {
+	Op   string // the collective, such as "AllReduce"
+	Ref  int    // the rank whose structure the others were compared with
+	Rank int    // the first rank whose structure differs from Ref's
+	// Key is the first differing leaf in sorted depth-first order, or nil
+	// when the batch sizes differ.
+	Key    Key
+	Detail string // what differs, such as "float32[3] on rank 2, float32[4] on rank 0"
+}
+
+// Error returns a message naming the ranks and the key.
+func (e *StructureError) Error() string {
+	where := "batch size"
+	if e.Key != nil {
+		where = "key " + e.Key.String()
+	}
+	return fmt.Sprintf("structure of rank %d differs from rank %d at %s: %s", e.Rank, e.Ref, where, e.Detail)
+}
+
+// Is reports whether target is ErrMismatch, so that errors.Is(err,
+// ErrMismatch) holds for collectives as it does for Recv.
+func (e *StructureError) Is(target error) bool { return target == ErrMismatch }
+
+// sortedLeaves returns td's tensor leaves in sorted depth-first order, the
+// order every rank reduces them in, whatever order they were inserted in.
+func sortedLeaves(td *TensorDict) []Item {
+	items := td.Items(IncludeNested(), LeavesOnly())
+	slices.SortStableFunc(items, func(a, b Item) int { return codec.CompareKeys(a.Key, b.Key) })
+	return items
+}
+
+// describeStructure returns the structure of td, given its sorted leaves:
+// what the ranks exchange to explain a mismatch.
+func describeStructure(td *TensorDict, leaves []Item) codec.Structure {
+	d := codec.Structure{Batch: td.BatchSize(), Leaves: make([]codec.StructLeaf, len(leaves))}
+	for i, it := range leaves {
+		d.Leaves[i] = codec.StructLeaf{Key: codec.Key(it.Key), DType: it.Tensor.DType(), Shape: it.Tensor.Shape()}
+	}
+	return d
+}
+
+// encodeStructure returns the JSON encoding of d, which the ranks exchange
+// on a mismatch.
+func encodeStructure(d codec.Structure) []byte {
+	b, err := json.Marshal(d)
+	if err != nil {
+		// Keys are strings, dtypes and shapes ints: Marshal cannot fail.
+		panic("tensordict: encoding a structure description: " + err.Error())
+	}
+	return b
+}
+
+// structureHash returns the structure hash of td, given its sorted leaves:
+// the batch size, and each leaf's key, dtype and shape, in sorted order. It
+// is what the ranks compare before a reduction; describeStructure, which
+// explains a difference, is only built when the hashes differ.
+func structureHash(td *TensorDict, leaves []Item) uint64 {
+	h := codec.NewHasher(codec.SortedOrder, td.batch, len(leaves))
+	for _, it := range leaves {
+		h.TensorLeaf(it.Key[:len(it.Key)-1], it.Key[len(it.Key)-1], it.Tensor)
+	}
+	return h.Sum64()
+}
+
+// describeLeaf formats a leaf as "float32[3 4]".
+func describeLeaf(l codec.StructLeaf) string { return fmt.Sprintf("%v%v", l.DType, l.Shape) }
+
+// diffRanks compares d, the structure of rank me, with ref, the structure of
+// rank r. It returns the first differing key (nil for the batch size) and
+// a description, or ok true when they are the same.
+func diffRanks(d codec.Structure, me int, ref codec.Structure, r int) (k Key, detail string, ok bool) {
+	if !slices.Equal(d.Batch, ref.Batch) {
+		return nil, fmt.Sprintf("%v on rank %d, %v on rank %d", d.Batch, me, ref.Batch, r), false
+	}
+	i, j := 0, 0
+	for i < len(d.Leaves) || j < len(ref.Leaves) {
+		var c int
+		switch {
+		case i == len(d.Leaves):
+			c = 1
+		case j == len(ref.Leaves):
+			c = -1
+		default:
+			c = codec.CompareKeys(d.Leaves[i].Key, ref.Leaves[j].Key)
+		}
+		switch {
+		case c < 0:
+			return Key(d.Leaves[i].Key), fmt.Sprintf("%s on rank %d, missing on rank %d", describeLeaf(d.Leaves[i]), me, r), false
+		case c > 0:
+			return Key(ref.Leaves[j].Key), fmt.Sprintf("missing on rank %d, %s on rank %d", me, describeLeaf(ref.Leaves[j]), r), false
+		}
+		a, b := d.Leaves[i], ref.Leaves[j]
+		if a.DType != b.DType || !slices.Equal(a.Shape, b.Shape) {
+			return Key(a.Key), fmt.Sprintf("%s on rank %d, %s on rank %d", describeLeaf(a), me, describeLeaf(b), r), false
+		}
+		i++
+		j++
+	}
+	return nil, "", true
+}
+
+// Bounds of the exchange that explains a structure mismatch. They are
+// constants, not limits a caller sets, so that every rank makes the same
+// decision from the same numbers.
+const (
+	maxDescBytes = 64 << 20 // largest reference description broadcast
+	diffSlot     = 4 << 10  // bytes per rank of the gathered differences
+)
+
+// slotDiff is one rank's difference as exchanged in a diffSlot.
+type slotDiff struct {
+	Key    Key    `json:"k"`
+	Detail string `json:"d"`
+}
+
+// explainMismatch runs on every rank once the structure hashes disagreed.
+// It broadcasts the reference rank's description, lets each rank compare
+// its own with it, gathers the differences, and returns the same
+// *StructureError on every rank: the lowest differing rank's.
+func (cl *coll) explainMismatch(mine codec.Structure, ref int) error {
+	var enc []byte
+	if cl.rank == ref {
+		enc = encodeStructure(mine)
+	}
+	n := []int64{int64(len(enc))}
+	if err := xfer.Bcast(cl.Step, n, ref); err != nil {
+		return cl.errorf("structures differ; broadcasting rank %d's structure: %w", ref, err)
+	}
+	if n[0] < 0 || n[0] > maxDescBytes {
+		return cl.errorf("structures differ between ranks (rank %d's description of %d bytes is too long to compare)", ref, n[0])
+	}
+	if cl.rank != ref {
+		enc = make([]byte, n[0])
+	}
+	if err := xfer.Bcast(cl.Step, enc, ref); err != nil {
+		return cl.errorf("structures differ; broadcasting rank %d's structure: %w", ref, err)
+	}
+	slot := make([]byte, diffSlot)
+	if cl.rank != ref {
+		var rd codec.Structure
+		var sd slotDiff
+		ok := false
+		if err := json.Unmarshal(enc, &rd); err != nil {
+			sd.Detail = fmt.Sprintf("cannot decode rank %d's structure: %v", ref, err)
+		} else {
+			sd.Key, sd.Detail, ok = diffRanks(mine, cl.rank, rd, ref)
+		}
+		if !ok {
+			b, _ := json.Marshal(sd)
+			if len(b) > diffSlot-8 {
+				b, _ = json.Marshal(slotDiff{Detail: clipText(sd.Detail, diffSlot/2)})
+			}
+			binary.LittleEndian.PutUint64(slot, uint64(len(b)))
+			copy(slot[8:], b)
+		}
+	}
+	all := make([]byte, diffSlot*cl.size)
+	if err := xfer.Allgather(cl.Step, slot, all); err != nil {
+		return cl.errorf("structures differ; gathering differences: %w", err)
+	}
+	for r := range cl.size {
+		s := all[r*diffSlot : (r+1)*diffSlot]
+		m := binary.LittleEndian.Uint64(s)
+		if m == 0 {
+			continue
+		}
+		var sd slotDiff
+		if m > diffSlot-8 || json.Unmarshal(s[8:8+m], &sd) != nil {
+			sd.Detail = "(undecodable difference)"
+		}
+		return cl.errorf("%w", &StructureError{Op: cl.op, Ref: ref, Rank: r, Key: sd.Key, Detail: sd.Detail})
+	}
+	// The hashes differed but no rank found a difference: the descriptions
+	// are equal yet hash differently, which cannot happen with one build.
+	return cl.errorf("structure hashes differ between ranks but their descriptions match (different tdmpi versions?)")
+}
+
+// truncate returns s cut to at most n bytes.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// AllGather, Scatter and GatherAndStack move one block per rank. A block is
+// a TensorDict's consolidated storage followed by its tensorclass name and
+// its consolidated metadata (JSON), padded to a multiple of 8 bytes. The
+// storage of a consolidated layout is itself a multiple of 8 bytes, so
+// blocks are counted in 8-byte words: the MPI calls move uint64 elements,
+// and every storage lands 8-byte aligned, ready for typed views.
+//
+// Before the blocks move, the ranks exchange each block's sizes (infoLen
+// int64 values), check them against their limits and agree that every
+// rank is ready.
+
+// infoLen is the number of int64 values describing a block: failed (0 or
+// 1), class name length, metadata length, storage length.
+const infoLen = 4
+
+// block is this rank's TensorDict, laid out but not yet packed.
+type block struct {
+	td    *TensorDict
+	class string
+	meta  []byte
+	total int
+}
+
+// prepareBlock lays td out. It returns an error (without the op prefix) if
+// td cannot be sent.
+func (cl *coll) prepareBlock(td *TensorDict) (block, error) {
+	if td == nil {
+		return block{}, fmt.Errorf("nil tensordict")
+	}
+	if err := cl.ready(); err != nil {
+		return block{}, err
+	}
+	meta, total, err := Layout(td)
+	if err != nil {
+		return block{}, err
+	}
+	return block{td: td, class: td.ClassName(), meta: meta, total: total}, nil
+}
+
+// info returns b's sizes, or a failed info if err is not nil.
+func (b block) info(err error) [infoLen]int64 {
+	if err != nil {
+		return [infoLen]int64{1, 0, 0, 0}
+	}
+	return [infoLen]int64{0, int64(len(b.class)), int64(len(b.meta)), int64(b.total)}
+}
+
+// blockWords returns the number of 8-byte words of the block info in
+// describes. Valid infos (checkInfo) cannot overflow.
+func blockWords(in []int64) int {
+	return int((in[1] + in[2] + in[3] + 7) / 8)
+}
+
+// checkInfo validates the sizes rank r announced against the limits.
+func (cl *coll) checkInfo(r int, in []int64) error {
+	h := wire.Header{Kind: wire.KindGather, Flags: wire.FlagConsolidated, Total: in[3], MetaLen: in[2], Chunk: wire.MaxChunk}
+	if in[1] < 0 || in[1] > math.MaxInt32 {
+		return fmt.Errorf("rank %d announced a class name of %d bytes", r, in[1])
+	}
+	h.ClassLen = int(in[1])
+	if err := h.Check(cl.lim); err != nil {
+		return fmt.Errorf("rank %d: %w", r, err)
+	}
+	if in[3]%8 != 0 {
+		return fmt.Errorf("rank %d announced a storage of %d bytes, not a multiple of 8", r, in[3])
+	}
+	return nil
+}
+
+// layoutBlocks checks the infos of ranks (nil for all) and returns each
+// rank's offset and count in words in one buffer holding all of them
+// (ranks left out get count 0), and the buffer's length in words. The sum
+// of the storages must stay within the MaxTotal limit, and the buffer
+// within what one MPI call can address.
+func (cl *coll) layoutBlocks(infos []int64, include func(r int) bool) (displs, counts []int, words int, err error) {
+	displs, counts = make([]int, cl.size), make([]int, cl.size)
+	var sum int64
+	for r := range cl.size {
+		in := infos[r*infoLen : (r+1)*infoLen]
+		if include != nil && !include(r) {
+			continue
+		}
+		if err := cl.checkInfo(r, in); err != nil {
+			return nil, nil, 0, err
+		}
+		sum += in[3]
+		if sum > cl.lim.MaxTotal {
+			return nil, nil, 0, &wire.LimitError{Field: "total of the storages", Value: sum, Limit: cl.lim.MaxTotal}
+		}
+		displs[r], counts[r] = words, blockWords(in)
+		words += counts[r]
+		if words > math.MaxInt32 {
+			return nil, nil, 0, fmt.Errorf("blocks of %d bytes and more exceed what one MPI call can move (%d bytes)", int64(words)*8, int64(math.MaxInt32)*8)
+		}
+	}
+	return displs, counts, words, mem.CheckAvailable(int64(words) * 8)
+}
+
+// pack writes b into dst, which has exactly b's words.
+func (b block) pack(dst []uint64) error {
+	buf := wordsAsBytes(dst)
+	if _, err := b.td.ConsolidateInto(buf[:b.total]); err != nil {
+		return err
+	}
+	n := b.total + copy(buf[b.total:], b.class)
+	n += copy(buf[n:], b.meta)
+	clear(buf[n:])
+	return nil
+}
+
+// unpack rebuilds the TensorDict rank r sent from its block words, which
+// must hold the block described by in. The result's storage views words.
+func (cl *coll) unpack(r int, in []int64, words []uint64) (*TensorDict, error) {
+	buf := wordsAsBytes(words)
+	total, cls, meta := int(in[3]), int(in[1]), int(in[2])
+	if len(buf) < total+cls+meta {
+		return nil, cl.errorf("rank %d: block of %d bytes, need %d", r, len(buf), total+cls+meta)
+	}
+	st := tensor.StorageOf(buf[:total:total])
+	class := string(buf[total : total+cls])
+	return cl.rebuild(r, st, buf[total+cls:total+cls+meta:total+cls+meta], class)
+}
+
+// wordBytes views w as bytes.
+func wordsAsBytes(w []uint64) []byte {
+	if len(w) == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), 8*len(w))
+}
+
+// firstFailed returns the lowest rank whose info says it failed, or size.
+func (cl *coll) firstFailed(infos []int64) int {
+	for r := range cl.size {
+		if infos[r*infoLen] != 0 {
+			return r
+		}
+	}
+	return cl.size
 }

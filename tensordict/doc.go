@@ -185,22 +185,30 @@
 //
 // # Files
 //
-// The data structure: tensordict.go (TensorDict, Set, Get), entries.go,
-// key.go, keys.go, ops.go (Apply, Update, Clone, To), index.go (Index,
-// Slice, Mask, Stack, Unbind), compare.go, nontensor.go,
-// nontensor_stack.go (NonTensorStack), tensorclass.go,
-// format.go (String, WriteTree) and pyrepr.go (PythonRepr). The algebra:
-// algebra_shape.go (Cat, Split, Reshape and the other views),
-// algebra_arith.go, algebra_reduce.go, algebra_index.go (SetAt, GetAt) and
-// algebra_zip.go (the walk over several TensorDicts). Formats:
-// layout.go and consolidate.go (the consolidated layout), metaencode.go,
-// fromconsolidated.go and structure.go (adapters over internal/codec,
-// which holds the metadata codec and the structure hash), file.go
-// (SaveConsolidated, LoadConsolidated), memmap.go, memmap_load.go and
-// memmap_options.go (tensordict's memmap directories), memcheck.go.
-// Communication: comm_options.go (the option families), remote*.go
-// (InitRemote, FromRemoteInit, chunks, drains, probes bounded by a
-// context), p2p*.go (Send, Recv, ISend, IRecv, tensordict's tags),
-// collective*.go (the collectives and their agreement steps), torch.go
-// (WithTorch, over internal/torchwire).
+// The data structure: tensordict.go (TensorDict, Set, Get, the entries of
+// a node), keys.go (Key, Keys), ops.go (Apply, Update, Clone, To),
+// index.go (Index, Slice, Mask, Stack, Unbind), compare.go (equality,
+// DiffStructure, the structure descriptor), nontensor.go (non-tensor
+// values, NonTensorStack), tensorclass.go, format.go (String, WriteTree,
+// PythonRepr). The algebra: algebra_shape.go (Cat, Split, Reshape and the
+// other views), algebra_arith.go, algebra_reduce.go, algebra_index.go
+// (SetAt, GetAt) and algebra_zip.go (the walk over several TensorDicts).
+// Formats: layout.go and consolidate.go (the consolidated layout and its
+// metadata), fromconsolidated.go (adapters over internal/codec, which
+// holds the metadata codec and the structure hash), file.go
+// (SaveConsolidated, LoadConsolidated), memmap.go and memmap_load.go
+// (tensordict's memmap directories and their options).
+//
+// Communication, as adapters over internal/xfer (the transfer protocol:
+// links, probes and receives bounded by a context, chunks, drains, tag
+// plans and tag locks, collective steps, logging) and internal/wire (the
+// frames): comm_options.go (the option families), remote.go (InitRemote
+// and FromRemoteInit point to point, receive storage), remote_bcast.go
+// (their broadcast mode), p2p.go and p2p_state.go (Send, Recv and a
+// TensorDict's transfer state), p2p_async.go (ISend, IRecv, Pending),
+// collective.go (the runner, agreement and structure check shared by the
+// collectives), collective_broadcast.go, collective_reduce.go (AllReduce,
+// Reduce and their ops), collective_gather.go (AllGather, GatherAndStack,
+// Scatter), collective_async.go (IAllReduce, IReduce, IBroadcast,
+// IAllGather), torch.go (WithTorch, over internal/torchwire).
 package tensordict

@@ -1,13 +1,17 @@
 package tensordict
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"unicode/utf8"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // maxValueDepth bounds the nesting of non-tensor values stored by
@@ -204,4 +208,334 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// MaxStackValues bounds the number of values one NonTensorStack holds: it
+// is the product of its shape, and a stack keeps one value per element.
+// Building a larger one (by Stack, Cat, Expand, or from a file or a peer)
+// is an error that matches ErrLimit, so that a batch size alone (which
+// costs nothing in a TensorDict without leaves) cannot make tdmpi allocate
+// without bound.
+const MaxStackValues = 1 << 24
+
+// NonTensorStack is a non-tensor entry whose value differs along the batch:
+// one value per element of the batch size of the TensorDict that holds it,
+// as Python tensordict's NonTensorStack. Stack, Cat and GatherAndStack of
+// TensorDicts whose non-tensor values at a key differ make one, and
+// GetNonTensor returns it; indexing, slicing and the other shape operations
+// of the TensorDict give back the values of the elements they keep.
+//
+// A TensorDict never holds a stack whose values are all equal: such a
+// value is stored as the single value (Python's NonTensorData), which
+// stands for every element. So GetNonTensor returns a *NonTensorStack
+// exactly when the elements differ.
+//
+// A NonTensorStack is immutable; its methods return copies.
+type NonTensorStack struct {
+	shape  []int
+	values []any // row-major, len(values) == product of shape
+}
+
+// NewNonTensorStack returns the stack of shape holding values, in row-major
+// order (the last dimension varies fastest): len(values) must be the
+// product of shape, at most MaxStackValues. Each value must be one
+// SetNonTensor accepts (not itself a stack) and is stored in canonical form.
+// Store it with SetNonTensor under a TensorDict whose batch size is shape.
+func NewNonTensorStack(values []any, shape ...int) (*NonTensorStack, error) {
+	n, err := stackLen(shape)
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: NewNonTensorStack: %w", err)
+	}
+	if len(values) != n {
+		return nil, fmt.Errorf("tensordict: NewNonTensorStack: %d values for shape %v, want %d", len(values), shape, n)
+	}
+	s := &NonTensorStack{shape: slices.Clone(shape), values: make([]any, n)}
+	for i, v := range values {
+		if _, ok := v.(*NonTensorStack); ok {
+			return nil, fmt.Errorf("tensordict: NewNonTensorStack: value %d is a NonTensorStack (stacks do not nest; give the values of its elements)", i)
+		}
+		if s.values[i], err = canonical(v, 1); err != nil {
+			return nil, fmt.Errorf("tensordict: NewNonTensorStack: value %d: %w", i, err)
+		}
+	}
+	return s, nil
+}
+
+// stackLen returns the product of shape, or an error if a dimension is
+// negative or the product exceeds MaxStackValues.
+func stackLen(shape []int) (int, error) {
+	n := 1
+	for i, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("shape %v: dimension %d is negative", shape, i)
+		}
+		if d != 0 && n > MaxStackValues/d {
+			return 0, fmt.Errorf("shape %v has more than %d elements: %w", shape, MaxStackValues, wire.ErrLimit)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// Shape returns a copy of the stack's shape, the batch size of the
+// TensorDict that holds it.
+func (s *NonTensorStack) Shape() []int { return slices.Clone(s.shape) }
+
+// Len returns the number of values, the product of the shape.
+func (s *NonTensorStack) Len() int { return len(s.values) }
+
+// Values returns a copy of the values in row-major order.
+func (s *NonTensorStack) Values() []any {
+	out := make([]any, len(s.values))
+	for i, v := range s.values {
+		out[i] = cloneValue(v)
+	}
+	return out
+}
+
+// At returns (a copy of) the value at index idx, one index per dimension
+// of the shape (negative ones count from the end).
+func (s *NonTensorStack) At(idx ...int) (any, error) {
+	if len(idx) != len(s.shape) {
+		return nil, fmt.Errorf("tensordict: NonTensorStack.At: %d indices for shape %v", len(idx), s.shape)
+	}
+	off := 0
+	for d, i := range idx {
+		n := s.shape[d]
+		if i < -n || i >= n {
+			return nil, fmt.Errorf("tensordict: NonTensorStack.At: index %d out of range for dimension %d of shape %v", i, d, s.shape)
+		}
+		if i < 0 {
+			i += n
+		}
+		off = off*n + i
+	}
+	return cloneValue(s.values[off]), nil
+}
+
+// ToList returns the values as nested []any, one level per dimension, as
+// Python's NonTensorStack.tolist (a stack of shape [] gives its one value).
+func (s *NonTensorStack) ToList() any {
+	v, _ := nestValues(s.values, s.shape)
+	return v
+}
+
+// nestValues folds flat row-major values of shape into nested []any and
+// returns the rest of flat.
+func nestValues(flat []any, shape []int) (any, []any) {
+	if len(shape) == 0 {
+		return cloneValue(flat[0]), flat[1:]
+	}
+	out := make([]any, shape[0])
+	for i := range out {
+		out[i], flat = nestValues(flat, shape[1:])
+	}
+	return out, flat
+}
+
+// MarshalJSON encodes the stack as its ToList, the nested JSON list of its
+// values (what Python tensordict writes as a NonTensorStack's data).
+func (s *NonTensorStack) MarshalJSON() ([]byte, error) {
+	return json.Marshal(s.ToList())
+}
+
+// String prints the stack as Python's repr of a NonTensorStack would,
+// without the truncation.
+func (s *NonTensorStack) String() string {
+	return fmt.Sprintf("NonTensorStack(%s, batch_size=%s, device=None)", pyValue(s.ToList()), torchSize(s.shape))
+}
+
+// elementValues returns the per-element values of non-tensor value v (a
+// stack or a single value) held at batch size batch, row-major. A single
+// value is repeated (shared, not copied); the caller clones what it keeps.
+func elementValues(v any, batch []int) ([]any, error) {
+	if s, ok := v.(*NonTensorStack); ok {
+		if !slices.Equal(s.shape, batch) {
+			return nil, fmt.Errorf("non-tensor stack of shape %v held at batch size %v", s.shape, batch)
+		}
+		return s.values, nil
+	}
+	n, err := stackLen(batch)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out, nil
+}
+
+// fromElements returns the non-tensor value of per-element values of shape:
+// the single value if they are all equal (or there are none, in which case
+// empty stands for them), a stack otherwise. It keeps values, which must be
+// canonical and the caller's to give away.
+func fromElements(values []any, shape []int, empty any) any {
+	if len(values) == 0 {
+		return empty
+	}
+	for _, v := range values[1:] {
+		if !equalValues(v, values[0]) {
+			return &NonTensorStack{shape: slices.Clone(shape), values: values}
+		}
+	}
+	return values[0]
+}
+
+// representative returns a single value standing for v: v itself, or the
+// first value of a stack (nil for an empty one).
+func representative(v any) any {
+	if s, ok := v.(*NonTensorStack); ok {
+		if len(s.values) == 0 {
+			return nil
+		}
+		return s.values[0]
+	}
+	return v
+}
+
+// stackValues is the non-tensor function of Stack along dimension d: the
+// inputs' values, each held at batch size batches[n], stacked into batch
+// size nb.
+func stackValues(d int) func(Key, []any, [][]int, []int) (any, error) {
+	return func(k Key, vs []any, batches [][]int, nb []int) (any, error) {
+		if plainEqual(vs) {
+			return cloneValue(vs[0]), nil
+		}
+		b := batches[0]
+		outer, inner := prodInts(b[:d]), prodInts(b[d:])
+		if _, err := stackLen(nb); err != nil {
+			return nil, fmt.Errorf("stacking the differing non-tensor values of key %v: %w", k, err)
+		}
+		parts := make([][]any, len(vs))
+		for n, v := range vs {
+			var err error
+			if parts[n], err = elementValues(v, batches[n]); err != nil {
+				return nil, fmt.Errorf("key %v of tensordict %d: %w", k, n, err)
+			}
+		}
+		out := make([]any, 0, outer*len(vs)*inner)
+		for o := range outer {
+			for _, p := range parts {
+				for _, v := range p[o*inner : (o+1)*inner] {
+					out = append(out, cloneValue(v))
+				}
+			}
+		}
+		return fromElements(out, nb, cloneValue(representative(vs[0]))), nil
+	}
+}
+
+// catValues is the non-tensor function of Cat along dimension d.
+func catValues(d int) func(Key, []any, [][]int, []int) (any, error) {
+	return func(k Key, vs []any, batches [][]int, nb []int) (any, error) {
+		if plainEqual(vs) {
+			return cloneValue(vs[0]), nil
+		}
+		if _, err := stackLen(nb); err != nil {
+			return nil, fmt.Errorf("concatenating the differing non-tensor values of key %v: %w", k, err)
+		}
+		outer := prodInts(nb[:d])
+		parts := make([][]any, len(vs))
+		for n, v := range vs {
+			var err error
+			if parts[n], err = elementValues(v, batches[n]); err != nil {
+				return nil, fmt.Errorf("key %v of tensordict %d: %w", k, n, err)
+			}
+		}
+		out := make([]any, 0, prodInts(nb))
+		for o := range outer {
+			for n, p := range parts {
+				run := prodInts(batches[n][d:])
+				for _, v := range p[o*run : (o+1)*run] {
+					out = append(out, cloneValue(v))
+				}
+			}
+		}
+		return fromElements(out, nb, cloneValue(representative(vs[0]))), nil
+	}
+}
+
+// plainEqual reports whether every value of vs equals the first, which is
+// not a stack (equal stacks still have to be joined).
+func plainEqual(vs []any) bool {
+	if _, ok := vs[0].(*NonTensorStack); ok {
+		return false
+	}
+	for _, v := range vs[1:] {
+		if !equalValues(v, vs[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// prodInts returns the product of s (1 for none); the callers' shapes are
+// bounded already.
+func prodInts(s []int) int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+// mapStack returns the stack s held at a node of batch size batch after a
+// layout operation (indexing, slicing, reshaping, permuting, expanding):
+// fn, the operation on a leaf, is applied to a tensor of the element
+// positions, of shape batch, and the result (which must have shape nb)
+// says which element each new one is.
+func mapStack(k Key, s *NonTensorStack, nb []int, fn leafFunc) (any, error) {
+	pos := make([]int64, len(s.values))
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	t, err := tensor.FromSlice(pos, s.shape...)
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: non-tensor stack %v: %w", k, err)
+	}
+	r, err := fn(k, t)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil || !slices.Equal(r.Shape(), nb) || r.DType() != tensor.Int64 {
+		return nil, fmt.Errorf("tensordict: non-tensor stack %v: the operation does not map its shape %v to %v", k, s.shape, nb)
+	}
+	if _, err := stackLen(nb); err != nil {
+		return nil, fmt.Errorf("tensordict: non-tensor stack %v: %w", k, err)
+	}
+	at, err := tensor.Data[int64](r.Contiguous())
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: non-tensor stack %v: %w", k, err)
+	}
+	out := make([]any, len(at))
+	for i, j := range at {
+		if j < 0 || j >= int64(len(s.values)) {
+			return nil, fmt.Errorf("tensordict: non-tensor stack %v: position %d out of range", k, j)
+		}
+		out[i] = cloneValue(s.values[j])
+	}
+	return fromElements(out, nb, cloneValue(s.values[0])), nil
+}
+
+// cloneStack returns a deep copy of s.
+func cloneStack(s *NonTensorStack) *NonTensorStack {
+	out := &NonTensorStack{shape: slices.Clone(s.shape), values: make([]any, len(s.values))}
+	for i, v := range s.values {
+		out.values[i] = cloneValue(v)
+	}
+	return out
+}
+
+// equalStacks reports whether two stacks have the same shape and values.
+func equalStacks(a, b *NonTensorStack) bool {
+	if !slices.Equal(a.shape, b.shape) {
+		return false
+	}
+	for i := range a.values {
+		if !equalValues(a.values[i], b.values[i]) {
+			return false
+		}
+	}
+	return true
 }

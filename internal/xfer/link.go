@@ -57,13 +57,13 @@ func DescribeGroup(g *group.Group) string {
 	return b.String()
 }
 
-// errorf returns "tensordict: <op>: rank <r> of <n>, <dir> rank <peer>: <msg>".
+// Errorf returns "tensordict: <op>: rank <r> of <n>, <dir> rank <peer>: <msg>".
 func (l *Link) Errorf(format string, args ...any) error {
 	return fmt.Errorf("tensordict: %s: rank %d of %d, %s rank %d: %w",
 		l.Op, l.Group.Rank(), l.Group.Size(), l.Dir, l.Peer, fmt.Errorf(format, args...))
 }
 
-// notStarted returns an error wrapping the context's error if l's context
+// NotStarted returns an error wrapping the context's error if l's context
 // has already ended: a send then sends nothing at all.
 func (l *Link) NotStarted() error {
 	if err := l.Ctx.Err(); err != nil {
@@ -72,7 +72,7 @@ func (l *Link) NotStarted() error {
 	return nil
 }
 
-// sendMessages sends msgs[i] on tags[i] to l's peer, in order, as one
+// SendMessages sends msgs[i] on tags[i] to l's peer, in order, as one
 // transfer bounded by l's context; name names message i in errors.
 //
 // With a context that cannot end, each message is a blocking send.
@@ -118,7 +118,7 @@ func PostSends(l *Link, msgs [][]byte, tags []int, name func(int) string) ([]*mp
 // FinishSends completes the sends reqs: it waits for them (MPI_Waitall)
 // when ctx cannot end, and otherwise polls them (Poll) until they
 // complete or ctx ends. If ctx ends first, or a test fails, it abandons
-// the sends still incomplete (see sendMessages) and returns how many,
+// the sends still incomplete (see SendMessages) and returns how many,
 // with an error wrapping ctx.Err() or the test's error.
 func FinishSends(ctx context.Context, reqs []*mpi.Request) (abandoned int, err error) {
 	if ctx.Done() == nil {

@@ -29,7 +29,7 @@ func InfoOn() bool {
 	return log.Logger().GetLevel() <= zerolog.InfoLevel && zerolog.GlobalLevel() <= zerolog.InfoLevel
 }
 
-// logStart writes the start line of a point-to-point operation. bytes and
+// LogStart writes the start line of a point-to-point operation. bytes and
 // tag are left out when negative.
 func (l *Link) LogStart(bytes int64, tag int) {
 	e := log.Logger().Info()

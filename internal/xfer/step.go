@@ -19,10 +19,10 @@ import (
 // broadcast-mode InitRemote, their agreement steps included) can be
 // bounded by the call's context: a rank whose peers never come (one rank
 // alone in a collective, a peer that died or whose network failed) returns
-// when its context ends. For that a Step must be started in its
+// when its context ends. For that a step must be started in its
 // nonblocking form and waited on with the context, and MPI does not pair a
 // blocking collective with a nonblocking one, so every rank must use the
-// same form for a Step. The steps up to a collective's first agreement are
+// same form for a step. The steps up to a collective's first agreement are
 // always nonblocking; the agreement also tells the ranks whether any of
 // them has a context that can end (or defers its steps, as IAllReduce
 // does), and only then are the later steps nonblocking too. Otherwise they
@@ -33,13 +33,13 @@ import (
 //
 // A rank whose context ends still waits a grace period (StepGrace) for its
 // peers, so that every rank learns of the failure at the agreement steps.
-// A Step cannot be cancelled: one given up stays in progress in MPI, its
+// A step cannot be cancelled: one given up stays in progress in MPI, its
 // buffers pinned (mpi.Request), and breaks the group (group.Group.Break),
-// since any later collective on it would be paired with that Step.
+// since any later collective on it would be paired with that step.
 
 // Step is where one collective call runs its steps: the group, its library
 // communicator and the call's context, and the state the copies of one
-// call's Step share.
+// call's steps share.
 type Step struct {
 	Ctx   context.Context
 	Group *group.Group
@@ -61,10 +61,10 @@ type stepState struct {
 	blocking bool
 }
 
-// blocking reports whether s's steps use the blocking collectives.
+// Blocking reports whether s's steps use the blocking collectives.
 func (s Step) Blocking() bool { return s.Deferred == nil && s.st.blocking }
 
-// unbounded is the value a rank contributes to an agreement on the mode of
+// Unbounded is the value a rank contributes to an agreement on the mode of
 // the steps after it (see stepState.blocking): 1 if its context can never
 // end, else 0. The ranks combine it with MIN (or its complement with MAX).
 func (s Step) Unbounded() int32 {
@@ -74,7 +74,7 @@ func (s Step) Unbounded() int32 {
 	return 0
 }
 
-// agreed records the combined unbounded value of an agreement.
+// Agreed records the combined unbounded value of an agreement.
 func (s Step) Agreed(unbounded int32) { s.st.blocking = unbounded == 1 }
 
 // Deferred holds the posted steps of an asynchronous collective (IAllReduce,
@@ -85,7 +85,7 @@ type Deferred struct {
 	After []func() error // what runs once they complete, in order
 }
 
-// then runs f now, or, when s's steps are deferred, once they complete.
+// Then runs f now, or, when s's steps are deferred, once they complete.
 func (s Step) Then(f func() error) error {
 	if s.Deferred != nil {
 		s.Deferred.After = append(s.Deferred.After, f)
@@ -95,9 +95,9 @@ func (s Step) Then(f func() error) error {
 }
 
 // StepGrace is how long a collective call whose context has ended still
-// waits for its steps: its peers are usually at the same Step and complete
+// waits for its steps: its peers are usually at the same step and complete
 // it at once, so that every rank learns of the failure (the agreement
-// steps) and the group stays usable. Only a Step the peers do not reach
+// steps) and the group stays usable. Only a step the peers do not reach
 // within StepGrace is abandoned.
 const StepGrace = time.Second
 
@@ -202,7 +202,7 @@ func equalCounts(n, m int) []int {
 
 // Allgather gathers every rank's send, all of one length, into recv on
 // every rank, in rank order. It always runs in the nonblocking form: it is
-// the first Step of AllGather, before the ranks agree on the mode.
+// the first step of AllGather, before the ranks agree on the mode.
 func Allgather[T mpi.Scalar](s Step, send, recv []T) error {
 	return s.Wait(mpi.Iallgatherv(s.Comm, send, recv, equalCounts(s.Comm.Size(), len(send)), nil))
 }
@@ -219,8 +219,7 @@ func Scatter[T mpi.Scalar](s Step, send, recv []T, root int) error {
 	return s.Wait(mpi.Iscatterv(s.Comm, send, equalCounts(s.Comm.Size(), len(recv)), nil, recv, root))
 }
 
-// Allgatherv, Gatherv and Scatterv are the in-place
-// v-collectives of AllGather, GatherAndStack and Scatter's blocks.
+// Allgatherv is the in-place MPI_Allgatherv of AllGather's blocks.
 func Allgatherv[T mpi.Scalar](s Step, buf []T, counts, displs []int) error {
 	if s.Blocking() {
 		return s.failed(mpi.AllgathervInPlace(s.Comm, buf, counts, displs))
@@ -228,6 +227,7 @@ func Allgatherv[T mpi.Scalar](s Step, buf []T, counts, displs []int) error {
 	return s.Wait(mpi.IallgathervInPlace(s.Comm, buf, counts, displs))
 }
 
+// Gatherv is the in-place MPI_Gatherv of GatherAndStack's blocks.
 func Gatherv[T mpi.Scalar](s Step, buf []T, counts, displs []int, root int) error {
 	if s.Blocking() {
 		return s.failed(mpi.GathervInPlace(s.Comm, buf, counts, displs, root))
@@ -235,6 +235,7 @@ func Gatherv[T mpi.Scalar](s Step, buf []T, counts, displs []int, root int) erro
 	return s.Wait(mpi.IgathervInPlace(s.Comm, buf, counts, displs, root))
 }
 
+// Scatterv is the in-place MPI_Scatterv of Scatter's blocks.
 func Scatterv[T mpi.Scalar](s Step, buf []T, counts, displs []int, root int) error {
 	if s.Blocking() {
 		return s.failed(mpi.ScattervInPlace(s.Comm, buf, counts, displs, root))
@@ -242,7 +243,7 @@ func Scatterv[T mpi.Scalar](s Step, buf []T, counts, displs []int, root int) err
 	return s.Wait(mpi.IscattervInPlace(s.Comm, buf, counts, displs, root))
 }
 
-// bcastChunks broadcasts b from root in pieces of at most wire.MaxChunk
+// BcastChunks broadcasts b from root in pieces of at most wire.MaxChunk
 // bytes. Every rank passes a b of the same length.
 func (s Step) BcastChunks(b []byte, root int) error {
 	for off := 0; off < len(b); off += wire.MaxChunk {

@@ -1,0 +1,30 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+// Package xfer is tdmpi's transfer protocol: what tensordict's
+// communication methods stand on below the TensorDict, on a group's
+// library communicator. Programs do not import it.
+//
+// It knows messages, tags and groups, not TensorDicts: tensordict lays a
+// TensorDict out and describes it (internal/codec, internal/wire), and
+// xfer moves the bytes. Every wait is bounded by the call's context when
+// the context can end: a receive is probed without blocking (Probe,
+// Poll), a send is posted and polled (Link.SendMessages), a collective
+// step is started in its nonblocking form and tested (Step.Wait). What a
+// peer announced and never sent is drained for at most DrainIdle per
+// message, and a message of the wrong size is discarded, never received
+// into a buffer too short for it.
+//
+// Files: link.go (Link, the sends of a point-to-point transfer, frame
+// alignment), recv.go (probes, exact receives, chunks, drains, the
+// background receives of IRecv), tags.go (the header tag, per-leaf tag
+// plans, Python tensordict's IntGenerator), locks.go (the per-group tag
+// locks that keep concurrent transfers on the same tags apart), step.go
+// (collective steps: blocking or nonblocking as the ranks agreed,
+// deferred for asynchronous collectives, given up after StepGrace, and
+// breaking the group when given up or failed), log.go (one start line and
+// one error line per operation, through internal/log).
+//
+// Per-group state (the tag locks) is a group.Slot: it goes away with the
+// group.
+package xfer
