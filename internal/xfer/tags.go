@@ -21,7 +21,7 @@ import (
 
 // InitHeaderTag is the tag of InitRemote's headers: the first of the
 // group's reserved header tags.
-const InitHeaderTag = group.HeaderTag
+const InitHeaderTag = group.HeaderTag + 1 // the value of earlier builds, which it must meet
 
 // IntGenerator returns the pseudo-random tag tensordict derives from seed,
 // bit for bit as Python tensordict's int_generator: numpy's
