@@ -125,23 +125,58 @@ func (cl *coll) checkRoot(what string, r int) error {
 	return nil
 }
 
-// runCollective checks the resolved options o, takes the group's protocol lock and runs f.
-// It logs the start (with root, unless negative, and bytes(rank), when
-// bytes is not nil and the line is written) and any error.
+// runCollective checks the resolved options o, takes the group's protocol
+// lock and runs f, then the closing step (closeCollective). It logs the
+// start (with root, unless negative, and bytes(rank), when bytes is not
+// nil and the line is written) and any error.
 func runCollective(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll) error) error {
+	_, err := startCollective(op, root, bytes, o, false, f)
+	return err
+}
+
+// startCollective is runCollective and, with deferSteps, its asynchronous
+// form: f defers its steps once the ranks agreed (coll.deferSteps), the
+// closing step is posted after them, and the returned collPending
+// completes them all. Failures before the steps are posted are returned at
+// once. Without deferSteps the collPending is nil.
+func startCollective(op string, root int, bytes func(rank int) int64, o remoteOptions, deferSteps bool, f func(cl *coll) error) (*collPending, error) {
 	if err := o.check(op); err != nil {
-		return xfer.LogFailed(op, err)
+		return nil, xfer.LogFailed(op, err)
 	}
 	g := o.group
-	cl := &coll{Step: xfer.NewStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()), consolidated: o.consolidated}
-	return xfer.LogFailed(op, g.Collective(func(busy func() bool) error {
+	cl := &coll{Step: xfer.NewStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()),
+		consolidated: o.consolidated, deferSteps: deferSteps}
+	var p *collPending
+	err := g.Collective(func(busy func() bool) error {
 		if err := g.Broken("tensordict: " + op); err != nil {
 			return err
 		}
 		cl.busy = busy
 		xfer.LogCollStart(op, g, root, bytes)
-		return closeCollective(cl.Step, busy, f(cl), cl.errorf)
-	}))
+		err := f(cl)
+		if !deferSteps {
+			return closeCollective(cl.Step, busy, err, cl.errorf)
+		}
+		p, err = cl.closeDeferred(busy, err)
+		return err
+	})
+	if err != nil {
+		return nil, xfer.LogFailed(op, err)
+	}
+	if deferSteps && p == nil {
+		p = &collPending{op: op, over: true} // nothing was deferred: complete
+	}
+	return p, nil
+}
+
+// outOfStep returns err, the error of an agreement step, also wrapping
+// ErrMismatch when the agreement's result shows that the ranks are not in
+// the same collective (xfer.ErrOutOfStep).
+func outOfStep(err error) error {
+	if errors.Is(err, xfer.ErrOutOfStep) {
+		return fmt.Errorf("%w (%w)", err, ErrMismatch)
+	}
+	return err
 }
 
 // maxReportedError bounds the text of a rank's error that agree passes to
@@ -169,35 +204,22 @@ func (e *PeerError) Error() string {
 // returns a *PeerError carrying the error text of the lowest failing rank,
 // both wrapped with the op and the rank.
 func (cl *coll) agree(local error) error {
-	first := []int32{int32(cl.size), cl.unbounded()}
-	if local != nil {
-		first[0] = int32(cl.rank)
+	r, err := cl.Agree(local != nil)
+	if err != nil {
+		return cl.errorf("agreeing on failures: %w", outOfStep(errors.Join(err, local)))
 	}
-	if err := xfer.Allreduce(cl.Step, first, mpi.OpMin); err != nil {
-		return cl.errorf("agreeing on failures: %w", errors.Join(err, local))
-	}
-	cl.Agreed(first[1])
-	return cl.spread(int(first[0]), local)
+	return cl.spread(r, local)
 }
 
 // spread returns nil if r == size (nobody failed), else passes rank r's
-// error text to every rank, as agree does.
-//
-// The rank r comes from the other ranks. One that cannot be (below zero,
-// above the group's size, or this rank while it did not fail) means that
-// the ranks are not in the same collective: MPI paired this rank's
-// agreement with another kind of step elsewhere (AllReduce on one rank,
-// Broadcast on another). spread then breaks the group rather than go on
-// with steps nobody matches, and returns an error wrapping ErrMismatch and
-// group.ErrBroken.
+// error text to every rank, as agree does. r comes from the other ranks,
+// and is checked first (xfer.Step.CheckFailed).
 func (cl *coll) spread(r int, local error) error {
+	if err := cl.CheckFailed(r, local != nil); err != nil {
+		return cl.errorf("%w", outOfStep(errors.Join(err, local)))
+	}
 	if r == cl.size {
 		return nil
-	}
-	if r < 0 || r > cl.size || (r == cl.rank && local == nil) {
-		cause := cl.errorf("the ranks' agreement names rank %d as failed, which cannot be: the ranks are not in the same collective (%w)", r, ErrMismatch)
-		cl.Group.Break(cause)
-		return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
 	}
 	msg := make([]byte, maxReportedError)
 	if r == cl.rank {

@@ -76,53 +76,40 @@ type collPending struct {
 }
 
 // runCollectiveAsync is runCollective for a collective whose f defers its
-// steps once the ranks agreed (coll.deferSteps): it posts the closing step
-// after them and returns a Pending that completes them all. Failures
-// before the steps are posted are returned at once, as runCollective does.
+// steps (see startCollective), returning a Pending that completes them.
 func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll) error) (*Pending, error) {
-	if err := o.check(op); err != nil {
-		return nil, xfer.LogFailed(op, err)
-	}
-	g := o.group
-	cl := &coll{Step: xfer.NewStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()), deferSteps: true}
-	var p *collPending
-	err := g.Collective(func(busy func() bool) error {
-		if err := g.Broken("tensordict: " + op); err != nil {
-			return err
-		}
-		cl.busy = busy
-		xfer.LogCollStart(op, g, root, bytes)
-		err := f(cl)
-		q := cl.Deferred
-		cl.Deferred = nil
-		if err != nil || q == nil {
-			if q != nil {
-				// Some steps were posted before this rank failed: complete
-				// them, as the other ranks do, then close as AllReduce does.
-				err = errors.Join(err, completeSteps(op, cl.Step, q))
-			}
-			return closeCollective(cl.Step, busy, err, cl.errorf)
-		}
-		flag := []uint8{0}
-		if busy() {
-			flag[0] = 1
-		}
-		cl.Deferred = q
-		err = xfer.Allreduce(cl.Step, flag, mpi.OpMax) // the closing step, queued
-		cl.Deferred = nil
-		if err != nil {
-			return errors.Join(cl.errorf("closing the collective: %w", err), completeSteps(op, cl.Step, q))
-		}
-		p = &collPending{op: op, s: cl.Step, q: q, flag: flag, errorf: cl.errorf}
-		return nil
-	})
+	p, err := startCollective(op, root, bytes, o, true, f)
 	if err != nil {
-		return nil, xfer.LogFailed(op, err)
-	}
-	if p == nil {
-		p = &collPending{op: op, over: true} // nothing was deferred: complete
+		return nil, err
 	}
 	return &Pending{c: p}, nil
+}
+
+// closeDeferred ends a call whose steps are deferred, once f returned err:
+// it posts the closing step after the deferred ones and returns the
+// collPending that completes them. If this rank failed after posting some
+// steps, it completes them, as the other ranks do, and closes as a
+// blocking collective does; nothing posted returns a nil collPending.
+func (cl *coll) closeDeferred(busy func() bool, err error) (*collPending, error) {
+	q := cl.Deferred
+	cl.Deferred = nil
+	if err != nil || q == nil {
+		if q != nil {
+			err = errors.Join(err, completeSteps(cl.op, cl.Step, q))
+		}
+		return nil, closeCollective(cl.Step, busy, err, cl.errorf)
+	}
+	flag := []uint8{0}
+	if busy() {
+		flag[0] = 1
+	}
+	cl.Deferred = q
+	err = xfer.Allreduce(cl.Step, flag, mpi.OpMax) // the closing step, queued
+	cl.Deferred = nil
+	if err != nil {
+		return nil, errors.Join(cl.errorf("closing the collective: %w", err), completeSteps(cl.op, cl.Step, q))
+	}
+	return &collPending{op: cl.op, s: cl.Step, q: q, flag: flag, errorf: cl.errorf}, nil
 }
 
 // completeSteps waits for the steps q posted, without what follows them:

@@ -10,7 +10,6 @@ import (
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
-	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // bcastInlineMax is the largest storage a broadcast carries in the same
@@ -187,20 +186,14 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 // local error on a rank that failed and, elsewhere, an error naming the
 // lowest failing rank.
 func (l *link) agree(s xfer.Step, local error) error {
-	size := l.Group.Size()
-	first := []int32{int32(size), s.Unbounded()}
-	if local != nil {
-		first[0] = int32(l.Group.Rank())
-	}
-	if err := xfer.Allreduce(s, first, mpi.OpMin); err != nil {
-		return l.Errorf("agreeing to go on: %w", errors.Join(err, local))
-	}
-	s.Agreed(first[1])
+	r, err := s.Agree(local != nil)
 	switch {
+	case err != nil:
+		return l.Errorf("agreeing to go on: %w", outOfStep(errors.Join(err, local)))
 	case local != nil:
 		return l.Errorf("%w", local)
-	case int(first[0]) < size:
-		return l.Errorf("rank %d of the group could not go on (its own error says why)", first[0])
+	case r < l.Group.Size():
+		return l.Errorf("rank %d of the group could not go on (its own error says why)", r)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package xfer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -252,4 +253,46 @@ func (s Step) BcastChunks(b []byte, root int) error {
 		}
 	}
 	return nil
+}
+
+// ErrOutOfStep is wrapped by the error of an agreement whose result cannot
+// come from ranks in the same collective (see Step.Agree).
+var ErrOutOfStep = errors.New("the ranks are not in the same collective")
+
+// Agree is the agreement step of a collective, one small allreduce: every
+// rank learns whether some rank failed before the payload moved, and the
+// ranks settle the form of the steps after it (see Unbounded and
+// Agreed). failed says whether this rank failed. Agree returns the lowest
+// failing rank, or the group's size when none failed, the same on every
+// rank, checked by CheckFailed.
+func (s Step) Agree(failed bool) (int, error) {
+	size := s.Comm.Size()
+	v := []int32{int32(size), s.Unbounded()}
+	if failed {
+		v[0] = int32(s.Comm.Rank())
+	}
+	if err := Allreduce(s, v, mpi.OpMin); err != nil {
+		return 0, err
+	}
+	s.Agreed(v[1])
+	r := int(v[0])
+	return r, s.CheckFailed(r, failed)
+}
+
+// CheckFailed checks r, the failing rank that a combination across the
+// ranks named (size for none), against what this rank knows: failed says
+// whether it failed itself. A rank below zero or above the group's size,
+// or this rank while it did not fail, cannot come from ranks in the same
+// collective: MPI paired this rank's step with another kind of step on
+// some rank (AllReduce on one rank, Broadcast on another). CheckFailed
+// then breaks the group, rather than go on with steps nobody matches, and
+// returns an error wrapping ErrOutOfStep and group.ErrBroken.
+func (s Step) CheckFailed(r int, failed bool) error {
+	size, me := s.Comm.Size(), s.Comm.Rank()
+	if r >= 0 && r <= size && (r != me || failed) {
+		return nil
+	}
+	cause := fmt.Errorf("the agreement names rank %d of %d as failed, which cannot be: %w", r, size, ErrOutOfStep)
+	s.Group.Break(cause)
+	return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
 }
