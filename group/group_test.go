@@ -473,3 +473,31 @@ func TestNewDifferentOrder(t *testing.T) {
 	require.NoError(t, sub.Barrier())
 	require.NoError(t, sub.Free())
 }
+
+// TestSlot checks that a Slot's state is one per group, made on first use,
+// and dropped by Free.
+func TestSlot(t *testing.T) {
+	g := mpitest.Need(t, 1)
+	made := 0
+	slot := group.Slot[int]{New: func() *int { made++; v := made; return &v }}
+	sub, err := g.New([]int{g.Rank()})
+	require.NoError(t, err)
+	other, err := g.New([]int{g.Rank()})
+	require.NoError(t, err)
+
+	a := slot.Of(sub)
+	assert.Same(t, a, slot.Of(sub), "one state per group")
+	b := slot.Of(other)
+	assert.NotSame(t, a, b, "each group has its own")
+	assert.Equal(t, 2, made)
+	var second group.Slot[int] // another slot: state of its own
+	second.New = func() *int { return new(int) }
+	assert.NotSame(t, a, second.Of(sub))
+
+	require.NoError(t, sub.Free())
+	c := slot.Of(sub)
+	assert.NotSame(t, a, c, "Free drops the state")
+	assert.NotSame(t, c, slot.Of(sub), "a freed group keeps none")
+	assert.Same(t, b, slot.Of(other), "freeing one group leaves the others'")
+	require.NoError(t, other.Free())
+}
