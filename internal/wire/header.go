@@ -12,8 +12,11 @@ import (
 const Size = 64
 
 // Version is the format version written by Append. Parse accepts only
-// this version.
-const Version = 1
+// this version. Version 2: Hash is the one structure hash of
+// internal/codec on every path (version 1 carried one of four values,
+// depending on the path), so builds of the two versions refuse each
+// other's headers instead of reporting false mismatches.
+const Version = 2
 
 // magic opens every header.
 var magic = [4]byte{'T', 'D', 'M', 'P'}

@@ -69,7 +69,7 @@ func TestParseRejects(t *testing.T) {
 		{name: "empty", msg: nil, field: "length"},
 		{name: "short", msg: patch(func(b []byte) {})[:Size-1], field: "length"},
 		{name: "magic", msg: patch(func(b []byte) { b[0] = 'X' }), field: "magic"},
-		{name: "version", msg: patch(func(b []byte) { b[4] = 2 }), field: "version"},
+		{name: "version", msg: patch(func(b []byte) { b[4] = Version + 1 }), field: "version"},
 		{name: "kind zero", msg: patch(func(b []byte) { b[5] = 0 }), field: "kind"},
 		{name: "kind unknown", msg: patch(func(b []byte) { b[5] = 200 }), field: "kind"},
 		{name: "flags", msg: patch(func(b []byte) { le.PutUint16(b[6:], 0x8000) }), field: "flags"},
