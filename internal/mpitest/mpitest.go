@@ -103,6 +103,9 @@ func Main(m *testing.M) {
 	if g.Rank() == 0 && len(bad) > 0 {
 		fmt.Fprintf(os.Stderr, "mpitest: FAIL on ranks %v of %d\n", bad, g.Size())
 	}
+	if worst == 0 && os.Getenv(EnvFinalizeMark) == "1" {
+		fmt.Fprintf(os.Stderr, "%s (rank %d of %d)\n", FinalizeMark, g.Rank(), g.Size())
+	}
 	ferr := comm.Free()
 	if err := group.Finalize(); err != nil || ferr != nil {
 		fmt.Fprintf(os.Stderr, "mpitest: rank %d of %d: finalize: %v %v\n", g.Rank(), g.Size(), ferr, err)
@@ -112,6 +115,16 @@ func Main(m *testing.M) {
 	}
 	os.Exit(worst)
 }
+
+// With EnvFinalizeMark set to 1, Main prints FinalizeMark on standard
+// error, one line per rank, when every rank has passed and it is about to
+// finalize MPI. A launcher wrapper can then tell a job whose tests all
+// passed but whose MPI_Finalize hangs (Debian 12's MPICH 4.0.2 with UCX
+// 1.13 over TCP; see hpc/scripts/mpich-exec.sh) from a failing one.
+const (
+	EnvFinalizeMark = "TDMPI_FINALIZE_MARK"
+	FinalizeMark    = "mpitest: finalizing: every rank passed"
+)
 
 // Need returns the world group if it has at least n ranks, and skips the
 // test otherwise, with a reason that says how to run it. It registers
