@@ -201,7 +201,7 @@
 //
 // Communication, as adapters over internal/xfer (the transfer protocol:
 // links, probes and receives bounded by a context, chunks, drains, tag
-// plans and tag locks, collective steps, logging) and internal/wire (the
+// plans and tag locks, background receives, collective steps, logging) and internal/wire (the
 // frames): comm_options.go (the option families), remote.go (InitRemote
 // and FromRemoteInit point to point, receive storage), remote_bcast.go
 // (their broadcast mode), p2p.go and p2p_state.go (Send, Recv and a

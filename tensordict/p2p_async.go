@@ -4,11 +4,9 @@
 package tensordict
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -38,10 +36,9 @@ type irecvOp struct {
 	mu      sync.Mutex // held by whoever steps it
 	l       link       // l.Ctx is ctx below
 	td      *TensorDict
-	key     peerKey // its queue
-	tags    []int   // the transfer's distinct tags, sorted
-	tag0    int     // the header's tag
-	seq     uint64  // position in the queues, in call order
+	q       *xfer.Queued // its place among the background receives
+	tags    []int        // the transfer's distinct tags, sorted
+	tag0    int          // the header's tag
 	cancel  context.CancelCauseFunc
 	stop    func() bool // unregisters the context's AfterFunc
 	r       recvOp      // the receive, from its header on
@@ -53,110 +50,17 @@ type irecvOp struct {
 	tag  int
 }
 
-// peerKey names the IRecvs from one source: the group's library
-// communicator and the source rank.
-type peerKey struct {
-	c    *mpi.Comm
-	peer int
-}
-
-// irecvQueues holds the IRecvs that have not ended, per source, in call
-// order.
-var irecvQueues = struct {
-	sync.Mutex
-	m    map[peerKey][]*irecvOp
-	next uint64 // the seq of the next IRecv
-}{m: map[peerKey][]*irecvOp{}}
-
-// allSeq stands for "every IRecv called so far" in stepQueue.
-const allSeq = math.MaxUint64
-
-func (op *irecvOp) enqueue() {
-	q := &irecvQueues
-	q.Lock()
-	op.seq = q.next
-	q.next++
-	q.m[op.key] = append(q.m[op.key], op)
-	xfer.Background.Pending.Add(1)
-	q.Unlock()
-}
-
-func (op *irecvOp) dequeue() {
-	q := &irecvQueues
-	q.Lock()
-	defer q.Unlock()
-	ops := q.m[op.key]
-	for i, o := range ops {
-		if o == op {
-			ops = slices.Delete(ops, i, i+1)
-			xfer.Background.Pending.Add(-1)
-			break
-		}
+// TryStep steps op without waiting unless another goroutine is stepping
+// it (xfer.BackgroundOp).
+func (op *irecvOp) TryStep(free bool) {
+	if op.mu.TryLock() {
+		op.step(free)
+		op.mu.Unlock()
 	}
-	if len(ops) == 0 {
-		delete(q.m, op.key)
-		return
-	}
-	q.m[op.key] = ops
 }
 
-// nextSeq returns the seq the next IRecv will get: the IRecvs called so
-// far have smaller ones.
-func nextSeq() uint64 {
-	irecvQueues.Lock()
-	defer irecvQueues.Unlock()
-	return irecvQueues.next
-}
-
-// stepQueue steps, oldest first and without waiting, the IRecvs from key
-// called before seq, each allowed to start when no older pending one
-// shares a tag with it. It reports whether none of them that shares a tag
-// with tags is left pending.
-func stepQueue(key peerKey, seq uint64, tags []int) bool {
-	q := &irecvQueues
-	q.Lock()
-	ops := q.m[key]
-	n, _ := slices.BinarySearchFunc(ops, seq, func(o *irecvOp, seq uint64) int { return cmp.Compare(o.seq, seq) })
-	ops = slices.Clone(ops[:n])
-	q.Unlock()
-	clear := true
-	var busy []int // the tags of the older IRecvs still pending, sorted
-	for _, o := range ops {
-		if o.mu.TryLock() {
-			o.step(!overlaps(o.tags, busy))
-			o.mu.Unlock()
-		}
-		if !o.over.Load() {
-			busy = union(busy, o.tags)
-			clear = clear && !overlaps(o.tags, tags)
-		}
-	}
-	return clear
-}
-
-// overlaps reports whether the sorted tag lists a and b share a tag.
-func overlaps(a, b []int) bool {
-	for len(a) > 0 && len(b) > 0 {
-		switch {
-		case a[0] == b[0]:
-			return true
-		case a[0] < b[0]:
-			a = a[1:]
-		default:
-			b = b[1:]
-		}
-	}
-	return false
-}
-
-// union returns the sorted distinct tags of dst and tags, both sorted, in
-// dst.
-func union(dst, tags []int) []int {
-	if !slices.ContainsFunc(tags, func(t int) bool { _, found := slices.BinarySearch(dst, t); return !found }) {
-		return dst
-	}
-	return xfer.TagSet(dst, append(dst, tags...))
-}
+// Over reports whether op has ended (xfer.BackgroundOp).
+func (op *irecvOp) Over() bool { return op.over.Load() }
 
 // recvState returns td's transfer state for a Recv with l's options,
 // locked and prepared, once no IRecv called before it from its source on
@@ -164,11 +68,7 @@ func union(dst, tags []int) []int {
 // waiting as l's context allows; it costs an atomic load when no IRecv is
 // pending.
 func recvState(l *link, td *TensorDict) (*p2pState, error) {
-	seq := uint64(allSeq)
-	if xfer.Background.Pending.Load() > 0 {
-		seq = nextSeq()
-	}
-	key := peerKey{c: l.Comm, peer: l.Peer}
+	seq := xfer.NextSeq()
 	for {
 		s, err := p2pStateOf(l.Op, td)
 		if err != nil {
@@ -178,17 +78,17 @@ func recvState(l *link, td *TensorDict) (*p2pState, error) {
 			s.mu.Unlock()
 			return nil, err
 		}
-		if seq == allSeq || stepQueue(key, seq, s.tagSet) {
+		if seq == xfer.AllSeq || xfer.StepQueue(l.Group, l.Peer, seq, s.tagSet) {
 			return s, nil
 		}
 		// An earlier IRecv may need td's state: wait without it.
 		tags := slices.Clone(s.tagSet)
 		s.mu.Unlock()
 		err = xfer.Poll(l.Ctx, func() (bool, error) {
-			if stepQueue(key, seq, tags) {
+			if xfer.StepQueue(l.Group, l.Peer, seq, tags) {
 				return true, nil
 			}
-			stepAll()
+			xfer.StepAll()
 			return false, nil
 		})
 		if err != nil {
@@ -199,51 +99,20 @@ func recvState(l *link, td *TensorDict) (*p2pState, error) {
 
 // progress steps op without waiting and reports whether it moved or ended:
 // the IRecvs before it in its queue first. When op cannot move, it steps
-// every other pending IRecv too (see stepAll).
+// every other pending IRecv too (xfer.StepAll).
 func (op *irecvOp) progress() bool {
 	if op.over.Load() {
 		return true
 	}
 	moved := false
-	if free := stepQueue(op.key, op.seq, op.tags); op.mu.TryLock() {
+	if free := op.q.Step(); op.mu.TryLock() {
 		moved = op.step(free)
 		op.mu.Unlock()
 	}
 	if !moved {
-		stepAll()
+		xfer.StepAll()
 	}
 	return moved || op.over.Load()
-}
-
-// The IRecvs are the background transfers of package xfer: its receives
-// step them while they wait.
-func init() { xfer.Background.Step = stepAll }
-
-// stepping is set while stepAll runs, which is never nested.
-var stepping atomic.Bool
-
-// stepAll steps, without waiting, every pending IRecv that may start or
-// has started. It runs whenever a receive of this package waits (an
-// IRecv's Wait, a Recv): so a sender blocked in a large message of an
-// IRecv that nobody waits for yet, say one called before a Recv of the
-// sender's next transfer, is received and goes on, as if the IRecv
-// proceeded in the background. It costs an atomic load when no IRecv is
-// pending.
-func stepAll() {
-	if xfer.Background.Pending.Load() == 0 || !stepping.CompareAndSwap(false, true) {
-		return
-	}
-	defer stepping.Store(false)
-	q := &irecvQueues
-	q.Lock()
-	keys := make([]peerKey, 0, len(q.m))
-	for k := range q.m {
-		keys = append(keys, k)
-	}
-	q.Unlock()
-	for _, k := range keys {
-		stepQueue(k, allSeq, nil)
-	}
 }
 
 // step advances op without waiting (op.mu held) and reports whether it
@@ -326,7 +195,7 @@ func (op *irecvOp) finish(err error) {
 		op.err = xfer.LogFailed(op.l.Op, op.l.Errorf("%w", err))
 	}
 	op.td = nil
-	op.dequeue()
+	op.q.Dequeue()
 	op.stop()
 	op.cancel(nil)
 	op.over.Store(true)
@@ -419,11 +288,10 @@ func (td *TensorDict) irecv(src int, opts []RecvOption) (*Pending, error) {
 	l.LogStart(int64(total), tag0)
 	op.tag0, op.tags = tag0, tags
 	l.Ctx, op.cancel = context.WithCancelCause(l.Ctx)
-	op.key = peerKey{c: l.Comm, peer: l.Peer}
 	// Nobody can step op before it is set up: end and the steppers wait
 	// for, or try, op.mu.
 	op.mu.Lock()
-	op.enqueue()
+	op.q = xfer.Enqueue(l.Group, l.Peer, tags, op)
 	op.stop = context.AfterFunc(l.Ctx, op.end)
 	op.mu.Unlock()
 	return newIRecvPending(op), nil

@@ -38,7 +38,7 @@ func settle(start int) int {
 	deadline := time.Now().Add(60 * time.Second) // long for -race on a loaded machine
 	for {
 		n := runtime.NumGoroutine()
-		if (xfer.Background.Pending.Load() == 0 && n <= start+goroutineSlack) || time.Now().After(deadline) {
+		if (xfer.Pending() == 0 && n <= start+goroutineSlack) || time.Now().After(deadline) {
 			return n
 		}
 		runtime.GC()
@@ -50,10 +50,7 @@ func settle(start int) int {
 // MPI has nothing in progress, so that group.Finalize would not refuse.
 func noTransferState(t *testing.T) {
 	t.Helper()
-	assert.Zero(t, xfer.Background.Pending.Load(), "IRecvs still queued")
-	irecvQueues.Lock()
-	assert.Empty(t, irecvQueues.m)
-	irecvQueues.Unlock()
+	assert.Zero(t, xfer.Pending(), "IRecvs still queued")
 	held, _ := xfer.TagLocksInUse(group.World())
 	assert.Zero(t, held, "tag locks still held")
 	assert.NoError(t, mpi.Busy())

@@ -16,8 +16,9 @@
 // into a buffer too short for it.
 //
 // Files: link.go (Link, the sends of a point-to-point transfer, frame
-// alignment), recv.go (probes, exact receives, chunks, drains, the
-// background receives of IRecv), tags.go (the header tag, per-leaf tag
+// alignment), recv.go (probes, exact receives, chunks, drains),
+// background.go (the queues of background receives, IRecv's, and the
+// stepping that moves them without a goroutine), tags.go (the header tag, per-leaf tag
 // plans, Python tensordict's IntGenerator), locks.go (the per-group tag
 // locks that keep concurrent transfers on the same tags apart), step.go
 // (collective steps: blocking or nonblocking as the ranks agreed,

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/tdmpi/tdmpi/internal/wire"
@@ -134,16 +133,6 @@ func AppendChunks(msgs [][]byte, tags []int, b []byte, tag int) ([][]byte, []int
 	return msgs, tags
 }
 
-// Background is the progress of the transfers that no call is waiting for
-// (tensordict's IRecvs): while Pending is above zero, RecvExact polls
-// instead of blocking in MPI and calls Step between polls, so that those
-// transfers proceed as if in the background. The package that owns them
-// sets Step once, at init, and counts them in Pending.
-var Background struct {
-	Pending atomic.Int64
-	Step    func()
-}
-
 // RecvExact receives the next message from src with tag into buf, which
 // it must fill exactly, waiting for it until ctx ends. A message of another
 // size is consumed and discarded, never received into buf (Open MPI's
@@ -151,14 +140,14 @@ var Background struct {
 // an error. The caller must be the only one receiving from src on tag (it
 // holds the tag's receive lock, or the tag is its transfer's own): the
 // message probed is then the one received. It does not allocate, unless
-// background transfers are pending: it then polls, and steps them
-// meanwhile (Background).
+// background receives are pending: it then polls, and steps them
+// meanwhile (StepAll).
 func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
-	if ctx.Done() != nil || Background.Pending.Load() > 0 {
+	if ctx.Done() != nil || Pending() > 0 {
 		err := Poll(ctx, func() (bool, error) {
 			ok, _, err := mpi.Iprobe(c, src, tag)
 			if err == nil && !ok {
-				Background.Step()
+				StepAll()
 			}
 			return ok, err
 		})
