@@ -413,6 +413,11 @@ func TestIRecvCancelAfterHeader(t *testing.T) {
 		require.NoError(t, err, "round %d: the transfer after the cancelled one", r)
 		assert.True(t, small.EqScalar(float64(r)).All())
 	}
-	assert.Positive(t, cancelled, "no round cancelled a transfer in progress")
 	noTransferState(t)
+	if cancelled == 0 && mpi.Library() == mpi.FamilyMPICH {
+		// Seen with MPICH over UCX's TCP transport: each Test took the
+		// whole transfer.
+		t.Skipf("MPICH: all %d transfers completed within their first Test, so no cancel after the header was exercised on this transport", rounds)
+	}
+	assert.Positive(t, cancelled, "no round cancelled a transfer in progress")
 }
