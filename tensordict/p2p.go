@@ -276,6 +276,19 @@ func (s *p2pState) detach() {
 	}
 }
 
+// abandonRecv records that a receive into s's TensorDict was left to MPI
+// (xfer.ErrAbandoned): the buffers of s that MPI may still write (the
+// metadata buffer, the staging buffer) are dropped, for package mpi to
+// keep until the receive completes, and every later transfer of the
+// TensorDict is refused (see refresh), since MPI may still write its
+// leaves.
+func (s *p2pState) abandonRecv() {
+	s.rbody, s.abandoned = nil, true
+	if s.st == nil {
+		s.stage = nil
+	}
+}
+
 // Recv receives into td's tensor leaves what rank src of the group sends
 // with Send (or ISend), as tensordict's recv, and returns the last tag
 // used. Options: WithGroup, WithContext, WithTag, WithPseudoRandTags,
@@ -295,9 +308,14 @@ func (s *p2pState) detach() {
 // (the error wraps wire.ErrLimit). Exactly the messages the sender's
 // header announces are discarded, so a later transfer on the same tags is
 // received intact; each is awaited at most 2 s, in case the header lies.
-// With WithContext, a Recv whose sender has not
-// started when the context ends returns an error wrapping ctx.Err(); once
-// the header has arrived, the transfer runs to its end.
+// With WithContext, a Recv whose sender has not started, or stalls, when
+// the context ends returns an error wrapping ctx.Err(). If MPI was already
+// writing a large message (a leaf, or a chunk of the consolidated storage)
+// into td, that receive cannot be recalled: the error also wraps
+// ErrReceiveAbandoned, td's leaves may still be written by MPI until the
+// message completes (if ever) and hold no defined data, and every later
+// Send, Recv, ISend or IRecv of td returns an error wrapping
+// ErrReceiveAbandoned: drop td and receive into a new TensorDict.
 // A sender that gave up a Send at its own deadline (see Send) still
 // delivers the whole transfer: Recv takes it as any other. A
 // memory-mapped leaf (or storage) of td whose file another process
@@ -516,6 +534,11 @@ func (r *recvOp) ready(tag int, block bool) bool {
 // documents.
 func (r *recvOp) advance(block bool) (done bool, err error) {
 	l, s := r.l, r.s
+	defer func() {
+		if err != nil && errors.Is(err, xfer.ErrAbandoned) {
+			s.abandonRecv()
+		}
+	}()
 	for {
 		switch r.phase {
 		case phaseHeader:
