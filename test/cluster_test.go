@@ -385,10 +385,18 @@ func TestClusterLinkDown(t *testing.T) {
 				return
 			}
 			// WithContext bounds every step of the collectives (each is a
-			// nonblocking MPI collective waited on with the context), so
-			// their calls return; a point-to-point transfer already in one
-			// MPI receive or send of its payload runs to its end, and over a
-			// dead link it never ends.
+			// nonblocking MPI collective waited on with the context) and
+			// every wait of a point-to-point transfer (the receive of a
+			// payload chunk is polled and abandoned when the context ends;
+			// so are the sends), so the calls return by their deadline.
+			if tc.op == "InitRemote" {
+				for r, e := range calls {
+					assert.True(t, e.returned && e.after < clusterDeadline+2*time.Second,
+						"rank %d's InitRemote call should return within its %v deadline: %v", r, clusterDeadline, e)
+					assert.Contains(t, e.line.Error, "context deadline exceeded", "rank %d", r)
+				}
+				return
+			}
 			for r, e := range calls {
 				if !e.returned || e.after > clusterDeadline+2*time.Second {
 					t.Skipf("LIBRARY LIMIT (reported): rank %d's %s with a %v WithContext deadline %v when the link went down mid-transfer; the job ended only because the launcher killed it", r, tc.op, clusterDeadline, e)

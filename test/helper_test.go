@@ -37,6 +37,8 @@ const (
 	helperLoop   = "loop"   // MPI: run envOp (envIters times or forever), log each start and end
 	helperStall  = "stall"  // MPI: rank 0 stops sending; rank 1 receives with a deadline
 	helperMisuse = "misuse" // MPI: ranks misuse a collective with a deadline (crossed_test.go)
+	// MPI: rank 0 stalls in the middle of an InitRemote payload; rank 1 receives with a deadline (stallmid_test.go)
+	helperStallMid = "stallmid"
 )
 
 // Helper exit codes.
@@ -67,6 +69,8 @@ func runHelper(mode string) int {
 		return runStall()
 	case helperMisuse:
 		return runMisuse()
+	case helperStallMid:
+		return runStallMid()
 	}
 	if f, ok := localHelpers[mode]; ok {
 		return f()
