@@ -232,11 +232,14 @@ type callEnd struct {
 	line     logLine
 }
 
-// callEndOf reads rank r's log for the end of iteration iter: "iteration
-// failed", "done" or "wrong", timed from the fault at t0.
+// callEndOf reads rank r's log for the end of the call the fault at t0
+// interrupted, the first of iteration iter or later to end after t0:
+// "iteration failed", "done" or "wrong", timed from the fault. (A later
+// iteration is faster than the first, which midway times the fault by, so
+// iteration iter may have ended before the fault.)
 func callEndOf(j *job, r, iter int, t0 time.Time) callEnd {
 	for _, l := range logLines(j.rankLog(r)) {
-		if l.Iter >= iter && (l.Message == "iteration failed" || l.Message == "iteration done" || l.Message == "iteration wrong") {
+		if l.Iter >= iter && !time.UnixMilli(l.T).Before(t0) && (l.Message == "iteration failed" || l.Message == "iteration done" || l.Message == "iteration wrong") {
 			return callEnd{true, time.UnixMilli(l.T).Sub(t0), l}
 		}
 	}
