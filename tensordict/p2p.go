@@ -346,8 +346,13 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	defer s.mu.Unlock()
 	l.LogStart(int64(s.total), s.tag0)
 	s.held = xfer.LockTags(s.held, l.Group, l.Peer, true, s.tagSet)
-	r := recvOp{l: l, td: td, s: s}
+	// The receive runs on a copy of the link kept in s, so that lv stays
+	// on the stack: a large receive with a context hands its buffer (r.dst)
+	// to MPI, which escape analysis takes as r's whole content.
+	s.rlink = lv
+	r := recvOp{l: &s.rlink, td: td, s: s}
 	_, err = r.advance(true)
+	s.rlink = link{}
 	xfer.UnlockAll(s.held)
 	if err != nil {
 		return 0, l.Errorf("%w", err)
@@ -533,12 +538,16 @@ func (r *recvOp) ready(tag int, block bool) bool {
 // owes are drained first, except once the context has ended, as Recv
 // documents.
 func (r *recvOp) advance(block bool) (done bool, err error) {
+	done, err = r.step(block)
+	if err != nil && errors.Is(err, xfer.ErrAbandoned) {
+		r.s.abandonRecv()
+	}
+	return done, err
+}
+
+// step is advance but for an abandoned receive.
+func (r *recvOp) step(block bool) (done bool, err error) {
 	l, s := r.l, r.s
-	defer func() {
-		if err != nil && errors.Is(err, xfer.ErrAbandoned) {
-			s.abandonRecv()
-		}
-	}()
 	for {
 		switch r.phase {
 		case phaseHeader:

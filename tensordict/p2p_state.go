@@ -52,6 +52,7 @@ type p2pState struct {
 	stage []byte // consolidated bytes when st is nil
 
 	abandoned bool // a receive into the leaves was left to MPI (abandonRecv)
+	rlink     link // the link of the Recv in progress (see recv)
 
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags

@@ -167,7 +167,7 @@ func TestReceiveStallMidPayload(t *testing.T) {
 	require.NotEmpty(t, r.Err, "FromRemoteInit succeeded from a stalled sender")
 	assert.True(t, r.Abandoned, "the error should wrap ErrReceiveAbandoned")
 	assert.True(t, r.Deadline, "the error should wrap context.DeadlineExceeded")
-	assert.Less(t, r.Ms, float64((stallMidDeadline+stallMidMargin).Milliseconds()), "FromRemoteInit should return by its deadline")
+	assert.Less(t, r.Ms, float64((stallMidDeadline + stallMidMargin).Milliseconds()), "FromRemoteInit should return by its deadline")
 	assert.Equal(t, 1, r.InFlight, "the abandoned receive is in flight")
 	assert.GreaterOrEqual(t, r.DrainedMs, 0.0, "the abandoned receive never completed after the sender resumed")
 	assert.NoError(t, j.err, "the job; mpirun:\n%s\nrank 0:\n%s\nrank 1:\n%s", j.out.String(), j.rankLog(0), j.rankLog(1))
