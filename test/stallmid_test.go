@@ -23,6 +23,7 @@ import (
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
 	"github.com/tdmpi/tdmpi/tensordict"
 )
 
@@ -42,6 +43,16 @@ type stallMidResult struct {
 	Deadline  bool    // and context.DeadlineExceeded
 	InFlight  int     // mpi.InFlight just after the error
 	DrainedMs float64 // from the error until mpi.InFlight was 0 (-1: never)
+
+	// The same for a Recv into a TensorDict (the sender's ISend stalls),
+	// and a second Recv into it, which must be refused at once.
+	Recv, Again         string
+	RecvMs, AgainMs     float64
+	RecvAbandoned       bool
+	RecvDeadline        bool
+	AgainAbandoned      bool
+	RecvDrainedMs       float64
+	RecvInFlightAtError int
 }
 
 // runStallMid: rank 0, a crafted InitRemote sender, posts the header and
@@ -134,9 +145,86 @@ func runStallMid() int {
 		fmt.Fprintln(os.Stderr, err)
 		return exitOpFailed
 	}
+	if code := stallMidRecv(g); code != exitOK {
+		return code
+	}
+	if err := g.Barrier(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitOpFailed
+	}
 	if err := group.Finalize(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return exitOpFailed
+	}
+	return exitOK
+}
+
+// stallMidRecv is runStallMid's second part: rank 0 ISends a TensorDict
+// with one stallMidBytes leaf, trickles it out and stalls as before; rank
+// 1 Recvs into a TensorDict of the same structure with a deadline, then
+// tries a second Recv into it, and adds what it saw to envDir/result.
+func stallMidRecv(g *group.Group) int {
+	td := tensordict.New()
+	if err := td.Set(tensordict.K("x"), tensor.Zeros(tensor.Uint8, stallMidBytes)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitSetup
+	}
+	if g.Rank() == 0 {
+		p, err := td.ISend(1)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return exitOpFailed
+		}
+		// An Iprobe drives MPI's progress as a Test does.
+		for t0 := time.Now(); time.Since(t0) < stallMidDeadline+stallMidMargin; time.Sleep(20 * time.Millisecond) {
+			if _, _, err := mpi.Iprobe(g.LibComm(), 1, 0); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return exitOpFailed
+			}
+		}
+		time.Sleep(stallMidPause)
+		if err := p.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return exitOpFailed
+		}
+		return exitOK
+	}
+	path := filepath.Join(os.Getenv(envDir), "result")
+	var r stallMidResult
+	if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &r) != nil {
+		fmt.Fprintln(os.Stderr, "stallmid: the first part's result is unreadable")
+		return exitSetup
+	}
+	recvWithin := func(d time.Duration) (string, float64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		start := time.Now()
+		_, err := td.Recv(0, tensordict.WithContext(ctx))
+		ms := float64(time.Since(start).Microseconds()) / 1000
+		if err == nil {
+			return "", ms, nil
+		}
+		return err.Error(), ms, err
+	}
+	var err error
+	r.Recv, r.RecvMs, err = recvWithin(stallMidDeadline)
+	end := time.Now()
+	r.RecvAbandoned = errors.Is(err, tensordict.ErrReceiveAbandoned)
+	r.RecvDeadline = errors.Is(err, context.DeadlineExceeded)
+	r.RecvInFlightAtError = mpi.InFlight()
+	r.Again, r.AgainMs, err = recvWithin(stallMidDeadline)
+	r.AgainAbandoned = errors.Is(err, tensordict.ErrReceiveAbandoned)
+	r.RecvDrainedMs = -1
+	for limit := time.Now().Add(4 * stallMidPause); time.Now().Before(limit); time.Sleep(10 * time.Millisecond) {
+		if mpi.InFlight() == 0 {
+			r.RecvDrainedMs = float64(time.Since(end).Microseconds()) / 1000
+			break
+		}
+	}
+	b, _ := json.Marshal(r)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitSetup
 	}
 	return exitOK
 }
@@ -149,7 +237,9 @@ func runStallMid() int {
 // without the sender. Rank 1's FromRemoteInit must return within its
 // deadline, with an error wrapping ErrReceiveAbandoned and the context's
 // error; the abandoned receive completes once the sender resumes, and
-// the job ends cleanly.
+// the job ends cleanly. Then the same for a Recv into a TensorDict (the
+// sender's ISend stalls), whose next Recv must be refused at once with an
+// error wrapping ErrReceiveAbandoned.
 func TestReceiveStallMidPayload(t *testing.T) {
 	world := mpitest.Need(t, 1)
 	if world.Rank() != 0 {
@@ -170,6 +260,15 @@ func TestReceiveStallMidPayload(t *testing.T) {
 	assert.Less(t, r.Ms, float64((stallMidDeadline + stallMidMargin).Milliseconds()), "FromRemoteInit should return by its deadline")
 	assert.Equal(t, 1, r.InFlight, "the abandoned receive is in flight")
 	assert.GreaterOrEqual(t, r.DrainedMs, 0.0, "the abandoned receive never completed after the sender resumed")
+	t.Logf("rank 1: Recv returned after %.1f ms: %s; in flight %d, all complete %.0f ms later; the next Recv into the TensorDict, after %.1f ms: %s",
+		r.RecvMs, clip(r.Recv), r.RecvInFlightAtError, r.RecvDrainedMs, r.AgainMs, clip(r.Again))
+	assert.True(t, r.RecvAbandoned, "Recv's error should wrap ErrReceiveAbandoned: %s", r.Recv)
+	assert.True(t, r.RecvDeadline, "Recv's error should wrap context.DeadlineExceeded")
+	assert.Less(t, r.RecvMs, float64((stallMidDeadline + stallMidMargin).Milliseconds()), "Recv should return by its deadline")
+	assert.Equal(t, 1, r.RecvInFlightAtError, "the abandoned receive is in flight")
+	assert.True(t, r.AgainAbandoned, "a Recv into a TensorDict MPI may still write should be refused: %s", r.Again)
+	assert.Less(t, r.AgainMs, float64(stallMidMargin.Milliseconds()), "the refusal should be immediate")
+	assert.GreaterOrEqual(t, r.RecvDrainedMs, 0.0, "the abandoned Recv never completed after the sender resumed")
 	assert.NoError(t, j.err, "the job; mpirun:\n%s\nrank 0:\n%s\nrank 1:\n%s", j.out.String(), j.rankLog(0), j.rankLog(1))
 	assert.Contains(t, j.rankLog(0), `"message":"sent"`)
 }

@@ -156,11 +156,12 @@ var Background struct {
 var ErrAbandoned = errors.New("the receive was abandoned in MPI with its buffer: MPI may still write it")
 
 // eagerMax is the size up to which a probed message is received with a
-// blocking receive even when the context can end: every transport of Open
-// MPI and MPICH sends a message this small eagerly, in its first fragment,
-// so once a probe has matched it its bytes have arrived and the receive
-// only copies them.
-const eagerMax = 4096
+// blocking receive even when the context can end: it is well below the
+// eager limit of every transport of Open MPI and MPICH (the smallest,
+// Open MPI's shared memory, is 4 KiB with its headers), so such a message
+// travels whole in its first fragment, and once a probe has matched it its
+// bytes have arrived and the receive only copies them.
+const eagerMax = 1024
 
 // RecvExact receives the next message from src with tag into buf, which
 // it must fill exactly, waiting for it until ctx ends. A message of another
@@ -168,9 +169,9 @@ const eagerMax = 4096
 // single-copy path would write past a short buffer), and RecvExact returns
 // an error. The caller must be the only one receiving from src on tag (it
 // holds the tag's receive lock, or the tag is its transfer's own): the
-// message probed is then the one received. It does not allocate, unless
-// background transfers are pending: it then polls, and steps them
-// meanwhile (Background).
+// message probed is then the one received. Without a context that can
+// end, it does not allocate, unless background transfers are pending: it
+// then polls, and steps them meanwhile (Background).
 //
 // When ctx can end, the wait for the message's bytes is bounded too: a
 // message larger than eagerMax is received with MPI_Irecv, tested until
