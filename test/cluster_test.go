@@ -307,8 +307,9 @@ func readFile(j *job, r int, name string) string {
 // mpirun: its daemons' keepalive fails) within clusterEndLimit of the
 // fault, non-zero; once the link is back, no process of the job is left on
 // any node within clusterGoneLimit, and node 2 returns to service. What
-// the ranks' calls did (returned within the deadline, or not) is logged
-// and compared with the deadline. In the last case the link goes down
+// the ranks' calls did is logged; both ranks' InitRemote calls must
+// return their context's error within the deadline (+ 2 s from the
+// fault), and a collective that does not is reported with a skip. In the last case the link goes down
 // while rank 0 waits for the header of rank 1's InitRemote (rank 1 pauses
 // before sending): there rank 0's FromRemoteInit must return its context's
 // error within the deadline.
