@@ -187,9 +187,11 @@ func WithGroup(g *group.Group) CommOption {
 func WithBroadcast() RemoteOption { return option{kind: optBroadcast} }
 
 // WithContext bounds the operation by ctx: a receive still waiting for its
-// sender when ctx ends returns an error wrapping ctx.Err(). Messages
-// already under way are completed first, so a peer is never left with
-// half a transfer. A collective (and broadcast-mode InitRemote and
+// sender when ctx ends returns an error wrapping ctx.Err(). A point-to-point
+// receive already writing a large message when ctx ends (a sender that
+// stalls, or whose link died, mid-payload) returns too: MPI cannot recall
+// it, so the error also wraps ErrReceiveAbandoned, and the memory it was
+// receiving into stays MPI's (see ErrReceiveAbandoned). A collective (and broadcast-mode InitRemote and
 // FromRemoteInit) that ctx ends before it starts fails on every rank; one
 // whose peers do not reach a step within a second of ctx's end abandons
 // the step, returns an error wrapping ctx.Err() and group.ErrBroken, and

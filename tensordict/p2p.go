@@ -276,6 +276,19 @@ func (s *p2pState) detach() {
 	}
 }
 
+// abandonRecv records that a receive into s's TensorDict was left to MPI
+// (xfer.ErrAbandoned): the buffers of s that MPI may still write (the
+// metadata buffer, the staging buffer) are dropped, for package mpi to
+// keep until the receive completes, and every later transfer of the
+// TensorDict is refused (see refresh), since MPI may still write its
+// leaves.
+func (s *p2pState) abandonRecv() {
+	s.rbody, s.abandoned = nil, true
+	if s.st == nil {
+		s.stage = nil
+	}
+}
+
 // Recv receives into td's tensor leaves what rank src of the group sends
 // with Send (or ISend), as tensordict's recv, and returns the last tag
 // used. Options: WithGroup, WithContext, WithTag, WithPseudoRandTags,
@@ -295,9 +308,14 @@ func (s *p2pState) detach() {
 // (the error wraps wire.ErrLimit). Exactly the messages the sender's
 // header announces are discarded, so a later transfer on the same tags is
 // received intact; each is awaited at most 2 s, in case the header lies.
-// With WithContext, a Recv whose sender has not
-// started when the context ends returns an error wrapping ctx.Err(); once
-// the header has arrived, the transfer runs to its end.
+// With WithContext, a Recv whose sender has not started, or stalls, when
+// the context ends returns an error wrapping ctx.Err(). If MPI was already
+// writing a large message (a leaf, or a chunk of the consolidated storage)
+// into td, that receive cannot be recalled: the error also wraps
+// ErrReceiveAbandoned, td's leaves may still be written by MPI until the
+// message completes (if ever) and hold no defined data, and every later
+// Send, Recv, ISend or IRecv of td returns an error wrapping
+// ErrReceiveAbandoned: drop td and receive into a new TensorDict.
 // A sender that gave up a Send at its own deadline (see Send) still
 // delivers the whole transfer: Recv takes it as any other. A
 // memory-mapped leaf (or storage) of td whose file another process
@@ -328,8 +346,13 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	defer s.mu.Unlock()
 	l.LogStart(int64(s.total), s.tag0)
 	s.held = xfer.LockTags(s.held, l.Group, l.Peer, true, s.tagSet)
-	r := recvOp{l: l, td: td, s: s}
+	// The receive runs on a copy of the link kept in s, so that lv stays
+	// on the stack: a large receive with a context hands its buffer (r.dst)
+	// to MPI, which escape analysis takes as r's whole content.
+	s.rlink = lv
+	r := recvOp{l: &s.rlink, td: td, s: s}
 	_, err = r.advance(true)
+	s.rlink = link{}
 	xfer.UnlockAll(s.held)
 	if err != nil {
 		return 0, l.Errorf("%w", err)
@@ -515,6 +538,15 @@ func (r *recvOp) ready(tag int, block bool) bool {
 // owes are drained first, except once the context has ended, as Recv
 // documents.
 func (r *recvOp) advance(block bool) (done bool, err error) {
+	done, err = r.step(block)
+	if err != nil && errors.Is(err, xfer.ErrAbandoned) {
+		r.s.abandonRecv()
+	}
+	return done, err
+}
+
+// step is advance but for an abandoned receive.
+func (r *recvOp) step(block bool) (done bool, err error) {
 	l, s := r.l, r.s
 	for {
 		switch r.phase {

@@ -51,6 +51,9 @@ type p2pState struct {
 	rbody []byte // incoming metadata message
 	stage []byte // consolidated bytes when st is nil
 
+	abandoned bool // a receive into the leaves was left to MPI (abandonRecv)
+	rlink     link // the link of the Recv in progress (see recv)
+
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags
 
@@ -139,6 +142,10 @@ func stateOf(td *TensorDict) (*p2pState, error) {
 // refresh rebuilds s, locked, if td changed since it was built. On error
 // it unlocks s.
 func (s *p2pState) refresh(op string, td *TensorDict) error {
+	if s.abandoned {
+		s.mu.Unlock()
+		return fmt.Errorf("an earlier receive into this TensorDict was left to MPI, which may still write its leaves: %w", ErrReceiveAbandoned)
+	}
 	if s.leaves != nil && s.valid(td) && s.current(op, td) {
 		return nil
 	}

@@ -277,9 +277,13 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // arrives as an ordinary leaf; a tensorclass keeps its class name (see
 // FromRemoteInitAs).
 //
-// With WithContext, a receive still waiting for the header when the
-// context ends returns an error wrapping ctx.Err(); once the header has
-// arrived the transfer runs to its end.
+// With WithContext, a receive still waiting for the header, or for the
+// storage, when the context ends returns an error wrapping ctx.Err(). If
+// MPI was already writing the storage (a large chunk of it), that receive
+// cannot be recalled: the error also wraps ErrReceiveAbandoned, the
+// storage is dropped unread (with WithMemmap its file is removed, its
+// mapping kept), and the storage WithAllocator returned must not be
+// reused while MPI may still write it.
 //
 // With WithMemmap(prefix), the storage is received straight into the
 // memory-mapped file prefix/consolidated.td, which then holds tensordict's
@@ -345,6 +349,11 @@ func (l *link) recvInit() (*TensorDict, error) {
 	}
 	if f.Inline == nil && f.Total > 0 {
 		if err := xfer.RecvChunks(l.Ctx, l.Comm, stor.Bytes(), l.Peer, f.PayloadTag); err != nil {
+			if errors.Is(err, xfer.ErrAbandoned) {
+				// MPI may still write the storage: leave it mapped (or
+				// reachable, for heap memory) and never hand it out.
+				return nil, l.Errorf("receiving %d bytes of storage: %w", f.Total, errors.Join(err, l.abandonMemmap()))
+			}
 			return nil, l.Errorf("receiving %d bytes of storage: %w", f.Total, errors.Join(err, finish(false)))
 		}
 	}
@@ -355,6 +364,21 @@ func (l *link) recvInit() (*TensorDict, error) {
 		td.class = string(f.Class)
 	}
 	return td, nil
+}
+
+// abandonMemmap removes the file of a WithMemmap receive that was
+// abandoned in MPI (xfer.ErrAbandoned) without unmapping it: MPI may still
+// write the mapping, and an unmapped page would end the process inside
+// MPI. The mapping stays until the process exits.
+func (l *link) abandonMemmap() error {
+	if l.o.memmap == "" {
+		return nil
+	}
+	err := os.Remove(filepath.Join(l.o.memmap, remoteMemmapFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("WithMemmap: %w", err)
+	}
+	return nil
 }
 
 // buildInit allocates the storage that the InitRemote header frame f
@@ -613,6 +637,17 @@ func checkRoomFor(td *TensorDict, consolidated bool, total int64) error {
 // as for any refused transfer. The check is not a reservation: memory
 // other processes take afterwards can still run the machine out.
 var ErrNoMemory = mem.ErrNoMemory
+
+// ErrReceiveAbandoned is wrapped, with the context's error, by the error of
+// a receive with WithContext (FromRemoteInit, Recv, IRecv) whose context
+// ended while MPI was writing a large message into its memory, as when the
+// sender's link dies in the middle of the payload. A matched receive cannot
+// be cancelled: it is left to MPI, which may still write that memory until
+// the message completes, if ever. A storage this package allocated is
+// dropped (MPI keeps it reachable until then); memory the caller owns (the
+// storage of WithAllocator, the leaves of Recv's TensorDict) must not be
+// read as received data or reused while MPI may write it.
+var ErrReceiveAbandoned = xfer.ErrAbandoned
 
 // logBytes returns the bytes of td's tensor leaves for a start line (see
 // runCollective); td may be nil.

@@ -37,6 +37,8 @@ const (
 	helperLoop   = "loop"   // MPI: run envOp (envIters times or forever), log each start and end
 	helperStall  = "stall"  // MPI: rank 0 stops sending; rank 1 receives with a deadline
 	helperMisuse = "misuse" // MPI: ranks misuse a collective with a deadline (crossed_test.go)
+	// MPI: rank 0 stalls in the middle of an InitRemote payload; rank 1 receives with a deadline (stallmid_test.go)
+	helperStallMid = "stallmid"
 )
 
 // Helper exit codes.
@@ -67,6 +69,8 @@ func runHelper(mode string) int {
 		return runStall()
 	case helperMisuse:
 		return runMisuse()
+	case helperStallMid:
+		return runStallMid()
 	}
 	if f, ok := localHelpers[mode]; ok {
 		return f()
@@ -103,7 +107,9 @@ func startRank() (*group.Group, int) {
 // other, Broadcast from rank 0, AllReduce with ReduceMax) on a float32 leaf
 // of envBytes bytes until the process is killed, or envIters times (then
 // it finalizes and exits 0); with envDeadline, each call has a WithContext
-// deadline; with envPause, the sender of InitRemote sleeps that long
+// deadline (the first at least firstCallDeadline: on a loaded machine the
+// first 512 MiB transfer, which faults in fresh memory, can take longer
+// than the deadline the tests interrupt later calls with); with envPause, the sender of InitRemote sleeps that long
 // before each send but the first. Rank r's leaf holds r+1, so every result is known: a
 // received InitRemote holds envSender+1 everywhere, a Broadcast 1, an
 // AllReduce the group size; each is checked element by element. It logs (info) "iteration start", then
@@ -112,6 +118,10 @@ func startRank() (*group.Group, int) {
 // duration in ms and the wall clock in unix ms ("t"); the library logs "op
 // start" (and "op failed") itself. On a failure it exits at once, without
 // finalizing MPI, whose MPI_Finalize would wait for the lost peer.
+// firstCallDeadline is the shortest WithContext deadline of runLoop's
+// first call.
+const firstCallDeadline = 30 * time.Second
+
 func runLoop() int {
 	op := os.Getenv(envOp)
 	n, err := strconv.Atoi(os.Getenv(envBytes))
@@ -147,7 +157,11 @@ func runLoop() int {
 		lg().Info().Str("op", op).Int("iter", it).Int("bytes", n).Int64("t", start.UnixMilli()).Msg("iteration start")
 		ctx, cancel := context.Background(), context.CancelFunc(func() {})
 		if deadline > 0 {
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(deadline)*time.Millisecond)
+			d := time.Duration(deadline) * time.Millisecond
+			if it == 0 {
+				d = max(d, firstCallDeadline) // the first transfer also maps fresh memory
+			}
+			ctx, cancel = context.WithTimeout(ctx, d)
 		}
 		var got *tensordict.TensorDict
 		want := float32(1)

@@ -133,15 +133,43 @@ func AppendChunks(msgs [][]byte, tags []int, b []byte, tag int) ([][]byte, []int
 	return msgs, tags
 }
 
+// ErrAbandoned is wrapped by the error of a receive whose context ended
+// after MPI had matched its message and started writing it into the
+// receive's buffer: such a receive cannot be recalled (MPI_Cancel does not
+// cancel a matched receive), so it is handed to package mpi
+// (mpi.Request.Abandon), which keeps the buffer pinned until MPI
+// completes it, whenever that is (never, if the peer's link is dead). The
+// buffer stays in MPI's hands: its contents are undefined and MPI may
+// still write it, so the caller must neither read it as received data nor
+// reuse, release or pool it.
+var ErrAbandoned = errors.New("the receive was abandoned in MPI with its buffer: MPI may still write it")
+
+// eagerMax is the size up to which a probed message is received with a
+// blocking receive even when the context can end: it is well below the
+// eager limit of every transport of Open MPI and MPICH (the smallest,
+// Open MPI's shared memory, is 4 KiB with its headers), so such a message
+// travels whole in its first fragment, and once a probe has matched it its
+// bytes have arrived and the receive only copies them.
+const eagerMax = 1024
+
 // RecvExact receives the next message from src with tag into buf, which
 // it must fill exactly, waiting for it until ctx ends. A message of another
 // size is consumed and discarded, never received into buf (Open MPI's
 // single-copy path would write past a short buffer), and RecvExact returns
 // an error. The caller must be the only one receiving from src on tag (it
 // holds the tag's receive lock, or the tag is its transfer's own): the
-// message probed is then the one received. It does not allocate, unless
-// background receives are pending: it then polls, and steps them
-// meanwhile (StepAll).
+// message probed is then the one received. Without a context that can
+// end, it does not allocate, unless background receives are pending: it
+// then polls, and steps them meanwhile (StepAll).
+//
+// When ctx can end, the wait for the message's bytes is bounded too: a
+// message larger than eagerMax is received with MPI_Irecv, tested until
+// it completes or ctx ends (Poll). A peer that stalls or whose link dies
+// in the middle of a large message then cannot hold the receiver past its
+// deadline; the receive, already matched, is abandoned, and the error
+// wraps both ErrAbandoned and ctx's error: buf stays in MPI's hands (see
+// ErrAbandoned). Without a context that can end, the receive blocks in
+// MPI until the message has arrived.
 func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
 	if ctx.Done() != nil || Pending() > 0 {
 		err := Poll(ctx, func() (bool, error) {
@@ -170,7 +198,37 @@ func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error
 		}
 		return err
 	}
-	_, err = mpi.Recv(c, buf, src, tag)
+	if ctx.Done() == nil || len(buf) <= eagerMax {
+		_, err = mpi.Recv(c, buf, src, tag)
+		return err
+	}
+	return recvPolled(ctx, c, buf, src, tag)
+}
+
+// recvPolled receives the message from src with tag that a probe has just
+// found, of len(buf) bytes, into buf with MPI_Irecv, and tests it until it
+// completes or ctx ends; then it abandons the receive (see RecvExact).
+func recvPolled(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
+	r, err := mpi.Irecv(c, buf, src, tag)
+	if err != nil {
+		return err
+	}
+	err = Poll(ctx, func() (bool, error) {
+		done, _, err := r.Test()
+		return done, err
+	})
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		if done, _, terr := r.Test(); done && terr == nil {
+			return nil // it completed as the context ended
+		}
+		r.Abandon()
+		return fmt.Errorf("%d-byte message on tag %d from rank %d given up as the context ended, its receive already under way: %w: %w",
+			len(buf), tag, src, ErrAbandoned, err)
+	}
+	r.Abandon() // a failed test: MPI may have freed the request, or not
 	return err
 }
 

@@ -1,0 +1,274 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+	"github.com/tdmpi/tdmpi/tensordict"
+)
+
+// Bounds of TestReceiveStallMidPayload.
+const (
+	stallMidBytes    = 64 << 20               // the payload, far above every eager limit
+	stallMidDeadline = time.Second            // rank 1's WithContext deadline
+	stallMidPause    = 3 * time.Second        // how long rank 0 makes no MPI call
+	stallMidMargin   = 500 * time.Millisecond // beyond the deadline, for a loaded machine
+)
+
+// stallMidResult is what rank 1 of helperStallMid writes to envDir/result.
+type stallMidResult struct {
+	Err       string  // FromRemoteInit's error
+	Ms        float64 // its duration
+	Abandoned bool    // the error wraps tensordict.ErrReceiveAbandoned
+	Deadline  bool    // and context.DeadlineExceeded
+	InFlight  int     // mpi.InFlight just after the error
+	DrainedMs float64 // from the error until mpi.InFlight was 0 (-1: never)
+
+	// The same for a Recv into a TensorDict (the sender's ISend stalls),
+	// and a second Recv into it, which must be refused at once.
+	Recv, Again         string
+	RecvMs, AgainMs     float64
+	RecvAbandoned       bool
+	RecvDeadline        bool
+	AgainAbandoned      bool
+	RecvDrainedMs       float64
+	RecvInFlightAtError int
+}
+
+// runStallMid: rank 0, a crafted InitRemote sender, posts the header and
+// a stallMidBytes payload chunk (MPI_Isend), then makes no MPI call for
+// stallMidPause, as a sender whose link died mid-payload: over TCP, where
+// only the sender's progress moves a rendezvous message's data, the
+// receiver has matched the chunk and waits for its bytes (rank 0 first
+// trickles the start of the payload out, so that it is matched). Rank 1 receives
+// with a stallMidDeadline WithContext, then waits for the abandoned
+// receive to complete once rank 0 resumes (mpi.InFlight back to 0) and
+// writes what it saw to envDir/result. Both then meet in a barrier and
+// finalize (which refuses while a receive is in flight).
+func runStallMid() int {
+	g, code := startRank()
+	if g == nil {
+		return code
+	}
+	lg := log.Logger
+	c := g.LibComm()
+	// Connect the ranks first (TCP connects lazily, with both sides'
+	// progress), so that rank 0's sends leave at once.
+	if err := g.Barrier(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitSetup
+	}
+	switch g.Rank() {
+	case 0:
+		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Leaves: 1,
+			Total: stallMidBytes, Chunk: wire.MaxChunk, PayloadTag: g.PayloadTag()}
+		frame := wire.AppendFrame(nil, &h, "", hostileMeta("torch.uint8", "["+strconv.Itoa(stallMidBytes)+"]", 0, stallMidBytes), nil)
+		payload := make([]byte, stallMidBytes)
+		hr, err := mpi.Isend(c, frame, 1, xfer.InitHeaderTag)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return exitOpFailed
+		}
+		pr, err := mpi.Isend(c, payload, 1, h.PayloadTag)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return exitOpFailed
+		}
+		// Trickle the payload out (one MPI_Test every 20 ms, each moving
+		// about a socket buffer of 64 KiB), so that rank 1 matches it and
+		// is receiving it when its deadline passes; then stall.
+		for t0 := time.Now(); time.Since(t0) < stallMidDeadline+stallMidMargin; time.Sleep(20 * time.Millisecond) {
+			if _, err := xfer.TestAll([]*mpi.Request{hr, pr}); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return exitOpFailed
+			}
+		}
+		lg().Info().Msg("stalling")
+		time.Sleep(stallMidPause)
+		if err := mpi.WaitAll(hr, pr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return exitOpFailed
+		}
+		lg().Info().Msg("sent")
+	case 1:
+		ctx, cancel := context.WithTimeout(context.Background(), stallMidDeadline)
+		start := time.Now()
+		_, err := tensordict.FromRemoteInit(0, tensordict.WithContext(ctx))
+		end := time.Now()
+		cancel()
+		r := stallMidResult{Ms: float64(end.Sub(start).Microseconds()) / 1000, DrainedMs: -1}
+		if err != nil {
+			r.Err = err.Error()
+			r.Abandoned = errors.Is(err, tensordict.ErrReceiveAbandoned)
+			r.Deadline = errors.Is(err, context.DeadlineExceeded)
+		}
+		r.InFlight = mpi.InFlight()
+		if !r.Abandoned {
+			// Take the payload anyway, or rank 0 never completes its send.
+			if m, st, err := mpi.Mprobe(c, 0, mpi.AnyTag); err == nil {
+				_ = xfer.Discard(m, st.Bytes(), nil)
+			}
+		}
+		for limit := time.Now().Add(4 * stallMidPause); time.Now().Before(limit); time.Sleep(10 * time.Millisecond) {
+			if mpi.InFlight() == 0 {
+				r.DrainedMs = float64(time.Since(end).Microseconds()) / 1000
+				break
+			}
+		}
+		b, _ := json.Marshal(r)
+		if err := os.WriteFile(filepath.Join(os.Getenv(envDir), "result"), b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return exitSetup
+		}
+	}
+	if err := g.Barrier(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitOpFailed
+	}
+	if code := stallMidRecv(g); code != exitOK {
+		return code
+	}
+	if err := g.Barrier(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitOpFailed
+	}
+	if err := group.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitOpFailed
+	}
+	return exitOK
+}
+
+// stallMidRecv is runStallMid's second part: rank 0 ISends a TensorDict
+// with one stallMidBytes leaf, trickles it out and stalls as before; rank
+// 1 Recvs into a TensorDict of the same structure with a deadline, then
+// tries a second Recv into it, and adds what it saw to envDir/result.
+func stallMidRecv(g *group.Group) int {
+	td := tensordict.New()
+	if err := td.Set(tensordict.K("x"), tensor.Zeros(tensor.Uint8, stallMidBytes)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitSetup
+	}
+	if g.Rank() == 0 {
+		p, err := td.ISend(1)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return exitOpFailed
+		}
+		// An Iprobe drives MPI's progress as a Test does.
+		for t0 := time.Now(); time.Since(t0) < stallMidDeadline+stallMidMargin; time.Sleep(20 * time.Millisecond) {
+			if _, _, err := mpi.Iprobe(g.LibComm(), 1, 0); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return exitOpFailed
+			}
+		}
+		time.Sleep(stallMidPause)
+		if err := p.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return exitOpFailed
+		}
+		return exitOK
+	}
+	path := filepath.Join(os.Getenv(envDir), "result")
+	var r stallMidResult
+	if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &r) != nil {
+		fmt.Fprintln(os.Stderr, "stallmid: the first part's result is unreadable")
+		return exitSetup
+	}
+	recvWithin := func(d time.Duration) (string, float64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		start := time.Now()
+		_, err := td.Recv(0, tensordict.WithContext(ctx))
+		ms := float64(time.Since(start).Microseconds()) / 1000
+		if err == nil {
+			return "", ms, nil
+		}
+		return err.Error(), ms, err
+	}
+	var err error
+	r.Recv, r.RecvMs, err = recvWithin(stallMidDeadline)
+	end := time.Now()
+	r.RecvAbandoned = errors.Is(err, tensordict.ErrReceiveAbandoned)
+	r.RecvDeadline = errors.Is(err, context.DeadlineExceeded)
+	r.RecvInFlightAtError = mpi.InFlight()
+	r.Again, r.AgainMs, err = recvWithin(stallMidDeadline)
+	r.AgainAbandoned = errors.Is(err, tensordict.ErrReceiveAbandoned)
+	r.RecvDrainedMs = -1
+	for limit := time.Now().Add(4 * stallMidPause); time.Now().Before(limit); time.Sleep(10 * time.Millisecond) {
+		if mpi.InFlight() == 0 {
+			r.RecvDrainedMs = float64(time.Since(end).Microseconds()) / 1000
+			break
+		}
+	}
+	b, _ := json.Marshal(r)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitSetup
+	}
+	return exitOK
+}
+
+// TestReceiveStallMidPayload: the sender of an InitRemote stalls in the
+// middle of its payload, a single 64 MiB message that the receiver has
+// already matched (the single-node form of a link that dies mid-transfer;
+// TestClusterLinkDown has the real one). The job runs over TCP (btl
+// tcp,self): shared memory would let the receiver copy the message
+// without the sender. Rank 1's FromRemoteInit must return within its
+// deadline, with an error wrapping ErrReceiveAbandoned and the context's
+// error; the abandoned receive completes once the sender resumes, and
+// the job ends cleanly. Then the same for a Recv into a TensorDict (the
+// sender's ISend stalls), whose next Recv must be refused at once with an
+// error wrapping ErrReceiveAbandoned.
+func TestReceiveStallMidPayload(t *testing.T) {
+	world := mpitest.Need(t, 1)
+	if world.Rank() != 0 {
+		return
+	}
+	bin := helperBinary(t, "tdmpi-stallmid")
+	flags := []string{"--mca", "btl", "tcp,self", "--mca", "btl_tcp_sndbuf", "65536", "--mca", "btl_tcp_rcvbuf", "65536"}
+	j := startJob(t, bin, helperStallMid, 2, jobLimit, flags, "TDMPI_LOG=info")
+	require.True(t, j.wait(60*time.Second), "the job did not end; mpirun:\n%s", j.out.String())
+	b, err := os.ReadFile(filepath.Join(j.dir, "result"))
+	require.NoError(t, err, "rank 1 wrote no result; mpirun:\n%s\nrank 0:\n%s\nrank 1:\n%s", j.out.String(), j.rankLog(0), j.rankLog(1))
+	var r stallMidResult
+	require.NoError(t, json.Unmarshal(b, &r))
+	t.Logf("rank 1: FromRemoteInit returned after %.1f ms: %s; in flight %d, all complete %.0f ms later", r.Ms, clip(r.Err), r.InFlight, r.DrainedMs)
+	require.NotEmpty(t, r.Err, "FromRemoteInit succeeded from a stalled sender")
+	assert.True(t, r.Abandoned, "the error should wrap ErrReceiveAbandoned")
+	assert.True(t, r.Deadline, "the error should wrap context.DeadlineExceeded")
+	assert.Less(t, r.Ms, float64((stallMidDeadline + stallMidMargin).Milliseconds()), "FromRemoteInit should return by its deadline")
+	assert.Equal(t, 1, r.InFlight, "the abandoned receive is in flight")
+	assert.GreaterOrEqual(t, r.DrainedMs, 0.0, "the abandoned receive never completed after the sender resumed")
+	t.Logf("rank 1: Recv returned after %.1f ms: %s; in flight %d, all complete %.0f ms later; the next Recv into the TensorDict, after %.1f ms: %s",
+		r.RecvMs, clip(r.Recv), r.RecvInFlightAtError, r.RecvDrainedMs, r.AgainMs, clip(r.Again))
+	assert.True(t, r.RecvAbandoned, "Recv's error should wrap ErrReceiveAbandoned: %s", r.Recv)
+	assert.True(t, r.RecvDeadline, "Recv's error should wrap context.DeadlineExceeded")
+	assert.Less(t, r.RecvMs, float64((stallMidDeadline + stallMidMargin).Milliseconds()), "Recv should return by its deadline")
+	assert.Equal(t, 1, r.RecvInFlightAtError, "the abandoned receive is in flight")
+	assert.True(t, r.AgainAbandoned, "a Recv into a TensorDict MPI may still write should be refused: %s", r.Again)
+	assert.Less(t, r.AgainMs, float64(stallMidMargin.Milliseconds()), "the refusal should be immediate")
+	assert.GreaterOrEqual(t, r.RecvDrainedMs, 0.0, "the abandoned Recv never completed after the sender resumed")
+	assert.NoError(t, j.err, "the job; mpirun:\n%s\nrank 0:\n%s\nrank 1:\n%s", j.out.String(), j.rankLog(0), j.rankLog(1))
+	assert.Contains(t, j.rankLog(0), `"message":"sent"`)
+}
