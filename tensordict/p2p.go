@@ -205,14 +205,24 @@ func (s *p2pState) send(l *link) error {
 func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	h := s.header(l)
 	inline := h.Flags&wire.FlagInline != 0
-	hdr, body := s.hdr, s.sendBody(inline)
-	if own {
-		hdr, body = xfer.AlignedBuf(wire.Size), xfer.AlignedCopy(body)
-	}
-	wire.Put(hdr, &h)
-	msgs := append(s.msgs[:0], hdr, body)
-	tags := append(s.mtags[:0], s.tag0, s.tag0)
+	var msgs [][]byte
+	var tags []int
 	defer func() { s.msgs, s.mtags = msgs[:0], tags[:0] }()
+	var body []byte // where an inline storage goes
+	if inline {
+		// One message: the header, the metadata and the storage.
+		frame := s.sendFrame(true)
+		wire.Put(frame, &h)
+		body = frame[wire.Size:]
+		msgs, tags = append(s.msgs[:0], frame), append(s.mtags[:0], s.tag0)
+	} else {
+		hdr, body := s.hdr, s.sendBody(false)
+		if own {
+			hdr, body = xfer.AlignedBuf(wire.Size), xfer.AlignedCopy(body)
+		}
+		wire.Put(hdr, &h)
+		msgs, tags = append(s.msgs[:0], hdr, body), append(s.mtags[:0], s.tag0, s.tag0)
+	}
 	if !l.o.consolidated {
 		for i, j := range s.sorted {
 			lf := &s.leaves[j]
@@ -241,6 +251,9 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	switch {
 	case inline:
 		copy(body[len(s.meta):], payload)
+		if own {
+			msgs[0] = xfer.AlignedCopy(msgs[0])
+		}
 	case own && s.st == nil:
 		// The staging buffer is reused by the next call.
 		payload = xfer.AlignedCopy(payload)
@@ -354,7 +367,15 @@ func (l *link) refuseIncoming() error {
 		defer cancel()
 	}
 	var hdr [wire.Size]byte
-	if err := xfer.RecvExact(ctx, l.Comm, hdr[:], l.Peer, tag0); err != nil {
+	n, err := xfer.Await(ctx, l.Comm, l.Peer, tag0)
+	if err == nil {
+		if n > wire.Size {
+			// The whole transfer (an inline storage): discarding it refuses it.
+			return xfer.DiscardNext(l.Comm, l.Peer, tag0, nil)
+		}
+		err = xfer.RecvExact(ctx, l.Comm, hdr[:], l.Peer, tag0)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil // nothing came: nothing to refuse
 		}
@@ -383,14 +404,15 @@ func (l *link) drainUnlessDone(h *wire.Header, tag0 int, from int64) error {
 }
 
 // parseHeader parses the fixed-size header received into s.hdr. A header
-// over this side's limits is drained as far as it can be trusted.
-func (s *p2pState) parseHeader(l *link) (wire.Header, error) {
+// over this side's limits is drained as far as it can be trusted: its
+// metadata message too when body is true (the header came alone).
+func (s *p2pState) parseHeader(l *link, body bool) (wire.Header, error) {
 	h, err := wire.Parse(s.hdr, l.o.limits())
 	if err != nil {
 		// A header over this side's limits still tells what the sender
 		// sends after it; one that cannot be read at all tells nothing.
 		if all, perr := wire.Parse(s.hdr, wire.Limits{MaxTotal: math.MaxInt64}); perr == nil && all.Kind == wire.KindSend {
-			err = errors.Join(err, l.drainSend(&all, s.tag0, true, 0))
+			err = errors.Join(err, l.drainSend(&all, s.tag0, body, 0))
 		}
 		return wire.Header{}, err
 	}
@@ -522,14 +544,31 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 			if !r.ready(s.tag0, block) {
 				return false, nil
 			}
-			if err := xfer.RecvExact(l.Ctx, l.Comm, s.hdr, l.Peer, s.tag0); err != nil {
-				return true, fmt.Errorf("waiting for the header: %w", err)
-			}
-			h, err := s.parseHeader(l)
+			frame, err := s.recvHeader(l)
 			if err != nil {
 				return true, err
 			}
-			r.h, r.phase = h, phaseBody
+			if frame == nil {
+				h, err := s.parseHeader(l, true)
+				if err != nil {
+					return true, err
+				}
+				r.h, r.phase = h, phaseBody
+				continue
+			}
+			// The header, the metadata and an inline storage in one message.
+			copy(s.hdr, frame)
+			h, err := s.parseHeader(l, false)
+			if err != nil {
+				return true, err
+			}
+			if int64(len(frame)) != wire.Size+h.Body() {
+				return true, fmt.Errorf("header message of %d bytes, its header announces %d: %w", len(frame), wire.Size+h.Body(), wire.ErrHeader)
+			}
+			r.h = h
+			if done, err := r.gotBody(frame[wire.Size:]); done || err != nil {
+				return done, err
+			}
 		case phaseBody:
 			if !r.ready(s.tag0, block) {
 				return false, nil
@@ -539,28 +578,9 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 			if err := xfer.RecvExact(l.Ctx, l.Comm, body, l.Peer, s.tag0); err != nil {
 				return true, fmt.Errorf("receiving the metadata: %w", errors.Join(err, l.drainUnlessDone(h, s.tag0, 0)))
 			}
-			if err := s.check(l, r.td, h, body); err != nil {
-				return true, errors.Join(err, l.drainSend(h, s.tag0, false, 0))
+			if done, err := r.gotBody(body); done || err != nil {
+				return done, err
 			}
-			if !l.o.consolidated {
-				r.phase, r.i = phaseLeaves, 0
-				continue
-			}
-			dst, err := s.payload(false)
-			if err == nil {
-				err = mem.Readable(dst) // MPI's C code writes it (see messages)
-			}
-			if err != nil {
-				// The sender's storage must still be taken, or it stays blocked.
-				return true, errors.Join(err, l.drainUnlessDone(h, s.tag0, 0))
-			}
-			if h.Flags&wire.FlagInline != 0 {
-				copy(dst, body[h.MetaLen:])
-				r.i = len(dst)
-			} else {
-				r.i = 0
-			}
-			r.dst, r.phase = dst, phaseChunks
 		case phaseLeaves:
 			if r.i == len(s.sorted) {
 				r.tag = l.o.tag - 1
@@ -602,6 +622,71 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 			return true, nil
 		}
 	}
+}
+
+// recvHeader receives the header message of a transfer of s: the header
+// alone, into s.hdr (frame nil), or, when the storage travels inline, the
+// header, the metadata and the storage in one message, into s.rbody
+// (frame). Its size is checked before anything is received: a message
+// over this side's limits (or shorter than a header) is discarded.
+func (s *p2pState) recvHeader(l *link) (frame []byte, err error) {
+	n, err := xfer.Await(l.Ctx, l.Comm, l.Peer, s.tag0)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the header: %w", err)
+	}
+	buf := s.hdr
+	if n != wire.Size {
+		if most := s.maxFrame(l); n < wire.Size || n > most {
+			err := fmt.Errorf("header message of %d bytes, outside [%d, %d]: %w", n, wire.Size, most, wire.ErrLimit)
+			return nil, xfer.DiscardNext(l.Comm, l.Peer, s.tag0, err)
+		}
+		frame = s.recvBody(int(n))
+		buf = frame
+	}
+	if _, err := mpi.Recv(l.Comm, buf, l.Peer, s.tag0); err != nil {
+		return nil, fmt.Errorf("receiving the header: %w", err)
+	}
+	return frame, nil
+}
+
+// gotBody checks the metadata message body (with an inline storage) of
+// the transfer whose header is r.h against the receiver's TensorDict and
+// moves to the next phase: the per-leaf messages or the storage chunks. It
+// reports done with an error when the transfer ends there (after draining
+// what the sender still owes).
+func (r *recvOp) gotBody(body []byte) (done bool, err error) {
+	l, s, h := r.l, r.s, &r.h
+	if err := s.check(l, r.td, h, body); err != nil {
+		return true, errors.Join(err, l.drainSend(h, s.tag0, false, 0))
+	}
+	if !l.o.consolidated {
+		r.phase, r.i = phaseLeaves, 0
+		return false, nil
+	}
+	dst, err := s.payload(false)
+	if err == nil {
+		err = mem.Readable(dst) // MPI's C code writes it (see messages)
+	}
+	if err != nil {
+		// The sender's storage must still be taken, or it stays blocked.
+		return true, errors.Join(err, l.drainUnlessDone(h, s.tag0, 0))
+	}
+	if h.Flags&wire.FlagInline != 0 {
+		copy(dst, body[int64(h.ClassLen)+h.MetaLen:])
+		r.i = len(dst)
+	} else {
+		r.i = 0
+	}
+	r.dst, r.phase = dst, phaseChunks
+	return false, nil
+}
+
+// maxFrame is the largest header message a receive of s with l's options
+// accepts: the header, a class name, the metadata and an inline storage,
+// each at its limit.
+func (s *p2pState) maxFrame(l *link) int64 {
+	full := l.o.limits().Resolve()
+	return int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, p2pInlineMax)
 }
 
 // drainRest consumes and discards what the sender still sends of a

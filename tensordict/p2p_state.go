@@ -358,16 +358,26 @@ func (s *p2pState) leafTags(initTag int, pseudoRand bool) ([]int, error) {
 }
 
 // sendBody returns the outgoing metadata message: the metadata, followed
-// by room for the storage when inline.
+// by room for the storage when inline. It is the tail of the buffer that
+// sendFrame returns, which has room for the header in front.
 func (s *p2pState) sendBody(inline bool) []byte {
-	if s.sbody == nil || (inline && cap(s.sbody) < len(s.meta)+s.total) {
-		s.sbody = xfer.AlignedBuf(len(s.meta) + s.total)
-		copy(s.sbody, s.meta)
+	f := s.sendFrame(inline)
+	return f[wire.Size:]
+}
+
+// sendFrame returns the outgoing header message of a transfer whose
+// storage travels inline: room for the header, the metadata, then room for
+// the storage (without inline, the header and the metadata only).
+func (s *p2pState) sendFrame(inline bool) []byte {
+	n := wire.Size + len(s.meta)
+	if s.sbody == nil || (inline && cap(s.sbody) < n+s.total) {
+		s.sbody = xfer.AlignedBuf(n + s.total)
+		copy(s.sbody[wire.Size:], s.meta)
 	}
 	if inline {
-		return s.sbody[:len(s.meta)+s.total]
+		return s.sbody[:n+s.total]
 	}
-	return s.sbody[:len(s.meta)]
+	return s.sbody[:n]
 }
 
 // recvBody returns a buffer of n bytes for the incoming metadata message,
