@@ -60,9 +60,10 @@ const p2pInlineMax = 16 << 10
 // FromRemoteInit or Consolidate is), its storage is sent as is; otherwise
 // the leaves are packed into a buffer kept for later calls.
 //
-// Unlike tensordict, every transfer starts with two small messages on the
-// first leaf's tag: a fixed-size header carrying a hash of the structure,
-// then the metadata (with the storage itself when it is at most 16 KiB).
+// Unlike tensordict, every transfer starts on the first leaf's tag with a
+// fixed-size header carrying a hash of the structure, then the metadata;
+// with WithConsolidated and a storage of at most 16 KiB, the header, the
+// metadata and the storage are one message.
 // A receiver with a different structure therefore reports the first
 // differing key instead of hanging or reading garbage. Encodings and
 // buffers are kept with td between calls: once a structure has been sent,
