@@ -60,10 +60,10 @@ const p2pInlineMax = 16 << 10
 // FromRemoteInit or Consolidate is), its storage is sent as is; otherwise
 // the leaves are packed into a buffer kept for later calls.
 //
-// Unlike tensordict, every transfer starts on the first leaf's tag with a
-// fixed-size header carrying a hash of the structure, then the metadata;
-// with WithConsolidated and a storage of at most 16 KiB, the header, the
-// metadata and the storage are one message.
+// Unlike tensordict, every transfer starts with one message on the first
+// leaf's tag: a fixed-size header carrying a hash of the structure, then
+// the metadata (and the storage itself, with WithConsolidated, when it is
+// at most 16 KiB: the whole transfer is then one message).
 // A receiver with a different structure therefore reports the first
 // differing key instead of hanging or reading garbage. Encodings and
 // buffers are kept with td between calls: once a structure has been sent,
@@ -191,12 +191,13 @@ func (s *p2pState) send(l *link) error {
 }
 
 // messages returns the messages of a transfer of s with l's options, in
-// order, and the tag of each: the header, the metadata (with the storage
-// when it travels inline), then the storage in chunks (consolidated) or
-// one message per leaf in tensordict's order. With own, the header, the
-// metadata and a staged storage are new buffers that belong to the
-// transfer (an ISend, which outlives the lock of s); otherwise they are
-// the buffers of s. The slices returned are s's, reused by the next call.
+// order, and the tag of each: the header message (the header, the
+// metadata, and the storage when it travels inline), then the storage in
+// chunks (consolidated) or one message per leaf in tensordict's order.
+// With own, the header message and a staged storage are new buffers that
+// belong to the transfer (an ISend, which outlives the lock of s);
+// otherwise they are the buffers of s. The slices returned are s's, reused
+// by the next call.
 //
 // Memory-mapped leaves and storages are checked first (mem.Readable): a
 // page of a file that another process truncated would end the process
@@ -209,21 +210,11 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	var msgs [][]byte
 	var tags []int
 	defer func() { s.msgs, s.mtags = msgs[:0], tags[:0] }()
-	var body []byte // where an inline storage goes
-	if inline {
-		// One message: the header, the metadata and the storage.
-		frame := s.sendFrame(true)
-		wire.Put(frame, &h)
-		body = frame[wire.Size:]
-		msgs, tags = append(s.msgs[:0], frame), append(s.mtags[:0], s.tag0)
-	} else {
-		hdr, body := s.hdr, s.sendBody(false)
-		if own {
-			hdr, body = xfer.AlignedBuf(wire.Size), xfer.AlignedCopy(body)
-		}
-		wire.Put(hdr, &h)
-		msgs, tags = append(s.msgs[:0], hdr, body), append(s.mtags[:0], s.tag0, s.tag0)
-	}
+	// One header message: the header, the metadata and, inline, the storage.
+	frame := s.sendFrame(inline)
+	wire.Put(frame, &h)
+	body := frame[wire.Size:]
+	msgs, tags = append(s.msgs[:0], frame), append(s.mtags[:0], s.tag0)
 	if !l.o.consolidated {
 		for i, j := range s.sorted {
 			lf := &s.leaves[j]
@@ -235,6 +226,9 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 				return nil, nil, fmt.Errorf("key %v: %w", lf.key, err)
 			}
 			msgs, tags = append(msgs, b), append(tags, s.cur[i])
+		}
+		if own {
+			msgs[0] = xfer.AlignedCopy(msgs[0])
 		}
 		return msgs, tags, nil
 	}
@@ -252,15 +246,15 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	switch {
 	case inline:
 		copy(body[len(s.meta):], payload)
-		if own {
-			msgs[0] = xfer.AlignedCopy(msgs[0])
-		}
 	case own && s.st == nil:
 		// The staging buffer is reused by the next call.
 		payload = xfer.AlignedCopy(payload)
 		fallthrough
 	default:
 		msgs, tags = xfer.AppendChunks(msgs, tags, payload, s.tag0)
+	}
+	if own {
+		msgs[0] = xfer.AlignedCopy(msgs[0])
 	}
 	return msgs, tags, nil
 }
@@ -270,12 +264,10 @@ func (s *p2pState) messageName(i int) string {
 	switch {
 	case i == 0:
 		return "the header"
-	case i == 1:
-		return "the metadata"
 	case s.cur == nil:
-		return fmt.Sprintf("storage chunk %d", i-1)
-	case i-2 < len(s.sorted):
-		return fmt.Sprintf("key %v", s.leaves[s.sorted[i-2]].key)
+		return fmt.Sprintf("storage chunk %d", i)
+	case i-1 < len(s.sorted):
+		return fmt.Sprintf("key %v", s.leaves[s.sorted[i-1]].key)
 	}
 	return fmt.Sprintf("message %d", i+1)
 }
@@ -368,14 +360,10 @@ func (l *link) refuseIncoming() error {
 		defer cancel()
 	}
 	var hdr [wire.Size]byte
-	n, err := xfer.Await(ctx, l.Comm, l.Peer, tag0)
-	if err == nil {
-		if n > wire.Size {
-			// The whole transfer (an inline storage): discarding it refuses it.
-			return xfer.DiscardNext(l.Comm, l.Peer, tag0, nil)
-		}
-		err = xfer.RecvExact(ctx, l.Comm, hdr[:], l.Peer, tag0)
-	}
+	var scratch []byte
+	lc := *l
+	lc.Ctx = ctx
+	frame, err := lc.recvHeaderMessage(tag0, hdr[:], &scratch)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // nothing came: nothing to refuse
@@ -386,7 +374,7 @@ func (l *link) refuseIncoming() error {
 	if err != nil || h.Kind != wire.KindSend {
 		return nil // announces nothing that can be trusted
 	}
-	if err := l.drainSend(&h, tag0, true, 0); err != nil {
+	if err := l.drainSend(&h, tag0, frame == nil, 0); err != nil {
 		return fmt.Errorf("refusing the incoming transfer: %w", err)
 	}
 	return nil
@@ -557,8 +545,7 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 				r.h, r.phase = h, phaseBody
 				continue
 			}
-			// The header, the metadata and an inline storage in one message.
-			copy(s.hdr, frame)
+			// The header and the metadata (and an inline storage) in one message.
 			h, err := s.parseHeader(l, false)
 			if err != nil {
 				return true, err
@@ -625,29 +612,62 @@ func (r *recvOp) advance(block bool) (done bool, err error) {
 	}
 }
 
-// recvHeader receives the header message of a transfer of s: the header
-// alone, into s.hdr (frame nil), or, when the storage travels inline, the
-// header, the metadata and the storage in one message, into s.rbody
-// (frame). Its size is checked before anything is received: a message
-// over this side's limits (or shorter than a header) is discarded.
+// recvHeader receives the header message of a transfer of s (see
+// recvHeaderMessage), the header into s.hdr, a whole frame into s.rbody.
 func (s *p2pState) recvHeader(l *link) (frame []byte, err error) {
-	n, err := xfer.Await(l.Ctx, l.Comm, l.Peer, s.tag0)
+	return l.recvHeaderMessage(s.tag0, s.hdr, &s.rbody)
+}
+
+// recvHeaderMessage receives the header message of a Send transfer on
+// tag: the header alone, into hdr (frame nil), or the header followed by
+// the metadata (and the storage when it travels inline), into *scratch,
+// grown as needed (frame). Its size is checked before anything is
+// received: a message over this side's limits (or shorter than a header)
+// is discarded.
+func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []byte, err error) {
+	n, err := xfer.Await(l.Ctx, l.Comm, l.Peer, tag)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the header: %w", err)
 	}
-	buf := s.hdr
+	buf := hdr
 	if n != wire.Size {
-		if most := s.maxFrame(l); n < wire.Size || n > most {
-			err := fmt.Errorf("header message of %d bytes, outside [%d, %d]: %w", n, wire.Size, most, wire.ErrLimit)
-			return nil, xfer.DiscardNext(l.Comm, l.Peer, s.tag0, err)
+		full := l.o.limits().Resolve()
+		most := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, p2pInlineMax)
+		if n < wire.Size || n > most {
+			return nil, l.refuseHeaderMessage(tag, n, most)
 		}
-		frame = s.recvBody(int(n))
+		if int64(cap(*scratch)) < n {
+			*scratch = xfer.AlignedBuf(int(n))
+		}
+		frame = (*scratch)[:n]
 		buf = frame
 	}
-	if _, err := mpi.Recv(l.Comm, buf, l.Peer, s.tag0); err != nil {
+	if _, err := mpi.Recv(l.Comm, buf, l.Peer, tag); err != nil {
 		return nil, fmt.Errorf("receiving the header: %w", err)
 	}
+	if frame != nil {
+		copy(hdr, frame)
+	}
 	return frame, nil
+}
+
+// refuseHeaderMessage consumes a header message of n bytes on tag that is
+// outside [wire.Size, most], and drains what its header announces beyond
+// it when the header is readable, as for any refused transfer.
+func (l *link) refuseHeaderMessage(tag int, n, most int64) error {
+	err := fmt.Errorf("header message of %d bytes, outside [%d, %d]: %w", n, wire.Size, most, wire.ErrLimit)
+	m, st, perr := mpi.Mprobe(l.Comm, l.Peer, tag)
+	if perr != nil {
+		return fmt.Errorf("%w (and consuming it: %w)", err, perr)
+	}
+	var head [wire.Size]byte
+	if derr := xfer.Discard(m, st.Bytes(), head[:]); derr != nil {
+		return fmt.Errorf("%w (and consuming it: %w)", err, derr)
+	}
+	if h, herr := wire.Parse(head[:], wire.Limits{MaxTotal: math.MaxInt64}); herr == nil && h.Kind == wire.KindSend && n >= wire.Size {
+		err = errors.Join(err, l.drainSend(&h, tag, false, 0))
+	}
+	return err
 }
 
 // gotBody checks the metadata message body (with an inline storage) of
@@ -680,14 +700,6 @@ func (r *recvOp) gotBody(body []byte) (done bool, err error) {
 	}
 	r.dst, r.phase = dst, phaseChunks
 	return false, nil
-}
-
-// maxFrame is the largest header message a receive of s with l's options
-// accepts: the header, a class name, the metadata and an inline storage,
-// each at its limit.
-func (s *p2pState) maxFrame(l *link) int64 {
-	full := l.o.limits().Resolve()
-	return int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, p2pInlineMax)
 }
 
 // drainRest consumes and discards what the sender still sends of a

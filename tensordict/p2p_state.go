@@ -357,21 +357,17 @@ func (s *p2pState) leafTags(initTag int, pseudoRand bool) ([]int, error) {
 	return s.tags, nil
 }
 
-// sendBody returns the outgoing metadata message: the metadata, followed
-// by room for the storage when inline. It is the tail of the buffer that
-// sendFrame returns, which has room for the header in front.
-func (s *p2pState) sendBody(inline bool) []byte {
-	f := s.sendFrame(inline)
-	return f[wire.Size:]
-}
-
-// sendFrame returns the outgoing header message of a transfer whose
-// storage travels inline: room for the header, the metadata, then room for
-// the storage (without inline, the header and the metadata only).
+// sendFrame returns the outgoing header message of a transfer: room for
+// the header, the metadata, then, inline, room for the storage. Only an
+// inline transfer makes room for the storage.
 func (s *p2pState) sendFrame(inline bool) []byte {
 	n := wire.Size + len(s.meta)
 	if s.sbody == nil || (inline && cap(s.sbody) < n+s.total) {
-		s.sbody = xfer.AlignedBuf(n + s.total)
+		room := n
+		if inline {
+			room += s.total
+		}
+		s.sbody = xfer.AlignedBuf(room)
 		copy(s.sbody[wire.Size:], s.meta)
 	}
 	if inline {
