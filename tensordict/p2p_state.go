@@ -56,6 +56,8 @@ type p2pState struct {
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags
 
+	iframe []byte // the message of a blocking small InitRemote (see sendSmallInit)
+
 	tags      []int // per-leaf tags for tagInit/tagPseudo
 	tagInit   int
 	tagPseudo bool
