@@ -226,7 +226,19 @@ func (s *p2pState) same(td *TensorDict, i *int) bool {
 
 // build (re)computes s for td.
 func (s *p2pState) build(op string, td *TensorDict) error {
-	meta, total, err := Layout(td)
+	// The metadata (as Layout gives it) and its skeleton without the
+	// leaves (see current), from one layout.
+	var total int
+	meta, err := withPlan("Layout", td, false, func(p *plan) ([]byte, error) {
+		total = p.total
+		meta, err := p.appendMetadata(nil)
+		if err != nil {
+			return nil, err
+		}
+		p.skipLeaves = true
+		s.skel, err = p.appendMetadata(s.skel[:0])
+		return meta, err
+	})
 	if err != nil {
 		return err
 	}
@@ -277,11 +289,6 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 		s.sorted[i] = i
 	}
 	slices.SortStableFunc(s.sorted, func(a, b int) int { return codec.CompareKeys(s.leaves[a].key, s.leaves[b].key) })
-	skel, _, ok := s.skeleton(op, td)
-	if !ok {
-		return fmt.Errorf("tensordict: %s: the TensorDict changed while laid out", op)
-	}
-	s.skel = append(s.skel[:0], skel...)
 	s.consHash = signature(td)
 	s.sortedHash = s.hashSorted()
 	s.sbody, s.rbody, s.stage, s.tags = nil, nil, nil, nil
