@@ -176,6 +176,15 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	if err := l.NotStarted(); err != nil {
 		return err
 	}
+	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
+		// The first InitRemote of a TensorDict that Send and Recv never
+		// saw (a result being passed on, say) encodes what it sends
+		// without building their state; the next one builds it, and the
+		// calls after reuse it.
+		if sent, err := l.sendFirstInit(td); err != nil || sent {
+			return err
+		}
+	}
 	if sent, err := l.sendSmallInit(td); err != nil || sent {
 		return err
 	}
@@ -248,6 +257,42 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 		s.mu.Unlock()
 	}
 	if err != nil {
+		return true, l.Errorf("%w", err)
+	}
+	return true, nil
+}
+
+// sendFirstInit sends td as the single message of an InitRemote when its
+// storage is small enough to travel inline (sent true), as sendSmallInit
+// does but laid out and encoded for this call alone.
+func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
+	sp, err := planSend(l.Op, td)
+	if err != nil {
+		return false, l.Errorf("%w", err)
+	}
+	if sp.total > initInlineMax {
+		return false, nil
+	}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves)}
+	var frame []byte
+	// The storage may be a mapping of a file another process truncated.
+	err = mem.CatchFault(func() error {
+		payload, err := sp.bytes()
+		if err != nil {
+			return err
+		}
+		buf := xfer.AlignedBuf(wire.Size + len(sp.class) + len(sp.meta) + len(payload))
+		frame = wire.AppendFrame(buf[:0], &h, sp.class, sp.meta, payload)
+		return nil
+	})
+	if err != nil {
+		return true, l.Errorf("the consolidated storage: %w", err)
+	}
+	if err := h.Check(senderLimits); err != nil {
+		return true, l.Errorf("%w", err)
+	}
+	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
+	if _, err := l.SendMessages(msgs[:], tags[:], initMessageName); err != nil {
 		return true, l.Errorf("%w", err)
 	}
 	return true, nil
