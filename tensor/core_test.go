@@ -3,6 +3,7 @@ package tensor
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -101,5 +102,49 @@ func TestShapeAndStridesShareNothingVisible(t *testing.T) {
 		grown := append(sh, 99)
 		require.Len(t, grown, len(shape)+1)
 		require.Equal(t, contiguousStrides(shape), st)
+	}
+}
+
+// TestFromStorageInto builds views in caller-provided memory: the shape
+// and strides land in dims when it has room for both, in a slice of the
+// tensor's own otherwise, and a refused view leaves the tensor unchanged.
+func TestFromStorageInto(t *testing.T) {
+	st := NewStorage(64)
+	for _, c := range []struct {
+		name    string
+		dims    []int
+		off     int
+		shape   []int
+		inDims  bool
+		wantErr bool
+	}{
+		{"in dims", make([]int, 4), 8, []int{2, 3}, true, false},
+		{"dims too short", make([]int, 3), 0, []int{2, 3}, false, false},
+		{"no dims", nil, 0, []int{4}, false, false},
+		{"scalar", make([]int, 0), 16, nil, false, false},
+		{"past the end", make([]int, 2), 64, []int{2}, false, true},
+		{"misaligned", make([]int, 2), 4, []int{1}, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var v Tensor
+			err := FromStorageInto(&v, c.dims, Float64, st, c.off, c.shape...)
+			if c.wantErr {
+				require.Error(t, err)
+				assert.Equal(t, Tensor{}, v)
+				return
+			}
+			require.NoError(t, err)
+			want, err := FromStorage(Float64, st, c.off, c.shape...)
+			require.NoError(t, err)
+			assert.True(t, v.Equal(want))
+			assert.Equal(t, want.Shape(), v.Shape())
+			assert.Equal(t, c.off, v.Offset())
+			if c.inDims {
+				assert.Same(t, &c.dims[0], &v.shape[0], "shape in dims")
+				assert.Equal(t, []int{2, 3, 3, 1}, c.dims)
+			} else if len(c.dims) > 0 {
+				assert.NotSame(t, &c.dims[0], &v.shape[0], "shape in a slice of its own")
+			}
+		})
 	}
 }

@@ -76,15 +76,21 @@ func shapeAndStrides(shape []int) (sh, strides []int) {
 	n := len(shape)
 	buf := make([]int, 2*n)
 	sh, strides = buf[:n:n], buf[n:]
+	fillShapeAndStrides(sh, strides, shape)
+	return sh, strides
+}
+
+// fillShapeAndStrides copies shape into sh and writes its C-contiguous
+// strides into strides (both of len(shape)).
+func fillShapeAndStrides(sh, strides, shape []int) {
 	copy(sh, shape)
 	s := 1
-	for i := n - 1; i >= 0; i-- {
+	for i := len(shape) - 1; i >= 0; i-- {
 		strides[i] = s
 		if shape[i] > 1 {
 			s *= shape[i]
 		}
 	}
-	return sh, strides
 }
 
 func cloneInts(s []int) []int {

@@ -57,32 +57,53 @@ func Zeros(dt DType, shape ...int) *Tensor { return Empty(dt, shape...) }
 // fit in the storage, the shape is bad, off is not aligned for dt, or (for
 // bool) a byte is neither 0 nor 1.
 func FromStorage(dt DType, st *Storage, off int, shape ...int) (*Tensor, error) {
+	t := new(Tensor)
+	if err := FromStorageInto(t, nil, dt, st, off, shape...); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// FromStorageInto is FromStorage for a caller that builds many views at
+// once (a TensorDict received from a peer, say) and allocates them
+// together: it sets *t, which must not be in use, to the view, with its
+// shape and strides in dims when dims holds 2*len(shape) ints and shape
+// is not empty (the tensor then owns them), else in a new slice. It returns FromStorage's
+// errors, leaving *t unchanged.
+func FromStorageInto(t *Tensor, dims []int, dt DType, st *Storage, off int, shape ...int) error {
 	nb, err := NBytesOf(dt, shape)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	b, err := st.liveBytes("FromStorage")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if off < 0 || off > len(b) || nb > len(b)-off {
-		return nil, fmt.Errorf("tensor: FromStorage: %v%v needs bytes [%d, %d), storage has %d", dt, shape, off, off+nb, len(b))
+		return fmt.Errorf("tensor: FromStorage: %v%v needs bytes [%d, %d), storage has %d", dt, shape, off, off+nb, len(b))
 	}
 	if a := align(dt); off%a != 0 {
-		return nil, fmt.Errorf("tensor: FromStorage: offset %d is not a multiple of %d for %v", off, a, dt)
+		return fmt.Errorf("tensor: FromStorage: offset %d is not a multiple of %d for %v", off, a, dt)
 	} else if len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(a) != 0 {
-		return nil, fmt.Errorf("tensor: FromStorage: storage memory is not aligned to %d bytes for %v", a, dt)
+		return fmt.Errorf("tensor: FromStorage: storage memory is not aligned to %d bytes for %v", a, dt)
 	}
 	if dt == Bool {
 		// Go bools must be 0 or 1; bytes from a file or a peer may not be.
 		for i, v := range b[off : off+nb] {
 			if v > 1 {
-				return nil, fmt.Errorf("tensor: FromStorage: bool element %d is byte %d, want 0 or 1", i, v)
+				return fmt.Errorf("tensor: FromStorage: bool element %d is byte %d, want 0 or 1", i, v)
 			}
 		}
 	}
-	sh, strides := shapeAndStrides(shape)
-	return &Tensor{dtype: dt, shape: sh, strides: strides, offset: off, st: st}, nil
+	var sh, strides []int
+	if n := len(shape); n > 0 && len(dims) == 2*n {
+		sh, strides = dims[:n:n], dims[n:2*n:2*n]
+		fillShapeAndStrides(sh, strides, shape)
+	} else {
+		sh, strides = shapeAndStrides(shape)
+	}
+	*t = Tensor{dtype: dt, shape: sh, strides: strides, offset: off, st: st}
+	return nil
 }
 
 // FromBytes returns a tensor of dtype dt and the given shape over b, which it

@@ -186,6 +186,13 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	if !slices.IsSortedFunc(n.Children, byFirst) {
 		slices.SortStableFunc(n.Children, byFirst)
 	}
+	// The node's tensors, with their shapes and strides, in two allocations.
+	views := make([]tensor.Tensor, len(n.Leaves))
+	ndims := 0
+	for i := range n.Leaves {
+		ndims += 2 * len(n.Leaves[i].Shape)
+	}
+	dims := make([]int, ndims)
 	first, end := -1, 0
 	li, ci := 0, 0
 	for li < len(n.Leaves) || ci < len(n.Children) {
@@ -196,11 +203,13 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 		}
 		if takeLeaf {
 			l := &n.Leaves[li]
+			t := &views[li]
 			li++
-			t, err := tensor.FromStorage(l.DType, b.st, l.Start, l.Shape...)
-			if err != nil {
+			k := 2 * len(l.Shape)
+			if err := tensor.FromStorageInto(t, dims[:k:k], l.DType, b.st, l.Start, l.Shape...); err != nil {
 				return nil, fmt.Errorf("leaf %v: %w", Key(n.Path()).child(l.Name), err)
 			}
+			dims = dims[k:]
 			if err := addNew(td, n, l.Name, entry{kind: kindTensor, t: t}); err != nil {
 				return nil, err
 			}

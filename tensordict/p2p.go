@@ -60,9 +60,10 @@ const p2pInlineMax = 16 << 10
 // FromRemoteInit or Consolidate is), its storage is sent as is; otherwise
 // the leaves are packed into a buffer kept for later calls.
 //
-// Unlike tensordict, every transfer starts with two small messages on the
-// first leaf's tag: a fixed-size header carrying a hash of the structure,
-// then the metadata (with the storage itself when it is at most 16 KiB).
+// Unlike tensordict, every transfer starts with one message on the first
+// leaf's tag: a fixed-size header carrying a hash of the structure, then
+// the metadata (and the storage itself, with WithConsolidated, when it is
+// at most 16 KiB: the whole transfer is then one message).
 // A receiver with a different structure therefore reports the first
 // differing key instead of hanging or reading garbage. Encodings and
 // buffers are kept with td between calls: once a structure has been sent,
@@ -190,12 +191,13 @@ func (s *p2pState) send(l *link) error {
 }
 
 // messages returns the messages of a transfer of s with l's options, in
-// order, and the tag of each: the header, the metadata (with the storage
-// when it travels inline), then the storage in chunks (consolidated) or
-// one message per leaf in tensordict's order. With own, the header, the
-// metadata and a staged storage are new buffers that belong to the
-// transfer (an ISend, which outlives the lock of s); otherwise they are
-// the buffers of s. The slices returned are s's, reused by the next call.
+// order, and the tag of each: the header message (the header, the
+// metadata, and the storage when it travels inline), then the storage in
+// chunks (consolidated) or one message per leaf in tensordict's order.
+// With own, the header message and a staged storage are new buffers that
+// belong to the transfer (an ISend, which outlives the lock of s);
+// otherwise they are the buffers of s. The slices returned are s's, reused
+// by the next call.
 //
 // Memory-mapped leaves and storages are checked first (mem.Readable): a
 // page of a file that another process truncated would end the process
@@ -205,14 +207,14 @@ func (s *p2pState) send(l *link) error {
 func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	h := s.header(l)
 	inline := h.Flags&wire.FlagInline != 0
-	hdr, body := s.hdr, s.sendBody(inline)
-	if own {
-		hdr, body = xfer.AlignedBuf(wire.Size), xfer.AlignedCopy(body)
-	}
-	wire.Put(hdr, &h)
-	msgs := append(s.msgs[:0], hdr, body)
-	tags := append(s.mtags[:0], s.tag0, s.tag0)
+	var msgs [][]byte
+	var tags []int
 	defer func() { s.msgs, s.mtags = msgs[:0], tags[:0] }()
+	// One header message: the header, the metadata and, inline, the storage.
+	frame := s.sendFrame(inline)
+	wire.Put(frame, &h)
+	body := frame[wire.Size:]
+	msgs, tags = append(s.msgs[:0], frame), append(s.mtags[:0], s.tag0)
 	if !l.o.consolidated {
 		for i, j := range s.sorted {
 			lf := &s.leaves[j]
@@ -224,6 +226,9 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 				return nil, nil, fmt.Errorf("key %v: %w", lf.key, err)
 			}
 			msgs, tags = append(msgs, b), append(tags, s.cur[i])
+		}
+		if own {
+			msgs[0] = xfer.AlignedCopy(msgs[0])
 		}
 		return msgs, tags, nil
 	}
@@ -248,6 +253,9 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	default:
 		msgs, tags = xfer.AppendChunks(msgs, tags, payload, s.tag0)
 	}
+	if own {
+		msgs[0] = xfer.AlignedCopy(msgs[0])
+	}
 	return msgs, tags, nil
 }
 
@@ -256,12 +264,10 @@ func (s *p2pState) messageName(i int) string {
 	switch {
 	case i == 0:
 		return "the header"
-	case i == 1:
-		return "the metadata"
 	case s.cur == nil:
-		return fmt.Sprintf("storage chunk %d", i-1)
-	case i-2 < len(s.sorted):
-		return fmt.Sprintf("key %v", s.leaves[s.sorted[i-2]].key)
+		return fmt.Sprintf("storage chunk %d", i)
+	case i-1 < len(s.sorted):
+		return fmt.Sprintf("key %v", s.leaves[s.sorted[i-1]].key)
 	}
 	return fmt.Sprintf("message %d", i+1)
 }
@@ -377,7 +383,11 @@ func (l *link) refuseIncoming() error {
 		defer cancel()
 	}
 	var hdr [wire.Size]byte
-	if err := xfer.RecvExact(ctx, l.Comm, hdr[:], l.Peer, tag0); err != nil {
+	var scratch []byte
+	lc := *l
+	lc.Ctx = ctx
+	frame, err := lc.recvHeaderMessage(tag0, hdr[:], &scratch)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil // nothing came: nothing to refuse
 		}
@@ -387,7 +397,7 @@ func (l *link) refuseIncoming() error {
 	if err != nil || h.Kind != wire.KindSend {
 		return nil // announces nothing that can be trusted
 	}
-	if err := l.drainSend(&h, tag0, true, 0); err != nil {
+	if err := l.drainSend(&h, tag0, frame == nil, 0); err != nil {
 		return fmt.Errorf("refusing the incoming transfer: %w", err)
 	}
 	return nil
@@ -406,14 +416,15 @@ func (l *link) drainUnlessDone(h *wire.Header, tag0 int, from int64) error {
 }
 
 // parseHeader parses the fixed-size header received into s.hdr. A header
-// over this side's limits is drained as far as it can be trusted.
-func (s *p2pState) parseHeader(l *link) (wire.Header, error) {
+// over this side's limits is drained as far as it can be trusted: its
+// metadata message too when body is true (the header came alone).
+func (s *p2pState) parseHeader(l *link, body bool) (wire.Header, error) {
 	h, err := wire.Parse(s.hdr, l.o.limits())
 	if err != nil {
 		// A header over this side's limits still tells what the sender
 		// sends after it; one that cannot be read at all tells nothing.
 		if all, perr := wire.Parse(s.hdr, wire.Limits{MaxTotal: math.MaxInt64}); perr == nil && all.Kind == wire.KindSend {
-			err = errors.Join(err, l.drainSend(&all, s.tag0, true, 0))
+			err = errors.Join(err, l.drainSend(&all, s.tag0, body, 0))
 		}
 		return wire.Header{}, err
 	}
@@ -554,14 +565,30 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 			if !r.ready(s.tag0, block) {
 				return false, nil
 			}
-			if err := xfer.RecvExact(l.Ctx, l.Comm, s.hdr, l.Peer, s.tag0); err != nil {
-				return true, fmt.Errorf("waiting for the header: %w", err)
-			}
-			h, err := s.parseHeader(l)
+			frame, err := s.recvHeader(l)
 			if err != nil {
 				return true, err
 			}
-			r.h, r.phase = h, phaseBody
+			if frame == nil {
+				h, err := s.parseHeader(l, true)
+				if err != nil {
+					return true, err
+				}
+				r.h, r.phase = h, phaseBody
+				continue
+			}
+			// The header and the metadata (and an inline storage) in one message.
+			h, err := s.parseHeader(l, false)
+			if err != nil {
+				return true, err
+			}
+			if int64(len(frame)) != wire.Size+h.Body() {
+				return true, fmt.Errorf("header message of %d bytes, its header announces %d: %w", len(frame), wire.Size+h.Body(), wire.ErrHeader)
+			}
+			r.h = h
+			if done, err := r.gotBody(frame[wire.Size:]); done || err != nil {
+				return done, err
+			}
 		case phaseBody:
 			if !r.ready(s.tag0, block) {
 				return false, nil
@@ -571,28 +598,9 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 			if err := xfer.RecvExact(l.Ctx, l.Comm, body, l.Peer, s.tag0); err != nil {
 				return true, fmt.Errorf("receiving the metadata: %w", errors.Join(err, l.drainUnlessDone(h, s.tag0, 0)))
 			}
-			if err := s.check(l, r.td, h, body); err != nil {
-				return true, errors.Join(err, l.drainSend(h, s.tag0, false, 0))
+			if done, err := r.gotBody(body); done || err != nil {
+				return done, err
 			}
-			if !l.o.consolidated {
-				r.phase, r.i = phaseLeaves, 0
-				continue
-			}
-			dst, err := s.payload(false)
-			if err == nil {
-				err = mem.Readable(dst) // MPI's C code writes it (see messages)
-			}
-			if err != nil {
-				// The sender's storage must still be taken, or it stays blocked.
-				return true, errors.Join(err, l.drainUnlessDone(h, s.tag0, 0))
-			}
-			if h.Flags&wire.FlagInline != 0 {
-				copy(dst, body[h.MetaLen:])
-				r.i = len(dst)
-			} else {
-				r.i = 0
-			}
-			r.dst, r.phase = dst, phaseChunks
 		case phaseLeaves:
 			if r.i == len(s.sorted) {
 				r.tag = l.o.tag - 1
@@ -634,6 +642,96 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 			return true, nil
 		}
 	}
+}
+
+// recvHeader receives the header message of a transfer of s (see
+// recvHeaderMessage), the header into s.hdr, a whole frame into s.rbody.
+func (s *p2pState) recvHeader(l *link) (frame []byte, err error) {
+	return l.recvHeaderMessage(s.tag0, s.hdr, &s.rbody)
+}
+
+// recvHeaderMessage receives the header message of a Send transfer on
+// tag: the header alone, into hdr (frame nil), or the header followed by
+// the metadata (and the storage when it travels inline), into *scratch,
+// grown as needed (frame). Its size is checked before anything is
+// received: a message over this side's limits (or shorter than a header)
+// is discarded.
+func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []byte, err error) {
+	n, err := xfer.Await(l.Ctx, l.Comm, l.Peer, tag)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the header: %w", err)
+	}
+	buf := hdr
+	if n != wire.Size {
+		full := l.o.limits().Resolve()
+		most := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, p2pInlineMax)
+		if n < wire.Size || n > most {
+			return nil, l.refuseHeaderMessage(tag, n, most)
+		}
+		if int64(cap(*scratch)) < n {
+			*scratch = xfer.AlignedBuf(int(n))
+		}
+		frame = (*scratch)[:n]
+		buf = frame
+	}
+	if err := xfer.RecvAwaited(l.Ctx, l.Comm, buf, l.Peer, tag); err != nil {
+		return nil, fmt.Errorf("receiving the header: %w", err)
+	}
+	if frame != nil {
+		copy(hdr, frame)
+	}
+	return frame, nil
+}
+
+// refuseHeaderMessage consumes a header message of n bytes on tag that is
+// outside [wire.Size, most], and drains what its header announces beyond
+// it when the header is readable, as for any refused transfer.
+func (l *link) refuseHeaderMessage(tag int, n, most int64) error {
+	err := fmt.Errorf("header message of %d bytes, outside [%d, %d]: %w", n, wire.Size, most, wire.ErrLimit)
+	m, st, perr := mpi.Mprobe(l.Comm, l.Peer, tag)
+	if perr != nil {
+		return fmt.Errorf("%w (and consuming it: %w)", err, perr)
+	}
+	var head [wire.Size]byte
+	if derr := xfer.Discard(m, st.Bytes(), head[:]); derr != nil {
+		return fmt.Errorf("%w (and consuming it: %w)", err, derr)
+	}
+	if h, herr := wire.Parse(head[:], wire.Limits{MaxTotal: math.MaxInt64}); herr == nil && h.Kind == wire.KindSend && n >= wire.Size {
+		err = errors.Join(err, l.drainSend(&h, tag, false, 0))
+	}
+	return err
+}
+
+// gotBody checks the metadata message body (with an inline storage) of
+// the transfer whose header is r.h against the receiver's TensorDict and
+// moves to the next phase: the per-leaf messages or the storage chunks. It
+// reports done with an error when the transfer ends there (after draining
+// what the sender still owes).
+func (r *recvOp) gotBody(body []byte) (done bool, err error) {
+	l, s, h := r.l, r.s, &r.h
+	if err := s.check(l, r.td, h, body); err != nil {
+		return true, errors.Join(err, l.drainSend(h, s.tag0, false, 0))
+	}
+	if !l.o.consolidated {
+		r.phase, r.i = phaseLeaves, 0
+		return false, nil
+	}
+	dst, err := s.payload(false)
+	if err == nil {
+		err = mem.Readable(dst) // MPI's C code writes it (see messages)
+	}
+	if err != nil {
+		// The sender's storage must still be taken, or it stays blocked.
+		return true, errors.Join(err, l.drainUnlessDone(h, s.tag0, 0))
+	}
+	if h.Flags&wire.FlagInline != 0 {
+		copy(dst, body[int64(h.ClassLen)+h.MetaLen:])
+		r.i = len(dst)
+	} else {
+		r.i = 0
+	}
+	r.dst, r.phase = dst, phaseChunks
+	return false, nil
 }
 
 // drainRest consumes and discards what the sender still sends of a

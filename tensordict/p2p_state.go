@@ -32,7 +32,8 @@ type p2pLeaf struct {
 // layout, the structure hashes, the metadata and the message buffers. It
 // is rebuilt when the TensorDict's leaves change, and when its metadata
 // does (a non-tensor value, a batch size or the lock state): every call
-// re-encodes the metadata into metaBuf, without allocating, and compares.
+// re-encodes the metadata without its leaves into metaBuf, without
+// allocating, and compares (see current).
 type p2pState struct {
 	mu         sync.Mutex
 	leaves     []p2pLeaf // storage order: depth first, insertion order
@@ -44,6 +45,7 @@ type p2pState struct {
 	sortedHash uint64 // structure in sorted order, batch sizes ignored (hashSorted)
 	meta       []byte // consolidated metadata (Layout), padded by xfer.MetaAlign
 	metaLen    int    // len(meta) before padding
+	skel       []byte // the metadata without the tensor leaves (see current)
 	contiguous Key    // the first non-contiguous leaf, or nil
 
 	hdr   []byte // header message, either way (its own pointer-free allocation, for cgo)
@@ -57,6 +59,8 @@ type p2pState struct {
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags
 
+	iframe []byte // the message of a blocking small InitRemote (see sendSmallInit)
+
 	tags      []int // per-leaf tags for tagInit/tagPseudo
 	tagInit   int
 	tagPseudo bool
@@ -67,7 +71,7 @@ type p2pState struct {
 	tagSet []int // distinct tags, sorted
 	held   []*xfer.TagLock
 
-	// Reused to re-encode the metadata on every call (see current).
+	// Reused to re-encode the metadata (without leaves) on every call (see current).
 	chk     plan
 	path    []string
 	metaBuf []byte
@@ -158,7 +162,7 @@ func (s *p2pState) refresh(op string, td *TensorDict) error {
 }
 
 // valid reports whether td still holds exactly the leaves s was built
-// from, in the same places. It does not allocate.
+// from, in the same places, under the same names. It does not allocate.
 func (s *p2pState) valid(td *TensorDict) bool {
 	i := 0
 	if !s.same(td, &i) || i != len(s.leaves) {
@@ -169,18 +173,28 @@ func (s *p2pState) valid(td *TensorDict) bool {
 
 // current reports whether td's metadata still encodes to what s was built
 // from: the leaves alone do not tell whether a non-tensor value, a batch
-// size or the lock state changed. It lays td out into a plan kept in s and
-// appends the metadata to a buffer kept in s, so that once the buffers have
-// grown to td's size it does not allocate. An error (td cannot be laid out
-// any more) reports false: build then returns it.
+// size or the lock state changed. valid has checked that td holds the same
+// tensors in the same places, and a tensor's dtype and shape never
+// change, so the leaves' part of the metadata is the same: current
+// compares the rest, the metadata without its leaves (s.skel), and the
+// layout's size. It lays td out into a plan kept in s and appends to a
+// buffer kept in s, so that once the buffers have grown to td's size it
+// does not allocate.
 func (s *p2pState) current(op string, td *TensorDict) bool {
+	b, total, ok := s.skeleton(op, td)
+	return ok && total == s.total && bytes.Equal(b, s.skel)
+}
+
+// skeleton lays td out and returns its metadata without the tensor
+// leaves, in s.metaBuf, and the layout's size; ok is false if td cannot
+// be laid out any more (build then returns the error).
+func (s *p2pState) skeleton(op string, td *TensorDict) (b []byte, total int, ok bool) {
 	p := &s.chk
-	p.total = 0
+	p.total, p.skipLeaves = 0, true
 	p.nodes, p.leaves = p.nodes[:0], p.leaves[:0]
 	pl := planner{op: op, p: p, path: s.path[:0]}
 	err := pl.node(td, 0)
 	s.path = pl.path[:0]
-	var b []byte
 	if err == nil {
 		b, err = p.appendMetadata(s.metaBuf[:0])
 	}
@@ -189,10 +203,10 @@ func (s *p2pState) current(op string, td *TensorDict) bool {
 	clear(p.nodes)
 	clear(p.leaves)
 	if err != nil {
-		return false
+		return nil, 0, false
 	}
 	s.metaBuf = b[:0]
-	return p.total == s.total && bytes.Equal(b, s.meta[:s.metaLen])
+	return b, p.total, true
 }
 
 func (s *p2pState) same(td *TensorDict, i *int) bool {
@@ -204,7 +218,7 @@ func (s *p2pState) same(td *TensorDict, i *int) bool {
 				return false
 			}
 			l := &s.leaves[*i]
-			if l.node != td || l.idx != j || l.t != e.t {
+			if l.node != td || l.idx != j || l.t != e.t || l.key[len(l.key)-1] != e.name {
 				return false
 			}
 			*i++
@@ -219,7 +233,19 @@ func (s *p2pState) same(td *TensorDict, i *int) bool {
 
 // build (re)computes s for td.
 func (s *p2pState) build(op string, td *TensorDict) error {
-	meta, total, err := Layout(td)
+	// The metadata (as Layout gives it) and its skeleton without the
+	// leaves (see current), from one layout.
+	var total int
+	meta, err := withPlan("Layout", td, false, func(p *plan) ([]byte, error) {
+		total = p.total
+		meta, err := p.appendMetadata(nil)
+		if err != nil {
+			return nil, err
+		}
+		p.skipLeaves = true
+		s.skel, err = p.appendMetadata(s.skel[:0])
+		return meta, err
+	})
 	if err != nil {
 		return err
 	}
@@ -364,17 +390,23 @@ func (s *p2pState) leafTags(initTag int, pseudoRand bool) ([]int, error) {
 	return s.tags, nil
 }
 
-// sendBody returns the outgoing metadata message: the metadata, followed
-// by room for the storage when inline.
-func (s *p2pState) sendBody(inline bool) []byte {
-	if s.sbody == nil || (inline && cap(s.sbody) < len(s.meta)+s.total) {
-		s.sbody = xfer.AlignedBuf(len(s.meta) + s.total)
-		copy(s.sbody, s.meta)
+// sendFrame returns the outgoing header message of a transfer: room for
+// the header, the metadata, then, inline, room for the storage. Only an
+// inline transfer makes room for the storage.
+func (s *p2pState) sendFrame(inline bool) []byte {
+	n := wire.Size + len(s.meta)
+	if s.sbody == nil || (inline && cap(s.sbody) < n+s.total) {
+		room := n
+		if inline {
+			room += s.total
+		}
+		s.sbody = xfer.AlignedBuf(room)
+		copy(s.sbody[wire.Size:], s.meta)
 	}
 	if inline {
-		return s.sbody[:len(s.meta)+s.total]
+		return s.sbody[:n+s.total]
 	}
-	return s.sbody[:len(s.meta)]
+	return s.sbody[:n]
 }
 
 // recvBody returns a buffer of n bytes for the incoming metadata message,

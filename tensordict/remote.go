@@ -4,7 +4,6 @@
 package tensordict
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -177,13 +176,17 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	if err := l.NotStarted(); err != nil {
 		return err
 	}
-	if frame, ok, err := smallInitFrame(l.Op, td); err != nil {
-		return l.Errorf("%w", err)
-	} else if ok {
-		if _, err := l.SendMessages([][]byte{frame}, []int{xfer.InitHeaderTag}, initMessageName); err != nil {
-			return l.Errorf("%w", err)
+	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
+		// The first InitRemote of a TensorDict that Send and Recv never
+		// saw (a result being passed on, say) encodes what it sends
+		// without building their state; the next one builds it, and the
+		// calls after reuse it.
+		if sent, err := l.sendFirstInit(td); err != nil || sent {
+			return err
 		}
-		return nil
+	}
+	if sent, err := l.sendSmallInit(td); err != nil || sent {
+		return err
 	}
 	sp, err := planSend(l.Op, td)
 	if err != nil {
@@ -218,24 +221,100 @@ func initMessageName(i int) string {
 	return fmt.Sprintf("storage chunk %d", i)
 }
 
-// smallInitFrame returns the single message of an InitRemote of td when
-// its storage is small enough to travel inline (ok true), built from the
+// sendSmallInit sends td as the single message of an InitRemote when its
+// storage is small enough to travel inline (sent true), built from the
 // encodings Send and Recv keep with td, so that sending the same small
-// TensorDict again encodes nothing.
-func smallInitFrame(op string, td *TensorDict) (frame []byte, ok bool, err error) {
-	s, err := p2pStateOf(op, td)
+// TensorDict again encodes nothing. With a context that cannot end, the
+// send is blocking and the message is built in a buffer kept with td,
+// taken from it for the send and given back after, so that the steady
+// state allocates nothing for it (a concurrent InitRemote of td builds its
+// own); otherwise the message is the transfer's own (MPI may still read
+// it after a given-up send).
+func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
+	s, err := p2pStateOf(l.Op, td)
 	if err != nil {
-		return nil, false, err
+		return false, l.Errorf("%w", err)
 	}
-	defer s.mu.Unlock()
 	if s.total > initInlineMax {
-		return nil, false, nil
+		s.mu.Unlock()
+		return false, nil
 	}
-	meta := bytes.TrimRight(s.meta, " ")
+	reuse := l.Ctx.Done() == nil
+	frame, err := s.initFrame(td, reuse)
+	// The send is made without td's lock, so that other transfers of td
+	// (a Recv the peer waits for first, say) are not held up by it.
+	s.mu.Unlock()
+	if err != nil {
+		return true, l.Errorf("%w", err)
+	}
+	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
+	_, err = l.SendMessages(msgs[:], tags[:], initMessageName)
+	if reuse {
+		s.mu.Lock()
+		if cap(s.iframe) < cap(frame) {
+			s.iframe = frame // for the next blocking small InitRemote
+		}
+		s.mu.Unlock()
+	}
+	if err != nil {
+		return true, l.Errorf("%w", err)
+	}
+	return true, nil
+}
+
+// sendFirstInit sends td as the single message of an InitRemote when its
+// storage is small enough to travel inline (sent true), as sendSmallInit
+// does but laid out and encoded for this call alone.
+func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
+	sp, err := planSend(l.Op, td)
+	if err != nil {
+		return false, l.Errorf("%w", err)
+	}
+	if sp.total > initInlineMax {
+		return false, nil
+	}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves)}
+	var frame []byte
+	// The storage may be a mapping of a file another process truncated.
+	err = mem.CatchFault(func() error {
+		payload, err := sp.bytes()
+		if err != nil {
+			return err
+		}
+		buf := xfer.AlignedBuf(wire.Size + len(sp.class) + len(sp.meta) + len(payload))
+		frame = wire.AppendFrame(buf[:0], &h, sp.class, sp.meta, payload)
+		return nil
+	})
+	if err != nil {
+		return true, l.Errorf("the consolidated storage: %w", err)
+	}
+	if err := h.Check(senderLimits); err != nil {
+		return true, l.Errorf("%w", err)
+	}
+	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
+	if _, err := l.SendMessages(msgs[:], tags[:], initMessageName); err != nil {
+		return true, l.Errorf("%w", err)
+	}
+	return true, nil
+}
+
+// initFrame returns the single message of an InitRemote of td, whose
+// state s is locked and whose storage travels inline: the header, the
+// class name, the metadata and the storage. With reuse, it is built in
+// the buffer kept in s (taken from s: the caller gives it back), else in
+// a new one.
+func (s *p2pState) initFrame(td *TensorDict, reuse bool) ([]byte, error) {
+	meta := s.meta[:s.metaLen]
 	pad := (8 - (wire.Size+len(td.class)+len(meta))%8) % 8
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		MetaLen: int64(len(meta) + pad), ClassLen: len(td.class), Hash: s.consHash, Leaves: int64(len(s.leaves))}
-	frame = xfer.AlignedBuf(wire.Size + len(td.class) + len(meta) + pad + s.total)
+	n := wire.Size + len(td.class) + len(meta) + pad + s.total
+	var frame []byte
+	if reuse && cap(s.iframe) >= n {
+		frame, s.iframe = s.iframe[:n], nil // every byte is written below
+	} else {
+		frame = xfer.AlignedBuf(n)
+	}
 	wire.Put(frame, &h)
 	off := wire.Size + copy(frame[wire.Size:], td.class)
 	off += copy(frame[off:], meta)
@@ -244,15 +323,15 @@ func smallInitFrame(op string, td *TensorDict) (frame []byte, ok bool, err error
 		off++
 	}
 	// The storage may be a mapping of a file another process truncated.
-	err = mem.CatchFault(func() error {
+	err := mem.CatchFault(func() error {
 		payload, err := s.payload(true)
 		copy(frame[off:], payload)
 		return err
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("the consolidated storage: %w", err)
+		return nil, fmt.Errorf("the consolidated storage: %w", err)
 	}
-	return frame, true, nil
+	return frame, nil
 }
 
 // senderLimits checks what a sender puts in a header: the receiver's

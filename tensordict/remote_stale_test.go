@@ -171,3 +171,47 @@ func BenchmarkP2PStateCheck(b *testing.B) {
 		s.mu.Unlock()
 	}
 }
+
+// TestP2PStateFollowsEachChange checks, change by change, that the cached
+// state's metadata is Layout's after a change that keeps every tensor: the
+// state skips the leaves when it checks the metadata, so a leaf renamed
+// over the same tensor must still rebuild it.
+func TestP2PStateFollowsEachChange(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(td *TensorDict) error
+	}{
+		{"non-tensor", func(td *TensorDict) error { return td.SetNonTensor(K("s"), "two") }},
+		{"nested non-tensor", func(td *TensorDict) error { return td.SetNonTensor(K("a", "n"), 2) }},
+		{"batch size", func(td *TensorDict) error { return td.SetBatchSize() }},
+		{"lock", func(td *TensorDict) error { td.Lock(); return nil }},
+		{"class", func(td *TensorDict) error { td.SetClassName("tdmpi.test.Renamed"); return nil }},
+		{"leaf renamed over the same tensor", func(td *TensorDict) error {
+			// The last entry of the root: the new one takes its index.
+			x, err := td.Get(K("z"))
+			if err != nil {
+				return err
+			}
+			if err := td.Del(K("z")); err != nil {
+				return err
+			}
+			return td.Set(K("renamed"), x)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			td := staleTD(t)
+			require.NoError(t, td.Set(K("z"), tensor.Ones(tensor.Float32, td.BatchSize()...)))
+			s, err := p2pStateOf("test", td)
+			require.NoError(t, err)
+			s.mu.Unlock()
+			require.NoError(t, c.change(td))
+			s, err = p2pStateOf("test", td)
+			require.NoError(t, err)
+			got := string(bytes.TrimRight(s.meta, " "))
+			s.mu.Unlock()
+			want, _, err := Layout(td)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), got)
+		})
+	}
+}

@@ -79,6 +79,7 @@ type TensorDict struct {
 	savedPath string                   // memmap prefix, kept for memmap.go
 	cons      *consState               // set by Consolidate and FromConsolidated
 	p2p       atomic.Pointer[p2pState] // Send/Recv state, see p2p_state.go
+	initSent  atomic.Bool              // InitRemote was called (see initRemote)
 }
 
 // New returns an empty TensorDict with the given batch size. It panics if a

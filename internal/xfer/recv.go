@@ -171,6 +171,22 @@ const eagerMax = 1024
 // ErrAbandoned). Without a context that can end, the receive blocks in
 // MPI until the message has arrived.
 func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
+	n, err := Await(ctx, c, src, tag)
+	if err != nil {
+		return err
+	}
+	if n != int64(len(buf)) {
+		return DiscardNext(c, src, tag, fmt.Errorf("message of %d bytes on tag %d, want %d", n, tag, len(buf)))
+	}
+	return RecvAwaited(ctx, c, buf, src, tag)
+}
+
+// Await waits as RecvExact does for the next message from src with tag
+// and returns its size, for a receiver that learns the size of what it
+// receives from the message: it then receives it (RecvAwaited into
+// exactly n bytes), or refuses it (DiscardNext), under the same receive
+// lock.
+func Await(ctx context.Context, c *mpi.Comm, src, tag int) (n int64, err error) {
 	if ctx.Done() != nil || Pending() > 0 {
 		err := Poll(ctx, func() (bool, error) {
 			ok, _, err := mpi.Iprobe(c, src, tag)
@@ -180,26 +196,23 @@ func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error
 			return ok, err
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
 	st, err := mpi.Probe(c, src, tag)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if n := st.Bytes(); n != int64(len(buf)) {
-		err := fmt.Errorf("message of %d bytes on tag %d, want %d", n, tag, len(buf))
-		m, st, perr := mpi.Mprobe(c, src, tag)
-		if perr != nil {
-			return fmt.Errorf("%w (and consuming it: %w)", err, perr)
-		}
-		if derr := Discard(m, st.Bytes(), nil); derr != nil {
-			return fmt.Errorf("%w (and consuming it: %w)", err, derr)
-		}
-		return err
-	}
+	return st.Bytes(), nil
+}
+
+// RecvAwaited receives the message Await found, of exactly len(buf)
+// bytes, into buf: with a blocking receive when ctx cannot end or the
+// message is at most eagerMax bytes, and otherwise polled and abandoned
+// when ctx ends first, as RecvExact documents.
+func RecvAwaited(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
 	if ctx.Done() == nil || len(buf) <= eagerMax {
-		_, err = mpi.Recv(c, buf, src, tag)
+		_, err := mpi.Recv(c, buf, src, tag)
 		return err
 	}
 	return recvPolled(ctx, c, buf, src, tag)
@@ -230,6 +243,23 @@ func recvPolled(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) erro
 	}
 	r.Abandon() // a failed test: MPI may have freed the request, or not
 	return err
+}
+
+// DiscardNext consumes and discards the next message from src with tag,
+// one that Await reported and the receiver refuses for the reason err,
+// and returns err (with what went wrong consuming it); err may be nil.
+func DiscardNext(c *mpi.Comm, src, tag int, err error) error {
+	m, st, cerr := mpi.Mprobe(c, src, tag)
+	if cerr == nil {
+		cerr = Discard(m, st.Bytes(), nil)
+	}
+	switch {
+	case cerr == nil:
+		return err
+	case err == nil:
+		return fmt.Errorf("consuming a message on tag %d: %w", tag, cerr)
+	}
+	return fmt.Errorf("%w (and consuming it: %w)", err, cerr)
 }
 
 // RecvChunks receives b from src on tag, in the chunks sendChunks sent,
