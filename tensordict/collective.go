@@ -30,7 +30,7 @@ import (
 // over the limits, a context already done, a different structure) is made
 // known to every rank by a small agreement collective, and then every rank
 // returns an error. Every step is waited on with the call's context (see
-// collective_step.go): a rank whose peers never reach a step returns, and
+// internal/xfer.Step): a rank whose peers never reach a step returns, and
 // breaks the group.
 
 // coll is one collective call in progress on one rank.
