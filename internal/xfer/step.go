@@ -141,8 +141,7 @@ func (s Step) Wait(r *mpi.Request, err error) error {
 				} else if time.Now().After(s.st.late) {
 					cause := fmt.Errorf("%s given up %v after the context ended: %w", r.Op(), StepGrace, s.Ctx.Err())
 					r.Abandon()
-					s.Group.Break(cause)
-					return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
+					return s.breakGroup(cause)
 				}
 			default:
 			}
@@ -163,6 +162,12 @@ func (s Step) failed(err error) error {
 		return nil
 	}
 	cause := fmt.Errorf("a collective step failed: %w", err)
+	return s.breakGroup(cause)
+}
+
+// breakGroup breaks s's group for cause (group.Group.Break) and returns
+// the error of the step that broke it: cause, wrapping group.ErrBroken.
+func (s Step) breakGroup(cause error) error {
 	s.Group.Break(cause)
 	return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
 }
@@ -293,6 +298,5 @@ func (s Step) CheckFailed(r int, failed bool) error {
 		return nil
 	}
 	cause := fmt.Errorf("the agreement names rank %d of %d as failed, which cannot be: %w", r, size, ErrOutOfStep)
-	s.Group.Break(cause)
-	return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
+	return s.breakGroup(cause)
 }
