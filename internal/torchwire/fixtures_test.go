@@ -204,22 +204,13 @@ func names(ns []*string) []string {
 	return out
 }
 
-func noNames(n []string) bool {
-	for _, s := range n {
-		if s != "" {
-			return false
-		}
-	}
-	return true
-}
-
 // checkTD compares a description with the manifest's TensorDict.
 func checkTD(t *testing.T, want *wirefixture.TensorDict, m *torchwire.Meta, storage []byte) {
 	t.Helper()
 	assert.Equal(t, want.BatchSize, m.Root.BatchSize)
 	assert.Equal(t, want.Locked, m.Root.Locked)
 	if want.Names == nil {
-		assert.True(t, noNames(m.Root.Names), "names %q", m.Root.Names)
+		assert.Nil(t, m.Root.Names, "names %q", m.Root.Names)
 	} else {
 		assert.Equal(t, names(want.Names), m.Root.Names)
 	}

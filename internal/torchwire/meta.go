@@ -36,7 +36,8 @@ type Node struct {
 	Children   []Child
 	BatchSize  []int
 	// Names has one entry per batch dimension, "" for an unnamed one
-	// (None); nil when the metadata has no names.
+	// (None); nil when no dimension is named (names None, or a list of
+	// None only).
 	Names  []string
 	Device string // "" for None
 	Locked bool
@@ -341,6 +342,7 @@ func readClsMetadata(n *Node, v any, path []string) error {
 		return metaErr(path, "cls_metadata is a %s, want a dict", typeName(v))
 	}
 	sawBatch := false
+	namesLen := -1 // entries in a names list, -1 without one
 	for i := range d.Len() {
 		k, v := d.Key(i), d.Value(i)
 		switch k {
@@ -358,13 +360,20 @@ func readClsMetadata(n *Node, v any, path []string) error {
 			if !ok {
 				return metaErr(path, "cls_metadata names is a %s, want a list", typeName(v))
 			}
-			n.Names = make([]string, len(items))
+			names := make([]string, len(items))
+			named := false
 			for j, it := range items {
 				s, ok := optString(it)
 				if !ok {
 					return metaErr(path, "cls_metadata names[%d] is a %s, want None or str", j, typeName(it))
 				}
-				n.Names[j] = s
+				names[j], named = s, named || s != ""
+			}
+			// A list of None for every dimension says what nil says;
+			// keeping one form makes a parsed Meta canonical.
+			n.Names, namesLen = nil, len(items)
+			if named {
+				n.Names = names
 			}
 		case "batch_size":
 			bs, err := ints(v)
@@ -385,8 +394,8 @@ func readClsMetadata(n *Node, v any, path []string) error {
 	if !sawBatch {
 		return metaErr(path, "cls_metadata has no batch_size")
 	}
-	if n.Names != nil && len(n.Names) != len(n.BatchSize) {
-		return metaErr(path, "%d names for batch size %v", len(n.Names), n.BatchSize)
+	if namesLen >= 0 && namesLen != len(n.BatchSize) {
+		return metaErr(path, "%d names for batch size %v", namesLen, n.BatchSize)
 	}
 	return nil
 }

@@ -105,3 +105,31 @@ func li(v ...int64) *torchwire.List {
 	}
 	return &torchwire.List{Items: items}
 }
+
+// TestNamesCanonical checks that a names list of None for every batch
+// dimension parses as nil Names, whatever the batch size, so that a parsed
+// Meta survives Marshal and ParseMeta unchanged (a fuzzer found the 0-d
+// case: nil Names marshal as an empty list).
+func TestNamesCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		batch []int
+		names []string
+		want  []string
+	}{
+		{nil, nil, nil},
+		{[]int{}, nil, nil},
+		{[]int{2, 3}, nil, nil},
+		{[]int{2, 3}, []string{"", ""}, nil},
+		{[]int{2, 3}, []string{"", "time"}, []string{"", "time"}},
+	} {
+		m := &torchwire.Meta{Root: torchwire.Node{BatchSize: tc.batch, Names: tc.names}}
+		p, err := m.Marshal(false)
+		require.NoError(t, err, "batch %v names %q", tc.batch, tc.names)
+		back, err := torchwire.ParseMeta(p, false, torchwire.Limits{})
+		require.NoError(t, err, "batch %v names %q", tc.batch, tc.names)
+		assert.Equal(t, tc.want, back.Root.Names, "batch %v names %q", tc.batch, tc.names)
+		again, err := back.Marshal(false)
+		require.NoError(t, err)
+		assert.Equal(t, p, again, "batch %v names %q: a second round trip changed the bytes", tc.batch, tc.names)
+	}
+}
