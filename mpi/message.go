@@ -12,6 +12,8 @@ package mpi
 // #cgo nocallback tdmpi_mrecv
 import "C"
 
+import "unsafe"
+
 // Message is a message matched by Mprobe or Improbe and removed from the
 // matching queue: no other receive can take it. Receive it with Mrecv,
 // exactly once.
@@ -83,4 +85,28 @@ func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 		return Status{}, err
 	}
 	return makeStatus(&st), nil
+}
+
+// Imrecv starts receiving the matched message m into buf, as MPI_Imrecv,
+// and returns its request (see Irecv); m is consumed. The nonblocking
+// receive has no truncating form: a message longer than buf (as Improbe
+// or Mprobe measured it) is refused with an ErrTruncate error before
+// anything is received, and m stays unreceived, for Mrecv.
+func Imrecv[T Scalar](m *Message, buf []T) (*Request, error) {
+	const op = "MPI_Imrecv"
+	if m == nil || m.h == messageNull {
+		return nil, argError(op, C.MPI_ERR_REQUEST, "nil or already received message")
+	}
+	b := bufOf(buf)
+	if m.bytes > b.bytes() {
+		return nil, argError(op, C.MPI_ERR_TRUNCATE, "message of %d bytes, buffer of %d", int64(m.bytes), int64(b.bytes()))
+	}
+	h := m.h
+	r, err := istart(op, b, false, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer, q *C.MPI_Request) C.int {
+		return C.MPI_Imrecv(p, n, dt, &h, q)
+	})
+	if err == nil {
+		m.h = messageNull
+	}
+	return r, err
 }

@@ -133,3 +133,67 @@ func TestMprobeProcNull(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ProcNull, st.Source)
 }
+
+// TestImrecv receives matched messages with Imrecv: on Self a small one,
+// after refusing a buffer too short for it; between ranks 0 and 1 one of
+// 4 MiB (a rendezvous message), tested until it completes.
+func TestImrecv(t *testing.T) {
+	c := Self()
+	req, err := Isend(c, []complex64{1 + 2i, 3, 4}, 0, 6)
+	require.NoError(t, err)
+	m, st, err := Mprobe(c, 0, 6)
+	require.NoError(t, err)
+	assert.Equal(t, 3, Count[complex64](st))
+	_, err = Imrecv(m, make([]complex64, 2))
+	require.ErrorIs(t, err, ErrTruncate, "a buffer shorter than the message")
+	assert.ErrorContains(t, err, "message of 24 bytes, buffer of 16")
+	buf := make([]complex64, 3)
+	r, err := Imrecv(m, buf) // m was not consumed by the refusal
+	require.NoError(t, err)
+	st, err = r.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, []complex64{1 + 2i, 3, 4}, buf)
+	assert.Equal(t, 3, Count[complex64](st))
+	_, err = req.Wait()
+	require.NoError(t, err)
+	_, err = Imrecv(m, buf)
+	assert.ErrorIs(t, err, ErrRequest, "a consumed message")
+	_, err = Imrecv[int](nil, nil)
+	assert.ErrorIs(t, err, ErrRequest)
+
+	if World().Size() < 2 {
+		return
+	}
+	wc := testComm(t)
+	const n = 1 << 19 // 4 MiB of float64
+	switch wc.Rank() {
+	case 0:
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = float64(i)
+		}
+		require.NoError(t, Send(wc, out, 1, 7))
+	case 1:
+		m, st, err := Mprobe(wc, 0, 7)
+		require.NoError(t, err)
+		require.Equal(t, n, Count[float64](st))
+		in := make([]float64, n)
+		r, err := Imrecv(m, in)
+		require.NoError(t, err)
+		deadline := time.Now().Add(30 * time.Second)
+		done := false
+		for !done && err == nil && time.Now().Before(deadline) {
+			done, st, err = r.Test()
+		}
+		require.NoError(t, err)
+		require.True(t, done, "the 4 MiB receive did not complete within 30 s")
+		assert.Equal(t, n, Count[float64](st))
+		assert.Equal(t, 0, st.Source)
+		for i, x := range in {
+			if x != float64(i) {
+				t.Fatalf("element %d is %v", i, x)
+			}
+		}
+	}
+	require.NoError(t, wc.Barrier())
+}

@@ -247,6 +247,9 @@ func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
 // Mrecv returns ErrNoMPI: this build has no MPI.
 func Mrecv[T Scalar](m *Message, buf []T) (Status, error) { return Status{}, ErrNoMPI }
 
+// Imrecv returns ErrNoMPI: this build has no MPI.
+func Imrecv[T Scalar](m *Message, buf []T) (*Request, error) { return nil, ErrNoMPI }
+
 // Send returns ErrNoMPI: this build has no MPI.
 func Send[T Scalar](c *Comm, buf []T, dest, tag int) error { return ErrNoMPI }
 

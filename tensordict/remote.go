@@ -410,7 +410,7 @@ func (l *link) recvInit() (*TensorDict, error) {
 		return nil, l.Errorf("%w", err)
 	}
 	frame := xfer.AlignedBuf(int(st.Bytes()))
-	if _, err := mpi.Mrecv(m, frame); err != nil {
+	if err := xfer.RecvMatched(l.Ctx, m, frame, "the header message"); err != nil {
 		return nil, l.Errorf("receiving the header: %w", err)
 	}
 	f, err := wire.ParseFrame(frame, lim)

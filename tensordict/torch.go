@@ -44,7 +44,9 @@ import (
 // neither), a tensorclass keeps its Python name as its class name, and
 // WithMemmap is not supported.
 //
-// WithContext bounds each receive of a point-to-point transfer; a send,
+// WithContext bounds each receive of a point-to-point transfer, the wait
+// for its message and for the bytes of a large one (a receive under way
+// when the context ends is abandoned, see ErrReceiveAbandoned); a send,
 // and a broadcast, check it only before they start (a blocking MPI_Bcast
 // cannot be left, and Python's receiver cannot be told that a send gave
 // up).
@@ -308,8 +310,12 @@ func (l *torchLink) torchStorage(n int64) (*tensor.Storage, error) {
 
 // recv receives one message into b, whose length is the exact count the
 // protocol announces: a broadcast, or a point-to-point message from the
-// peer on tag 0 matched by a xfer.Probe bounded by the context. A message of
-// another size is received into scratch memory and refused.
+// peer on tag 0 matched by a xfer.Probe bounded by the context, and
+// received (a byte message, such as the storage) as xfer.RecvMatched
+// bounds it by the context too. A message of another size is received
+// into scratch memory and refused. The broadcasts are blocking MPI_Bcast
+// calls, as torch's ranks make them (a nonblocking broadcast would not
+// match theirs): the context does not bound them.
 func (l *torchLink) recv(b any, what string) error {
 	if l.o.broadcast {
 		var err error
@@ -338,7 +344,7 @@ func (l *torchLink) recv(b any, what string) error {
 	case []byte:
 		want = int64(len(x))
 		if st.Bytes() == want {
-			_, err = mpi.Mrecv(msg, x)
+			err = xfer.RecvMatched(l.Ctx, msg, x, what)
 		}
 	}
 	if st.Bytes() != want {

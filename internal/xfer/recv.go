@@ -218,6 +218,24 @@ func RecvAwaited(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) err
 	return recvPolled(ctx, c, buf, src, tag)
 }
 
+// RecvMatched receives the matched message m, of exactly len(buf) bytes
+// (its probe measured it), into buf, bounded by ctx as RecvAwaited is: a
+// blocking MPI_Mrecv when ctx cannot end or the message is at most
+// eagerMax bytes, and otherwise MPI_Imrecv, tested until it completes or
+// ctx ends, then abandoned (the error wraps ErrAbandoned and ctx's error;
+// buf stays in MPI's hands). what names the message in that error.
+func RecvMatched(ctx context.Context, m *mpi.Message, buf []byte, what string) error {
+	if ctx.Done() == nil || len(buf) <= eagerMax {
+		_, err := mpi.Mrecv(m, buf)
+		return err
+	}
+	r, err := mpi.Imrecv(m, buf)
+	if err != nil {
+		return err
+	}
+	return awaitRecv(ctx, r, func() string { return what })
+}
+
 // recvPolled receives the message from src with tag that a probe has just
 // found, of len(buf) bytes, into buf with MPI_Irecv, and tests it until it
 // completes or ctx ends; then it abandons the receive (see RecvExact).
@@ -226,7 +244,13 @@ func recvPolled(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) erro
 	if err != nil {
 		return err
 	}
-	err = Poll(ctx, func() (bool, error) {
+	return awaitRecv(ctx, r, func() string { return fmt.Sprintf("%d-byte message on tag %d from rank %d", len(buf), tag, src) })
+}
+
+// awaitRecv tests the receive r, of the message what names, until it
+// completes or ctx ends; then it abandons r (see RecvExact).
+func awaitRecv(ctx context.Context, r *mpi.Request, what func() string) error {
+	err := Poll(ctx, func() (bool, error) {
 		done, _, err := r.Test()
 		return done, err
 	})
@@ -238,8 +262,7 @@ func recvPolled(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) erro
 			return nil // it completed as the context ended
 		}
 		r.Abandon()
-		return fmt.Errorf("%d-byte message on tag %d from rank %d given up as the context ended, its receive already under way: %w: %w",
-			len(buf), tag, src, ErrAbandoned, err)
+		return fmt.Errorf("%s given up as the context ended, its receive already under way: %w: %w", what(), ErrAbandoned, err)
 	}
 	r.Abandon() // a failed test: MPI may have freed the request, or not
 	return err
