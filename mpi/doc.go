@@ -110,6 +110,8 @@
 // (Open MPI 4.1 may write past a short Irecv buffer over shared memory, and
 // silently truncates on Self), and so must the buffers of collectives,
 // which are the same length on every rank where the operation says so.
+// Imrecv, the nonblocking receive of a matched Message, knows the
+// message's size from its probe and refuses a buffer too short for it.
 //
 // Concurrent receivers on one communicator should use Mprobe and Mrecv:
 // a Message is taken out of the matching queue, so no other goroutine can
@@ -131,7 +133,7 @@
 //
 // Open MPI 4.1 counts elements with a C int (MPICH 4 has MPI 4's large-count
 // functions, which the package does not use, so that both families take the
-// same paths). Send, Recv, Sendrecv, Isend, Irecv, Mrecv, Bcast and Ibcast
+// same paths). Send, Recv, Sendrecv, Isend, Irecv, Mrecv, Imrecv, Bcast and Ibcast
 // accept any length: beyond 2^31-1 elements the
 // buffer is described by one derived datatype (blocks of 2^30 elements and
 // a remainder joined by MPI_Type_create_struct, the BigMPI recipe), so it

@@ -9,8 +9,9 @@
 // TensorDict out and describes it (internal/codec, internal/wire), and
 // xfer moves the bytes. Every wait is bounded by the call's context when
 // the context can end: a receive is probed without blocking (Probe,
-// Poll) and a large message received with MPI_Irecv, tested, and
-// abandoned if the context ends first (RecvExact, ErrAbandoned), a send
+// Poll) and a large message received with MPI_Irecv (MPI_Imrecv once
+// matched), tested, and abandoned if the context ends first (RecvExact,
+// RecvMatched, ErrAbandoned), a send
 // is posted and polled (Link.SendMessages), a collective
 // step is started in its nonblocking form and tested (Step.Wait). What a
 // peer announced and never sent is drained for at most DrainIdle per
