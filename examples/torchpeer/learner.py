@@ -75,7 +75,11 @@ def main():
         bad.append("from")
     if bad:
         sys.exit(f"FAIL: learner.py ({MODE}): wrong entries back from Go: {bad}")
-    print(f"python: {MODE}: {len(list(back.keys(True, True)))} entries back from Go, every byte as sent: OK", flush=True)
+    # One write for the line and its newline: print writes them apart, and
+    # unbuffered (PYTHONUNBUFFERED), mpirun --tag-output then tagged the
+    # newline alone and the line ended in "OK[1,0]<stdout>:".
+    sys.stdout.write(f"python: {MODE}: {len(list(back.keys(True, True)))} entries back from Go, every byte as sent: OK\n")
+    sys.stdout.flush()
     dist.destroy_process_group()  # joins torch's MPI worker thread before exit
 
 
