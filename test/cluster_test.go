@@ -167,15 +167,46 @@ func (c *cluster) startSrun(t *testing.T, bin, mode string, np int, env ...strin
 	return j, name
 }
 
-// start starts bin as helper mode on np ranks with launcher (srun or
-// mpirun), rank 0 on the first node, rank 1 on the second; name is the
-// Slurm job's name ("" under mpirun).
+// start starts bin as helper mode on np ranks with launcher (srun,
+// mpirun, or salloc: mpirun in a Slurm allocation), rank 0 on the first
+// node, rank 1 on the second; name is the Slurm job's name ("" under
+// mpirun).
 func (c *cluster) start(t *testing.T, launcher, bin, mode string, np int, env ...string) (j *job, name string) {
 	t.Helper()
-	if launcher == "srun" {
+	switch launcher {
+	case "srun":
 		return c.startSrun(t, bin, mode, np, env...)
+	case "salloc":
+		return c.startSalloc(t, bin, mode, np, env...)
 	}
 	return c.startMpirun(t, bin, mode, np, env...), ""
+}
+
+// startSalloc starts bin as helper mode on np ranks with mpirun inside a
+// Slurm allocation of the first two nodes (salloc -N 2 from the host), as
+// hpc/slurm/mpirun.sbatch runs it: mpirun reads the allocation and starts
+// its daemons with srun, so no hostfile or launch agent; one rank per
+// node in turn.
+func (c *cluster) startSalloc(t *testing.T, bin, mode string, np int, env ...string) (*job, string) {
+	t.Helper()
+	name := "tdmpi-test-salloc-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	prefix := []string{"salloc", "-N", "2", "-n", strconv.Itoa(np), "--job-name=" + name,
+		"--time=" + strconv.Itoa(int(clusterJobLimit.Minutes())+1)}
+	var flags []string
+	for i := 0; i < len(c.mpirunFlags); i++ {
+		switch f := c.mpirunFlags[i]; {
+		case f == "--hostfile":
+			i++
+		case f == "--mca" && i+1 < len(c.mpirunFlags) && c.mpirunFlags[i+1] == "plm_rsh_agent":
+			i += 2
+		default:
+			flags = append(flags, f)
+		}
+	}
+	flags = append(append([]string{"--map-by", "node"}, flags...), keepalive...)
+	j := startJobIn(t, prefix, bin, mode, np, clusterJobLimit, flags, append(env, c.env...)...)
+	t.Cleanup(func() { _, _ = c.slurm("scancel", "--name="+name) })
+	return j, name
 }
 
 // startMpirun starts bin as helper mode on np ranks with mpirun from the
@@ -303,9 +334,12 @@ func readFile(j *job, r int, name string) string {
 // (rank 0 to rank 1), a Broadcast and an AllReduce of 512 MiB between a
 // rank on node 1 and one on node 2, each call with a WithContext deadline
 // of 5 s, and keeps it down until the job has ended. Checked: the job ends
-// (srun: Slurm marks node 2 DOWN after SlurmdTimeout and kills the job;
-// mpirun: its daemons' keepalive fails) within clusterEndLimit of the
-// fault, non-zero; once the link is back, no process of the job is left on
+// (srun: Slurm marks node 2 DOWN after SlurmdTimeout and kills the job, or
+// the ranks exit with their errors; salloc, mpirun inside a Slurm
+// allocation as hpc/slurm/mpirun.sbatch runs it: mpirun ends the job
+// through Slurm) within clusterEndLimit of the fault, non-zero; mpirun
+// with a hostfile and launch agent waits for node 2's daemon until the
+// link is back, and that is reported (OPEN MPI LIMIT); once the link is back, no process of the job is left on
 // any node within clusterGoneLimit, and node 2 returns to service. What
 // the ranks' calls did is logged; both ranks' InitRemote calls must
 // return their context's error within the deadline (+ 2 s from the
@@ -327,6 +361,7 @@ func TestClusterLinkDown(t *testing.T) {
 		{"srun", "Broadcast", false},
 		{"srun", "AllReduce", false},
 		{"mpirun", "AllReduce", false},
+		{"salloc", "AllReduce", false},
 		{"srun", "InitRemote", true},
 	}
 	for _, tc := range cases {

@@ -76,6 +76,13 @@ type job struct {
 // skips the test if mpirun is not installed.
 func startJob(t *testing.T, bin, mode string, np int, limit time.Duration, flags []string, env ...string) *job {
 	t.Helper()
+	return startJobIn(t, nil, bin, mode, np, limit, flags, env...)
+}
+
+// startJobIn is startJob with mpirun run by the command prefix (such as
+// salloc and its arguments), if not empty.
+func startJobIn(t *testing.T, prefix []string, bin, mode string, np int, limit time.Duration, flags []string, env ...string) *job {
+	t.Helper()
 	mpirun, err := exec.LookPath("mpirun")
 	if err != nil {
 		t.Skip("mpirun is not installed: apt-get install openmpi-bin (make deps)")
@@ -91,6 +98,10 @@ func startJob(t *testing.T, bin, mode string, np int, limit time.Duration, flags
 		args = append(args, "-x", name)
 	}
 	args = append(args, bin)
+	if len(prefix) > 0 {
+		args = append(append(prefix[1:len(prefix):len(prefix)], mpirun), args...)
+		mpirun = prefix[0]
+	}
 	j.cmd = exec.Command(mpirun, args...)
 	j.cmd.Env = mpitest.CleanEnv(append(env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")...)
 	j.start(t, limit, nil)
