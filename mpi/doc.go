@@ -154,7 +154,7 @@
 //	types.go       Scalar, the element kinds and their MPI datatypes, buffers
 //	               and the big-count datatype of long buffers
 //	p2p.go         Send, Recv, Sendrecv, Probe, Iprobe; rank and tag checks
-//	message.go     Message: Mprobe, Improbe, Mrecv, Imrecv (matched probes)
+//	message.go     Message: Mprobe, Improbe (and their Into forms), Mrecv, Imrecv
 //	request.go     Request: Isend, Irecv, Wait, Test, Cancel, WaitAll,
 //	               WaitAny; pinning buffers until completion
 //	status.go      Status: Bytes, Count, Cancelled

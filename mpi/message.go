@@ -26,39 +26,64 @@ type Message struct {
 // returns it with its status, as MPI_Mprobe. Safe with several goroutines
 // receiving on c: each matched message goes to exactly one caller.
 func Mprobe(c *Comm, src, tag int) (*Message, Status, error) {
-	const op = "MPI_Mprobe"
-	h, err := c.recvArgs(op, src, tag)
+	m := new(Message)
+	st, err := MprobeInto(m, c, src, tag)
 	if err != nil {
 		return nil, Status{}, err
 	}
-	defer enter(op).leave()
-	var m C.MPI_Message
-	var st C.tdmpi_status
-	if err := newError(op, C.tdmpi_mprobe(C.int(src), C.int(tag), h, &m, &st)); err != nil {
-		return nil, Status{}, err
+	return m, st, nil
+}
+
+// MprobeInto is Mprobe storing the matched message in *m instead of a new
+// Message, for receive loops that must not allocate. *m must not hold a
+// message still to be received.
+func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) {
+	const op = "MPI_Mprobe"
+	h, err := c.recvArgs(op, src, tag)
+	if err != nil {
+		return Status{}, err
 	}
-	return &Message{h: m, bytes: st.bytes}, makeStatus(&st), nil
+	defer enter(op).leave()
+	var mh C.MPI_Message
+	var st C.tdmpi_status
+	if err := newError(op, C.tdmpi_mprobe(C.int(src), C.int(tag), h, &mh, &st)); err != nil {
+		return Status{}, err
+	}
+	*m = Message{h: mh, bytes: st.bytes}
+	return makeStatus(&st), nil
 }
 
 // Improbe matches a message from src with tag if one has arrived, as
 // MPI_Improbe. It returns (nil, false, Status{}, nil) when there is none.
 func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
+	var m Message
+	ok, st, err := ImprobeInto(&m, c, src, tag)
+	if err != nil || !ok {
+		return nil, false, Status{}, err
+	}
+	return &m, true, st, nil
+}
+
+// ImprobeInto is Improbe storing a matched message in *m instead of a new
+// Message (see MprobeInto); *m is left as it was when none has arrived.
+func ImprobeInto(m *Message, c *Comm, src, tag int) (bool, Status, error) {
 	const op = "MPI_Improbe"
 	h, err := c.recvArgs(op, src, tag)
 	if err != nil {
-		return nil, false, Status{}, err
+		return false, Status{}, err
 	}
-	var m C.MPI_Message
 	defer enter(op).leave()
+	var mh C.MPI_Message
 	var st C.tdmpi_status
 	var flag C.int
-	if err := newError(op, C.tdmpi_improbe(C.int(src), C.int(tag), h, &flag, &m, &st)); err != nil {
-		return nil, false, Status{}, err
+	if err := newError(op, C.tdmpi_improbe(C.int(src), C.int(tag), h, &flag, &mh, &st)); err != nil {
+		return false, Status{}, err
 	}
 	if flag == 0 {
-		return nil, false, Status{}, nil
+		return false, Status{}, nil
 	}
-	return &Message{h: m, bytes: st.bytes}, true, makeStatus(&st), nil
+	*m = Message{h: mh, bytes: st.bytes}
+	return true, makeStatus(&st), nil
 }
 
 // Mrecv receives the matched message m into buf, as MPI_Mrecv; m is

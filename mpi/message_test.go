@@ -197,3 +197,35 @@ func TestImrecv(t *testing.T) {
 	}
 	require.NoError(t, wc.Barrier())
 }
+
+// TestProbeIntoNoAlloc: MprobeInto and ImprobeInto fill the caller's
+// Message, so a receive loop over them does not allocate (Mprobe and
+// Improbe return a new Message each).
+func TestProbeIntoNoAlloc(t *testing.T) {
+	c := Self()
+	out, in := []int64{1, 2, 3}, make([]int64, 3)
+	var m Message
+	allocs := testing.AllocsPerRun(100, func() {
+		require.NoError(t, Send(c, out, 0, 8))
+		st, err := MprobeInto(&m, c, 0, 8)
+		require.NoError(t, err)
+		require.Equal(t, 3, Count[int64](st))
+		_, err = Mrecv(&m, in)
+		require.NoError(t, err)
+		require.NoError(t, Send(c, out, 0, 9))
+		ok := false
+		for !ok && err == nil {
+			ok, _, err = ImprobeInto(&m, c, 0, 9)
+		}
+		require.NoError(t, err)
+		_, err = Mrecv(&m, in)
+		require.NoError(t, err)
+	})
+	assert.Equal(t, []int64{1, 2, 3}, in)
+	assert.Zero(t, allocs, "allocations per MprobeInto+Mrecv+ImprobeInto+Mrecv")
+	ok, _, err := ImprobeInto(&m, c, 0, 9)
+	require.NoError(t, err)
+	assert.False(t, ok, "no message left")
+	_, err = Mrecv(&m, in)
+	assert.ErrorIs(t, err, ErrRequest, "m was received, and ImprobeInto without a match left it so")
+}

@@ -244,6 +244,14 @@ func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
 	return nil, false, Status{}, ErrNoMPI
 }
 
+// MprobeInto returns ErrNoMPI: this build has no MPI.
+func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) { return Status{}, ErrNoMPI }
+
+// ImprobeInto returns ErrNoMPI: this build has no MPI.
+func ImprobeInto(m *Message, c *Comm, src, tag int) (bool, Status, error) {
+	return false, Status{}, ErrNoMPI
+}
+
 // Mrecv returns ErrNoMPI: this build has no MPI.
 func Mrecv[T Scalar](m *Message, buf []T) (Status, error) { return Status{}, ErrNoMPI }
 

@@ -657,16 +657,17 @@ func (s *p2pState) recvHeader(l *link) (frame []byte, err error) {
 // received: a message over this side's limits (or shorter than a header)
 // is discarded.
 func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []byte, err error) {
-	n, err := xfer.Await(l.Ctx, l.Comm, l.Peer, tag)
+	var m mpi.Message
+	st, err := xfer.Probe(l.Ctx, l.Comm, l.Peer, tag, &m)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the header: %w", err)
 	}
 	buf := hdr
-	if n != wire.Size {
+	if n := st.Bytes(); n != wire.Size {
 		full := l.o.limits().Resolve()
 		most := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, p2pInlineMax)
 		if n < wire.Size || n > most {
-			return nil, l.refuseHeaderMessage(tag, n, most)
+			return nil, l.refuseHeaderMessage(&m, tag, n, most)
 		}
 		if int64(cap(*scratch)) < n {
 			*scratch = xfer.AlignedBuf(int(n))
@@ -674,7 +675,7 @@ func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []
 		frame = (*scratch)[:n]
 		buf = frame
 	}
-	if err := xfer.RecvAwaited(l.Ctx, l.Comm, buf, l.Peer, tag); err != nil {
+	if err := xfer.RecvMatched(l.Ctx, &m, buf, "the header message"); err != nil {
 		return nil, fmt.Errorf("receiving the header: %w", err)
 	}
 	if frame != nil {
@@ -683,17 +684,14 @@ func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []
 	return frame, nil
 }
 
-// refuseHeaderMessage consumes a header message of n bytes on tag that is
-// outside [wire.Size, most], and drains what its header announces beyond
-// it when the header is readable, as for any refused transfer.
-func (l *link) refuseHeaderMessage(tag int, n, most int64) error {
+// refuseHeaderMessage consumes the matched header message m of n bytes on
+// tag, which is outside [wire.Size, most], and drains what its header
+// announces beyond it when the header is readable, as for any refused
+// transfer.
+func (l *link) refuseHeaderMessage(m *mpi.Message, tag int, n, most int64) error {
 	err := fmt.Errorf("header message of %d bytes, outside [%d, %d]: %w", n, wire.Size, most, wire.ErrLimit)
-	m, st, perr := mpi.Mprobe(l.Comm, l.Peer, tag)
-	if perr != nil {
-		return fmt.Errorf("%w (and consuming it: %w)", err, perr)
-	}
 	var head [wire.Size]byte
-	if derr := xfer.Discard(m, st.Bytes(), head[:]); derr != nil {
+	if derr := xfer.Discard(m, n, head[:]); derr != nil {
 		return fmt.Errorf("%w (and consuming it: %w)", err, derr)
 	}
 	if h, herr := wire.Parse(head[:], wire.Limits{MaxTotal: math.MaxInt64}); herr == nil && h.Kind == wire.KindSend && n >= wire.Size {

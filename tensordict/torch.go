@@ -330,7 +330,8 @@ func (l *torchLink) recv(b any, what string) error {
 		}
 		return nil
 	}
-	msg, st, err := xfer.Probe(l.Ctx, l.world, l.Peer, torchwire.Tag)
+	msg := new(mpi.Message)
+	st, err := xfer.Probe(l.Ctx, l.world, l.Peer, torchwire.Tag, msg)
 	if err != nil {
 		return l.Errorf("waiting for %s: %w", what, err)
 	}

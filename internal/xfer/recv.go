@@ -22,18 +22,25 @@ const (
 	maxSleep     = time.Millisecond
 )
 
-// Probe matches the next message from src with tag on c. If ctx can end,
-// it polls with Improbe (see Poll) and returns ctx's error (wrapped by
-// the caller) when ctx ends first; nothing is then consumed.
-func Probe(ctx context.Context, c *mpi.Comm, src, tag int) (m *mpi.Message, st mpi.Status, err error) {
-	if ctx.Done() == nil {
-		return mpi.Mprobe(c, src, tag)
+// Probe matches the next message from src with tag on c into *m,
+// waiting for it until ctx ends: with a blocking MPI_Mprobe when ctx
+// cannot end and no background receive is pending, and otherwise by
+// polling with Improbe (see Poll), stepping the pending background
+// receives (StepAll) while nothing has come. It returns ctx's error
+// (wrapped by the caller) when ctx ends first; nothing is then consumed.
+// It does not allocate: m is the caller's.
+func Probe(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message) (st mpi.Status, err error) {
+	if ctx.Done() == nil && Pending() == 0 {
+		return mpi.MprobeInto(m, c, src, tag)
 	}
 	err = Poll(ctx, func() (ok bool, err error) {
-		m, ok, st, err = mpi.Improbe(c, src, tag)
+		ok, st, err = mpi.ImprobeInto(m, c, src, tag)
+		if err == nil && !ok {
+			StepAll()
+		}
 		return ok, err
 	})
-	return m, st, err
+	return st, err
 }
 
 // Poll calls try until it reports done or fails, spinning spinAttempts
@@ -103,7 +110,8 @@ func DrainMessages(c *mpi.Comm, src int, n int64, tagOf func(i int64) int) error
 	for i := range n {
 		tag := tagOf(i)
 		ctx, cancel := context.WithTimeout(context.Background(), DrainIdle)
-		m, st, err := Probe(ctx, c, src, tag)
+		var m mpi.Message
+		st, err := Probe(ctx, c, src, tag, &m)
 		cancel()
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -111,7 +119,7 @@ func DrainMessages(c *mpi.Comm, src int, n int64, tagOf func(i int64) int) error
 			}
 			return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d): %w", i+1, n, tag, err)
 		}
-		if err := Discard(m, st.Bytes(), nil); err != nil {
+		if err := Discard(&m, st.Bytes(), nil); err != nil {
 			return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d): %w", i+1, n, tag, err)
 		}
 	}
@@ -153,78 +161,53 @@ var ErrAbandoned = errors.New("the receive was abandoned in MPI with its buffer:
 const eagerMax = 1024
 
 // RecvExact receives the next message from src with tag into buf, which
-// it must fill exactly, waiting for it until ctx ends. A message of another
-// size is consumed and discarded, never received into buf (Open MPI's
-// single-copy path would write past a short buffer), and RecvExact returns
-// an error. The caller must be the only one receiving from src on tag (it
-// holds the tag's receive lock, or the tag is its transfer's own): the
-// message probed is then the one received. Without a context that can
-// end, it does not allocate, unless background receives are pending: it
-// then polls, and steps them meanwhile (StepAll).
+// it must fill exactly, waiting for it until ctx ends (Probe). A message
+// of another size is consumed and discarded, never received into buf
+// (Open MPI's single-copy path would write past a short buffer), and
+// RecvExact returns an error. The caller must be the only one receiving
+// from src on tag (it holds the tag's receive lock, or the tag is its
+// transfer's own), so that it takes the messages in their order. Without
+// a context that can end, it does not allocate, and it makes the two MPI
+// calls of a plain receive (MPI_Mprobe, MPI_Mrecv) unless background
+// receives are pending: it then polls, and steps them meanwhile.
 //
-// When ctx can end, the wait for the message's bytes is bounded too: a
-// message larger than eagerMax is received with MPI_Irecv, tested until
-// it completes or ctx ends (Poll). A peer that stalls or whose link dies
-// in the middle of a large message then cannot hold the receiver past its
-// deadline; the receive, already matched, is abandoned, and the error
-// wraps both ErrAbandoned and ctx's error: buf stays in MPI's hands (see
-// ErrAbandoned). Without a context that can end, the receive blocks in
-// MPI until the message has arrived.
+// When ctx can end, the wait for the message's bytes is bounded too
+// (RecvMatched): a peer that stalls or whose link dies in the middle of a
+// large message then cannot hold the receiver past its deadline; the
+// receive, already matched, is abandoned, and the error wraps both
+// ErrAbandoned and ctx's error: buf stays in MPI's hands (see
+// ErrAbandoned).
 func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
-	n, err := Await(ctx, c, src, tag)
+	var m mpi.Message
+	st, err := Probe(ctx, c, src, tag, &m)
 	if err != nil {
 		return err
 	}
-	if n != int64(len(buf)) {
-		return DiscardNext(c, src, tag, fmt.Errorf("message of %d bytes on tag %d, want %d", n, tag, len(buf)))
-	}
-	return RecvAwaited(ctx, c, buf, src, tag)
-}
-
-// Await waits as RecvExact does for the next message from src with tag
-// and returns its size, for a receiver that learns the size of what it
-// receives from the message: it then receives it (RecvAwaited into
-// exactly n bytes), or refuses it (DiscardNext), under the same receive
-// lock.
-func Await(ctx context.Context, c *mpi.Comm, src, tag int) (n int64, err error) {
-	if ctx.Done() != nil || Pending() > 0 {
-		err := Poll(ctx, func() (bool, error) {
-			ok, _, err := mpi.Iprobe(c, src, tag)
-			if err == nil && !ok {
-				StepAll()
-			}
-			return ok, err
-		})
-		if err != nil {
-			return 0, err
+	if n := st.Bytes(); n != int64(len(buf)) {
+		err := fmt.Errorf("message of %d bytes on tag %d, want %d", n, tag, len(buf))
+		if derr := Discard(&m, n, nil); derr != nil {
+			return fmt.Errorf("%w (and consuming it: %w)", err, derr)
 		}
-	}
-	st, err := mpi.Probe(c, src, tag)
-	if err != nil {
-		return 0, err
-	}
-	return st.Bytes(), nil
-}
-
-// RecvAwaited receives the message Await found, of exactly len(buf)
-// bytes, into buf: with a blocking receive when ctx cannot end or the
-// message is at most eagerMax bytes, and otherwise polled and abandoned
-// when ctx ends first, as RecvExact documents.
-func RecvAwaited(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
-	if ctx.Done() == nil || len(buf) <= eagerMax {
-		_, err := mpi.Recv(c, buf, src, tag)
 		return err
 	}
-	return recvPolled(ctx, c, buf, src, tag)
+	return recvMatched(ctx, &m, buf, func() string {
+		return fmt.Sprintf("%d-byte message on tag %d from rank %d", len(buf), tag, src)
+	})
 }
 
 // RecvMatched receives the matched message m, of exactly len(buf) bytes
-// (its probe measured it), into buf, bounded by ctx as RecvAwaited is: a
-// blocking MPI_Mrecv when ctx cannot end or the message is at most
-// eagerMax bytes, and otherwise MPI_Imrecv, tested until it completes or
-// ctx ends, then abandoned (the error wraps ErrAbandoned and ctx's error;
-// buf stays in MPI's hands). what names the message in that error.
+// (its probe measured it), into buf, bounded by ctx: with a blocking
+// MPI_Mrecv when ctx cannot end or the message is at most eagerMax bytes
+// (its bytes have then arrived with its match), and otherwise with
+// MPI_Imrecv, tested until it completes or ctx ends (Poll); then the
+// receive is abandoned and the error wraps ErrAbandoned and ctx's error
+// (buf stays in MPI's hands). what names the message in that error.
 func RecvMatched(ctx context.Context, m *mpi.Message, buf []byte, what string) error {
+	return recvMatched(ctx, m, buf, func() string { return what })
+}
+
+// recvMatched is RecvMatched with the message's name made only if needed.
+func recvMatched(ctx context.Context, m *mpi.Message, buf []byte, what func() string) error {
 	if ctx.Done() == nil || len(buf) <= eagerMax {
 		_, err := mpi.Mrecv(m, buf)
 		return err
@@ -233,24 +216,7 @@ func RecvMatched(ctx context.Context, m *mpi.Message, buf []byte, what string) e
 	if err != nil {
 		return err
 	}
-	return awaitRecv(ctx, r, func() string { return what })
-}
-
-// recvPolled receives the message from src with tag that a probe has just
-// found, of len(buf) bytes, into buf with MPI_Irecv, and tests it until it
-// completes or ctx ends; then it abandons the receive (see RecvExact).
-func recvPolled(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
-	r, err := mpi.Irecv(c, buf, src, tag)
-	if err != nil {
-		return err
-	}
-	return awaitRecv(ctx, r, func() string { return fmt.Sprintf("%d-byte message on tag %d from rank %d", len(buf), tag, src) })
-}
-
-// awaitRecv tests the receive r, of the message what names, until it
-// completes or ctx ends; then it abandons r (see RecvExact).
-func awaitRecv(ctx context.Context, r *mpi.Request, what func() string) error {
-	err := Poll(ctx, func() (bool, error) {
+	err = Poll(ctx, func() (bool, error) {
 		done, _, err := r.Test()
 		return done, err
 	})
@@ -266,23 +232,6 @@ func awaitRecv(ctx context.Context, r *mpi.Request, what func() string) error {
 	}
 	r.Abandon() // a failed test: MPI may have freed the request, or not
 	return err
-}
-
-// DiscardNext consumes and discards the next message from src with tag,
-// one that Await reported and the receiver refuses for the reason err,
-// and returns err (with what went wrong consuming it); err may be nil.
-func DiscardNext(c *mpi.Comm, src, tag int, err error) error {
-	m, st, cerr := mpi.Mprobe(c, src, tag)
-	if cerr == nil {
-		cerr = Discard(m, st.Bytes(), nil)
-	}
-	switch {
-	case cerr == nil:
-		return err
-	case err == nil:
-		return fmt.Errorf("consuming a message on tag %d: %w", tag, cerr)
-	}
-	return fmt.Errorf("%w (and consuming it: %w)", err, cerr)
 }
 
 // RecvChunks receives b from src on tag, in the chunks sendChunks sent,
