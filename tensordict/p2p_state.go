@@ -71,6 +71,12 @@ type p2pState struct {
 	tagSet []int // distinct tags, sorted
 	held   []*xfer.TagLock
 
+	// What refresh checked td at: the count of edits (see edits), and
+	// whether td's non-tensor values are all scalars, which nobody can
+	// change in place.
+	edits uint64
+	plain bool
+
 	// Reused to re-encode the metadata (without leaves) on every call (see current).
 	chk     plan
 	path    []string
@@ -144,13 +150,18 @@ func stateOf(td *TensorDict) (*p2pState, error) {
 }
 
 // refresh rebuilds s, locked, if td changed since it was built. On error
-// it unlocks s.
+// it unlocks s. Whether td changed costs a walk of its leaves (valid) and,
+// when any TensorDict was edited since the last check or td holds
+// composite non-tensor values, a re-encoding of its metadata without the
+// leaves (current).
 func (s *p2pState) refresh(op string, td *TensorDict) error {
 	if s.abandoned {
 		s.mu.Unlock()
 		return fmt.Errorf("an earlier receive into this TensorDict was left to MPI, which may still write its leaves: %w", ErrReceiveAbandoned)
 	}
-	if s.leaves != nil && s.valid(td) && s.current(op, td) {
+	n := edits.Load()
+	if s.leaves != nil && s.valid(td) && (s.plain && s.edits == n || s.current(op, td)) {
+		s.edits = n
 		return nil
 	}
 	if err := s.build(op, td); err != nil {
@@ -158,7 +169,29 @@ func (s *p2pState) refresh(op string, td *TensorDict) error {
 		s.mu.Unlock()
 		return err
 	}
+	s.edits, s.plain = n, plainValues(td)
 	return nil
+}
+
+// plainValues reports whether every non-tensor value of td's tree is a
+// scalar (nil, a bool, a number or a string): a list, a map or a stack can
+// be edited in place, behind the edits count.
+func plainValues(td *TensorDict) bool {
+	for i := range td.entries {
+		switch e := &td.entries[i]; e.kind {
+		case kindTD:
+			if !plainValues(e.td) {
+				return false
+			}
+		case kindNonTensor:
+			switch e.v.(type) {
+			case nil, bool, int64, float64, string:
+			default:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // valid reports whether td still holds exactly the leaves s was built

@@ -175,18 +175,34 @@ func BenchmarkP2PStateCheck(b *testing.B) {
 // TestP2PStateFollowsEachChange checks, change by change, that the cached
 // state's metadata is Layout's after a change that keeps every tensor: the
 // state skips the leaves when it checks the metadata, so a leaf renamed
-// over the same tensor must still rebuild it.
+// over the same tensor must still rebuild it; and it skips the check when
+// no TensorDict was edited since, so a list or map value edited in place
+// (GetNonTensor hands out the stored value) must still be seen.
 func TestP2PStateFollowsEachChange(t *testing.T) {
+	inPlace := func(k Key, edit func(v any)) func(td *TensorDict) error {
+		return func(td *TensorDict) error {
+			v, err := td.GetNonTensor(k)
+			if err == nil {
+				edit(v)
+			}
+			return err
+		}
+	}
 	for _, c := range []struct {
 		name   string
+		before func(td *TensorDict) error // before the state is built
 		change func(td *TensorDict) error
 	}{
-		{"non-tensor", func(td *TensorDict) error { return td.SetNonTensor(K("s"), "two") }},
-		{"nested non-tensor", func(td *TensorDict) error { return td.SetNonTensor(K("a", "n"), 2) }},
-		{"batch size", func(td *TensorDict) error { return td.SetBatchSize() }},
-		{"lock", func(td *TensorDict) error { td.Lock(); return nil }},
-		{"class", func(td *TensorDict) error { td.SetClassName("tdmpi.test.Renamed"); return nil }},
-		{"leaf renamed over the same tensor", func(td *TensorDict) error {
+		{"list edited in place", func(td *TensorDict) error { return td.SetNonTensor(K("a", "l"), []any{1, 2}) },
+			inPlace(K("a", "l"), func(v any) { v.([]any)[0] = int64(7) })},
+		{"map edited in place", func(td *TensorDict) error { return td.SetNonTensor(K("m"), map[string]any{"k": "v"}) },
+			inPlace(K("m"), func(v any) { v.(map[string]any)["k"] = "w" })},
+		{"non-tensor", nil, func(td *TensorDict) error { return td.SetNonTensor(K("s"), "two") }},
+		{"nested non-tensor", nil, func(td *TensorDict) error { return td.SetNonTensor(K("a", "n"), 2) }},
+		{"batch size", nil, func(td *TensorDict) error { return td.SetBatchSize() }},
+		{"lock", nil, func(td *TensorDict) error { td.Lock(); return nil }},
+		{"class", nil, func(td *TensorDict) error { td.SetClassName("tdmpi.test.Renamed"); return nil }},
+		{"leaf renamed over the same tensor", nil, func(td *TensorDict) error {
 			// The last entry of the root: the new one takes its index.
 			x, err := td.Get(K("z"))
 			if err != nil {
@@ -201,6 +217,9 @@ func TestP2PStateFollowsEachChange(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			td := staleTD(t)
 			require.NoError(t, td.Set(K("z"), tensor.Ones(tensor.Float32, td.BatchSize()...)))
+			if c.before != nil {
+				require.NoError(t, c.before(td))
+			}
 			s, err := p2pStateOf("test", td)
 			require.NoError(t, err)
 			s.mu.Unlock()

@@ -147,7 +147,10 @@ func (td *TensorDict) ClassName() string {
 
 // SetClassName records the tensorclass name of td (see RegisterClass and
 // FromStruct). An empty name makes td a plain TensorDict.
-func (td *TensorDict) SetClassName(name string) { td.class = name }
+func (td *TensorDict) SetClassName(name string) {
+	edited()
+	td.class = name
+}
 
 // setSavedPath records the memmap prefix td was saved to or loaded from.
 func (td *TensorDict) setSavedPath(p string) { td.savedPath = p }
@@ -279,8 +282,23 @@ func makeLevels(op string, k Key, node *TensorDict, depth int) (*TensorDict, err
 	return node, nil
 }
 
+// edits counts the changes made to any TensorDict of the process through
+// the functions every change of a node's entries, batch size, lock state
+// or class name goes through (add, appendEntry, removeEntry, setBatch,
+// setLocked, SetClassName; Memmap swaps leaves' tensors, which Send and
+// Recv compare themselves). Send and Recv keep, with their state, the
+// count they last checked a TensorDict at: while it has not moved, the
+// TensorDict's metadata cannot have changed, except through the values
+// of composite non-tensor entries, which a caller may edit in place (see
+// p2pState.refresh).
+var edits atomic.Uint64
+
+// edited records a change to a TensorDict (see edits).
+func edited() { edits.Add(1) }
+
 // add appends or replaces the entry name in td.
 func (td *TensorDict) add(name string, e entry) {
+	edited()
 	e.name = name
 	if j, ok := td.lookup(name); ok {
 		td.entries[j] = e
@@ -550,6 +568,7 @@ func (td *TensorDict) checkBatch(prefix Key, shape []int) error {
 // setBatch sets the batch size of td and of nested TensorDicts that shared
 // its old batch size.
 func (td *TensorDict) setBatch(shape []int) {
+	edited()
 	old := len(td.batch)
 	td.batch = append(make([]int, 0, len(shape)), shape...)
 	for i := range td.entries {
@@ -580,6 +599,7 @@ func (td *TensorDict) Unlock() *TensorDict {
 }
 
 func (td *TensorDict) setLocked(v bool) {
+	edited()
 	td.locked = v
 	for i := range td.entries {
 		if e := &td.entries[i]; e.kind == kindTD {
@@ -616,6 +636,7 @@ func (td *TensorDict) lookup(name string) (int, bool) {
 
 // appendEntry adds e, whose name td does not hold yet, after the others.
 func (td *TensorDict) appendEntry(e entry) {
+	edited()
 	td.entries = append(td.entries, e)
 	switch n := len(td.entries); {
 	case td.index != nil:
@@ -630,6 +651,7 @@ func (td *TensorDict) appendEntry(e entry) {
 
 // removeEntry deletes entry j, keeping the others in order.
 func (td *TensorDict) removeEntry(j int) {
+	edited()
 	name := td.entries[j].name
 	copy(td.entries[j:], td.entries[j+1:])
 	td.entries[len(td.entries)-1] = entry{}
