@@ -71,10 +71,10 @@ type p2pState struct {
 	tagSet []int // distinct tags, sorted
 	held   []*xfer.TagLock
 
-	// What refresh checked td at: the count of edits (see edits), and
-	// whether td's non-tensor values are all scalars, which nobody can
-	// change in place.
-	edits uint64
+	// What refresh last checked td at: the edit count of each node, depth
+	// first (see TensorDict.edited), and whether td's non-tensor values
+	// are all scalars, which nobody can change in place.
+	edits []uint64
 	plain bool
 
 	// Reused to re-encode the metadata (without leaves) on every call (see current).
@@ -150,27 +150,62 @@ func stateOf(td *TensorDict) (*p2pState, error) {
 }
 
 // refresh rebuilds s, locked, if td changed since it was built. On error
-// it unlocks s. Whether td changed costs a walk of its leaves (valid) and,
-// when any TensorDict was edited since the last check or td holds
-// composite non-tensor values, a re-encoding of its metadata without the
-// leaves (current).
+// it unlocks s. Whether td changed costs a walk of its leaves (valid) and
+// of its nodes' edit counts (unedited) and, when a node was edited since
+// the last check or td holds composite non-tensor values, a re-encoding
+// of its metadata without the leaves (current).
 func (s *p2pState) refresh(op string, td *TensorDict) error {
 	if s.abandoned {
 		s.mu.Unlock()
 		return fmt.Errorf("an earlier receive into this TensorDict was left to MPI, which may still write its leaves: %w", ErrReceiveAbandoned)
 	}
-	n := edits.Load()
-	if s.leaves != nil && s.valid(td) && (s.plain && s.edits == n || s.current(op, td)) {
-		s.edits = n
-		return nil
+	if s.leaves != nil && s.valid(td) {
+		if s.plain && s.unedited(td) {
+			return nil
+		}
+		if s.current(op, td) {
+			s.edits = appendEdits(s.edits[:0], td)
+			return nil
+		}
 	}
 	if err := s.build(op, td); err != nil {
 		s.leaves = nil
 		s.mu.Unlock()
 		return err
 	}
-	s.edits, s.plain = n, plainValues(td)
+	s.edits, s.plain = appendEdits(s.edits[:0], td), plainValues(td)
 	return nil
+}
+
+// unedited reports whether no node of td was edited since s recorded
+// their counts (and td has the same number of nodes).
+func (s *p2pState) unedited(td *TensorDict) bool {
+	k := 0
+	return s.sameEdits(td, &k) && k == len(s.edits)
+}
+
+func (s *p2pState) sameEdits(td *TensorDict, k *int) bool {
+	if *k >= len(s.edits) || s.edits[*k] != td.edits {
+		return false
+	}
+	*k++
+	for i := range td.entries {
+		if e := &td.entries[i]; e.kind == kindTD && !s.sameEdits(e.td, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendEdits appends the edit count of each node of td, depth first.
+func appendEdits(dst []uint64, td *TensorDict) []uint64 {
+	dst = append(dst, td.edits)
+	for i := range td.entries {
+		if e := &td.entries[i]; e.kind == kindTD {
+			dst = appendEdits(dst, e.td)
+		}
+	}
+	return dst
 }
 
 // plainValues reports whether every non-tensor value of td's tree is a

@@ -176,8 +176,9 @@ func BenchmarkP2PStateCheck(b *testing.B) {
 // state's metadata is Layout's after a change that keeps every tensor: the
 // state skips the leaves when it checks the metadata, so a leaf renamed
 // over the same tensor must still rebuild it; and it skips the check when
-// no TensorDict was edited since, so a list or map value edited in place
-// (GetNonTensor hands out the stored value) must still be seen.
+// no node of the TensorDict was edited since, so a list or map value
+// edited in place (GetNonTensor hands out the stored value) must still be
+// seen.
 func TestP2PStateFollowsEachChange(t *testing.T) {
 	inPlace := func(k Key, edit func(v any)) func(td *TensorDict) error {
 		return func(td *TensorDict) error {

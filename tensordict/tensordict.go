@@ -80,6 +80,7 @@ type TensorDict struct {
 	cons      *consState               // set by Consolidate and FromConsolidated
 	p2p       atomic.Pointer[p2pState] // Send/Recv state, see p2p_state.go
 	initSent  atomic.Bool              // InitRemote was called (see initRemote)
+	edits     uint64                   // changes to this node (see edited)
 }
 
 // New returns an empty TensorDict with the given batch size. It panics if a
@@ -148,7 +149,7 @@ func (td *TensorDict) ClassName() string {
 // SetClassName records the tensorclass name of td (see RegisterClass and
 // FromStruct). An empty name makes td a plain TensorDict.
 func (td *TensorDict) SetClassName(name string) {
-	edited()
+	td.edited()
 	td.class = name
 }
 
@@ -282,23 +283,19 @@ func makeLevels(op string, k Key, node *TensorDict, depth int) (*TensorDict, err
 	return node, nil
 }
 
-// edits counts the changes made to any TensorDict of the process through
-// the functions every change of a node's entries, batch size, lock state
-// or class name goes through (add, appendEntry, removeEntry, setBatch,
-// setLocked, SetClassName; Memmap swaps leaves' tensors, which Send and
-// Recv compare themselves). Send and Recv keep, with their state, the
-// count they last checked a TensorDict at: while it has not moved, the
-// TensorDict's metadata cannot have changed, except through the values
-// of composite non-tensor entries, which a caller may edit in place (see
-// p2pState.refresh).
-var edits atomic.Uint64
-
-// edited records a change to a TensorDict (see edits).
-func edited() { edits.Add(1) }
+// edited records a change to td's own entries, batch size, lock state or
+// class name: the functions every such change goes through call it (add,
+// appendEntry, removeEntry, setBatch, setLocked, SetClassName; Memmap
+// swaps leaves' tensors, which Send and Recv compare themselves). Send and
+// Recv keep, with their state, the count of each node of the tree they
+// last checked: while none has moved, the TensorDict's metadata cannot
+// have changed, except through the values of composite non-tensor
+// entries, which a caller may edit in place (see p2pState.refresh).
+func (td *TensorDict) edited() { td.edits++ }
 
 // add appends or replaces the entry name in td.
 func (td *TensorDict) add(name string, e entry) {
-	edited()
+	td.edited()
 	e.name = name
 	if j, ok := td.lookup(name); ok {
 		td.entries[j] = e
@@ -568,7 +565,7 @@ func (td *TensorDict) checkBatch(prefix Key, shape []int) error {
 // setBatch sets the batch size of td and of nested TensorDicts that shared
 // its old batch size.
 func (td *TensorDict) setBatch(shape []int) {
-	edited()
+	td.edited()
 	old := len(td.batch)
 	td.batch = append(make([]int, 0, len(shape)), shape...)
 	for i := range td.entries {
@@ -599,7 +596,7 @@ func (td *TensorDict) Unlock() *TensorDict {
 }
 
 func (td *TensorDict) setLocked(v bool) {
-	edited()
+	td.edited()
 	td.locked = v
 	for i := range td.entries {
 		if e := &td.entries[i]; e.kind == kindTD {
@@ -636,7 +633,7 @@ func (td *TensorDict) lookup(name string) (int, bool) {
 
 // appendEntry adds e, whose name td does not hold yet, after the others.
 func (td *TensorDict) appendEntry(e entry) {
-	edited()
+	td.edited()
 	td.entries = append(td.entries, e)
 	switch n := len(td.entries); {
 	case td.index != nil:
@@ -651,7 +648,7 @@ func (td *TensorDict) appendEntry(e entry) {
 
 // removeEntry deletes entry j, keeping the others in order.
 func (td *TensorDict) removeEntry(j int) {
-	edited()
+	td.edited()
 	name := td.entries[j].name
 	copy(td.entries[j:], td.entries[j+1:])
 	td.entries[len(td.entries)-1] = entry{}
