@@ -476,8 +476,10 @@ func TestClusterLinkFlap(t *testing.T) {
 			t.Cleanup(func() { c.restore(t, node) })
 			d0 := waitIteration(t, j, 0)
 			midway(d0)
-			c.run(t, "link", node, "down")
+			// The fault happens while the script runs: a call that ends
+			// then ended after it.
 			down := time.Now()
+			c.run(t, "link", node, "down")
 			time.Sleep(2 * time.Second)
 			c.run(t, "link", node, "up")
 			ended := j.wait(clusterEndLimit)
@@ -489,6 +491,12 @@ func TestClusterLinkFlap(t *testing.T) {
 			require.True(t, ended, "the job still runs %v after the flap:\n%s", clusterEndLimit, j.out.String())
 			assert.Empty(t, left, "processes of %s left after the job", bin)
 			for r, e := range calls {
+				if last, ok := find(logLines(j.rankLog(r)), "iteration done", iters-1); !e.returned && ok && time.UnixMilli(last.T).Before(down) {
+					// A sender's last call can end before the fault, its
+					// bytes handed to TCP: it had nothing to interrupt.
+					t.Logf("rank %d had ended its last call before the fault", r)
+					continue
+				}
 				assert.True(t, e.returned, "rank %d's interrupted call never returned", r)
 				assert.NotEqual(t, "iteration wrong", e.line.Message, "rank %d got wrong data: %s", r, e.line.Wrong)
 			}
