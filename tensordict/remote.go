@@ -399,7 +399,8 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 // recvInit is the point-to-point receiving side of InitRemote.
 func (l *link) recvInit() (*TensorDict, error) {
 	lim := l.o.limits()
-	m := new(mpi.Message) // refuseOversized and RecvMatched take it
+	var mv mpi.Message
+	m := &mv
 	st, err := xfer.Probe(l.Ctx, l.Comm, l.Peer, xfer.InitHeaderTag, m)
 	if err != nil {
 		return nil, l.Errorf("waiting for the header: %w", err)
