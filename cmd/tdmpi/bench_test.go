@@ -254,6 +254,13 @@ func TestWritePlot(t *testing.T) {
 	assert.Greater(t, img.Bounds().Dx(), 600)
 	assert.Greater(t, img.Bounds().Dy(), 400)
 
+	// One size, one method: both axes span a single value (tdmpi bench
+	// -min 1KiB -max 1KiB -methods raw-p2p panicked inside gonum/plot).
+	b.Reset()
+	require.NoError(t, writePlot(&b, sampleResults()[:1], "one point"))
+	_, err = png.Decode(&b)
+	require.NoError(t, err)
+
 	err = writePlot(&b, []result{{Size: 8, Method: "raw-p2p"}}, "no data")
 	assert.ErrorContains(t, err, "no result with a positive size and bandwidth")
 }

@@ -60,6 +60,13 @@ func writePlot(w io.Writer, rs []result, title string) error {
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
+	// An axis that spans one value (one size, or one bandwidth) has no
+	// extent on a log scale: give it a factor of two each way.
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		if a.Min == a.Max {
+			a.Min, a.Max = a.Min/2, a.Max*2
+		}
+	}
 	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
