@@ -14,6 +14,9 @@ import (
 // tensors may view the same Storage: a stride of 0 repeats an element, as
 // Expand does.
 //
+// A tensor never changes its shape or strides in place once made: views
+// may share them (see ViewsLike).
+//
 // Elements are stored little-endian, in the same bytes torch uses, so a
 // contiguous tensor's Bytes are exactly what Python tensordict writes to a file
 // or sends on the wire.
@@ -88,11 +91,8 @@ func FromStorageInto(t *Tensor, dims []int, dt DType, st *Storage, off int, shap
 		return fmt.Errorf("tensor: FromStorage: storage memory is not aligned to %d bytes for %v", a, dt)
 	}
 	if dt == Bool {
-		// Go bools must be 0 or 1; bytes from a file or a peer may not be.
-		for i, v := range b[off : off+nb] {
-			if v > 1 {
-				return fmt.Errorf("tensor: FromStorage: bool element %d is byte %d, want 0 or 1", i, v)
-			}
+		if err := checkBools(b[off : off+nb]); err != nil {
+			return fmt.Errorf("tensor: FromStorage: %w", err)
 		}
 	}
 	var sh, strides []int
@@ -103,6 +103,56 @@ func FromStorageInto(t *Tensor, dims []int, dt DType, st *Storage, off int, shap
 		sh, strides = shapeAndStrides(shape)
 	}
 	*t = Tensor{dtype: dt, shape: sh, strides: strides, offset: off, st: st}
+	return nil
+}
+
+// ViewsLike sets each dst[i] to a view of st laid out as like[i]: the same
+// dtype, shape, strides and byte offset, sharing like[i]'s shape and
+// strides. It is FromStorageInto for many tensors at once, for a receiver
+// that makes the same views over a new storage again and again; like[i]
+// may view any storage. It checks what FromStorage checks: that st is not
+// released, that every view lies within st and is aligned for its dtype,
+// and that bool elements are 0 or 1. like's tensors must be contiguous.
+// On error dst is partly set. It panics if dst and like differ in length.
+func ViewsLike(dst []Tensor, st *Storage, like []Tensor) error {
+	if len(dst) != len(like) {
+		panic(fmt.Sprintf("tensor: ViewsLike: %d destinations for %d tensors", len(dst), len(like)))
+	}
+	b, err := st.liveBytes("ViewsLike")
+	if err != nil {
+		return err
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	for i := range like {
+		l := &like[i]
+		if !l.IsContiguous() {
+			return fmt.Errorf("tensor: ViewsLike: tensor %d of shape %v has strides %v: not contiguous", i, l.shape, l.strides)
+		}
+		nb, off := l.NBytes(), l.offset
+		if off < 0 || off > len(b) || nb > len(b)-off {
+			return fmt.Errorf("tensor: ViewsLike: tensor %d, %v%v, needs bytes [%d, %d), storage has %d", i, l.dtype, l.shape, off, off+nb, len(b))
+		}
+		if a := uintptr(align(l.dtype)); (base+uintptr(off))%a != 0 {
+			return fmt.Errorf("tensor: ViewsLike: tensor %d at offset %d is not aligned to %d bytes for %v", i, off, a, l.dtype)
+		}
+		if l.dtype == Bool {
+			if err := checkBools(b[off : off+nb]); err != nil {
+				return fmt.Errorf("tensor: ViewsLike: tensor %d: %w", i, err)
+			}
+		}
+		dst[i] = Tensor{dtype: l.dtype, shape: l.shape, strides: l.strides, offset: off, st: st}
+	}
+	return nil
+}
+
+// checkBools returns an error unless every byte of b is 0 or 1, as Go
+// bools must be; bytes from a file or a peer may not be.
+func checkBools(b []byte) error {
+	for i, v := range b {
+		if v > 1 {
+			return fmt.Errorf("bool element %d is byte %d, want 0 or 1", i, v)
+		}
+	}
 	return nil
 }
 
