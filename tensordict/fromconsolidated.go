@@ -113,24 +113,47 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 // It may be called again on the same tree (the receive cache does): it only
 // reorders n's leaves and children, the first time, into storage order.
 //
-// The TensorDicts of the tree, their entries and their consolidation states
-// share three allocations.
+// The TensorDicts of the tree, their entries, their consolidation states
+// and their tensors share five allocations.
 func buildFromMeta(n *codec.Node, st *tensor.Storage) (*TensorDict, error) {
-	return buildTree(n, st, false)
+	b := newTreeBuilder(n, st, false)
+	return b.build(n)
 }
 
 // buildTree is buildFromMeta; with copyBatch the batch sizes are copied
 // (into one allocation) instead of shared with the tree.
 func buildTree(n *codec.Node, st *tensor.Storage, copyBatch bool) (*TensorDict, error) {
+	b := newTreeBuilder(n, st, copyBatch)
+	return b.build(n)
+}
+
+func newTreeBuilder(n *codec.Node, st *tensor.Storage, copyBatch bool) treeBuilder {
+	leaves, dims := metaLeaves(n)
 	b := treeBuilder{
 		st:      st,
 		nodes:   make([]builtNode, n.SubNodes),
 		entries: make([]entry, n.SubEntries),
+		views:   make([]tensor.Tensor, leaves),
+		dims:    make([]int, dims),
 	}
 	if copyBatch {
 		b.batches = make([]int, n.SubDims)
 	}
-	return b.build(n)
+	return b
+}
+
+// metaLeaves returns the number of leaves of n's subtree and the number
+// of ints their shapes and strides take.
+func metaLeaves(n *codec.Node) (leaves, dims int) {
+	leaves = len(n.Leaves)
+	for i := range n.Leaves {
+		dims += 2 * len(n.Leaves[i].Shape)
+	}
+	for _, c := range n.Children {
+		l, d := metaLeaves(c.Node)
+		leaves, dims = leaves+l, dims+d
+	}
+	return leaves, dims
 }
 
 // builtNode is a TensorDict built by buildFromMeta with its consolidation
@@ -140,18 +163,21 @@ type builtNode struct {
 	cs consState
 }
 
-// treeBuilder hands out the TensorDicts, consolidation states and entries
-// of a tree built by buildFromMeta.
+// treeBuilder hands out the TensorDicts, consolidation states, entries and
+// tensors of a tree built by buildFromMeta, in the order build takes them:
+// depth first, a node's entries and tensors before its children's.
 type treeBuilder struct {
 	st      *tensor.Storage
 	nodes   []builtNode
 	entries []entry
+	views   []tensor.Tensor
+	dims    []int // the tensors' shapes and strides
 	batches []int // nil: share the tree's batch sizes
 }
 
 func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	size := len(n.NonTensors) + len(n.Leaves) + len(n.Children)
-	if len(b.nodes) == 0 || len(b.entries) < size {
+	if len(b.nodes) == 0 || len(b.entries) < size || len(b.views) < len(n.Leaves) {
 		// A tree whose counts were changed after decoding: a bug.
 		panic("tensordict: buildFromMeta: metadata tree counts are wrong")
 	}
@@ -159,6 +185,8 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	b.nodes = b.nodes[1:]
 	td.batch, td.entries = n.Batch, b.entries[:0:size]
 	b.entries = b.entries[size:]
+	views := b.views[:len(n.Leaves)]
+	b.views = b.views[len(n.Leaves):]
 	if b.batches != nil {
 		k := len(n.Batch)
 		td.batch = b.batches[:k:k]
@@ -186,13 +214,6 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	if !slices.IsSortedFunc(n.Children, byFirst) {
 		slices.SortStableFunc(n.Children, byFirst)
 	}
-	// The node's tensors, with their shapes and strides, in two allocations.
-	views := make([]tensor.Tensor, len(n.Leaves))
-	ndims := 0
-	for i := range n.Leaves {
-		ndims += 2 * len(n.Leaves[i].Shape)
-	}
-	dims := make([]int, ndims)
 	first, end := -1, 0
 	li, ci := 0, 0
 	for li < len(n.Leaves) || ci < len(n.Children) {
@@ -206,10 +227,10 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 			t := &views[li]
 			li++
 			k := 2 * len(l.Shape)
-			if err := tensor.FromStorageInto(t, dims[:k:k], l.DType, b.st, l.Start, l.Shape...); err != nil {
+			if err := tensor.FromStorageInto(t, b.dims[:k:k], l.DType, b.st, l.Start, l.Shape...); err != nil {
 				return nil, fmt.Errorf("leaf %v: %w", Key(n.Path()).child(l.Name), err)
 			}
-			dims = dims[k:]
+			b.dims = b.dims[k:]
 			if err := addNew(td, n, l.Name, entry{kind: kindTensor, t: t}); err != nil {
 				return nil, err
 			}

@@ -173,3 +173,36 @@ func BenchmarkMetaSeedBuild(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMetaSmall16Build times making the TensorDict of
+// BenchmarkRemoteSmall16 (16 leaves under one child) from decoded
+// metadata, the receiver's share of a small InitRemote whose metadata is
+// in the receive cache: built from the metadata (build), and copied from
+// the receive template (template, what a receive does).
+func BenchmarkMetaSmall16Build(b *testing.B) {
+	c := consolidatedTD(b, 16, 64)
+	meta, err := c.ConsolidatedMetadata()
+	require.NoError(b, err)
+	st := c.ConsolidatedStorage()
+	root, _, err := codec.Decode(meta, st.Len(), codec.DefaultLimits())
+	require.NoError(b, err)
+	tp, err := newTemplate(root, st.Len())
+	require.NoError(b, err)
+	for _, m := range []struct {
+		name  string
+		build func() (*TensorDict, error)
+	}{
+		{"build", func() (*TensorDict, error) { return buildFromMeta(root, st) }},
+		{"template", func() (*TensorDict, error) { return tp.instantiate(st) }},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpuPerOp(b)
+			for b.Loop() {
+				if _, err := m.build(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

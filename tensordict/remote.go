@@ -650,11 +650,16 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, meta []byte) (*T
 	if err != nil {
 		return nil, err
 	}
-	td, err := buildFromMeta(root, st)
+	var td *TensorDict
+	if len(meta) <= codec.CacheMaxBytes && st.Len() <= templateMaxBytes {
+		// root is in the receive cache: so is its template (template.go).
+		td, err = templateCaches.Of(g).build(root, st)
+	} else if td, err = buildFromMeta(root, st); err == nil {
+		cloneNonTensors(td)
+	}
 	if err != nil {
 		return nil, err
 	}
-	cloneNonTensors(td)
 	td.cons.base, td.cons.end = 0, st.Len()
 	td.class = class
 	return td, nil

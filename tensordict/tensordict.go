@@ -3,6 +3,7 @@ package tensordict
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 
@@ -71,16 +72,19 @@ type entry struct {
 // use when one goroutine mutates it, exactly like a Go map; concurrent reads
 // are safe.
 type TensorDict struct {
-	batch     []int
-	entries   []entry
-	index     map[string]int
-	locked    bool
-	class     string                   // tensorclass name, "" for a plain TensorDict
-	savedPath string                   // memmap prefix, kept for memmap.go
-	cons      *consState               // set by Consolidate and FromConsolidated
-	p2p       atomic.Pointer[p2pState] // Send/Recv state, see p2p_state.go
-	initSent  atomic.Bool              // InitRemote was called (see initRemote)
-	edits     uint64                   // changes to this node (see edited)
+	batch   []int
+	entries []entry
+	index   map[string]int
+	// sharedIndex: index is shared with a receive template (see
+	// template.go) and must be copied before it is changed (ownIndex).
+	sharedIndex bool
+	locked      bool
+	class       string                   // tensorclass name, "" for a plain TensorDict
+	savedPath   string                   // memmap prefix, kept for memmap.go
+	cons        *consState               // set by Consolidate and FromConsolidated
+	p2p         atomic.Pointer[p2pState] // Send/Recv state, see p2p_state.go
+	initSent    atomic.Bool              // InitRemote was called (see initRemote)
+	edits       uint64                   // changes to this node (see edited)
 }
 
 // New returns an empty TensorDict with the given batch size. It panics if a
@@ -631,9 +635,17 @@ func (td *TensorDict) lookup(name string) (int, bool) {
 	return -1, false
 }
 
+// ownIndex makes td's index its own, copying a shared one.
+func (td *TensorDict) ownIndex() {
+	if td.sharedIndex {
+		td.index, td.sharedIndex = maps.Clone(td.index), false
+	}
+}
+
 // appendEntry adds e, whose name td does not hold yet, after the others.
 func (td *TensorDict) appendEntry(e entry) {
 	td.edited()
+	td.ownIndex()
 	td.entries = append(td.entries, e)
 	switch n := len(td.entries); {
 	case td.index != nil:
@@ -649,6 +661,7 @@ func (td *TensorDict) appendEntry(e entry) {
 // removeEntry deletes entry j, keeping the others in order.
 func (td *TensorDict) removeEntry(j int) {
 	td.edited()
+	td.ownIndex()
 	name := td.entries[j].name
 	copy(td.entries[j:], td.entries[j+1:])
 	td.entries[len(td.entries)-1] = entry{}

@@ -1,0 +1,186 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// templateSource returns a consolidated TensorDict with what a template
+// must copy: every dtype (bool among them) in a node of more than indexMin
+// entries, awkward keys, non-tensor values and a stack of them, a locked
+// child, a class name; and its metadata decoded.
+func templateSource(t *testing.T) (*TensorDict, *codec.Node) {
+	t.Helper()
+	td := allDTypes(t)
+	stack, err := NewNonTensorStack([]any{"a", map[string]any{"k": []any{1.0}}, nil}, 3)
+	require.NoError(t, err)
+	require.NoError(t, td.SetNonTensor(K("stacked"), stack))
+	locked := New(3)
+	require.NoError(t, locked.Set(K("w"), tensor.Ones(tensor.Int64, 3, 2)))
+	require.NoError(t, td.SetTD(K("frozen"), locked.Lock()))
+	td.SetClassName("Sample")
+	c, err := td.Consolidate()
+	require.NoError(t, err)
+	meta, err := c.ConsolidatedMetadata()
+	require.NoError(t, err)
+	root, _, err := codec.Decode(meta, c.ConsolidatedStorage().Len(), codec.DefaultLimits())
+	require.NoError(t, err)
+	return c, root
+}
+
+// storageCopy returns a new storage holding st's bytes.
+func storageCopy(t *testing.T, st *tensor.Storage) *tensor.Storage {
+	t.Helper()
+	c := tensor.NewStorage(st.Len())
+	copy(c.Bytes(), st.Bytes())
+	return c
+}
+
+// A copy of a template is the TensorDict buildFromMeta builds, over the
+// new storage: same keys in the same order, batch sizes, bytes, values,
+// lock states; every leaf and node views the new storage.
+func TestTemplateSameAsBuild(t *testing.T) {
+	c, root := templateSource(t)
+	st := storageCopy(t, c.ConsolidatedStorage())
+	want, err := buildFromMeta(root, st)
+	require.NoError(t, err)
+	cloneNonTensors(want)
+	tp, err := newTemplate(root, st.Len())
+	require.NoError(t, err)
+	got, err := tp.instantiate(st)
+	require.NoError(t, err)
+
+	requireSameTD(t, want, got)
+	wi, gi := want.Items(IncludeNested()), got.Items(IncludeNested())
+	for i := range wi {
+		switch {
+		case gi[i].Tensor != nil:
+			assert.Same(t, st, gi[i].Tensor.Storage(), "key %v", gi[i].Key)
+		case gi[i].TD != nil:
+			assert.Equal(t, wi[i].TD.IsLocked(), gi[i].TD.IsLocked(), "key %v", gi[i].Key)
+			assert.Equal(t, *wi[i].TD.cons, *gi[i].TD.cons, "key %v", gi[i].Key)
+			assert.Equal(t, wi[i].TD.class, gi[i].TD.class, "key %v", gi[i].Key)
+		}
+	}
+	assert.True(t, mustTD(t, got, K("frozen")).IsLocked())
+	assert.Equal(t, *want.cons, *got.cons)
+	assert.True(t, mustTD(t, got, K("dtypes")).sharedIndex, "a node of %d entries shares the template's index", len(mustTD(t, got, K("dtypes")).entries))
+}
+
+// Changing a copy (its entries, its index, its non-tensor values, its
+// tensors' bytes) changes neither the template nor the other copies.
+func TestTemplateCopiesAreIndependent(t *testing.T) {
+	c, root := templateSource(t)
+	tp, err := newTemplate(root, c.ConsolidatedStorage().Len())
+	require.NoError(t, err)
+	st1, st2 := storageCopy(t, c.ConsolidatedStorage()), storageCopy(t, c.ConsolidatedStorage())
+	a, err := tp.instantiate(st1)
+	require.NoError(t, err)
+	b, err := tp.instantiate(st2)
+	require.NoError(t, err)
+	keys := b.Keys(IncludeNested())
+
+	dt := mustTD(t, a, K("dtypes"))
+	require.NoError(t, dt.Del(K("float64")))
+	require.NoError(t, dt.Set(K("new"), tensor.Zeros(tensor.Int8, 3)))
+	require.NoError(t, a.Del(K("label")))
+	a.Unlock()
+	require.NoError(t, a.Set(K("frozen", "w"), tensor.Zeros(tensor.Int64, 3, 2)))
+	v, err := a.GetNonTensor(K("nested", "info"))
+	require.NoError(t, err)
+	v.(map[string]any)["n"] = 99
+	require.NoError(t, mustGet(t, a, K("dtypes", "int32")).Fill(7))
+	assert.False(t, dt.sharedIndex, "a changed node owns its index")
+
+	for _, td := range []*TensorDict{b, mustInstantiate(t, tp, storageCopy(t, c.ConsolidatedStorage()))} {
+		assert.Equal(t, keys, td.Keys(IncludeNested()))
+		_, err := td.Get(K("dtypes", "float64"))
+		require.NoError(t, err, "lookup through the shared index")
+		_, err = td.Get(K("dtypes", "new"))
+		require.Error(t, err)
+		v, err = td.GetNonTensor(K("nested", "info"))
+		require.NoError(t, err)
+		assert.EqualValues(t, 3, v.(map[string]any)["n"])
+		assert.True(t, mustTD(t, td, K("frozen")).IsLocked())
+		assert.Equal(t, mustGet(t, c, K("dtypes", "int32")).Sum(), mustGet(t, td, K("dtypes", "int32")).Sum())
+	}
+	mustGet(t, a, K("dtypes", "new")) // a kept its changes
+	_, err = a.Get(K("dtypes", "float64"))
+	require.Error(t, err)
+}
+
+func mustTD(t *testing.T, td *TensorDict, k Key) *TensorDict {
+	t.Helper()
+	x, err := td.GetTD(k)
+	require.NoError(t, err, "key %v", k)
+	return x
+}
+
+func mustInstantiate(t *testing.T, tp *treeTemplate, st *tensor.Storage) *TensorDict {
+	t.Helper()
+	td, err := tp.instantiate(st)
+	require.NoError(t, err)
+	return td
+}
+
+// A copy checks its storage as building does: a bool byte that is not 0
+// or 1, a storage of another size, a released one.
+func TestTemplateChecksStorage(t *testing.T) {
+	c, root := templateSource(t)
+	tp, err := newTemplate(root, c.ConsolidatedStorage().Len())
+	require.NoError(t, err)
+	bad := storageCopy(t, c.ConsolidatedStorage())
+	b := mustGet(t, c, K("dtypes", "bool"))
+	bad.Bytes()[b.Offset()] = 2
+	_, err = tp.instantiate(bad)
+	require.ErrorContains(t, err, "bool element 0 is byte 2, want 0 or 1")
+
+	_, err = tp.instantiate(tensor.NewStorage(c.ConsolidatedStorage().Len() + 8))
+	require.ErrorContains(t, err, "template for")
+
+	released := storageCopy(t, c.ConsolidatedStorage())
+	require.NoError(t, released.Release())
+	_, err = tp.instantiate(released)
+	require.ErrorIs(t, err, tensor.ErrReleased)
+}
+
+// Copies made on several goroutines at once, and changed there, do not
+// race (go test -race).
+func TestTemplateConcurrentCopies(t *testing.T) {
+	c, root := templateSource(t)
+	var cache templateCache
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				td, err := cache.build(root, storageCopy(t, c.ConsolidatedStorage()))
+				if !assert.NoError(t, err) {
+					return
+				}
+				_, err = td.Get(K("dtypes", "uint8"))
+				assert.NoError(t, err)
+				sub, err := td.GetTD(K("dtypes"))
+				if assert.NoError(t, err) {
+					assert.NoError(t, sub.Set(K("mine"), tensor.Zeros(tensor.Int8, 3)))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for _, tp := range cache.t {
+		if tp != nil {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "one template for one tree")
+}
