@@ -10,6 +10,8 @@ package mpi
 // #cgo nocallback tdmpi_improbe
 // #cgo noescape tdmpi_mrecv
 // #cgo nocallback tdmpi_mrecv
+// #cgo noescape tdmpi_recv_exact
+// #cgo nocallback tdmpi_recv_exact
 import "C"
 
 import "unsafe"
@@ -51,6 +53,41 @@ func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) {
 	}
 	*m = Message{h: mh, bytes: st.bytes}
 	return makeStatus(&st), nil
+}
+
+// RecvExact matches a message from src with tag (MPI_Mprobe) and, if it
+// is exactly len(buf) bytes, receives it into buf (MPI_Mrecv) in the same
+// call, reporting true: a receive of known size in one call into C instead
+// of two. A message of any other size is left matched in *m, unreceived,
+// and RecvExact reports false with its status: the caller receives or
+// discards it with Mrecv. *m must not hold a message still to be received.
+func RecvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, error) {
+	const op = "MPI_Mprobe"
+	h, err := c.recvArgs(op, src, tag)
+	if err != nil {
+		return Status{}, false, err
+	}
+	defer enter(op).leave()
+	var mh C.MPI_Message
+	var st C.tdmpi_status
+	var got C.int
+	var p unsafe.Pointer
+	if len(buf) > 0 {
+		p = unsafe.Pointer(unsafe.SliceData(buf))
+	}
+	rc := C.tdmpi_recv_exact(p, C.longlong(len(buf)), C.int(src), C.int(tag), h, &mh, &got, &st)
+	if got != 0 {
+		*m = Message{h: messageNull}
+		if err := newError("MPI_Mrecv", rc); err != nil {
+			return Status{}, true, err
+		}
+		return makeStatus(&st), true, nil
+	}
+	if err := newError(op, rc); err != nil {
+		return Status{}, false, err
+	}
+	*m = Message{h: mh, bytes: st.bytes}
+	return makeStatus(&st), false, nil
 }
 
 // Improbe matches a message from src with tag if one has arrived, as

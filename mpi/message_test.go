@@ -239,3 +239,43 @@ func TestProbeIntoNoAlloc(t *testing.T) {
 	_, err = Mrecv(&m, in)
 	assert.ErrorIs(t, err, ErrRequest, "m was received, and ImprobeInto without a match left it so")
 }
+
+// RecvExact receives a message of its buffer's size in one call and leaves
+// any other matched for Mrecv.
+func TestRecvExact(t *testing.T) {
+	c := Self()
+	var reqs []*Request
+	for _, msg := range [][]byte{{1, 2, 3, 4}, {5, 6, 7, 8, 9, 10}, {}} {
+		r, err := Isend(c, msg, 0, 9)
+		require.NoError(t, err)
+		reqs = append(reqs, r)
+	}
+	var m Message
+	buf := make([]byte, 4)
+	st, got, err := RecvExact(&m, c, buf, 0, 9)
+	require.NoError(t, err)
+	require.True(t, got)
+	assert.Equal(t, []byte{1, 2, 3, 4}, buf)
+	assert.Equal(t, int64(4), st.Bytes())
+
+	st, got, err = RecvExact(&m, c, buf, 0, 9)
+	require.NoError(t, err)
+	require.False(t, got, "6 bytes for a 4-byte buffer")
+	assert.Equal(t, int64(6), st.Bytes())
+	assert.Equal(t, []byte{1, 2, 3, 4}, buf, "nothing received")
+	long := make([]byte, 6)
+	_, err = Mrecv(&m, long)
+	require.NoError(t, err, "the message stayed matched")
+	assert.Equal(t, []byte{5, 6, 7, 8, 9, 10}, long)
+
+	st, got, err = RecvExact(&m, c, nil, 0, 9)
+	require.NoError(t, err)
+	assert.True(t, got, "an empty message into an empty buffer")
+	assert.Zero(t, st.Bytes())
+	for _, r := range reqs {
+		_, err := r.Wait()
+		require.NoError(t, err)
+	}
+	_, _, err = RecvExact(&m, c, buf, 5, 9)
+	assert.ErrorIs(t, err, ErrRank)
+}

@@ -244,6 +244,11 @@ func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
 	return nil, false, Status{}, ErrNoMPI
 }
 
+// RecvExact returns ErrNoMPI: this build has no MPI.
+func RecvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, error) {
+	return Status{}, false, ErrNoMPI
+}
+
 // MprobeInto returns ErrNoMPI: this build has no MPI.
 func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) { return Status{}, ErrNoMPI }
 

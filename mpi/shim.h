@@ -161,6 +161,18 @@ static int tdmpi_recv(void *buf, int count, MPI_Datatype dt, long long cap, int 
 	return tdmpi_finish(rc, s, base, size);
 }
 
+// tdmpi_recv_exact matches a message (MPI_Mprobe) and, if it is exactly n
+// bytes (n <= INT_MAX), receives it into buf in the same call, setting
+// *got; a message of another size stays matched in *m, unreceived.
+static int tdmpi_recv_exact(void *buf, long long n, int src, int tag, MPI_Comm c, MPI_Message *m, int *got,
+	tdmpi_status *s) {
+	*got = 0;
+	int rc = tdmpi_finish(MPI_Mprobe(src, tag, c, m, &s->st), s, MPI_BYTE, 1);
+	if (rc != MPI_SUCCESS || s->bytes != n || n > 2147483647LL) return rc;
+	*got = 1;
+	return tdmpi_finish(MPI_Mrecv(buf, (int)n, MPI_BYTE, m, &s->st), s, MPI_BYTE, 1);
+}
+
 // tdmpi_mrecv receives matched message *m, probed at msg_bytes bytes.
 static int tdmpi_mrecv(void *buf, int count, MPI_Datatype dt, long long cap, long long msg_bytes, MPI_Message *m,
 	MPI_Datatype base, long long size, tdmpi_status *s) {

@@ -31,8 +31,11 @@ type tagKey struct {
 }
 
 // TagLock is the lock of one tag of one group. It stays in its group's
-// table only while some call holds or waits for it (refs > 0), so a table
-// is bounded by the transfers in progress, not by every tag ever used.
+// table while some call holds or waits for it (refs > 0), and after that
+// while the table keeps fewer than tagLockIdle idle locks: the steady
+// state of Send and Recv, which takes the same tags call after call, finds
+// its locks there, and a table is bounded by the transfers in progress
+// plus tagLockIdle, not by every tag ever used.
 type TagLock struct {
 	mu   sync.Mutex
 	t    *tagTable
@@ -40,74 +43,81 @@ type TagLock struct {
 	refs int // guarded by t.mu
 }
 
-// tagLockFree bounds the free list of TagLocks a table keeps for reuse,
-// which spares the steady state of Send and Recv an allocation per call.
-const tagLockFree = 64
+// tagLockIdle bounds the locks nobody holds that a table keeps.
+const tagLockIdle = 1024
 
 // tagTable holds the TagLocks of one group.
 type tagTable struct {
 	mu   sync.Mutex
 	m    map[tagKey]*TagLock
-	free []*TagLock
+	idle int // locks of m with refs == 0
 }
 
-var tagLocks = group.Slot[tagTable]{New: func() *tagTable { return &tagTable{m: map[tagKey]*TagLock{}} }}
+var tagLocks = group.Slot[tagTable]{New: newTagTable}
 
-// acquire takes the lock of k, entering it in the table if needed.
-func (t *tagTable) acquire(k tagKey) *TagLock {
-	t.mu.Lock()
-	l := t.enter(k)
+func newTagTable() *tagTable { return &tagTable{m: map[tagKey]*TagLock{}} }
+
+// ref returns the table's lock of k with a reference taken, entering a
+// new one if there is none. t.mu must be held.
+func (t *tagTable) ref(k tagKey) *TagLock {
+	l, ok := t.m[k]
+	switch {
+	case !ok:
+		l = &TagLock{t: t, key: k}
+		t.m[k] = l
+	case l.refs == 0:
+		t.idle--
+	}
 	l.refs++
-	t.mu.Unlock()
-	l.mu.Lock()
 	return l
 }
 
-// tryAcquire takes the lock of k if nobody holds it, and otherwise reports
-// false without waiting.
-func (t *tagTable) tryAcquire(k tagKey) (*TagLock, bool) {
+// unref drops a reference to l, which stays in the table, idle, if the
+// table keeps fewer than tagLockIdle idle locks. t.mu must be held.
+func (t *tagTable) unref(l *TagLock) {
+	if l.refs--; l.refs > 0 {
+		return
+	}
+	if t.idle < tagLockIdle {
+		t.idle++
+		return
+	}
+	delete(t.m, l.key)
+}
+
+// lockAll takes the locks of tags, in their order, appending them to held.
+func (t *tagTable) lockAll(held []*TagLock, peer int, recv bool, tags []int) []*TagLock {
+	n := len(held)
+	t.mu.Lock()
+	for _, tag := range tags {
+		held = append(held, t.ref(tagKey{peer: peer, tag: tag, recv: recv}))
+	}
+	t.mu.Unlock()
+	for _, l := range held[n:] {
+		l.mu.Lock()
+	}
+	return held
+}
+
+// tryLockAll is lockAll without waiting: if any lock is held elsewhere, it
+// takes none and reports false.
+func (t *tagTable) tryLockAll(held []*TagLock, peer int, recv bool, tags []int) ([]*TagLock, bool) {
+	n := len(held)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	l := t.enter(k)
-	if !l.mu.TryLock() {
-		return nil, false // held, so refs > 0: the entry stays
-	}
-	l.refs++
-	return l, true
-}
-
-// enter returns the table's lock of k, entering a new one (from the free
-// list if it can) when there is none. t.mu must be held, and the caller
-// takes a reference to a new entry.
-func (t *tagTable) enter(k tagKey) *TagLock {
-	l, ok := t.m[k]
-	if !ok {
-		if n := len(t.free); n > 0 {
-			l = t.free[n-1]
-			t.free = t.free[:n-1]
-		} else {
-			l = &TagLock{t: t}
+	for _, tag := range tags {
+		l := t.ref(tagKey{peer: peer, tag: tag, recv: recv})
+		if !l.mu.TryLock() {
+			t.unref(l)
+			for _, h := range held[n:] {
+				h.mu.Unlock()
+				t.unref(h)
+			}
+			return held[:n], false
 		}
-		l.key = k
-		t.m[k] = l
+		held = append(held, l)
 	}
-	return l
-}
-
-// release releases l, removing it from its table when nobody else holds
-// or waits for it.
-func (l *TagLock) release() {
-	l.mu.Unlock()
-	t := l.t
-	t.mu.Lock()
-	if l.refs--; l.refs == 0 {
-		delete(t.m, l.key)
-		if len(t.free) < tagLockFree {
-			l.key = tagKey{}
-			t.free = append(t.free, l)
-		}
-	}
-	t.mu.Unlock()
+	return held, true
 }
 
 // TagSet returns the distinct tags of tags, sorted, in dst.
@@ -120,12 +130,7 @@ func TagSet(dst, tags []int) []int {
 // LockTags takes the locks of the sorted distinct tags (in order, so that
 // two calls cannot deadlock) and returns them in held.
 func LockTags(held []*TagLock, g *group.Group, peer int, recv bool, tags []int) []*TagLock {
-	held = held[:0]
-	t := tagLocks.Of(g)
-	for _, tag := range tags {
-		held = append(held, t.acquire(tagKey{peer: peer, tag: tag, recv: recv}))
-	}
-	return held
+	return tagLocks.Of(g).lockAll(held[:0], peer, recv, tags)
 }
 
 // LockTagsCtx is LockTags bounded by l's context: while another transfer
@@ -148,34 +153,41 @@ func LockTagsCtx(l *Link, held []*TagLock, recv bool, tags []int) ([]*TagLock, e
 }
 
 // TryLockTags is LockTags without waiting: if any lock is held elsewhere,
-// it releases those it took and reports false.
+// it takes none and reports false.
 func TryLockTags(held []*TagLock, g *group.Group, peer int, recv bool, tags []int) ([]*TagLock, bool) {
-	held = held[:0]
-	t := tagLocks.Of(g)
-	for _, tag := range tags {
-		l, ok := t.tryAcquire(tagKey{peer: peer, tag: tag, recv: recv})
-		if !ok {
-			UnlockAll(held)
-			return held[:0], false
-		}
-		held = append(held, l)
-	}
-	return held, true
+	return tagLocks.Of(g).tryLockAll(held[:0], peer, recv, tags)
 }
 
 // UnlockAll releases the locks LockTags or TryLockTags took.
 func UnlockAll(held []*TagLock) {
 	for i := len(held) - 1; i >= 0; i-- {
-		held[i].release()
+		held[i].mu.Unlock()
+	}
+	var t *tagTable
+	for _, l := range held {
+		if l.t != t {
+			if t != nil {
+				t.mu.Unlock()
+			}
+			t = l.t
+			t.mu.Lock()
+		}
+		t.unref(l)
+	}
+	if t != nil {
+		t.mu.Unlock()
 	}
 }
 
 // TagLocksInUse returns how many tag locks of g are held or waited for,
-// and how many its table keeps for reuse (at most 64): after every
-// transfer on g has ended, held is zero. Tests check it.
-func TagLocksInUse(g *group.Group) (held, free int) {
-	t := tagLocks.Of(g)
+// and how many idle ones its table keeps for reuse (at most 1024): after
+// every transfer on g has ended, held is zero. Tests check it.
+func TagLocksInUse(g *group.Group) (held, idle int) {
+	return tagLocks.Of(g).inUse()
+}
+
+func (t *tagTable) inUse() (held, idle int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.m), len(t.free)
+	return len(t.m) - t.idle, t.idle
 }

@@ -43,6 +43,19 @@ func Probe(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message) (st m
 	return st, err
 }
 
+// ProbeRecv is Probe that receives the message too when it can: when
+// neither ctx nor background receives need polling and the message is
+// exactly len(guess) bytes, it is received into guess in the same call
+// into MPI (mpi.RecvExact) and got is true. Otherwise the message is left
+// matched in m, as Probe leaves it.
+func ProbeRecv(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message, guess []byte) (st mpi.Status, got bool, err error) {
+	if ctx.Done() == nil && Pending() == 0 {
+		return mpi.RecvExact(m, c, guess, src, tag)
+	}
+	st, err = Probe(ctx, c, src, tag, m)
+	return st, false, err
+}
+
 // Poll calls try until it reports done or fails, spinning spinAttempts
 // times, then sleeping between calls from minSleep, doubling up to
 // maxSleep. It returns ctx's error if ctx ends first.
@@ -168,8 +181,9 @@ const eagerMax = 1024
 // from src on tag (it holds the tag's receive lock, or the tag is its
 // transfer's own), so that it takes the messages in their order. Without
 // a context that can end, it does not allocate, and it makes the two MPI
-// calls of a plain receive (MPI_Mprobe, MPI_Mrecv) unless background
-// receives are pending: it then polls, and steps them meanwhile.
+// calls of a plain receive (MPI_Mprobe, MPI_Mrecv, in one call into C:
+// mpi.RecvExact) unless background receives are pending: it then polls,
+// and steps them meanwhile.
 //
 // When ctx can end, the wait for the message's bytes is bounded too
 // (RecvMatched): a peer that stalls or whose link dies in the middle of a
@@ -179,8 +193,8 @@ const eagerMax = 1024
 // ErrAbandoned).
 func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error {
 	var m mpi.Message
-	st, err := Probe(ctx, c, src, tag, &m)
-	if err != nil {
+	st, got, err := ProbeRecv(ctx, c, src, tag, &m, buf)
+	if got || err != nil {
 		return err
 	}
 	if n := st.Bytes(); n != int64(len(buf)) {
