@@ -655,17 +655,31 @@ func (s *p2pState) recvHeader(l *link) (frame []byte, err error) {
 // the metadata (and the storage when it travels inline), into *scratch,
 // grown as needed (frame). Its size is checked before anything is
 // received: a message over this side's limits (or shorter than a header)
-// is discarded.
+// is discarded. len(*scratch) is the size of the last frame (0: the last
+// message was a header alone); a message of that size, the steady state,
+// is probed and received in one call (xfer.ProbeRecv).
 func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []byte, err error) {
+	full := l.o.limits().Resolve()
+	most := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, p2pInlineMax)
+	guess, whole := hdr, false
+	if n := len(*scratch); n > 0 && int64(n) <= most {
+		guess, whole = *scratch, true
+	}
 	var m mpi.Message
-	st, err := xfer.Probe(l.Ctx, l.Comm, l.Peer, tag, &m)
+	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, tag, &m, guess)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the header: %w", err)
 	}
+	if got {
+		if !whole {
+			*scratch = (*scratch)[:0]
+			return nil, nil
+		}
+		copy(hdr, guess)
+		return guess, nil
+	}
 	buf := hdr
 	if n := st.Bytes(); n != wire.Size {
-		full := l.o.limits().Resolve()
-		most := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, p2pInlineMax)
 		if n < wire.Size || n > most {
 			return nil, l.refuseHeaderMessage(&m, tag, n, most)
 		}
@@ -678,6 +692,7 @@ func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []
 	if err := xfer.RecvMatched(l.Ctx, &m, buf, "the header message"); err != nil {
 		return nil, fmt.Errorf("receiving the header: %w", err)
 	}
+	*scratch = (*scratch)[:len(frame)]
 	if frame != nil {
 		copy(hdr, frame)
 	}
