@@ -560,9 +560,22 @@ func (cl *coll) unpack(r int, in []int64, words []uint64) (*TensorDict, error) {
 	if len(buf) < total+cls+meta {
 		return nil, cl.errorf("rank %d: block of %d bytes, need %d", r, len(buf), total+cls+meta)
 	}
-	st := tensor.StorageOf(buf[:total:total])
+	st := tensor.ReusableStorageOf(buf[:total:total]) // the words are the receive pool's (recvWords)
 	class := string(buf[total : total+cls])
 	return cl.rebuild(r, st, buf[total+cls:total+cls+meta:total+cls+meta], class)
+}
+
+// recvWords returns n words for the blocks a collective receives, from the
+// receive pool (see "Communication and memory" in the package
+// documentation) and not cleared: the caller has every word written (by
+// MPI and pack) before anything reads the blocks, and drops the words
+// unread if that fails.
+func recvWords(n int) ([]uint64, error) {
+	b, err := mem.Recv(8 * n)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), n), nil
 }
 
 // wordBytes views w as bytes.

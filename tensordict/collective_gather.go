@@ -68,8 +68,9 @@ func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
 	displs, counts, words, lerr := cl.layoutBlocks(infos, nil)
 	var buf []uint64
 	if lerr == nil {
-		buf = make([]uint64, words)
-		lerr = b.pack(buf[displs[cl.rank] : displs[cl.rank]+counts[cl.rank]])
+		if buf, lerr = recvWords(words); lerr == nil {
+			lerr = b.pack(buf[displs[cl.rank] : displs[cl.rank]+counts[cl.rank]])
+		}
 	}
 	if err := cl.agree(lerr); err != nil {
 		return err
@@ -150,8 +151,9 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 			var words int
 			displs, counts, words, lerr = cl.layoutBlocks(infos, nil)
 			if lerr == nil {
-				buf = make([]uint64, words)
-				lerr = b.pack(buf[displs[dst] : displs[dst]+counts[dst]])
+				if buf, lerr = recvWords(words); lerr == nil {
+					lerr = b.pack(buf[displs[dst] : displs[dst]+counts[dst]])
+				}
 			}
 		}
 		if err := cl.agree(lerr); err != nil {
@@ -303,7 +305,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 				lerr = cl.ready()
 			}
 			if lerr == nil {
-				recv = make([]uint64, blockWords(mine))
+				recv, lerr = recvWords(blockWords(mine))
 			}
 		} else {
 			lerr = cl.ready()
@@ -369,7 +371,9 @@ func (cl *coll) scatterPack(src int, tds []*TensorDict) (infos []int64, send, ow
 		return fail(err)
 	}
 	send = make([]uint64, words)
-	own = make([]uint64, blockWords(infos[src*infoLen:(src+1)*infoLen]))
+	if own, err = recvWords(blockWords(infos[src*infoLen : (src+1)*infoLen])); err != nil {
+		return fail(err)
+	}
 	for r, b := range blocks {
 		dst := own
 		if r != src {

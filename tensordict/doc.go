@@ -160,22 +160,23 @@
 // Consolidate are advised to use transparent huge pages, which Open MPI
 // moves faster. A receive whose storage the machine's available memory
 // cannot hold fails with ErrNoMemory before it allocates, instead of the
-// Go runtime's fatal "out of memory". FromRemoteInit (both modes) and
-// Broadcast need a storage for every new result, and new memory is slow
-// to fault in, on virtual machines especially. They take it from a
-// receive pool (internal/mem, "Receive pool"): huge-page memory of
-// results the program dropped or released, already faulted in, which
-// comes back only when nothing can reach it any more (no tensor, view,
-// slice from Bytes or Data, or pending request), so a result never
-// changes under a slice a user still holds. Release on a received
-// TensorDict hands its memory back without waiting for the TensorDict
-// itself to become unreachable. The pool keeps at most an eighth of the
-// machine's memory (TDMPI_RECV_POOL, SetRecvPoolLimit), runs the
-// collector when many bytes are out and none came back, and gives memory
-// back to the runtime after 10 s unused. A loop can also Recv into the
-// previous result, or hand FromRemoteInit a storage with WithAllocator.
-// With WithMemmap the storage is received straight into a memory-mapped
-// file.
+// Go runtime's fatal "out of memory". FromRemoteInit (both modes, and from
+// a PyTorch rank), Broadcast, AllGather, GatherAndStack and Scatter need a
+// storage for every new result, and new memory is slow to fault in, on
+// virtual machines especially. They take it from a receive pool
+// (internal/mem, "Receive pool"): huge-page memory of results the program
+// dropped or released, already faulted in, which comes back only when
+// nothing can reach it any more (no tensor, view, slice from Bytes or
+// Data, or pending request), so a result never changes under a slice a
+// user still holds. Release on a received TensorDict hands its memory back
+// without waiting for the TensorDict itself to become unreachable. The
+// pool keeps at most an eighth of the machine's memory (TDMPI_RECV_POOL,
+// SetRecvPoolLimit), runs the collector in the background when a result
+// may have been dropped (so that a loop of receives finds the previous
+// result's memory waiting for it), and gives memory back to the runtime
+// after 10 s unused. A loop can also Recv into the previous result, or
+// hand FromRemoteInit a storage with WithAllocator. With WithMemmap the
+// storage is received straight into a memory-mapped file.
 //
 // # Concurrency
 //

@@ -94,3 +94,57 @@ func TestFromRemoteInitSoak(t *testing.T) {
 		assert.GreaterOrEqual(t, after.Reused-before.Reused, int64(rounds/2), "the receive pool reused memory in fewer than half the rounds")
 	})
 }
+
+// The results of AllGather, Scatter and a receive from a PyTorch rank
+// (WithTorch) take their memory from the receive pool too: a storage of
+// at least mem.PoolMin is the pool's (Reusable, so that Release hands it
+// back), and holds what the ranks sent.
+func TestResultsFromPool(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	const n = mem.PoolMin // bytes per rank
+	mine := func(r int) *TensorDict {
+		td := New()
+		require.NoError(t, td.Set(K("x"), tensor.Full(tensor.Float64, float64(r+1), n/8)))
+		return td
+	}
+	checkFrom := func(t *testing.T, td *TensorDict, r int) {
+		t.Helper()
+		x, err := td.Get(K("x"))
+		require.NoError(t, err)
+		assert.True(t, x.Storage().Reusable(), "the storage of rank %d's TensorDict is not the receive pool's", r)
+		assert.Equal(t, float64(r+1)*float64(n/8), x.Sum(), "rank %d's TensorDict", r)
+	}
+	mpitest.Run(t, "AllGather", func(t *testing.T) {
+		before := mem.Stats()
+		out, err := mine(g.Rank()).AllGather(testCtx(t))
+		require.NoError(t, err)
+		for r, td := range out {
+			checkFrom(t, td, r)
+		}
+		after := mem.Stats()
+		assert.Equal(t, int64(1), after.Fresh+after.Reused-before.Fresh-before.Reused, "one region for every rank's block")
+		require.NoError(t, out[0].Release())
+	})
+	mpitest.Run(t, "Scatter", func(t *testing.T) {
+		var tds []*TensorDict
+		if g.Rank() == 0 {
+			for r := range g.Size() {
+				tds = append(tds, mine(r))
+			}
+		}
+		got, err := New().Scatter(0, tds, testCtx(t))
+		require.NoError(t, err)
+		checkFrom(t, got, g.Rank())
+		require.NoError(t, got.Release())
+	})
+	mpitest.Run(t, "torch", func(t *testing.T) {
+		switch g.Rank() {
+		case 0:
+			require.NoError(t, mine(0).InitRemote(1, WithTorch(), testCtx(t)))
+		case 1:
+			got, err := FromRemoteInit(0, WithTorch(), testCtx(t))
+			require.NoError(t, err)
+			checkFrom(t, got, 0)
+		}
+	})
+}

@@ -300,12 +300,16 @@ func (l *torchLink) refuse(err error, rest int64) error {
 }
 
 // torchStorage returns the storage of n bytes the TensorDict is built in:
-// the allocator's (WithAllocator) or new heap memory.
+// the allocator's (WithAllocator) or memory from the receive pool.
 func (l *torchLink) torchStorage(n int64) (*tensor.Storage, error) {
 	if l.o.alloc != nil {
 		return allocatorStorage(l.o.alloc, n)
 	}
-	return tensor.StorageOf(mem.AllocUninit(int(n))), nil // the receive fills every byte
+	b, err := mem.Recv(int(n)) // from the receive pool; the receive fills every byte
+	if err != nil {
+		return nil, err
+	}
+	return tensor.ReusableStorageOf(b), nil
 }
 
 // recv receives one message into b, whose length is the exact count the
