@@ -76,25 +76,14 @@
 //     and nothing to free. Storage.Release (and TensorDict.Release) drops
 //     the storage's own reference at once; the region comes back at the
 //     next collection once nothing else holds it.
-//   - A request that leaves no region of its size in the pool, while at
-//     least nudgeMin (64 MiB) and another region of the size are out,
-//     starts a collection in the background (runtime.GC on its own
-//     goroutine, one at a time): a result dropped since then comes back
-//     while the request's receive runs. A request that finds none waits
-//     for a collection that is running, then up to 5 ms for the
-//     finalizers. While fewer than three regions of its size exist, a
-//     request the pool cannot serve takes new memory, so that a loop of
-//     receives that drops each result (or keeps it one more round)
-//     settles on two (or three) regions used in turn, and its collections
-//     run behind its receives instead of in front of them.
-//   - Past that, a request that finds no region of its size, with at least
-//     nudgeMin (and the request) out, runs the collector itself and waits
-//     up to 5 ms for a region to come back. A nudge that brings nothing
-//     back (the results are all still in use) is not repeated, nor is a
-//     collection started ahead, until twice as many bytes are out. A
-//     collection is not free: runtime.GC took about 4 ms here under load
-//     (the benchmarks report the time requests spent in nudges and in
-//     waits for a collection ahead as nudge-ms/op and ahead-wait-ms/op).
+//   - When a request finds no region of its size and at least nudgeMin
+//     (64 MiB, and at least the request) is out, it runs the collector
+//     (runtime.GC) and waits up to 5 ms for a region to come back. A nudge
+//     that brings nothing back (the results are all still in use) is not
+//     repeated until twice as many bytes are out. A collection is not
+//     free: runtime.GC took about 4 ms here under load, which is what a
+//     fresh 256 MiB receive still costs beyond a reused buffer (the
+//     benchmarks report it as nudge-ms/op).
 //   - At most the limit waits in the pool: an eighth of the machine's
 //     memory (Physical) by default, TDMPI_RECV_POOL ("2GiB") in the
 //     environment, SetPoolLimit at run time; 0 turns reuse off. A region

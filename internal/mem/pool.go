@@ -39,14 +39,12 @@ var (
 type pool struct {
 	mu        sync.Mutex
 	free      map[int][]idleRegion // by region size
-	regions   map[int]int          // regions of each size, handed out or free
 	idle      int64                // bytes in free
 	limit     int64                // most bytes free may hold
 	out       int64                // bytes handed out and not yet back
 	nudgeAt   int64                // out must reach this for the next nudge
 	timer     *time.Timer          // drops idle regions; nil when free is empty
 	back      chan struct{}        // a region came back (capacity 1)
-	ahead     chan struct{}        // closed when the collection ahead ends; nil when none runs
 	stats     PoolStats
 	hugeAdvis bool // advise new regions to use huge pages (hugeOn)
 }
@@ -62,8 +60,6 @@ type PoolStats struct {
 	Fresh    int64 // requests served with new memory
 	Reused   int64 // requests served with a region that came back
 	Nudges   int64 // collections a request ran (and waited for) to get regions back
-	Ahead    int64 // collections started in the background for the next request
-	WaitNs   int64 // nanoseconds requests waited for a collection ahead to end
 	NudgeNs  int64 // nanoseconds spent in them, waits for finalizers included
 	Returned int64 // regions that came back (were found unreachable)
 	Dropped  int64 // regions given back to the runtime (over the limit, or idle)
@@ -75,7 +71,7 @@ type PoolStats struct {
 var recvPool = newPool()
 
 func newPool() *pool {
-	return &pool{free: map[int][]idleRegion{}, regions: map[int]int{}, limit: defaultPoolLimit(), back: make(chan struct{}, 1), hugeAdvis: hugeOn}
+	return &pool{free: map[int][]idleRegion{}, limit: defaultPoolLimit(), back: make(chan struct{}, 1), hugeAdvis: hugeOn}
 }
 
 // defaultPoolLimit is TDMPI_RECV_POOL when set and valid, else an eighth
@@ -118,93 +114,27 @@ func Recv(n int) ([]byte, error) {
 
 func (p *pool) get(n int) ([]byte, error) {
 	size := regionSize(n)
-	b := p.take(size, n)
-	if b == nil {
-		b = p.awaitAhead(size, n)
+	if b := p.take(size, n); b != nil {
+		return b, nil
 	}
-	if b == nil && p.shouldNudge(size) {
-		b = p.nudge(size, n)
-	}
-	if b == nil {
-		if err := CheckAvailable(int64(size)); err != nil {
-			return nil, err
+	if p.shouldNudge(size) {
+		if b := p.nudge(size, n); b != nil {
+			return b, nil
 		}
-		b = allocNoZero(size)
-		if p.hugeAdvis {
-			freshHuge(b)
-		}
-		base := (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))
-		p.mu.Lock()
-		p.stats.Fresh++
-		p.out += int64(size)
-		p.regions[size]++
-		p.mu.Unlock()
-		b = p.handOut(base, size, n)
 	}
-	p.collectAhead(size)
-	return b, nil
-}
-
-// collectAhead starts a collection in the background when the pool has no
-// region of size bytes left for the next request and others are out
-// (at least nudgeMin bytes, and one region besides the request's own):
-// a result dropped since they were handed out then comes back while this
-// request's receive runs, instead of the next request running the
-// collector and waiting for it (nudge). One runs at a time, and not while
-// nudges are held back (a nudge brought nothing back) or when the limit
-// keeps no region of the size.
-func (p *pool) collectAhead(size int) {
+	if err := CheckAvailable(int64(size)); err != nil {
+		return nil, err
+	}
+	b := allocNoZero(size)
+	if p.hugeAdvis {
+		freshHuge(b)
+	}
+	base := (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))
 	p.mu.Lock()
-	if p.ahead != nil || len(p.free[size]) > 0 || p.out < max(nudgeMin, 2*int64(size)) || p.out < p.nudgeAt || p.limit < int64(size) {
-		p.mu.Unlock()
-		return
-	}
-	done := make(chan struct{})
-	p.ahead = done
-	p.stats.Ahead++
+	p.stats.Fresh++
+	p.out += int64(size)
 	p.mu.Unlock()
-	go func() {
-		runtime.GC()
-		p.mu.Lock()
-		p.ahead = nil
-		p.mu.Unlock()
-		close(done)
-	}()
-}
-
-// awaitAhead waits, if a collection ahead is running, for it to end and
-// then up to nudgeWait for a region of size bytes to come back (its
-// finalizer runs after the collection), and returns it as a slice of n;
-// nil if none runs or none came.
-func (p *pool) awaitAhead(size, n int) []byte {
-	p.mu.Lock()
-	done := p.ahead
-	p.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	start := time.Now()
-	defer func() {
-		p.mu.Lock()
-		p.stats.WaitNs += time.Since(start).Nanoseconds()
-		p.mu.Unlock()
-	}()
-	var timeout <-chan time.Time // armed once the collection ended
-	for {
-		if b := p.take(size, n); b != nil {
-			return b
-		}
-		select {
-		case <-done:
-			done = nil // from now on, wait for the finalizers only
-			t := time.NewTimer(nudgeWait)
-			defer t.Stop()
-			timeout = t.C
-		case <-p.back:
-		case <-timeout:
-			return nil
-		}
-	}
+	return p.handOut(base, size, n), nil
 }
 
 // take returns a free region of size bytes as a slice of n, or nil.
@@ -240,7 +170,7 @@ func (p *pool) put(base *uint64, size int) {
 	p.stats.Returned++
 	p.nudgeAt = 0
 	if p.idle+int64(size) > p.limit {
-		p.dropped(size)
+		p.stats.Dropped++
 		p.mu.Unlock()
 		return
 	}
@@ -259,21 +189,12 @@ func (p *pool) put(base *uint64, size int) {
 // shouldNudge reports whether a request for a region of size bytes that
 // the pool cannot serve should run the collector first: when the regions
 // handed out and not yet back are at least nudgeMin bytes and size, and
-// the last nudge that brought nothing back was made with fewer out. While
-// fewer than rotation regions of the size exist, the request takes new
-// memory instead and the collection runs ahead, in the background
-// (collectAhead): a loop of receives that drops each result after at most
-// rotation-2 more settles on rotation regions used in turn, none of its
-// requests waiting for the collector.
+// the last nudge that brought nothing back was made with fewer out.
 func (p *pool) shouldNudge(size int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.out >= max(nudgeMin, int64(size)) && p.out >= p.nudgeAt && p.regions[size] >= rotation
+	return p.out >= max(nudgeMin, int64(size)) && p.out >= p.nudgeAt
 }
-
-// rotation is the number of regions of one size from which a request the
-// pool cannot serve runs the collector instead of taking new memory.
-const rotation = 3
 
 // nudge runs the collector, so that the finalizers of unreachable regions
 // put them back, and waits up to nudgeWait for one of size bytes. If none
@@ -309,15 +230,6 @@ func (p *pool) nudge(size, n int) []byte {
 	}
 }
 
-// dropped counts a region of size bytes given back to the runtime. p.mu
-// must be held.
-func (p *pool) dropped(size int) {
-	p.stats.Dropped++
-	if p.regions[size]--; p.regions[size] <= 0 {
-		delete(p.regions, size)
-	}
-}
-
 // dropIdle drops the regions that waited poolIdle or longer, and runs
 // again while any are left.
 func (p *pool) dropIdle() {
@@ -329,7 +241,7 @@ func (p *pool) dropIdle() {
 		for _, r := range rs {
 			if now.Sub(r.since) >= poolIdle {
 				p.idle -= int64(size)
-				p.dropped(size)
+				p.stats.Dropped++
 				continue
 			}
 			keep = append(keep, r)
@@ -360,7 +272,7 @@ func (p *pool) setLimit(n int64) int64 {
 			rs[len(rs)-1] = idleRegion{}
 			rs = rs[:len(rs)-1]
 			p.idle -= int64(size)
-			p.dropped(size)
+			p.stats.Dropped++
 		}
 		if len(rs) == 0 {
 			delete(p.free, size)
