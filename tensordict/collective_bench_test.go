@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -84,6 +85,7 @@ func benchBroadcast(b *testing.B, size int, reuse bool) {
 		mine = tdc
 	}
 	var tRaw, tTD time.Duration
+	pool0 := mem.Stats()
 	b.SetBytes(int64(size))
 	b.ResetTimer()
 	b.StopTimer()
@@ -104,6 +106,9 @@ func benchBroadcast(b *testing.B, size int, reuse bool) {
 	}
 	b.ReportMetric(float64(tRaw.Nanoseconds())/float64(b.N), "raw-ns/op")
 	b.ReportMetric(float64(tRaw)/float64(tTD), "ratio")
+	if g.Rank() != 0 {
+		reportPool(b, pool0)
+	}
 }
 
 // BenchmarkCollectiveAllReduce takes the maximum of 16 MiB of float32

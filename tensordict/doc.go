@@ -171,10 +171,8 @@
 // user still holds. Release on a received TensorDict hands its memory back
 // without waiting for the TensorDict itself to become unreachable. The
 // pool keeps at most an eighth of the machine's memory (TDMPI_RECV_POOL,
-// SetRecvPoolLimit), runs the collector in the background when a result
-// may have been dropped (so that a loop of receives finds the previous
-// result's memory waiting for it), and gives memory back to the runtime
-// after 10 s unused. A loop can also Recv into the previous result, or
+// SetRecvPoolLimit), runs the collector when many bytes are out and none
+// came back, and gives memory back to the runtime after 10 s unused. A loop can also Recv into the previous result, or
 // hand FromRemoteInit a storage with WithAllocator. With WithMemmap the
 // storage is received straight into a memory-mapped file.
 //

@@ -354,7 +354,6 @@ func reportPool(b *testing.B, s0 mem.PoolStats) {
 	if got := s.Fresh + s.Reused - s0.Fresh - s0.Reused; got > 0 {
 		b.ReportMetric(float64(s.Reused-s0.Reused)/float64(got), "pool-reused")
 		b.ReportMetric(float64(s.NudgeNs-s0.NudgeNs)/1e6/float64(got), "nudge-ms/op")
-		b.ReportMetric(float64(s.WaitNs-s0.WaitNs)/1e6/float64(got), "ahead-wait-ms/op")
 	}
 }
 
