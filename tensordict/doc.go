@@ -172,9 +172,10 @@
 // without waiting for the TensorDict itself to become unreachable. The
 // pool keeps at most an eighth of the machine's memory (TDMPI_RECV_POOL,
 // SetRecvPoolLimit), runs the collector when many bytes are out and none
-// came back, and gives memory back to the runtime after 10 s unused. A loop can also Recv into the previous result, or
-// hand FromRemoteInit a storage with WithAllocator. With WithMemmap the
-// storage is received straight into a memory-mapped file.
+// came back, and gives memory back to the runtime after 10 s unused. A
+// loop can also Recv into the previous result, or hand FromRemoteInit a
+// storage with WithAllocator. With WithMemmap the storage is received
+// straight into a memory-mapped file.
 //
 // # Concurrency
 //
