@@ -266,36 +266,60 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 // storage is small enough to travel inline (sent true), as sendSmallInit
 // does but laid out and encoded for this call alone.
 func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
-	sp, err := planSend(l.Op, td)
+	frame, err := firstInitFrame(l.Op, td)
 	if err != nil {
-		return false, l.Errorf("%w", err)
-	}
-	if sp.total > initInlineMax {
-		return false, nil
-	}
-	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves)}
-	var frame []byte
-	// The storage may be a mapping of a file another process truncated.
-	err = mem.CatchFault(func() error {
-		payload, err := sp.bytes()
-		if err != nil {
-			return err
-		}
-		buf := xfer.AlignedBuf(wire.Size + len(sp.class) + len(sp.meta) + len(payload))
-		frame = wire.AppendFrame(buf[:0], &h, sp.class, sp.meta, payload)
-		return nil
-	})
-	if err != nil {
-		return true, l.Errorf("the consolidated storage: %w", err)
-	}
-	if err := h.Check(senderLimits); err != nil {
 		return true, l.Errorf("%w", err)
+	}
+	if frame == nil {
+		return false, nil
 	}
 	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
 	if _, err := l.SendMessages(msgs[:], tags[:], initMessageName); err != nil {
 		return true, l.Errorf("%w", err)
 	}
 	return true, nil
+}
+
+// firstInitFrame returns the single message of the first InitRemote of
+// td (see sendFirstInit), or nil if td's storage does not travel inline.
+// A received TensorDict passed on unchanged (templateEncoding) reuses the
+// encoding of the first copy of its template that was: only its storage
+// is new.
+func firstInitFrame(op string, td *TensorDict) ([]byte, error) {
+	enc, copied := td.templateEncoding()
+	var payload []byte
+	if enc == nil {
+		sp, err := planSend(op, td)
+		if err != nil {
+			return nil, err
+		}
+		if sp.total > initInlineMax {
+			return nil, nil
+		}
+		enc = &initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves), total: sp.total}
+		if copied && sp.storage != nil {
+			td.recordEncoding(enc)
+		}
+		// The storage may be a mapping of a file another process truncated.
+		if err := mem.CatchFault(func() (err error) { payload, err = sp.bytes(); return err }); err != nil {
+			return nil, fmt.Errorf("the consolidated storage: %w", err)
+		}
+	} else {
+		if enc.total > initInlineMax {
+			return nil, nil
+		}
+		payload = td.cons.st.Bytes()
+	}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
+	buf := xfer.AlignedBuf(wire.Size + len(enc.class) + len(enc.meta) + len(payload))
+	var frame []byte
+	if err := mem.CatchFault(func() error { frame = wire.AppendFrame(buf[:0], &h, enc.class, enc.meta, payload); return nil }); err != nil {
+		return nil, fmt.Errorf("the consolidated storage: %w", err)
+	}
+	if err := h.Check(senderLimits); err != nil {
+		return nil, err
+	}
+	return frame, nil
 }
 
 // initFrame returns the single message of an InitRemote of td, whose

@@ -379,6 +379,8 @@ func BenchmarkRemoteSendContext16MiB(b *testing.B) {
 // 16 float64 leaves of 64 bytes (1 KiB in all), one way (half a ping-pong),
 // against a raw message of the same 1 KiB (x-raw; for per-leaf, 16 raw
 // messages of 64 bytes). An iteration is latencyReps round trips.
+// InitRemoteEcho sends on the TensorDict each rank received last, a new
+// one every time, as tdmpi bench's initremote does.
 func BenchmarkRemoteSmall16(b *testing.B) {
 	const leaves, n = 16, 64
 	g := benchGroup(b, 2)
@@ -396,6 +398,7 @@ func BenchmarkRemoteSmall16(b *testing.B) {
 		}
 		return nil
 	}
+	last := td // InitRemoteEcho: each rank sends on what it received last
 	for _, c := range []struct {
 		name      string
 		raw, ours func() error
@@ -403,6 +406,9 @@ func BenchmarkRemoteSmall16(b *testing.B) {
 		{"InitRemote", pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
 			pingPong(g, func(p int) error { return td.InitRemote(p) },
 				func(p int) error { _, err := FromRemoteInit(p); return err })},
+		{"InitRemoteEcho", pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
+			pingPong(g, func(p int) error { return last.InitRemote(p) },
+				func(p int) error { got, err := FromRemoteInit(p); last = got; return err })},
 		{"SendConsolidated", pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
 			pingPong(g, func(p int) error { return td.Send(p, WithConsolidated()) },
 				func(p int) error { _, err := td.Recv(p, WithConsolidated()); return err })},

@@ -6,6 +6,7 @@ package tensordict
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
@@ -40,6 +41,22 @@ type treeTemplate struct {
 	entries []entry
 	refs    []int
 	views   []tensor.Tensor
+	// plain: every non-tensor value of the tree is a scalar, so a copy
+	// whose nodes are unedited has the template's metadata.
+	plain bool
+	// enc is what the first InitRemote of such a copy sends besides its
+	// storage, set by the first one (sendFirstInit) for the others.
+	enc atomic.Pointer[initEncoding]
+}
+
+// initEncoding is the header fields, class name and metadata of an
+// InitRemote of a TensorDict whose storage is its consolidated layout.
+type initEncoding struct {
+	class  string
+	meta   []byte
+	hash   uint64
+	leaves int64
+	total  int
 }
 
 // newTemplate builds the template of root for storages of stLen bytes.
@@ -49,7 +66,8 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 	if _, err := b.build(root); err != nil {
 		return nil, err
 	}
-	tp := &treeTemplate{root: root, stLen: stLen, nodes: nodes, entries: entries, refs: make([]int, len(entries)), views: views}
+	tp := &treeTemplate{root: root, stLen: stLen, nodes: nodes, entries: entries, refs: make([]int, len(entries)), views: views,
+		plain: plainValues(&nodes[0].td)}
 	viewAt := make(map[*tensor.Tensor]int, len(views))
 	for i := range views {
 		viewAt[&views[i]] = i
@@ -113,7 +131,46 @@ func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
 		dst.td.cons = &dst.cs
 		off += n
 	}
+	nodes[0].td.tmpl = tp
 	return &nodes[0].td, nil
+}
+
+// templateEncoding returns the encoding td's first InitRemote sends when
+// td is a copy of a template (instantiate) that nothing changed since:
+// no node edited (entries, batch size, lock state, class name), only
+// scalar non-tensor values, its storage whole and in place. ok is false
+// otherwise; enc is nil until a first such InitRemote recorded it
+// (recordEncoding).
+func (td *TensorDict) templateEncoding() (enc *initEncoding, ok bool) {
+	tp := td.tmpl
+	if tp == nil || !tp.plain || !uneditedTree(td) {
+		return nil, false
+	}
+	c := td.cons
+	if c == nil || c.base != 0 || c.st.Released() || c.end != c.st.Len() || c.end != tp.stLen {
+		return nil, false
+	}
+	return tp.enc.Load(), true
+}
+
+// recordEncoding keeps enc, the encoding of an unedited copy of td's
+// template (templateEncoding reported ok), for the other copies.
+func (td *TensorDict) recordEncoding(enc *initEncoding) {
+	td.tmpl.enc.CompareAndSwap(nil, enc)
+}
+
+// uneditedTree reports whether no node of td's tree was edited since it
+// was made.
+func uneditedTree(td *TensorDict) bool {
+	if td.edits != 0 {
+		return false
+	}
+	for i := range td.entries {
+		if e := &td.entries[i]; e.kind == kindTD && !uneditedTree(e.td) {
+			return false
+		}
+	}
+	return true
 }
 
 // templateCache is a group's templates, the last templateCacheSize made.

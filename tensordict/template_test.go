@@ -184,3 +184,93 @@ func TestTemplateConcurrentCopies(t *testing.T) {
 	}
 	assert.Equal(t, 1, n, "one template for one tree")
 }
+
+// The first InitRemote of a copy of a template that nothing changed reuses
+// the encoding the first such copy recorded, and sends the same bytes as
+// encoding it afresh; a changed copy, or a tree with a non-scalar
+// non-tensor value, is encoded afresh.
+func TestTemplateInitEncoding(t *testing.T) {
+	plainTD := func() *TensorDict {
+		td := New(2)
+		require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Float32, 1, 2, 3)))
+		require.NoError(t, td.Set(K("n", "b"), tensor.Ones(tensor.Bool, 2)))
+		require.NoError(t, td.SetNonTensor(K("label"), "x"))
+		td.SetClassName("Sample")
+		c, err := td.Consolidate()
+		require.NoError(t, err)
+		return c
+	}
+	copyOf := func(tp *treeTemplate, c *TensorDict) *TensorDict {
+		got := mustInstantiate(t, tp, storageCopy(t, c.ConsolidatedStorage()))
+		got.cons.base, got.cons.end = 0, got.cons.st.Len()
+		got.class = c.class
+		return got
+	}
+	fresh := func(td *TensorDict) []byte { // what firstInitFrame encodes without a template
+		saved := td.tmpl
+		td.tmpl = nil
+		defer func() { td.tmpl = saved }()
+		f, err := firstInitFrame("InitRemote", td)
+		require.NoError(t, err)
+		return f
+	}
+
+	c := plainTD()
+	meta, err := c.ConsolidatedMetadata()
+	require.NoError(t, err)
+	root, _, err := codec.Decode(meta, c.ConsolidatedStorage().Len(), codec.DefaultLimits())
+	require.NoError(t, err)
+	tp, err := newTemplate(root, c.ConsolidatedStorage().Len())
+	require.NoError(t, err)
+	require.True(t, tp.plain)
+
+	a := copyOf(tp, c)
+	fa, err := firstInitFrame("InitRemote", a)
+	require.NoError(t, err)
+	require.NotNil(t, tp.enc.Load(), "the first unchanged copy records its encoding")
+	assert.Equal(t, fresh(a), fa)
+
+	b := copyOf(tp, c)
+	enc, ok := b.templateEncoding()
+	require.True(t, ok)
+	require.NotNil(t, enc, "b's frame comes from a's encoding")
+	fb, err := firstInitFrame("InitRemote", b)
+	require.NoError(t, err)
+	assert.Equal(t, fresh(b), fb, "the recorded encoding is the one b would make")
+
+	for name, change := range map[string]func(td *TensorDict){
+		"new key":    func(td *TensorDict) { require.NoError(t, td.Set(K("z"), tensor.Zeros(tensor.Int8, 2))) },
+		"nested del": func(td *TensorDict) { require.NoError(t, td.Del(K("n", "b"))) },
+		"lock":       func(td *TensorDict) { td.Lock() },
+		"class":      func(td *TensorDict) { td.SetClassName("Other") },
+		"scalar":     func(td *TensorDict) { require.NoError(t, td.SetNonTensor(K("label"), "y")) },
+		"batch":      func(td *TensorDict) { require.NoError(t, td.SetBatchSize()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := copyOf(tp, c)
+			change(d)
+			_, ok := d.templateEncoding()
+			require.False(t, ok)
+			fd, err := firstInitFrame("InitRemote", d)
+			require.NoError(t, err)
+			assert.Equal(t, fresh(d), fd)
+			assert.NotEqual(t, fa, fd)
+		})
+	}
+
+	// A map value may change in place, unseen: such a tree is never
+	// taken as unchanged.
+	m := plainTD()
+	require.NoError(t, m.SetNonTensor(K("info"), map[string]any{"k": 1.0}))
+	m, err = m.Consolidate()
+	require.NoError(t, err)
+	meta, err = m.ConsolidatedMetadata()
+	require.NoError(t, err)
+	root, _, err = codec.Decode(meta, m.ConsolidatedStorage().Len(), codec.DefaultLimits())
+	require.NoError(t, err)
+	tm, err := newTemplate(root, m.ConsolidatedStorage().Len())
+	require.NoError(t, err)
+	require.False(t, tm.plain)
+	_, ok = copyOf(tm, m).templateEncoding()
+	assert.False(t, ok)
+}

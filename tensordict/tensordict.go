@@ -85,6 +85,7 @@ type TensorDict struct {
 	p2p         atomic.Pointer[p2pState] // Send/Recv state, see p2p_state.go
 	initSent    atomic.Bool              // InitRemote was called (see initRemote)
 	edits       uint64                   // changes to this node (see edited)
+	tmpl        *treeTemplate            // on the root of a copy of a receive template (template.go)
 }
 
 // New returns an empty TensorDict with the given batch size. It panics if a
