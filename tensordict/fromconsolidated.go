@@ -116,8 +116,7 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 // The TensorDicts of the tree, their entries, their consolidation states
 // and their tensors share five allocations.
 func buildFromMeta(n *codec.Node, st *tensor.Storage) (*TensorDict, error) {
-	b := newTreeBuilder(n, st, false)
-	return b.build(n)
+	return buildTree(n, st, false)
 }
 
 // buildTree is buildFromMeta; with copyBatch the batch sizes are copied

@@ -287,7 +287,7 @@ func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
 // is new.
 func firstInitFrame(op string, td *TensorDict) ([]byte, error) {
 	enc, copied := td.templateEncoding()
-	var payload []byte
+	payload := func() ([]byte, error) { return td.cons.st.Bytes(), nil }
 	if enc == nil {
 		sp, err := planSend(op, td)
 		if err != nil {
@@ -296,24 +296,25 @@ func firstInitFrame(op string, td *TensorDict) ([]byte, error) {
 		if sp.total > initInlineMax {
 			return nil, nil
 		}
-		enc = &initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves), total: sp.total}
+		enc = &initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves)}
 		if copied && sp.storage != nil {
-			td.recordEncoding(enc)
+			td.recordEncoding(enc) // only copies up to templateMaxBytes (initInlineMax) have one
 		}
-		// The storage may be a mapping of a file another process truncated.
-		if err := mem.CatchFault(func() (err error) { payload, err = sp.bytes(); return err }); err != nil {
-			return nil, fmt.Errorf("the consolidated storage: %w", err)
-		}
-	} else {
-		if enc.total > initInlineMax {
-			return nil, nil
-		}
-		payload = td.cons.st.Bytes()
+		payload = sp.bytes
 	}
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
-	buf := xfer.AlignedBuf(wire.Size + len(enc.class) + len(enc.meta) + len(payload))
 	var frame []byte
-	if err := mem.CatchFault(func() error { frame = wire.AppendFrame(buf[:0], &h, enc.class, enc.meta, payload); return nil }); err != nil {
+	// The storage may be a mapping of a file another process truncated.
+	err := mem.CatchFault(func() error {
+		p, err := payload()
+		if err != nil {
+			return err
+		}
+		buf := xfer.AlignedBuf(wire.Size + len(enc.class) + len(enc.meta) + len(p))
+		frame = wire.AppendFrame(buf[:0], &h, enc.class, enc.meta, p)
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("the consolidated storage: %w", err)
 	}
 	if err := h.Check(senderLimits); err != nil {
@@ -670,12 +671,13 @@ var metaCaches = group.Slot[codec.Cache]{New: func() *codec.Cache { return new(c
 // metadata. The result is the same: views of st, consolidated, with
 // non-tensor values of its own.
 func fromConsolidatedCached(g *group.Group, st *tensor.Storage, meta []byte) (*TensorDict, error) {
-	root, class, err := metaCaches.Of(g).Decode(meta, st.Len(), codec.DefaultLimits())
+	cache := metaCaches.Of(g)
+	root, class, err := cache.Decode(meta, st.Len(), codec.DefaultLimits())
 	if err != nil {
 		return nil, err
 	}
 	var td *TensorDict
-	if len(meta) <= codec.CacheMaxBytes && st.Len() <= templateMaxBytes {
+	if cache.Keeps(meta) && st.Len() <= templateMaxBytes {
 		// root is in the receive cache: so is its template (template.go).
 		td, err = templateCaches.Of(g).build(root, st)
 	} else if td, err = buildFromMeta(root, st); err == nil {

@@ -56,7 +56,6 @@ type initEncoding struct {
 	meta   []byte
 	hash   uint64
 	leaves int64
-	total  int
 }
 
 // newTemplate builds the template of root for storages of stLen bytes.

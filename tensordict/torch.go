@@ -305,11 +305,8 @@ func (l *torchLink) torchStorage(n int64) (*tensor.Storage, error) {
 	if l.o.alloc != nil {
 		return allocatorStorage(l.o.alloc, n)
 	}
-	b, err := mem.Recv(int(n)) // from the receive pool; the receive fills every byte
-	if err != nil {
-		return nil, err
-	}
-	return tensor.ReusableStorageOf(b), nil
+	st, _, err := newRecvStorage(n) // the receive fills every byte
+	return st, err
 }
 
 // recv receives one message into b, whose length is the exact count the

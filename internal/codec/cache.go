@@ -49,7 +49,7 @@ func (c *Cache) Decode(meta []byte, stLen int, lim Limits) (*Node, string, error
 		return e.root, e.class, nil
 	}
 	root, class, err := Decode(meta, stLen, lim)
-	if err != nil || len(meta) > CacheMaxBytes {
+	if err != nil || !c.Keeps(meta) {
 		return root, class, err
 	}
 	e := &cacheEntry{meta: bytes.Clone(meta), total: stLen, lim: lim, root: root, class: class}
@@ -59,6 +59,11 @@ func (c *Cache) Decode(meta []byte, stLen int, lim Limits) (*Node, string, error
 	c.mu.Unlock()
 	return root, class, nil
 }
+
+// Keeps reports whether c keeps the tree it decodes from meta, so that
+// Decode returns the same tree (the same *Node) for meta again while it
+// stays among the last few.
+func (c *Cache) Keeps(meta []byte) bool { return len(meta) <= CacheMaxBytes }
 
 func (c *Cache) lookup(meta []byte, stLen int, lim Limits) *cacheEntry {
 	c.mu.Lock()

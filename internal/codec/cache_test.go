@@ -48,6 +48,8 @@ func TestCacheDecode(t *testing.T) {
 	for _, n := range c.kept() {
 		assert.LessOrEqual(t, n, CacheMaxBytes)
 	}
+	assert.True(t, c.Keeps(meta))
+	assert.False(t, c.Keeps([]byte(wide.String())), "Keeps says what Decode keeps")
 }
 
 // TestCacheConcurrent decodes from several goroutines at once (run with
