@@ -248,13 +248,15 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 		return true, l.Errorf("%w", err)
 	}
 	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
-	_, err = l.SendMessages(msgs[:], tags[:], initMessageName)
+	gone, err := l.SendMessages(msgs[:], tags[:], initMessageName)
 	if reuse {
 		s.mu.Lock()
 		if cap(s.iframe) < cap(frame) {
 			s.iframe = frame // for the next blocking small InitRemote
 		}
 		s.mu.Unlock()
+	} else if !gone {
+		xfer.PutSendBuf(frame)
 	}
 	if err != nil {
 		return true, l.Errorf("%w", err)
@@ -274,7 +276,11 @@ func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
 		return false, nil
 	}
 	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
-	if _, err := l.SendMessages(msgs[:], tags[:], initMessageName); err != nil {
+	gone, err := l.SendMessages(msgs[:], tags[:], initMessageName)
+	if !gone {
+		xfer.PutSendBuf(frame) // MPI no longer reads it
+	}
+	if err != nil {
 		return true, l.Errorf("%w", err)
 	}
 	return true, nil
@@ -310,8 +316,8 @@ func firstInitFrame(op string, td *TensorDict) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		buf := xfer.AlignedBuf(wire.Size + len(enc.class) + len(enc.meta) + len(p))
-		frame = wire.AppendFrame(buf[:0], &h, enc.class, enc.meta, p)
+		buf := xfer.SendBuf(wire.Size + len(enc.class) + len(enc.meta) + len(p))
+		frame = wire.AppendFrame(buf[:0], &h, enc.class, enc.meta, p) // every byte of buf
 		return nil
 	})
 	if err != nil {
@@ -338,7 +344,7 @@ func (s *p2pState) initFrame(td *TensorDict, reuse bool) ([]byte, error) {
 	if reuse && cap(s.iframe) >= n {
 		frame, s.iframe = s.iframe[:n], nil // every byte is written below
 	} else {
-		frame = xfer.AlignedBuf(n)
+		frame = xfer.SendBuf(n)
 	}
 	wire.Put(frame, &h)
 	off := wire.Size + copy(frame[wire.Size:], td.class)
@@ -436,7 +442,12 @@ func (l *link) recvInit() (*TensorDict, error) {
 		err := l.refuseOversized(m, n, maxFrame)
 		return nil, l.Errorf("%w", err)
 	}
-	frame := xfer.AlignedBuf(int(st.Bytes()))
+	// The frame's tail is the storage of an inline transfer: memory of the
+	// receive pool when large, written whole by the receive.
+	frame, err := mem.Recv(int(st.Bytes()))
+	if err != nil {
+		return nil, l.Errorf("%w", errors.Join(err, xfer.Discard(m, st.Bytes(), nil)))
+	}
 	if err := xfer.RecvMatched(l.Ctx, m, frame, "the header message"); err != nil {
 		return nil, l.Errorf("receiving the header: %w", err)
 	}

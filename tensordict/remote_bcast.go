@@ -145,7 +145,14 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	if err := l.agree(s, err); err != nil {
 		return err
 	}
-	body := xfer.AlignedBuf(int(h.Body()))
+	// The body's tail is the storage of an inline transfer: memory of the
+	// receive pool when large, written whole by the broadcast.
+	body, merr := mem.Recv(int(h.Body()))
+	if merr != nil {
+		// Only a body of 64 MiB or more is checked against the memory
+		// available: every rank must still take part in the broadcast.
+		body = xfer.AlignedBuf(int(h.Body()))
+	}
 	if err := xfer.Bcast(s, body, l.Peer); err != nil {
 		return l.Errorf("receiving the metadata: %w", err)
 	}

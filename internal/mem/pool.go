@@ -5,6 +5,7 @@ package mem
 
 import (
 	"fmt"
+	"math/bits"
 	"os"
 	"runtime"
 	"sync"
@@ -14,10 +15,13 @@ import (
 	"github.com/tdmpi/tdmpi/internal/bytesize"
 )
 
-// PoolMin is the smallest request Recv serves from the pool; smaller ones
-// are plain AllocUninit, which the runtime serves from memory it already
-// holds.
-const PoolMin = HugeMin
+// PoolMin is the smallest request Recv serves from the pool: just over the
+// runtime's largest size class (32 KiB). Smaller requests are plain
+// AllocUninit, which the runtime serves from spans of objects of their
+// size that it keeps faulted in; each larger object is a span of its own,
+// which after a collection may come from pages the runtime returned to
+// the OS, to be faulted in again.
+const PoolMin = 32<<10 + 8
 
 // Pool tuning. They are variables so that tests can shorten them.
 var (
@@ -89,16 +93,24 @@ func defaultPoolLimit() int64 {
 	return 1 << 30
 }
 
-// regionSize is the size of the region that serves a request of n bytes:
-// n rounded up to whole huge pages, so that requests of nearly the same
-// size share regions.
-func regionSize(n int) int { return (n + hugePage - 1) &^ (hugePage - 1) }
+// regionSize is the size of the region that serves a request of n bytes,
+// so that requests of nearly the same size share regions: from HugeMin up,
+// n rounded up to whole huge pages; below, n rounded up to a quarter of
+// the largest power of two not above it (40, 48, 56, 64, 80 KiB ...: at
+// most a quarter more than n).
+func regionSize(n int) int {
+	if n >= HugeMin {
+		return (n + hugePage - 1) &^ (hugePage - 1)
+	}
+	step := 1 << (bits.Len(uint(n)) - 3) // n >= 8
+	return (n + step - 1) &^ (step - 1)
+}
 
 // Recv returns n bytes for a receive buffer, 8-byte aligned, whose
 // contents are undefined (as AllocUninit's): the caller must overwrite all
 // n bytes before anything reads them. A request of at least PoolMin bytes
 // is served by the receive pool (see the package documentation): a region
-// of Go heap memory, advised to use huge pages, that a receive whose
+// of Go heap memory (advised to use huge pages from HugeMin up) that a receive whose
 // result was dropped handed back, already faulted in; or a new one. The
 // region goes back to the pool by itself once nothing references it (no
 // slice into it is reachable); there is nothing to free.
@@ -126,7 +138,7 @@ func (p *pool) get(n int) ([]byte, error) {
 		return nil, err
 	}
 	b := allocNoZero(size)
-	if p.hugeAdvis {
+	if p.hugeAdvis && size >= HugeMin {
 		freshHuge(b)
 	}
 	base := (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))

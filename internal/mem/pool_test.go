@@ -5,10 +5,12 @@ package mem
 
 import (
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,26 +51,29 @@ func TestRecvSmallIsNotPooled(t *testing.T) {
 }
 
 func TestPoolReusesUnreachableRegion(t *testing.T) {
-	const n = 5<<20 + 3
-	p := testPool(t, 1<<30)
-	b, err := p.get(n)
-	require.NoError(t, err)
-	require.Len(t, b, n)
-	require.Equal(t, n, cap(b), "the slice must not reach the region's tail")
-	require.Zero(t, addr(b)%8)
-	a := addr(b)
-	b[0], b[n-1] = 1, 2
-	b = nil
-	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 1 }), "the dropped region never came back")
-	s := p.snapshot()
-	require.Equal(t, int64(regionSize(n)), s.Idle)
-	require.Zero(t, s.Out)
-	// Any size with the same number of huge pages reuses it.
-	b2, err := p.get(n - 1000)
-	require.NoError(t, err)
-	require.Equal(t, a, addr(b2))
-	require.Equal(t, int64(1), p.snapshot().Reused)
-	runtime.KeepAlive(b2)
+	for _, n := range []int{5<<20 + 3, 200<<10 + 3} { // huge-page and smaller regions
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			p := testPool(t, 1<<30)
+			b, err := p.get(n)
+			require.NoError(t, err)
+			require.Len(t, b, n)
+			require.Equal(t, n, cap(b), "the slice must not reach the region's tail")
+			require.Zero(t, addr(b)%8)
+			a := addr(b)
+			b[0], b[n-1] = 1, 2
+			b = nil
+			require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 1 }), "the dropped region never came back")
+			s := p.snapshot()
+			require.Equal(t, int64(regionSize(n)), s.Idle)
+			require.Zero(t, s.Out)
+			// Any size of the same region size reuses it.
+			b2, err := p.get(n - 1000)
+			require.NoError(t, err)
+			require.Equal(t, a, addr(b2))
+			require.Equal(t, int64(1), p.snapshot().Reused)
+			runtime.KeepAlive(b2)
+		})
+	}
 }
 
 // TestPoolNeverReusesReachableRegion: whatever still points into a region
@@ -172,4 +177,26 @@ func TestPoolNudgesCollector(t *testing.T) {
 func TestRecvNegative(t *testing.T) {
 	_, err := Recv(-1)
 	require.Error(t, err)
+}
+
+func TestRegionSize(t *testing.T) {
+	tests := []struct{ n, want int }{
+		{PoolMin, 40 << 10},
+		{40 << 10, 40 << 10},
+		{40<<10 + 1, 48 << 10},
+		{64 << 10, 64 << 10},
+		{64<<10 + 1, 80 << 10},
+		{256 << 10, 256 << 10},
+		{300 << 10, 320 << 10},
+		{HugeMin - 1, HugeMin},
+		{HugeMin, HugeMin},
+		{HugeMin + 1, HugeMin + hugePage},
+		{256 << 20, 256 << 20},
+	}
+	for _, tt := range tests {
+		got := regionSize(tt.n)
+		assert.Equal(t, tt.want, got, "regionSize(%d)", tt.n)
+		assert.GreaterOrEqual(t, got, tt.n)
+		assert.LessOrEqual(t, float64(got), 1.25*float64(tt.n)+hugePage, "regionSize(%d) wastes too much", tt.n)
+	}
 }
