@@ -18,6 +18,57 @@ const (
 	bcastPrefix = wire.BcastPrefix
 )
 
+// Broadcast and broadcast-mode InitRemote start with the same first
+// message, bcastFirst bytes on every rank: a prefix (status: 0, or 1 when
+// the source failed and its error text follows, up to maxReportedError
+// bytes, zero-terminated when shorter; the frame's length; whether more
+// messages follow), then the frame (wire header, class name, metadata and,
+// when all of it fits, the inline storage), or its first part.
+
+// putBcastFailed writes into first (bcastFirst bytes) that the source
+// failed with err.
+func putBcastFailed(first []byte, err error) {
+	binary.LittleEndian.PutUint64(first, 1)
+	clear(first[8:])
+	copy(first[bcastPrefix:bcastPrefix+maxReportedError], err.Error())
+}
+
+// putBcastPrefix writes the prefix of a first message that holds the start
+// of a frame of frameLen bytes, and whether more messages follow.
+func putBcastPrefix(first []byte, frameLen int, more bool) {
+	binary.LittleEndian.PutUint64(first, 0)
+	binary.LittleEndian.PutUint64(first[8:], uint64(frameLen))
+	binary.LittleEndian.PutUint64(first[16:], 0)
+	if more {
+		binary.LittleEndian.PutUint64(first[16:], 1)
+	}
+}
+
+// parseBcastFirst reads a first message: a *PeerError naming src when the
+// source failed, else the frame's length and whether more messages follow.
+func parseBcastFirst(op string, src int, first []byte) (frameLen uint64, more bool, err error) {
+	if binary.LittleEndian.Uint64(first) != 0 {
+		return 0, false, &PeerError{Op: op, Rank: src, Msg: nulTerminated(first[bcastPrefix : bcastPrefix+maxReportedError])}
+	}
+	return binary.LittleEndian.Uint64(first[8:]), binary.LittleEndian.Uint64(first[16:]) != 0, nil
+}
+
+// checkBcastFrame checks a parsed broadcast header h against the prefix of
+// its first message from src.
+func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool) error {
+	switch {
+	case h.Kind != wire.KindBroadcast:
+		return fmt.Errorf("rank %d sent a %v message, not a broadcast", src, h.Kind)
+	case uint64(wire.Size+h.Body()) != frameLen:
+		return fmt.Errorf("rank %d announced a frame of %d bytes, its header %d", src, frameLen, wire.Size+h.Body())
+	case !more && frameLen > bcastFirst-bcastPrefix:
+		return fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, bcastFirst-bcastPrefix)
+	case more && h.Flags&wire.FlagInline != 0 && frameLen <= bcastFirst-bcastPrefix:
+		return fmt.Errorf("rank %d sent inline storage and more messages", src)
+	}
+	return nil
+}
+
 // Broadcast sends src's td to every rank of the group, like tensordict's
 // broadcast: every rank calls it, and every rank returns a consolidated
 // TensorDict equal to src's (its keys, batch sizes, lock state, non-tensor
@@ -28,7 +79,7 @@ const (
 //
 // The source broadcasts a wire header, the class name and the consolidated
 // metadata (JSON), then the storage, in pieces of at most 1 GiB. A small
-// TensorDict (under 4 KiB in all) goes in a single broadcast. The
+// TensorDict (under 4000 bytes in all) goes in a single broadcast. The
 // receivers check the header against their limits (WithMaxBytes) before
 // they allocate anything; if a receiver refuses, every rank returns an
 // error and nothing more is sent.
@@ -105,18 +156,14 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 	tdc, frame, storage, err := bcastFrame(cl, td)
 	if err != nil {
 		// Tell the receivers, which are waiting for the first message.
-		binary.LittleEndian.PutUint64(first, 1)
-		copy(first[bcastPrefix:bcastPrefix+maxReportedError], err.Error())
+		putBcastFailed(first, err)
 		if berr := xfer.Bcast(cl.Step, first, cl.rank); berr != nil {
 			return nil, cl.errorf("%w (and telling the other ranks failed: %v)", err, berr)
 		}
 		return nil, cl.wrap(err)
 	}
 	more := len(frame) > bcastFirst-bcastPrefix || len(storage) > 0
-	binary.LittleEndian.PutUint64(first[8:], uint64(len(frame)))
-	if more {
-		binary.LittleEndian.PutUint64(first[16:], 1)
-	}
+	putBcastPrefix(first, len(frame), more)
 	n := copy(first[bcastPrefix:], frame)
 	if err := xfer.Bcast(cl.Step, first, cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the header: %w", err)
@@ -197,20 +244,13 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 		return nil, cl.errorf("receiving the header from rank %d: %w", src, err)
 	}
 	body := first[bcastPrefix:]
-	if binary.LittleEndian.Uint64(first) != 0 {
-		return nil, cl.errorf("%w", &PeerError{Op: cl.op, Rank: src, Msg: nulTerminated(body[:maxReportedError])})
+	frameLen, more, err := parseBcastFirst(cl.op, src, first)
+	if err != nil {
+		return nil, cl.errorf("%w", err)
 	}
-	frameLen := binary.LittleEndian.Uint64(first[8:])
-	more := binary.LittleEndian.Uint64(first[16:]) != 0
 	h, err := wire.Parse(body, cl.lim)
-	if err == nil && h.Kind != wire.KindBroadcast {
-		err = fmt.Errorf("rank %d sent a %v message, not a broadcast", src, h.Kind)
-	}
-	if err == nil && uint64(wire.Size+h.Body()) != frameLen {
-		err = fmt.Errorf("rank %d announced a frame of %d bytes, its header %d", src, frameLen, wire.Size+h.Body())
-	}
-	if err == nil && !more && frameLen > uint64(len(body)) {
-		err = fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, len(body))
+	if err == nil {
+		err = checkBcastFrame(&h, src, frameLen, more)
 	}
 	if err == nil && more && h.Flags&wire.FlagInline != 0 {
 		err = fmt.Errorf("rank %d sent inline storage and more messages", src)

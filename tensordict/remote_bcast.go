@@ -5,11 +5,11 @@ package tensordict
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
+	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // bcastInlineMax is the largest storage a broadcast carries in the same
@@ -17,16 +17,24 @@ import (
 const bcastInlineMax = 64 << 10
 
 // InitRemote and FromRemoteInit with WithBroadcast run these steps on every
-// rank, holding the group's protocol lock:
+// rank, holding the group's collective lock:
 //
-//  1. the root broadcasts the wire header (wire.Size bytes);
-//  2. every rank checks it against its limits and the ranks agree (one
-//     Allreduce) that all accept it, else all return an error;
-//  3. the root broadcasts the class name, the metadata and, when small,
-//     the storage, in one message;
+//  1. the root broadcasts the first message of Broadcast (bcastFirst
+//     bytes): its frame (the wire header, the class name, the metadata
+//     and, up to bcastInlineMax, the storage), or the frame's first part,
+//     or the root's error;
+//  2. every rank checks the header against its limits and, when the
+//     frame came whole, builds its TensorDict; the ranks agree (one
+//     Allreduce) that all could, else all return an error;
+//  3. when the frame did not fit, the root broadcasts the rest of it;
 //  4. when the storage is separate: the ranks agree that all could decode
-//     the metadata and allocate the storage, then the root broadcasts it
-//     in chunks of at most 1 GiB.
+//     the metadata and allocate the storage (unless step 2 did), then the
+//     root broadcasts it in chunks of at most 1 GiB.
+//
+// A small TensorDict thus takes two collective steps, the first message
+// and the agreement, which also closes the call (it tells whether a rank
+// ran another collective on the group at the same time); otherwise
+// closeCollective closes it.
 
 // bcastSend is the root's side.
 func (l *link) bcastSend(td *TensorDict) error {
@@ -35,75 +43,95 @@ func (l *link) bcastSend(td *TensorDict) error {
 			return err
 		}
 		s := xfer.NewStep(l.Ctx, l.Group)
-		return closeCollective(s, busy, l.bcastSendLocked(s, td, busy), l.Errorf)
+		closed, err := l.bcastSendLocked(s, td, busy)
+		if closed {
+			return err
+		}
+		return closeCollective(s, busy, err, l.Errorf)
 	})
 }
 
-// bcastSendLocked is bcastSend inside the group's collective lock.
-func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) error {
-	h, body, payload, err := bcastPrepare(l, td)
+// bcastSendLocked is bcastSend inside the group's collective lock. closed
+// reports that its last step was an agreement that closed the call.
+func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (closed bool, err error) {
+	msg, payload, err := bcastPrepare(l, td)
 	if err == nil && busy() {
 		err = errBusy
 	}
-	var hdr [wire.Size]byte
-	if err == nil {
-		wire.Put(hdr[:], &h)
+	if err != nil {
+		xfer.PutSendBuf(msg)
+		msg = make([]byte, bcastFirst)
+		putBcastFailed(msg, err)
 	}
-	if berr := xfer.Bcast(s, hdr[:], l.Peer); berr != nil {
-		return l.Errorf("broadcasting the header: %w", errors.Join(berr, err))
+	if berr := xfer.Bcast(s, msg[:bcastFirst], l.Peer); berr != nil {
+		return false, l.Errorf("broadcasting the header: %w", errors.Join(berr, err))
 	}
 	if err := l.agree(s, err); err != nil {
-		return err
+		return false, err
 	}
-	if err := xfer.Bcast(s, body, l.Peer); err != nil {
-		return l.Errorf("broadcasting the metadata: %w", err)
+	// From here on every rank has the same valid header, and takes the
+	// same steps.
+	fits := len(msg) == bcastFirst // the frame came whole
+	if !fits {
+		if err := xfer.Bcast(s, msg[bcastFirst:], l.Peer); err != nil {
+			return false, l.Errorf("broadcasting the metadata: %w", err)
+		}
 	}
-	if h.Flags&wire.FlagInline != 0 {
-		return nil
+	xfer.PutSendBuf(msg) // every step that reads it has completed
+	if payload == nil {
+		return fits, nil
 	}
-	if err := l.agree(s, nil); err != nil {
-		return err
+	if !fits {
+		if err := l.agree(s, nil); err != nil {
+			return false, err
+		}
 	}
 	if err := s.BcastChunks(payload, l.Peer); err != nil {
-		return l.Errorf("broadcasting %d bytes of storage: %w", len(payload), err)
+		return false, l.Errorf("broadcasting %d bytes of storage: %w", len(payload), err)
 	}
-	return nil
+	return false, nil
 }
 
-// bcastPrepare lays td out for a broadcast: the header, the body (class
-// name, metadata and inline storage) and the separate payload, if any.
-func bcastPrepare(l *link, td *TensorDict) (h wire.Header, body, payload []byte, err error) {
+// bcastPrepare lays td out for a broadcast: the messages to broadcast
+// first, the first bcastFirst bytes of msg and the rest of it, which hold
+// the first message's prefix and the frame (the header, the class name,
+// the metadata and, up to bcastInlineMax, the storage), padded with zeros
+// to bcastFirst bytes; and the separate storage, if any.
+func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 	if err := l.Ctx.Err(); err != nil {
-		return h, nil, nil, err
+		return nil, nil, err
 	}
 	sp, err := planSend(l.Op, td)
 	if err != nil {
-		return h, nil, nil, err
+		return nil, nil, err
 	}
-	h = wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: signature(td),
+	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: signature(td),
 		Leaves: int64(sp.leaves), Total: int64(sp.total), ClassLen: len(sp.class), MetaLen: int64(len(sp.meta))}
 	inline := sp.total <= bcastInlineMax
-	n := len(sp.class) + len(sp.meta)
 	if inline {
 		h.Flags |= wire.FlagInline
-		n += sp.total
 	} else {
 		h.Chunk = wire.MaxChunk
 	}
 	if err := h.Check(senderLimits); err != nil {
-		return h, nil, nil, err
+		return nil, nil, err
 	}
-	body = xfer.AlignedBuf(n)
-	off := copy(body, sp.class)
-	off += copy(body[off:], sp.meta)
+	frameLen := wire.Size + int(h.Body())
+	msg = xfer.SendBuf(max(bcastPrefix+frameLen, bcastFirst))
+	putBcastPrefix(msg, frameLen, bcastPrefix+frameLen > bcastFirst || !inline)
+	wire.Put(msg[bcastPrefix:], &h)
+	off := bcastPrefix + wire.Size
+	off += copy(msg[off:], sp.class)
+	off += copy(msg[off:], sp.meta)
+	clear(msg[bcastPrefix+frameLen:])
 	// The storage may be a mapping of a file another process truncated:
 	// copied in Go under CatchFault, or checked before MPI reads it in C.
 	if inline {
-		err = mem.CatchFault(func() error { return sp.packInto(body[off:]) })
+		err = mem.CatchFault(func() error { return sp.packInto(msg[off : bcastPrefix+frameLen]) })
 	} else if payload, err = sp.bytes(); err == nil {
 		err = mem.Readable(payload)
 	}
-	return h, body, payload, err
+	return msg, payload, err
 }
 
 // bcastRecv is the side of every other rank.
@@ -114,7 +142,11 @@ func (l *link) bcastRecv() (*TensorDict, error) {
 			return err
 		}
 		s := xfer.NewStep(l.Ctx, l.Group)
-		return closeCollective(s, busy, l.bcastRecvLocked(s, &td, busy), l.Errorf)
+		closed, err := l.bcastRecvLocked(s, &td, busy)
+		if closed {
+			return err
+		}
+		return closeCollective(s, busy, err, l.Errorf)
 	})
 	if err != nil {
 		// td may have been built before the storage failed to arrive.
@@ -124,68 +156,107 @@ func (l *link) bcastRecv() (*TensorDict, error) {
 }
 
 // bcastRecvLocked is bcastRecv inside the group's collective lock; it sets
-// *out to the result.
-func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) error {
+// *out to the result. closed reports that its last step was an agreement
+// that closed the call.
+func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) (closed bool, err error) {
 	var td *TensorDict
 	defer func() { *out = td }()
-	var hdr [wire.Size]byte
-	if err := xfer.Bcast(s, hdr[:], l.Peer); err != nil {
-		return l.Errorf("receiving the header: %w", err)
+	// The first message holds the storage of a small transfer, which its
+	// result views.
+	first := mem.AllocUninit(bcastFirst)
+	if err := xfer.Bcast(s, first, l.Peer); err != nil {
+		return false, l.Errorf("receiving the header: %w", err)
 	}
-	h, err := wire.Parse(hdr[:], l.o.limits())
-	if err == nil && h.Kind != wire.KindBroadcast {
-		err = fmt.Errorf("header of a %v message, want %v", h.Kind, wire.KindBroadcast)
+	frameLen, more, err := parseBcastFirst(l.Op, l.Peer, first)
+	var h wire.Header
+	if err == nil {
+		h, err = wire.Parse(first[bcastPrefix:], l.o.limits())
+	}
+	if err == nil {
+		err = checkBcastFrame(&h, l.Peer, frameLen, more)
 	}
 	if err == nil {
 		err = l.Ctx.Err()
+	}
+	// Whether the frame came whole in the first message; valid, and the
+	// same on every rank, once the agreement passed.
+	fits := frameLen <= bcastFirst-bcastPrefix
+	inline := h.Flags&wire.FlagInline != 0
+	finish := func(bool) error { return nil }
+	var st *tensor.Storage
+	if err == nil && fits {
+		td, st, finish, err = l.bcastBuild(&h, first[bcastPrefix+wire.Size:bcastPrefix+frameLen])
 	}
 	if err == nil && busy() {
 		err = errBusy
 	}
 	if err := l.agree(s, err); err != nil {
-		return err
+		if td != nil {
+			err = errors.Join(err, finish(false))
+		}
+		td = nil
+		return false, err
 	}
-	// The body's tail is the storage of an inline transfer: memory of the
-	// receive pool when large, written whole by the broadcast.
-	body, merr := mem.Recv(int(h.Body()))
-	if merr != nil {
-		// Only a body of 64 MiB or more is checked against the memory
-		// available: every rank must still take part in the broadcast.
-		body = xfer.AlignedBuf(int(h.Body()))
+	if !fits {
+		// The rest of the frame; its tail is the storage of an inline
+		// transfer: memory of the receive pool when large, written whole
+		// by the broadcast.
+		frame, merr := mem.Recv(int(frameLen))
+		if merr != nil {
+			frame = xfer.AlignedBuf(int(frameLen)) // every rank takes part
+		}
+		n := copy(frame, first[bcastPrefix:])
+		if err := xfer.Bcast(s, frame[n:], l.Peer); err != nil {
+			return false, l.Errorf("receiving the metadata: %w", err)
+		}
+		td, st, finish, err = l.bcastBuild(&h, frame[wire.Size:])
+		if !inline {
+			if err := l.agree(s, err); err != nil {
+				td = nil
+				return false, err
+			}
+		} else if err != nil {
+			td = nil
+			return false, l.Errorf("%w", err)
+		}
 	}
-	if err := xfer.Bcast(s, body, l.Peer); err != nil {
-		return l.Errorf("receiving the metadata: %w", err)
+	closed = fits && inline
+	if !inline {
+		if err := s.BcastChunks(st.Bytes(), l.Peer); err != nil {
+			td = nil
+			return false, l.Errorf("receiving %d bytes of storage: %w", h.Total, errors.Join(err, finish(false)))
+		}
 	}
+	if err := finish(true); err != nil {
+		td = nil
+		return closed, l.Errorf("%w", err)
+	}
+	return closed, nil
+}
+
+// bcastBuild builds the TensorDict that the broadcast header h and its
+// body (class name, metadata and inline storage) announce, over a new
+// storage when the storage is separate; finish completes or removes a
+// memory-mapped storage. On error nothing is left behind.
+func (l *link) bcastBuild(h *wire.Header, body []byte) (td *TensorDict, st *tensor.Storage, finish func(bool) error, err error) {
+	noop := func(bool) error { return nil }
 	class := body[:h.ClassLen]
 	meta := body[h.ClassLen : int64(h.ClassLen)+h.MetaLen]
 	var inline []byte
 	if h.Flags&wire.FlagInline != 0 {
-		inline = body[int64(h.ClassLen)+h.MetaLen:]
+		inline = body[int64(h.ClassLen)+h.MetaLen : h.Body()]
 	}
-	st, finish, err := l.storageFor(h.Total, inline, meta)
-	if err == nil {
-		td, err = fromConsolidatedCached(l.Group, st, meta)
-		if err != nil {
-			err = errors.Join(err, finish(false))
-		}
+	st, finish, err = l.storageFor(h.Total, inline, meta)
+	if err != nil {
+		return nil, nil, noop, err
 	}
-	if inline == nil {
-		if err := l.agree(s, err); err != nil {
-			return err
-		}
-		if err := s.BcastChunks(st.Bytes(), l.Peer); err != nil {
-			return l.Errorf("receiving %d bytes of storage: %w", h.Total, errors.Join(err, finish(false)))
-		}
-	} else if err != nil {
-		return l.Errorf("%w", err)
-	}
-	if err := finish(true); err != nil {
-		return l.Errorf("%w", err)
+	if td, err = fromConsolidatedCached(l.Group, st, meta); err != nil {
+		return nil, nil, noop, errors.Join(err, finish(false))
 	}
 	if len(class) > 0 {
 		td.class = string(class)
 	}
-	return nil
+	return td, st, finish, nil
 }
 
 // agree tells every rank of the group whether all of them can go on. local
