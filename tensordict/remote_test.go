@@ -166,7 +166,12 @@ func TestInitRemoteBroadcast(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		n, m int
-	}{{"inline", 2, 3}, {"separate", 3, 1 << 15}} {
+	}{
+		{"inline", 2, 3}, // the whole frame in the first message: two steps
+		{"inline, frame over the first message", 1, 1 << 10}, // 8 KiB, inline, after the first message
+		{"separate", 3, 1 << 15},
+		{"separate, frame in the first message", 1, 1 << 14}, // 128 KiB
+	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			root := g.Size() - 1
 			if g.Rank() == root {
@@ -181,16 +186,34 @@ func TestInitRemoteBroadcast(t *testing.T) {
 	}
 }
 
+// TestInitRemoteBroadcastRefused: a receiver refuses (over its
+// WithMaxBytes), on each path of the protocol; every rank returns an
+// error, and the next broadcast on the group works.
 func TestInitRemoteBroadcastRefused(t *testing.T) {
 	g := mpitest.Need(t, 2)
-	if g.Rank() == 0 {
-		err := bigTD(t, 1, 1<<14, 1).InitRemote(0, WithBroadcast())
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "could not go on")
-		return
+	for _, tc := range []struct {
+		name string
+		m    int // float64 elements of the one leaf
+	}{
+		{"frame in the first message", 8},
+		{"inline, frame over the first message", 1 << 11},
+		{"separate", 1 << 14},
+	} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			if g.Rank() == 0 {
+				err := bigTD(t, 1, tc.m, 1).InitRemote(0, WithBroadcast())
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "could not go on")
+				require.NoError(t, bigTD(t, 1, 2, 5).InitRemote(0, WithBroadcast()))
+				return
+			}
+			_, err := FromRemoteInit(0, WithBroadcast(), WithMaxBytes(int64(tc.m*8-1)), testCtx(t))
+			require.ErrorIs(t, err, wire.ErrLimit)
+			got, err := FromRemoteInit(0, WithBroadcast(), testCtx(t))
+			require.NoError(t, err)
+			checkBigTD(t, got, 1, 2, 5)
+		})
 	}
-	_, err := FromRemoteInit(0, WithBroadcast(), WithMaxBytes(1024))
-	require.ErrorIs(t, err, wire.ErrLimit)
 }
 
 func TestInitRemoteSubgroup(t *testing.T) {
