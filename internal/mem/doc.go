@@ -91,10 +91,12 @@
 //     benchmarks report it as nudge-ms/op).
 //   - At most the limit waits in the pool: an eighth of the machine's
 //     memory (Physical) by default, TDMPI_RECV_POOL ("2GiB") in the
-//     environment, SetPoolLimit at run time; 0 turns reuse off. A region
-//     that comes back over the limit, or waits unused for 10 s, is
-//     dropped: the collector frees it and the runtime's scavenger returns
-//     it to the OS.
+//     environment, SetPoolLimit at run time; 0 turns reuse off. Of it,
+//     regions under HugeMin take at most 64 MiB, so that a program that
+//     receives many sizes does not keep one of each. A region that comes
+//     back over the limit, or waits unused for 10 s, is dropped: the
+//     collector frees it and the runtime's scavenger returns it to the
+//     OS.
 //   - The resident set under a loop of fresh receives stays at the live
 //     results plus about two regions (TestFromRemoteInitSoak: 200 receives
 //     of 64 MiB, each result alive for one more round, peak resident set

@@ -36,6 +36,10 @@ var (
 	// nudgeWait is how long such a request waits, after the collection,
 	// for the finalizers that put unreachable regions back.
 	nudgeWait = 5 * time.Millisecond
+	// smallIdleMax bounds the bytes of regions under HugeMin that wait
+	// in the pool, within its limit: a program receiving many sizes
+	// would otherwise keep a region of each, resident, for poolIdle.
+	smallIdleMax int64 = 64 << 20
 )
 
 // pool is the process's pool of receive regions; see the package
@@ -44,6 +48,7 @@ type pool struct {
 	mu        sync.Mutex
 	free      map[int][]idleRegion // by region size
 	idle      int64                // bytes in free
+	idleSmall int64                // bytes in free in regions under HugeMin
 	limit     int64                // most bytes free may hold
 	out       int64                // bytes handed out and not yet back
 	nudgeAt   int64                // out must reach this for the next nudge
@@ -160,7 +165,7 @@ func (p *pool) take(size, n int) []byte {
 	r := rs[len(rs)-1]
 	rs[len(rs)-1] = idleRegion{}
 	p.free[size] = rs[:len(rs)-1]
-	p.idle -= int64(size)
+	p.unidle(size)
 	p.out += int64(size)
 	p.stats.Reused++
 	return p.handOut(r.base, size, n)
@@ -181,13 +186,16 @@ func (p *pool) put(base *uint64, size int) {
 	p.out -= int64(size)
 	p.stats.Returned++
 	p.nudgeAt = 0
-	if p.idle+int64(size) > p.limit {
+	if p.idle+int64(size) > p.limit || size < HugeMin && p.idleSmall+int64(size) > smallIdleMax {
 		p.stats.Dropped++
 		p.mu.Unlock()
 		return
 	}
 	p.free[size] = append(p.free[size], idleRegion{base: base, since: time.Now()})
 	p.idle += int64(size)
+	if size < HugeMin {
+		p.idleSmall += int64(size)
+	}
 	if p.timer == nil {
 		p.timer = time.AfterFunc(poolIdle, p.dropIdle)
 	}
@@ -195,6 +203,14 @@ func (p *pool) put(base *uint64, size int) {
 	select {
 	case p.back <- struct{}{}:
 	default:
+	}
+}
+
+// unidle counts a region of size bytes out of the idle ones.
+func (p *pool) unidle(size int) {
+	p.idle -= int64(size)
+	if size < HugeMin {
+		p.idleSmall -= int64(size)
 	}
 }
 
@@ -252,7 +268,7 @@ func (p *pool) dropIdle() {
 		keep := rs[:0]
 		for _, r := range rs {
 			if now.Sub(r.since) >= poolIdle {
-				p.idle -= int64(size)
+				p.unidle(size)
 				p.stats.Dropped++
 				continue
 			}
@@ -283,7 +299,7 @@ func (p *pool) setLimit(n int64) int64 {
 		for len(rs) > 0 && p.idle > p.limit {
 			rs[len(rs)-1] = idleRegion{}
 			rs = rs[:len(rs)-1]
-			p.idle -= int64(size)
+			p.unidle(size)
 			p.stats.Dropped++
 		}
 		if len(rs) == 0 {

@@ -132,6 +132,30 @@ func TestPoolLimitDropsRegions(t *testing.T) {
 	require.Zero(t, p.snapshot().Idle, "lowering the limit must drop what is over it")
 }
 
+// Regions under HugeMin wait in the pool up to smallIdleMax bytes, huge
+// ones up to the pool's limit alone.
+func TestPoolBoundsSmallIdle(t *testing.T) {
+	const small, huge = 200 << 10, HugeMin
+	old := smallIdleMax
+	smallIdleMax = 2 * int64(regionSize(small))
+	t.Cleanup(func() { smallIdleMax = old })
+	p := testPool(t, 1<<30)
+	for _, n := range []int{small, small, small, huge, huge} {
+		_, err := p.get(n) // dropped at once
+		require.NoError(t, err)
+	}
+	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 5 }), "the dropped regions never came back")
+	s := p.snapshot()
+	assert.Equal(t, int64(1), s.Dropped, "the third small region is over smallIdleMax")
+	assert.Equal(t, 2*int64(regionSize(small))+2*int64(regionSize(huge)), s.Idle)
+	assert.Equal(t, smallIdleMax, p.idleSmall)
+	for range 2 {
+		_, err := p.get(small)
+		require.NoError(t, err)
+	}
+	assert.Zero(t, p.idleSmall, "taking small regions must count them out")
+}
+
 func TestPoolDropsIdleRegions(t *testing.T) {
 	old := poolIdle
 	poolIdle = 50 * time.Millisecond
