@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
@@ -430,26 +431,9 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 // recvInit is the point-to-point receiving side of InitRemote.
 func (l *link) recvInit() (*TensorDict, error) {
 	lim := l.o.limits()
-	var mv mpi.Message
-	m := &mv
-	st, err := xfer.Probe(l.Ctx, l.Comm, l.Peer, xfer.InitHeaderTag, m)
+	frame, err := l.recvInitFrame(lim)
 	if err != nil {
-		return nil, l.Errorf("waiting for the header: %w", err)
-	}
-	full := lim.Resolve()
-	maxFrame := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, initInlineMax)
-	if n := st.Bytes(); n < wire.Size || n > maxFrame {
-		err := l.refuseOversized(m, n, maxFrame)
-		return nil, l.Errorf("%w", err)
-	}
-	// The frame's tail is the storage of an inline transfer: memory of the
-	// receive pool when large, written whole by the receive.
-	frame, err := mem.Recv(int(st.Bytes()))
-	if err != nil {
-		return nil, l.Errorf("%w", errors.Join(err, xfer.Discard(m, st.Bytes(), nil)))
-	}
-	if err := xfer.RecvMatched(l.Ctx, m, frame, "the header message"); err != nil {
-		return nil, l.Errorf("receiving the header: %w", err)
+		return nil, err
 	}
 	f, err := wire.ParseFrame(frame, lim)
 	if err != nil {
@@ -481,6 +465,70 @@ func (l *link) recvInit() (*TensorDict, error) {
 		td.class = string(f.Class)
 	}
 	return td, nil
+}
+
+// initFrames holds, for each group, the size of the last InitRemote header
+// message received from each peer: the next one from that peer, often of
+// the same structure and size, is received into a buffer of that size in
+// one call into MPI (xfer.ProbeRecv).
+var initFrames = group.Slot[initFrameSizes]{New: func() *initFrameSizes { return &initFrameSizes{} }}
+
+// initFrameSizes is a group's initFrames state.
+type initFrameSizes struct {
+	mu   sync.Mutex
+	last map[int]int // by peer rank
+}
+
+// recvInitFrame receives the header message of an InitRemote, within lim,
+// into a new buffer of its size, whose tail is the storage of an inline
+// transfer (memory of the receive pool when large). A message outside
+// lim is consumed, with what its header announces, and refused.
+func (l *link) recvInitFrame(lim wire.Limits) ([]byte, error) {
+	full := lim.Resolve()
+	maxFrame := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, initInlineMax)
+	sizes := initFrames.Of(l.Group)
+	sizes.mu.Lock()
+	guess := sizes.last[l.Peer]
+	sizes.mu.Unlock()
+	var buf []byte
+	if guess > 0 && int64(guess) <= maxFrame {
+		var err error
+		if buf, err = mem.Recv(guess); err != nil {
+			buf = nil
+		}
+	}
+	var mv mpi.Message
+	m := &mv
+	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, xfer.InitHeaderTag, m, buf)
+	if err != nil {
+		return nil, l.Errorf("waiting for the header: %w", err)
+	}
+	n := st.Bytes()
+	if got && n >= wire.Size {
+		return buf, nil
+	}
+	if got { // an empty message, received for want of a guess
+		return nil, l.Errorf("header message of %d bytes is shorter than a header: %w", n, wire.ErrHeader)
+	}
+	if n < wire.Size || n > maxFrame {
+		err := l.refuseOversized(m, n, maxFrame)
+		return nil, l.Errorf("%w", err)
+	}
+	// Written whole by the receive.
+	frame, err := mem.Recv(int(n))
+	if err != nil {
+		return nil, l.Errorf("%w", errors.Join(err, xfer.Discard(m, n, nil)))
+	}
+	if err := xfer.RecvMatched(l.Ctx, m, frame, "the header message"); err != nil {
+		return nil, l.Errorf("receiving the header: %w", err)
+	}
+	sizes.mu.Lock()
+	if sizes.last == nil {
+		sizes.last = map[int]int{}
+	}
+	sizes.last[l.Peer] = int(n)
+	sizes.mu.Unlock()
+	return frame, nil
 }
 
 // abandonMemmap removes the file of a WithMemmap receive that was

@@ -186,6 +186,31 @@ func TestInitRemoteBroadcast(t *testing.T) {
 	}
 }
 
+// TestInitRemoteFrameSizes sends header messages of the size of the last
+// one (received in one call into MPI) and of other sizes, small and over
+// the receive pool's minimum, in turn: each arrives whole.
+func TestInitRemoteFrameSizes(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	for i, m := range []int{4, 4, 4000, 4, 4000, 4000, 3, 4} {
+		if g.Rank() == 0 {
+			require.NoError(t, bigTD(t, 2, m, float64(i)).InitRemote(1))
+			continue
+		}
+		// Without a context the guess is received in one call into MPI
+		// (mpi.RecvExact); with one, the message is probed first.
+		var opts []RemoteOption
+		if i >= 4 {
+			opts = append(opts, testCtx(t))
+		}
+		got, err := FromRemoteInit(0, opts...)
+		require.NoError(t, err, "transfer %d", i)
+		checkBigTD(t, got, 2, m, float64(i))
+	}
+}
+
 // TestInitRemoteBroadcastRefused: a receiver refuses (over its
 // WithMaxBytes), on each path of the protocol; every rank returns an
 // error, and the next broadcast on the group works.
