@@ -165,7 +165,7 @@
 // storage for every new result, and new memory is slow to fault in, on
 // virtual machines especially. They take it from a receive pool
 // (internal/mem, "Receive pool"): memory of results the program dropped
-// or released (over 32 KiB; huge pages from 4 MiB), already faulted in,
+// or released (from 4 KiB; huge pages from 4 MiB), already faulted in,
 // which comes back only when
 // nothing can reach it any more (no tensor, view, slice from Bytes or
 // Data, or pending request), so a result never changes under a slice a

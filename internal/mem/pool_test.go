@@ -149,10 +149,22 @@ func TestPoolBoundsSmallIdle(t *testing.T) {
 	assert.Equal(t, int64(1), s.Dropped, "the third small region is over smallIdleMax")
 	assert.Equal(t, 2*int64(regionSize(small))+2*int64(regionSize(huge)), s.Idle)
 	assert.Equal(t, smallIdleMax, p.idleSmall)
-	for range 2 {
-		_, err := p.get(small)
-		require.NoError(t, err)
-	}
+	// A region of another size that comes back takes the place of the
+	// one that waited longest.
+	const other = 150 << 10 // a smaller region, so that one drop makes room
+	_, err := p.get(other)
+	require.NoError(t, err)
+	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 6 }), "the dropped region never came back")
+	s = p.snapshot()
+	assert.Equal(t, int64(2), s.Dropped, "the region that waited longest makes room")
+	assert.Equal(t, int64(regionSize(small)+regionSize(other)), p.idleSmall)
+	b, err := p.get(other)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), p.snapshot().Reused, "the newest region is kept")
+	runtime.KeepAlive(b)
+	b2, err := p.get(small)
+	require.NoError(t, err)
+	runtime.KeepAlive(b2)
 	assert.Zero(t, p.idleSmall, "taking small regions must count them out")
 }
 
@@ -205,7 +217,8 @@ func TestRecvNegative(t *testing.T) {
 
 func TestRegionSize(t *testing.T) {
 	tests := []struct{ n, want int }{
-		{PoolMin, 40 << 10},
+		{PoolMin, 4 << 10},
+		{5000, 5 << 10},
 		{40 << 10, 40 << 10},
 		{40<<10 + 1, 48 << 10},
 		{64 << 10, 64 << 10},
