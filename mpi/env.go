@@ -167,7 +167,11 @@ func Busy() error {
 }
 
 func busyError(op string) error {
-	return fmt.Errorf("mpi: %s: %w: calls in progress on other goroutines: %s", op, ErrBusy, inProgress())
+	calls := inProgress()
+	if calls == "" {
+		calls = "one starting or returning" // between the lock and its count
+	}
+	return fmt.Errorf("mpi: %s: %w: calls in progress on other goroutines: %s", op, ErrBusy, calls)
 }
 
 func inFlightError(op string) error {
