@@ -241,7 +241,7 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 		return false, nil
 	}
 	reuse := l.Ctx.Done() == nil
-	frame, err := s.initFrame(td, reuse)
+	frame, err := s.initFrame(td, reuse, p2pLayout)
 	// The send is made without td's lock, so that other transfers of td
 	// (a Recv the peer waits for first, say) are not held up by it.
 	s.mu.Unlock()
@@ -269,7 +269,7 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 // storage is small enough to travel inline (sent true), as sendSmallInit
 // does but laid out and encoded for this call alone.
 func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
-	frame, err := firstInitFrame(l.Op, td)
+	frame, err := firstInitFrame(l.Op, td, p2pLayout)
 	if err != nil {
 		return true, l.Errorf("%w", err)
 	}
@@ -287,12 +287,60 @@ func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
 	return true, nil
 }
 
-// firstInitFrame returns the single message of the first InitRemote of
-// td (see sendFirstInit), or nil if td's storage does not travel inline.
-// A received TensorDict passed on unchanged (templateEncoding) reuses the
-// encoding of the first copy of its template that was: only its storage
-// is new.
-func firstInitFrame(op string, td *TensorDict) ([]byte, error) {
+// frameLayout is where the frame of a small InitRemote (its header, class
+// name, metadata and inline storage) stands in the message that carries
+// it: after prefix bytes its caller fills, and followed by zeros up to
+// minLen bytes.
+type frameLayout struct {
+	kind           wire.Kind
+	prefix, minLen int
+}
+
+// p2pLayout is a point-to-point InitRemote's: the frame is the message.
+var p2pLayout = frameLayout{kind: wire.KindInit}
+
+// message returns a message of lay for a frame of n bytes, from
+// xfer.SendBuf, its prefix unwritten and its zero tail cleared.
+func (lay frameLayout) message(n int) []byte {
+	msg := xfer.SendBuf(max(lay.prefix+n, lay.minLen))
+	clear(msg[lay.prefix+n:])
+	return msg
+}
+
+// smallInitMessage returns the message of an InitRemote of td laid out by
+// lay (built in a SendBuf) and the length of its frame, from the
+// encodings td keeps, as the point-to-point InitRemote makes it
+// (firstInitFrame on its first call, then td's Send/Recv state), or nil
+// if td's storage does not travel inline.
+func smallInitMessage(op string, td *TensorDict, lay frameLayout) (msg []byte, frameLen int, err error) {
+	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
+		msg, err = firstInitFrame(op, td, lay)
+	} else {
+		var s *p2pState
+		if s, err = p2pStateOf(op, td); err != nil {
+			return nil, 0, err
+		}
+		if s.total <= initInlineMax {
+			msg, err = s.initFrame(td, false, lay)
+		}
+		s.mu.Unlock()
+	}
+	if err != nil || msg == nil {
+		return nil, 0, err
+	}
+	h, err := wire.Parse(msg[lay.prefix:], senderLimits) // as the sender checked it
+	if err != nil {
+		return nil, 0, err
+	}
+	return msg, wire.Size + int(h.Body()), nil
+}
+
+// firstInitFrame returns the message of the first InitRemote of td (see
+// sendFirstInit), laid out by lay, or nil if td's storage does not travel
+// inline. A received TensorDict passed on unchanged (templateEncoding)
+// reuses the encoding of the first copy of its template that was: only
+// its storage is new.
+func firstInitFrame(op string, td *TensorDict, lay frameLayout) ([]byte, error) {
 	enc, copied := td.templateEncoding()
 	payload := func() ([]byte, error) { return td.cons.st.Bytes(), nil }
 	if enc == nil {
@@ -309,16 +357,16 @@ func firstInitFrame(op string, td *TensorDict) ([]byte, error) {
 		}
 		payload = sp.bytes
 	}
-	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
-	var frame []byte
+	h := wire.Header{Kind: lay.kind, Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
+	var msg []byte
 	// The storage may be a mapping of a file another process truncated.
 	err := mem.CatchFault(func() error {
 		p, err := payload()
 		if err != nil {
 			return err
 		}
-		buf := xfer.SendBuf(wire.Size + len(enc.class) + len(enc.meta) + len(p))
-		frame = wire.AppendFrame(buf[:0], &h, enc.class, enc.meta, p) // every byte of buf
+		msg = lay.message(wire.Size + len(enc.class) + len(enc.meta) + len(p))
+		wire.AppendFrame(msg[lay.prefix:lay.prefix], &h, enc.class, enc.meta, p) // every byte up to the tail
 		return nil
 	})
 	if err != nil {
@@ -327,26 +375,27 @@ func firstInitFrame(op string, td *TensorDict) ([]byte, error) {
 	if err := h.Check(senderLimits); err != nil {
 		return nil, err
 	}
-	return frame, nil
+	return msg, nil
 }
 
-// initFrame returns the single message of an InitRemote of td, whose
-// state s is locked and whose storage travels inline: the header, the
-// class name, the metadata and the storage. With reuse, it is built in
+// initFrame returns the message of an InitRemote of td, whose state s is
+// locked and whose storage travels inline, laid out by lay: the header,
+// the class name, the metadata and the storage. With reuse, it is built in
 // the buffer kept in s (taken from s: the caller gives it back), else in
 // a new one.
-func (s *p2pState) initFrame(td *TensorDict, reuse bool) ([]byte, error) {
+func (s *p2pState) initFrame(td *TensorDict, reuse bool, lay frameLayout) ([]byte, error) {
 	meta := s.meta[:s.metaLen]
 	pad := (8 - (wire.Size+len(td.class)+len(meta))%8) % 8
-	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
+	h := wire.Header{Kind: lay.kind, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		MetaLen: int64(len(meta) + pad), ClassLen: len(td.class), Hash: s.consHash, Leaves: int64(len(s.leaves))}
 	n := wire.Size + len(td.class) + len(meta) + pad + s.total
-	var frame []byte
-	if reuse && cap(s.iframe) >= n {
-		frame, s.iframe = s.iframe[:n], nil // every byte is written below
+	var msg []byte
+	if reuse && lay == p2pLayout && cap(s.iframe) >= n {
+		msg, s.iframe = s.iframe[:n], nil // every byte is written below
 	} else {
-		frame = xfer.SendBuf(n)
+		msg = lay.message(n)
 	}
+	frame := msg[lay.prefix:]
 	wire.Put(frame, &h)
 	off := wire.Size + copy(frame[wire.Size:], td.class)
 	off += copy(frame[off:], meta)
@@ -357,13 +406,13 @@ func (s *p2pState) initFrame(td *TensorDict, reuse bool) ([]byte, error) {
 	// The storage may be a mapping of a file another process truncated.
 	err := mem.CatchFault(func() error {
 		payload, err := s.payload(true)
-		copy(frame[off:], payload)
+		copy(frame[off:off+s.total], payload)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the consolidated storage: %w", err)
 	}
-	return frame, nil
+	return msg, nil
 }
 
 // senderLimits checks what a sender puts in a header: the receiver's

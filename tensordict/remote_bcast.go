@@ -101,6 +101,15 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 	if err := l.Ctx.Err(); err != nil {
 		return nil, nil, err
 	}
+	// A small TensorDict is laid out as a point-to-point InitRemote lays
+	// it out, from the encodings it keeps.
+	lay := frameLayout{kind: wire.KindBroadcast, prefix: bcastPrefix, minLen: bcastFirst}
+	if msg, n, err := smallInitMessage(l.Op, td, lay); err != nil || msg != nil {
+		if err == nil {
+			putBcastPrefix(msg, n, bcastPrefix+n > bcastFirst)
+		}
+		return msg, nil, err
+	}
 	sp, err := planSend(l.Op, td)
 	if err != nil {
 		return nil, nil, err

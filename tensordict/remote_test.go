@@ -211,6 +211,37 @@ func TestInitRemoteFrameSizes(t *testing.T) {
 	}
 }
 
+// TestInitRemoteBroadcastPassedOn: a small TensorDict broadcast three
+// times by rank 0 (its first InitRemote, then with its Send/Recv state),
+// then passed on unchanged by the last rank that received it, twice (the
+// encoding of its receive template, then its state): every receiver gets
+// it whole each time.
+func TestInitRemoteBroadcastPassedOn(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	last := g.Size() - 1
+	td := bigTD(t, 3, 5, 2)
+	var got *TensorDict
+	for i := range 3 {
+		if g.Rank() == 0 {
+			require.NoError(t, td.InitRemote(-1, WithBroadcast()), "broadcast %d", i)
+			continue
+		}
+		var err error
+		got, err = FromRemoteInit(0, WithBroadcast(), testCtx(t))
+		require.NoError(t, err, "broadcast %d", i)
+		checkBigTD(t, got, 3, 5, 2)
+	}
+	for i := range 2 {
+		if g.Rank() == last {
+			require.NoError(t, got.InitRemote(-1, WithBroadcast()), "passing on %d", i)
+			continue
+		}
+		again, err := FromRemoteInit(last, WithBroadcast(), testCtx(t))
+		require.NoError(t, err, "passing on %d", i)
+		checkBigTD(t, again, 3, 5, 2)
+	}
+}
+
 // TestInitRemoteBroadcastRefused: a receiver refuses (over its
 // WithMaxBytes), on each path of the protocol; every rank returns an
 // error, and the next broadcast on the group works.
