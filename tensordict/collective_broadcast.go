@@ -335,9 +335,18 @@ func sameLayout(td *TensorDict, meta []byte, class string, total int64) bool {
 }
 
 // rebuild makes the TensorDict a peer sent: meta over st, with class name
-// class.
+// class. Metadata the group received lately is not decoded again, and a
+// small tree is copied from its template, as FromRemoteInit does
+// (fromConsolidatedCached): the ranks of an AllGather, or a loop of
+// Broadcasts, send the same structure.
 func (cl *coll) rebuild(from int, st *tensor.Storage, meta []byte, class string) (*TensorDict, error) {
-	td, err := FromConsolidated(st, meta, WithMaxMetadataBytes(int(cl.lim.MaxMeta)))
+	if int64(len(meta)) > cl.lim.MaxMeta {
+		return nil, cl.errorf("from rank %d: metadata is %d bytes, limit %d: %w", from, len(meta), cl.lim.MaxMeta, ErrLimit)
+	}
+	if st.Released() {
+		return nil, cl.errorf("from rank %d: %w", from, tensor.ErrReleased)
+	}
+	td, err := fromConsolidatedCached(cl.Group, st, meta)
 	if err != nil {
 		return nil, cl.errorf("from rank %d: %w", from, err)
 	}
