@@ -333,7 +333,7 @@ func TestReceiveStallMidPayload(t *testing.T) {
 	bin := helperBinary(t, "tdmpi-stallmid")
 	flags := []string{"--mca", "btl", "tcp,self", "--mca", "btl_tcp_sndbuf", "65536", "--mca", "btl_tcp_rcvbuf", "65536"}
 	j := startJob(t, bin, helperStallMid, 2, jobLimit, flags, "TDMPI_LOG=info")
-	require.True(t, j.wait(90*time.Second), "the job did not end; mpirun:\n%s", j.out.String())
+	require.True(t, j.wait(jobLimit+20*time.Second), "the job did not end; mpirun:\n%s", j.out.String())
 	b, err := os.ReadFile(filepath.Join(j.dir, "result"))
 	require.NoError(t, err, "rank 1 wrote no result; mpirun:\n%s\nrank 0:\n%s\nrank 1:\n%s", j.out.String(), j.rankLog(0), j.rankLog(1))
 	var r stallMidResult
