@@ -659,10 +659,7 @@ func (s *p2pState) recvHeader(l *link) (frame []byte, err error) {
 // message was a header alone); a message of that size, the steady state,
 // is probed and received in one call (xfer.ProbeRecv).
 func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []byte, err error) {
-	most := func() int64 {
-		full := l.o.limits().Resolve()
-		return int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, p2pInlineMax)
-	}
+	most := func() int64 { return l.o.limits().MaxFrame(p2pInlineMax) }
 	guess, whole := hdr, false
 	if n := len(*scratch); n > 0 && int64(n) <= most() {
 		guess, whole = *scratch, true

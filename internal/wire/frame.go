@@ -25,14 +25,20 @@ func ParseFrame(msg []byte, lim Limits) (Frame, error) {
 	if want := Size + h.Body(); int64(len(msg)) != want {
 		return Frame{}, &HeaderError{Field: "length", Reason: fmt.Sprintf("message of %d bytes, header announces %d", len(msg), want)}
 	}
+	return FrameOf(h, msg[Size:]), nil
+}
+
+// FrameOf returns the frame of the header h, checked, whose body (class
+// name, metadata and inline storage, which follow the header) is body,
+// at least h.Body() bytes long. Nothing is copied.
+func FrameOf(h Header, body []byte) Frame {
 	f := Frame{Header: h}
-	p := msg[Size:]
-	f.Class, p = p[:h.ClassLen:h.ClassLen], p[h.ClassLen:]
-	f.Meta, p = p[:h.MetaLen:h.MetaLen], p[h.MetaLen:]
+	f.Class, body = body[:h.ClassLen:h.ClassLen], body[h.ClassLen:]
+	f.Meta, body = body[:h.MetaLen:h.MetaLen], body[h.MetaLen:]
 	if h.Flags&FlagInline != 0 {
-		f.Inline = p[:h.Total:h.Total]
+		f.Inline = body[:h.Total:h.Total]
 	}
-	return f, nil
+	return f
 }
 
 // AppendFrame appends a header for h followed by class, meta and inline to

@@ -158,6 +158,21 @@ func TestLimitsDefaults(t *testing.T) {
 	assert.Equal(t, 1<<20, l.MaxClass)
 }
 
+func TestLimitsMaxFrame(t *testing.T) {
+	tests := []struct {
+		l         Limits
+		inlineMax int64
+		want      int64
+	}{
+		{Limits{MaxMeta: 1000, MaxClass: 10, MaxInline: 500}, 64, Size + 10 + 1000 + 64},
+		{Limits{MaxMeta: 1000, MaxClass: 10, MaxInline: 50}, 64, Size + 10 + 1000 + 50},
+		{Limits{}, 0, Size + DefaultMaxClass + DefaultMaxMeta},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.l.MaxFrame(tt.inlineMax), "%+v, inline %d", tt.l, tt.inlineMax)
+	}
+}
+
 func TestPutPanicsOnShortBuffer(t *testing.T) {
 	h := validHeader()
 	assert.PanicsWithValue(t, "wire: Put: buffer of 3 bytes, need 64", func() { Put(make([]byte, 3), &h) })

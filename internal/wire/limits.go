@@ -49,6 +49,14 @@ func DefaultLimits() Limits { return Limits{}.withDefaults() }
 // caps applied: the limits Parse actually enforces.
 func (l Limits) Resolve() Limits { return l.withDefaults() }
 
+// MaxFrame returns the longest header message l allows when at most
+// inlineMax bytes of storage travel in it: the header, the longest class
+// name and metadata, and that storage.
+func (l Limits) MaxFrame(inlineMax int64) int64 {
+	l = l.withDefaults()
+	return int64(Size) + int64(l.MaxClass) + l.MaxMeta + min(l.MaxInline, inlineMax)
+}
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxTotal <= 0 {
 		l.MaxTotal = machineMaxTotal()
