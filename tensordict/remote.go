@@ -241,7 +241,7 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 		return false, nil
 	}
 	reuse := l.Ctx.Done() == nil
-	frame, err := s.initFrame(td, reuse, p2pLayout)
+	frame, err := s.initFrame(td, reuse, false)
 	// The send is made without td's lock, so that other transfers of td
 	// (a Recv the peer waits for first, say) are not held up by it.
 	s.mu.Unlock()
@@ -269,7 +269,7 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 // storage is small enough to travel inline (sent true), as sendSmallInit
 // does but laid out and encoded for this call alone.
 func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
-	frame, err := firstInitFrame(l.Op, td, p2pLayout)
+	frame, err := firstInitFrame(l.Op, td, false)
 	if err != nil {
 		return true, l.Errorf("%w", err)
 	}
@@ -287,60 +287,54 @@ func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
 	return true, nil
 }
 
-// frameLayout is where the frame of a small InitRemote (its header, class
-// name, metadata and inline storage) stands in the message that carries
-// it: after prefix bytes its caller fills, and followed by zeros up to
-// minLen bytes.
-type frameLayout struct {
-	kind           wire.Kind
-	prefix, minLen int
+// initMessage returns a buffer from xfer.SendBuf for the single message
+// of an InitRemote whose frame (header, class name, metadata and inline
+// storage) is n bytes, and the frame within it, for the caller to write
+// whole: point to point the message is the frame; in broadcast mode
+// (bcast) it is a broadcast's first message (bcastMessage), the frame
+// after its prefix.
+func initMessage(n int, bcast bool) (msg, frame []byte) {
+	if !bcast {
+		msg = xfer.SendBuf(n)
+		return msg, msg
+	}
+	msg = bcastMessage(n, bcastPrefix+n > bcastFirst)
+	return msg, msg[bcastPrefix : bcastPrefix+n]
 }
 
-// p2pLayout is a point-to-point InitRemote's: the frame is the message.
-var p2pLayout = frameLayout{kind: wire.KindInit}
-
-// message returns a message of lay for a frame of n bytes, from
-// xfer.SendBuf, its prefix unwritten and its zero tail cleared.
-func (lay frameLayout) message(n int) []byte {
-	msg := xfer.SendBuf(max(lay.prefix+n, lay.minLen))
-	clear(msg[lay.prefix+n:])
-	return msg
+// initKind is the header kind of an InitRemote's frame.
+func initKind(bcast bool) wire.Kind {
+	if bcast {
+		return wire.KindBroadcast
+	}
+	return wire.KindInit
 }
 
-// smallInitMessage returns the message of an InitRemote of td laid out by
-// lay (built in a SendBuf) and the length of its frame, from the
-// encodings td keeps, as the point-to-point InitRemote makes it
-// (firstInitFrame on its first call, then td's Send/Recv state), or nil
-// if td's storage does not travel inline.
-func smallInitMessage(op string, td *TensorDict, lay frameLayout) (msg []byte, frameLen int, err error) {
+// smallInitMessage returns the single message of an InitRemote of td (see
+// initMessage) from the encodings td keeps, as the point-to-point
+// InitRemote makes it (firstInitFrame on its first call, then td's
+// Send/Recv state), or nil if td's storage does not travel inline.
+func smallInitMessage(op string, td *TensorDict, bcast bool) ([]byte, error) {
 	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
-		msg, err = firstInitFrame(op, td, lay)
-	} else {
-		var s *p2pState
-		if s, err = p2pStateOf(op, td); err != nil {
-			return nil, 0, err
-		}
-		if s.total <= initInlineMax {
-			msg, err = s.initFrame(td, false, lay)
-		}
-		s.mu.Unlock()
+		return firstInitFrame(op, td, bcast)
 	}
-	if err != nil || msg == nil {
-		return nil, 0, err
-	}
-	h, err := wire.Parse(msg[lay.prefix:], senderLimits) // as the sender checked it
+	s, err := p2pStateOf(op, td)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return msg, wire.Size + int(h.Body()), nil
+	defer s.mu.Unlock()
+	if s.total > initInlineMax {
+		return nil, nil
+	}
+	return s.initFrame(td, false, bcast)
 }
 
 // firstInitFrame returns the message of the first InitRemote of td (see
-// sendFirstInit), laid out by lay, or nil if td's storage does not travel
+// sendFirstInit and initMessage), or nil if td's storage does not travel
 // inline. A received TensorDict passed on unchanged (templateEncoding)
 // reuses the encoding of the first copy of its template that was: only
 // its storage is new.
-func firstInitFrame(op string, td *TensorDict, lay frameLayout) ([]byte, error) {
+func firstInitFrame(op string, td *TensorDict, bcast bool) ([]byte, error) {
 	enc, copied := td.templateEncoding()
 	payload := func() ([]byte, error) { return td.cons.st.Bytes(), nil }
 	if enc == nil {
@@ -357,7 +351,7 @@ func firstInitFrame(op string, td *TensorDict, lay frameLayout) ([]byte, error) 
 		}
 		payload = sp.bytes
 	}
-	h := wire.Header{Kind: lay.kind, Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
+	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
 	var msg []byte
 	// The storage may be a mapping of a file another process truncated.
 	err := mem.CatchFault(func() error {
@@ -365,8 +359,9 @@ func firstInitFrame(op string, td *TensorDict, lay frameLayout) ([]byte, error) 
 		if err != nil {
 			return err
 		}
-		msg = lay.message(wire.Size + len(enc.class) + len(enc.meta) + len(p))
-		wire.AppendFrame(msg[lay.prefix:lay.prefix], &h, enc.class, enc.meta, p) // every byte up to the tail
+		var frame []byte
+		msg, frame = initMessage(wire.Size+len(enc.class)+len(enc.meta)+len(p), bcast)
+		wire.AppendFrame(frame[:0], &h, enc.class, enc.meta, p) // every byte of frame
 		return nil
 	})
 	if err != nil {
@@ -378,24 +373,24 @@ func firstInitFrame(op string, td *TensorDict, lay frameLayout) ([]byte, error) 
 	return msg, nil
 }
 
-// initFrame returns the message of an InitRemote of td, whose state s is
-// locked and whose storage travels inline, laid out by lay: the header,
-// the class name, the metadata and the storage. With reuse, it is built in
-// the buffer kept in s (taken from s: the caller gives it back), else in
-// a new one.
-func (s *p2pState) initFrame(td *TensorDict, reuse bool, lay frameLayout) ([]byte, error) {
+// initFrame returns the message of an InitRemote of td (see initMessage),
+// whose state s is locked and whose storage travels inline: the header,
+// the class name, the metadata and the storage. With reuse (point to point
+// only), it is built in the buffer kept in s (taken from s: the caller
+// gives it back), else in a new one.
+func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool) ([]byte, error) {
 	meta := s.meta[:s.metaLen]
 	pad := (8 - (wire.Size+len(td.class)+len(meta))%8) % 8
-	h := wire.Header{Kind: lay.kind, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
+	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		MetaLen: int64(len(meta) + pad), ClassLen: len(td.class), Hash: s.consHash, Leaves: int64(len(s.leaves))}
 	n := wire.Size + len(td.class) + len(meta) + pad + s.total
-	var msg []byte
-	if reuse && lay == p2pLayout && cap(s.iframe) >= n {
+	var msg, frame []byte
+	if reuse && !bcast && cap(s.iframe) >= n {
 		msg, s.iframe = s.iframe[:n], nil // every byte is written below
+		frame = msg
 	} else {
-		msg = lay.message(n)
+		msg, frame = initMessage(n, bcast)
 	}
-	frame := msg[lay.prefix:]
 	wire.Put(frame, &h)
 	off := wire.Size + copy(frame[wire.Size:], td.class)
 	off += copy(frame[off:], meta)
@@ -510,9 +505,6 @@ func (l *link) recvInit() (*TensorDict, error) {
 	if err := finish(true); err != nil {
 		return nil, l.Errorf("%w", err)
 	}
-	if len(f.Class) > 0 {
-		td.class = string(f.Class)
-	}
 	return td, nil
 }
 
@@ -533,8 +525,7 @@ type initFrameSizes struct {
 // transfer (memory of the receive pool when large). A message outside
 // lim is consumed, with what its header announces, and refused.
 func (l *link) recvInitFrame(lim wire.Limits) ([]byte, error) {
-	full := lim.Resolve()
-	maxFrame := int64(wire.Size) + int64(full.MaxClass) + full.MaxMeta + min(full.MaxInline, initInlineMax)
+	maxFrame := lim.MaxFrame(initInlineMax)
 	sizes := initFrames.Of(l.Group)
 	sizes.mu.Lock()
 	guess := sizes.last[l.Peer]
@@ -597,9 +588,9 @@ func (l *link) abandonMemmap() error {
 
 // buildInit allocates the storage that the InitRemote header frame f
 // announces (or takes its inline storage) and builds the TensorDict over
-// it from f's metadata, before any separate payload arrives; finish then
-// completes or removes a memory-mapped storage. On error nothing is left
-// behind (finish has run).
+// it from f's metadata, with f's class name, before any separate payload
+// arrives; finish then completes or removes a memory-mapped storage. On
+// error nothing is left behind (finish has run).
 func (l *link) buildInit(f *wire.Frame) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, err error) {
 	stor, finish, err = l.storageFor(f.Total, f.Inline, f.Meta)
 	if err != nil {
@@ -608,6 +599,9 @@ func (l *link) buildInit(f *wire.Frame) (td *TensorDict, stor *tensor.Storage, f
 	td, err = fromConsolidatedCached(l.Group, stor, f.Meta)
 	if err != nil {
 		return nil, nil, nil, errors.Join(err, finish(false))
+	}
+	if len(f.Class) > 0 {
+		td.class = string(f.Class)
 	}
 	return td, stor, finish, nil
 }

@@ -12,16 +12,12 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// bcastInlineMax is the largest storage a broadcast carries in the same
-// message as the metadata.
-const bcastInlineMax = 64 << 10
-
 // InitRemote and FromRemoteInit with WithBroadcast run these steps on every
 // rank, holding the group's collective lock:
 //
 //  1. the root broadcasts the first message of Broadcast (bcastFirst
 //     bytes): its frame (the wire header, the class name, the metadata
-//     and, up to bcastInlineMax, the storage), or the frame's first part,
+//     and, up to initInlineMax, the storage), or the frame's first part,
 //     or the root's error;
 //  2. every rank checks the header against its limits and, when the
 //     frame came whole, builds its TensorDict; the ranks agree (one
@@ -92,55 +88,49 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 	return false, nil
 }
 
-// bcastPrepare lays td out for a broadcast: the messages to broadcast
-// first, the first bcastFirst bytes of msg and the rest of it, which hold
-// the first message's prefix and the frame (the header, the class name,
-// the metadata and, up to bcastInlineMax, the storage), padded with zeros
-// to bcastFirst bytes; and the separate storage, if any.
+// bcastPrepare lays td out for a broadcast: msg, whose first bcastFirst
+// bytes are the first message and the rest follows it, holds the first
+// message's prefix and the frame (the header, the class name, the
+// metadata and, up to initInlineMax, the storage); payload is the
+// separate storage, if any.
 func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 	if err := l.Ctx.Err(); err != nil {
 		return nil, nil, err
 	}
 	// A small TensorDict is laid out as a point-to-point InitRemote lays
 	// it out, from the encodings it keeps.
-	lay := frameLayout{kind: wire.KindBroadcast, prefix: bcastPrefix, minLen: bcastFirst}
-	if msg, n, err := smallInitMessage(l.Op, td, lay); err != nil || msg != nil {
-		if err == nil {
-			putBcastPrefix(msg, n, bcastPrefix+n > bcastFirst)
-		}
+	if msg, err := smallInitMessage(l.Op, td, true); err != nil || msg != nil {
 		return msg, nil, err
 	}
 	sp, err := planSend(l.Op, td)
 	if err != nil {
 		return nil, nil, err
 	}
-	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: signature(td),
-		Leaves: int64(sp.leaves), Total: int64(sp.total), ClassLen: len(sp.class), MetaLen: int64(len(sp.meta))}
-	inline := sp.total <= bcastInlineMax
-	if inline {
-		h.Flags |= wire.FlagInline
-	} else {
-		h.Chunk = wire.MaxChunk
-	}
+	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves),
+		Total: int64(sp.total), Chunk: wire.MaxChunk, ClassLen: len(sp.class), MetaLen: int64(len(sp.meta))}
 	if err := h.Check(senderLimits); err != nil {
 		return nil, nil, err
 	}
 	frameLen := wire.Size + int(h.Body())
-	msg = xfer.SendBuf(max(bcastPrefix+frameLen, bcastFirst))
-	putBcastPrefix(msg, frameLen, bcastPrefix+frameLen > bcastFirst || !inline)
-	wire.Put(msg[bcastPrefix:], &h)
-	off := bcastPrefix + wire.Size
-	off += copy(msg[off:], sp.class)
-	off += copy(msg[off:], sp.meta)
-	clear(msg[bcastPrefix+frameLen:])
+	msg = bcastMessage(frameLen, true)
+	wire.AppendFrame(msg[bcastPrefix:bcastPrefix], &h, sp.class, sp.meta, nil)
 	// The storage may be a mapping of a file another process truncated:
-	// copied in Go under CatchFault, or checked before MPI reads it in C.
-	if inline {
-		err = mem.CatchFault(func() error { return sp.packInto(msg[off : bcastPrefix+frameLen]) })
-	} else if payload, err = sp.bytes(); err == nil {
+	// checked before MPI reads it in C.
+	if payload, err = sp.bytes(); err == nil {
 		err = mem.Readable(payload)
 	}
 	return msg, payload, err
+}
+
+// bcastMessage returns a buffer from xfer.SendBuf for the messages that
+// start a broadcast of a frame of frameLen bytes: at least bcastFirst
+// bytes, its prefix written, the frame to be written after it, and zeros
+// after the frame.
+func bcastMessage(frameLen int, more bool) []byte {
+	msg := xfer.SendBuf(max(bcastPrefix+frameLen, bcastFirst))
+	putBcastPrefix(msg, frameLen, more)
+	clear(msg[bcastPrefix+frameLen:])
+	return msg
 }
 
 // bcastRecv is the side of every other rank.
@@ -194,7 +184,8 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	finish := func(bool) error { return nil }
 	var st *tensor.Storage
 	if err == nil && fits {
-		td, st, finish, err = l.bcastBuild(&h, first[bcastPrefix+wire.Size:bcastPrefix+frameLen])
+		f := wire.FrameOf(h, first[bcastPrefix+wire.Size:])
+		td, st, finish, err = l.buildInit(&f)
 	}
 	if err == nil && busy() {
 		err = errBusy
@@ -218,7 +209,8 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 		if err := xfer.Bcast(s, frame[n:], l.Peer); err != nil {
 			return false, l.Errorf("receiving the metadata: %w", err)
 		}
-		td, st, finish, err = l.bcastBuild(&h, frame[wire.Size:])
+		f := wire.FrameOf(h, frame[wire.Size:])
+		td, st, finish, err = l.buildInit(&f)
 		if !inline {
 			if err := l.agree(s, err); err != nil {
 				td = nil
@@ -241,31 +233,6 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 		return closed, l.Errorf("%w", err)
 	}
 	return closed, nil
-}
-
-// bcastBuild builds the TensorDict that the broadcast header h and its
-// body (class name, metadata and inline storage) announce, over a new
-// storage when the storage is separate; finish completes or removes a
-// memory-mapped storage. On error nothing is left behind.
-func (l *link) bcastBuild(h *wire.Header, body []byte) (td *TensorDict, st *tensor.Storage, finish func(bool) error, err error) {
-	noop := func(bool) error { return nil }
-	class := body[:h.ClassLen]
-	meta := body[h.ClassLen : int64(h.ClassLen)+h.MetaLen]
-	var inline []byte
-	if h.Flags&wire.FlagInline != 0 {
-		inline = body[int64(h.ClassLen)+h.MetaLen : h.Body()]
-	}
-	st, finish, err = l.storageFor(h.Total, inline, meta)
-	if err != nil {
-		return nil, nil, noop, err
-	}
-	if td, err = fromConsolidatedCached(l.Group, st, meta); err != nil {
-		return nil, nil, noop, errors.Join(err, finish(false))
-	}
-	if len(class) > 0 {
-		td.class = string(class)
-	}
-	return td, st, finish, nil
 }
 
 // agree tells every rank of the group whether all of them can go on. local
