@@ -336,25 +336,15 @@ func (p *pool) dropIdle() {
 	p.timer.Reset(poolIdle)
 }
 
-// setLimit sets the most bytes the pool keeps idle, dropping regions
-// until it holds no more, and returns the previous limit.
+// setLimit sets the most bytes the pool keeps idle, dropping the regions
+// that waited longest until it holds no more, and returns the previous
+// limit.
 func (p *pool) setLimit(n int64) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.limit
 	p.limit = max(n, 0)
-	for size, rs := range p.free {
-		for len(rs) > 0 && p.idle > p.limit {
-			rs[len(rs)-1] = idleRegion{}
-			rs = rs[:len(rs)-1]
-			p.unidle(size)
-			p.stats.Dropped++
-		}
-		if len(rs) == 0 {
-			delete(p.free, size)
-		} else {
-			p.free[size] = rs
-		}
+	for p.idle > p.limit && p.dropOldest(false) {
 	}
 	return old
 }
