@@ -97,15 +97,6 @@ func inPlannedLayout(p *plan, st *tensor.Storage) bool {
 	return true
 }
 
-// packInto writes the consolidated storage of sp into buf (len sp.total).
-func (sp *sendPlan) packInto(buf []byte) error {
-	if sp.storage != nil {
-		copy(buf, sp.storage)
-		return nil
-	}
-	return pack(buf, sp.p, true)
-}
-
 // bytes returns the consolidated storage of sp, packing it if needed.
 func (sp *sendPlan) bytes() ([]byte, error) {
 	if sp.storage != nil {
