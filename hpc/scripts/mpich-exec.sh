@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# mpich-exec.sh: MPICH's mpiexec for `go test -exec`, for test binaries that use
-# internal/mpitest, telling the known MPICH finalize hang from a failure.
+# mpich-exec.sh: MPICH's mpiexec for `go test -exec`, for test binaries that print
+# internal/finalmark's Mark, telling the known MPICH finalize hang from a failure.
 #
 #   go test -exec "hpc/scripts/mpich-exec.sh -np 2 -genv UCX_TLS tcp,self" ./pkg
 #
@@ -8,7 +8,8 @@
 # transport in about 5% of jobs, C programs too (README, MPICH section): one rank
 # spins in UCX's disconnect while its peer waits in the PMI barrier. This runs
 # mpiexec (MPICH_MPIEXEC, default mpiexec.hydra) with TDMPI_FINALIZE_MARK=1, so that
-# every rank prints internal/mpitest's FinalizeMark once all ranks have passed and it
+# every rank prints internal/finalmark's Mark (internal/mpitest.Main and package mpi's
+# TestMain do) once all ranks have passed and it
 # is about to finalize. If every rank printed it and the job has not ended
 # MPICH_FINALIZE_GRACE seconds later (default 20), the job is killed and the run
 # passes, saying so loudly. Anything else (a failure, a hang before the marks, a

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/finalmark"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -103,8 +104,8 @@ func Main(m *testing.M) {
 	if g.Rank() == 0 && len(bad) > 0 {
 		fmt.Fprintf(os.Stderr, "mpitest: FAIL on ranks %v of %d\n", bad, g.Size())
 	}
-	if worst == 0 && os.Getenv(EnvFinalizeMark) == "1" {
-		fmt.Fprintf(os.Stderr, "%s (rank %d of %d)\n", FinalizeMark, g.Rank(), g.Size())
+	if worst == 0 {
+		finalmark.Print(os.Stderr, g.Rank(), g.Size())
 	}
 	ferr := comm.Free()
 	if err := group.Finalize(); err != nil || ferr != nil {
@@ -115,16 +116,6 @@ func Main(m *testing.M) {
 	}
 	os.Exit(worst)
 }
-
-// With EnvFinalizeMark set to 1, Main prints FinalizeMark on standard
-// error, one line per rank, when every rank has passed and it is about to
-// finalize MPI. A launcher wrapper can then tell a job whose tests all
-// passed but whose MPI_Finalize hangs (Debian 12's MPICH 4.0.2 with UCX
-// 1.13 over TCP; see hpc/scripts/mpich-exec.sh) from a failing one.
-const (
-	EnvFinalizeMark = "TDMPI_FINALIZE_MARK"
-	FinalizeMark    = "mpitest: finalizing: every rank passed"
-)
 
 // Need returns the world group if it has at least n ranks, and skips the
 // test otherwise, with a reason that says how to run it. It registers
