@@ -63,11 +63,15 @@ const p2pInlineMax = 16 << 10
 // Unlike tensordict, every transfer starts with one message on the first
 // leaf's tag: a fixed-size header carrying a hash of the structure, then
 // the metadata (and the storage itself, with WithConsolidated, when it is
-// at most 16 KiB: the whole transfer is then one message).
-// A receiver with a different structure therefore reports the first
-// differing key instead of hanging or reading garbage. Encodings and
-// buffers are kept with td between calls: once a structure has been sent,
-// Sends with WithConsolidated allocate nothing.
+// at most 16 KiB: the whole transfer is then one message). A receiver
+// with a different structure therefore refuses the transfer instead of
+// hanging or reading garbage. The metadata, which lets it name the first
+// differing key, travels with td's first transfer of a structure to dst
+// on a tag; the later ones carry the header alone (64 bytes, with an
+// inline storage after it), which MPI sends faster, and a mismatch found
+// by the hash is reported without the key. Encodings and buffers are kept
+// with td between calls: once a structure has been sent, Sends with
+// WithConsolidated allocate nothing.
 //
 // Concurrent transfers between the same two ranks must use different tags
 // (WithTag); transfers on the same tags are serialized.
@@ -156,11 +160,16 @@ func (s *p2pState) prepare(l *link) error {
 	return nil
 }
 
-// header returns the header of a transfer of s with l's options.
+// header returns the header of a transfer of s with l's options, without
+// the metadata when it is described (see p2pState.described).
 func (s *p2pState) header(l *link) wire.Header {
 	h := wire.Header{Kind: wire.KindSend, Total: int64(s.total), MetaLen: int64(len(s.meta)), Leaves: int64(len(s.leaves))}
+	if s.described(l) {
+		h.Flags, h.MetaLen = wire.FlagDescribed, 0
+	}
 	if l.o.consolidated {
-		h.Flags, h.PayloadTag, h.Hash = wire.FlagConsolidated, l.o.tag, s.consHash
+		h.Flags |= wire.FlagConsolidated
+		h.PayloadTag, h.Hash = l.o.tag, s.consHash
 		if s.total <= p2pInlineMax {
 			h.Flags |= wire.FlagInline
 		} else {
@@ -168,7 +177,8 @@ func (s *p2pState) header(l *link) wire.Header {
 		}
 		return h
 	}
-	h.Flags, h.PayloadTag, h.Hash = wire.FlagPerLeaf, l.o.tag, s.sortedHash
+	h.Flags |= wire.FlagPerLeaf
+	h.PayloadTag, h.Hash = l.o.tag, s.sortedHash
 	if l.o.pseudoRand {
 		h.Flags |= wire.FlagPseudoRandTags
 	}
@@ -206,12 +216,13 @@ func (s *p2pState) send(l *link) error {
 // staged storage is the same error.
 func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	h := s.header(l)
-	inline := h.Flags&wire.FlagInline != 0
+	inline, described := h.Flags&wire.FlagInline != 0, h.Flags&wire.FlagDescribed != 0
 	var msgs [][]byte
 	var tags []int
 	defer func() { s.msgs, s.mtags = msgs[:0], tags[:0] }()
-	// One header message: the header, the metadata and, inline, the storage.
-	frame := s.sendFrame(inline)
+	// One header message: the header, the metadata (unless described)
+	// and, inline, the storage.
+	frame := s.sendFrame(inline, described)
 	wire.Put(frame, &h)
 	body := frame[wire.Size:]
 	msgs, tags = append(s.msgs[:0], frame), append(s.mtags[:0], s.tag0)
@@ -230,6 +241,7 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 		if own {
 			msgs[0] = xfer.AlignedCopy(msgs[0])
 		}
+		s.markDescribed(l)
 		return msgs, tags, nil
 	}
 	var payload []byte
@@ -245,7 +257,7 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	}
 	switch {
 	case inline:
-		copy(body[len(s.meta):], payload)
+		copy(body[h.MetaLen:], payload)
 	case own && s.st == nil:
 		// The staging buffer is reused by the next call.
 		payload = xfer.AlignedCopy(payload)
@@ -256,6 +268,7 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	if own {
 		msgs[0] = xfer.AlignedCopy(msgs[0])
 	}
+	s.markDescribed(l)
 	return msgs, tags, nil
 }
 
@@ -276,7 +289,7 @@ func (s *p2pState) messageName(i int) string {
 // holds (a Send given up when its context ended): later transfers use new
 // buffers instead of overwriting what MPI may still read.
 func (s *p2pState) detach() {
-	s.hdr, s.sbody = xfer.AlignedBuf(wire.Size), nil
+	s.hdr, s.sbody, s.bare = xfer.AlignedBuf(wire.Size), nil, nil
 	if s.st == nil {
 		s.stage = nil
 	}
@@ -397,7 +410,7 @@ func (l *link) refuseIncoming() error {
 	if err != nil || h.Kind != wire.KindSend {
 		return nil // announces nothing that can be trusted
 	}
-	if err := l.drainSend(&h, tag0, frame == nil, 0); err != nil {
+	if err := l.drainSend(&h, tag0, frame == nil && h.Body() > 0, 0); err != nil {
 		return fmt.Errorf("refusing the incoming transfer: %w", err)
 	}
 	return nil
@@ -424,7 +437,7 @@ func (s *p2pState) parseHeader(l *link, body bool) (wire.Header, error) {
 		// A header over this side's limits still tells what the sender
 		// sends after it; one that cannot be read at all tells nothing.
 		if all, perr := wire.Parse(s.hdr, wire.Limits{MaxTotal: math.MaxInt64}); perr == nil && all.Kind == wire.KindSend {
-			err = errors.Join(err, l.drainSend(&all, s.tag0, body, 0))
+			err = errors.Join(err, l.drainSend(&all, s.tag0, body && all.Body() > 0, 0))
 		}
 		return wire.Header{}, err
 	}
@@ -459,6 +472,15 @@ func (s *p2pState) check(l *link, td *TensorDict, h *wire.Header, body []byte) e
 
 // mismatch explains how the sender's structure (meta) differs from td's.
 func (s *p2pState) mismatch(td *TensorDict, meta []byte, h *wire.Header, sorted bool) error {
+	if h.Flags&wire.FlagDescribed != 0 {
+		mine := s.consHash
+		if sorted {
+			mine = s.sortedHash
+		}
+		return fmt.Errorf("%w: the sender's structure (hash %#016x, %d leaves, %d bytes) is not this side's (hash %#016x, %d leaves, %d bytes); "+
+			"the sender sends its metadata, which names the first differing key, only with its first transfer of a structure to this rank on tag %d",
+			ErrMismatch, h.Hash, h.Leaves, h.Total, mine, len(s.leaves), s.total, s.tag0)
+	}
 	theirs, err := codec.MetaStructure(meta)
 	if err != nil {
 		return fmt.Errorf("%w: the sender's metadata is unreadable: %w", ErrMismatch, err)
@@ -570,11 +592,20 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 				return true, err
 			}
 			if frame == nil {
+				// The header alone: its body, if any, follows in a
+				// message of its own.
 				h, err := s.parseHeader(l, true)
 				if err != nil {
 					return true, err
 				}
-				r.h, r.phase = h, phaseBody
+				r.h = h
+				if h.Body() > 0 {
+					r.phase = phaseBody
+					continue
+				}
+				if done, err := r.gotBody(nil); done || err != nil {
+					return done, err
+				}
 				continue
 			}
 			// The header and the metadata (and an inline storage) in one message.

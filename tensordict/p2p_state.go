@@ -13,6 +13,7 @@ import (
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
+	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -50,6 +51,7 @@ type p2pState struct {
 
 	hdr   []byte // header message, either way (its own pointer-free allocation, for cgo)
 	sbody []byte // outgoing metadata message, with inline room
+	bare  []byte // outgoing header message without metadata, with inline room
 	rbody []byte // incoming metadata message
 	stage []byte // consolidated bytes when st is nil
 
@@ -60,6 +62,10 @@ type p2pState struct {
 	mtags []int    // and their tags
 
 	iframe []byte // the message of a blocking small InitRemote (see sendSmallInit)
+
+	// Where a transfer has carried the metadata since s was built (see
+	// described).
+	describedTo []describedKey
 
 	tags      []int // per-leaf tags for tagInit/tagPseudo
 	tagInit   int
@@ -366,7 +372,8 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	slices.SortStableFunc(s.sorted, func(a, b int) int { return codec.CompareKeys(s.leaves[a].key, s.leaves[b].key) })
 	s.consHash = signature(td)
 	s.sortedHash = s.hashSorted()
-	s.sbody, s.rbody, s.stage, s.tags = nil, nil, nil, nil
+	s.sbody, s.bare, s.rbody, s.stage, s.tags = nil, nil, nil, nil, nil
+	s.describedTo = s.describedTo[:0]
 	if s.hdr == nil {
 		s.hdr = xfer.AlignedBuf(wire.Size)
 	}
@@ -459,9 +466,20 @@ func (s *p2pState) leafTags(initTag int, pseudoRand bool) ([]int, error) {
 }
 
 // sendFrame returns the outgoing header message of a transfer: room for
-// the header, the metadata, then, inline, room for the storage. Only an
-// inline transfer makes room for the storage.
-func (s *p2pState) sendFrame(inline bool) []byte {
+// the header, the metadata unless the transfer is described (see
+// described), then, inline, room for the storage. Only an inline transfer
+// makes room for the storage.
+func (s *p2pState) sendFrame(inline, described bool) []byte {
+	if described {
+		n := wire.Size
+		if inline {
+			n += s.total
+		}
+		if cap(s.bare) < n {
+			s.bare = xfer.AlignedBuf(n)
+		}
+		return s.bare[:n]
+	}
 	n := wire.Size + len(s.meta)
 	if s.sbody == nil || (inline && cap(s.sbody) < n+s.total) {
 		room := n
@@ -475,6 +493,46 @@ func (s *p2pState) sendFrame(inline bool) []byte {
 		return s.sbody[:n+s.total]
 	}
 	return s.sbody[:n]
+}
+
+// describedKey is where a Send transfer goes: the communicator, the
+// peer, the tag of its header and whether it is per leaf.
+type describedKey struct {
+	comm    *mpi.Comm
+	peer    int
+	tag     int
+	perLeaf bool
+}
+
+// maxDescribed bounds p2pState.describedTo: past it, the list starts
+// again, and the next transfer to each place carries the metadata again.
+const maxDescribed = 16
+
+// described reports whether a transfer of s with l's options can leave
+// its metadata out (wire.FlagDescribed): an earlier transfer since s was
+// built carried it to the same peer on the same tag, in the same mode.
+// The receiver checks a transfer by the header's structure hash, leaf
+// count and size alone; the metadata only lets it name the first key that
+// differs, which the first transfer to a place still does.
+func (s *p2pState) described(l *link) bool {
+	return slices.Contains(s.describedTo, s.describedKey(l))
+}
+
+// markDescribed records that a transfer of s with l's options carries
+// the metadata.
+func (s *p2pState) markDescribed(l *link) {
+	k := s.describedKey(l)
+	if slices.Contains(s.describedTo, k) {
+		return
+	}
+	if len(s.describedTo) == maxDescribed {
+		s.describedTo = s.describedTo[:0]
+	}
+	s.describedTo = append(s.describedTo, k)
+}
+
+func (s *p2pState) describedKey(l *link) describedKey {
+	return describedKey{comm: l.Comm, peer: l.Peer, tag: s.tag0, perLeaf: !l.o.consolidated}
 }
 
 // recvBody returns a buffer of n bytes for the incoming metadata message,

@@ -213,9 +213,13 @@ func TestRecvMismatch(t *testing.T) {
 			a, err := td.Get(K("a"))
 			require.NoError(t, err)
 			assert.True(t, a.Equal(tensor.Ones(tensor.Float32, 3)), "td is left unchanged")
+			// The second transfer leaves the metadata out (wire.FlagDescribed):
+			// the mismatch is still caught, by the structure hash.
 			p, err := td.IRecv(0, mpitest.As[RecvOption](append(tc.opts, testCtx(t)))...)
 			require.NoError(t, err)
-			require.ErrorIs(t, p.Wait(), ErrMismatch)
+			err = p.Wait()
+			require.ErrorIs(t, err, ErrMismatch)
+			assert.Contains(t, err.Error(), "only with its first transfer")
 			ok := New(3)
 			require.NoError(t, ok.Set(K("a"), tensor.Zeros(tensor.Float32, 3)))
 			_, err = ok.Recv(0, mpitest.As[RecvOption](append(tc.opts, testCtx(t)))...)
@@ -223,6 +227,68 @@ func TestRecvMismatch(t *testing.T) {
 			assert.True(t, ok.EqScalar(4).All())
 		})
 	}
+}
+
+// TestSendDescribedOnce: a TensorDict's first Send to a rank on a tag
+// carries its metadata, the next ones only the header (and the inline
+// storage), which any receiver of the same structure accepts; a change of
+// structure, another mode or another tag carries the metadata again.
+func TestSendDescribedOnce(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	td, err := p2pTD(t).Consolidate()
+	require.NoError(t, err)
+	s, err := p2pStateOf("test", td)
+	require.NoError(t, err)
+	metaLen, total := len(s.meta), s.total
+	s.mu.Unlock()
+	full, bare := int64(wire.Size+metaLen+total), int64(wire.Size+total)
+	steps := []struct {
+		opts []any
+		tag  int   // of the header message
+		size int64 // of the header message
+	}{
+		{[]any{WithConsolidated()}, 0, full},
+		{[]any{WithConsolidated()}, 0, bare},
+		{[]any{WithConsolidated()}, 0, bare},
+		{[]any{WithConsolidated(), WithTag(5)}, 5, full},
+		{[]any{WithConsolidated(), WithTag(5)}, 5, bare},
+		{nil, 0, int64(wire.Size + metaLen)}, // per leaf: the leaves follow
+		{nil, 0, wire.Size},
+		{[]any{WithConsolidated()}, 0, bare},
+	}
+	for i, st := range steps {
+		if g.Rank() == 0 {
+			fill(t, td, float64(i))
+			require.NoError(t, td.Send(1, mpitest.As[SendOption](st.opts)...), "step %d", i)
+			continue
+		}
+		status, err := mpi.Probe(g.LibComm(), 0, st.tag)
+		require.NoError(t, err)
+		assert.Equal(t, st.size, status.Bytes(), "step %d: header message", i)
+		// A receiver that never saw the metadata takes it as well.
+		into := p2pTD(t)
+		_, err = into.Recv(0, mpitest.As[RecvOption](append(st.opts, testCtx(t)))...)
+		require.NoError(t, err, "step %d", i)
+		assert.True(t, into.EqScalar(float64(i)).All(), "step %d", i)
+	}
+	// A new structure is described again.
+	if g.Rank() == 0 {
+		require.NoError(t, td.Set(K("new"), tensor.Zeros(tensor.Float32, 3)))
+		fill(t, td, 7)
+		require.NoError(t, td.Send(1, WithConsolidated()))
+		return
+	}
+	status, err := mpi.Probe(g.LibComm(), 0, 0)
+	require.NoError(t, err)
+	assert.Greater(t, status.Bytes(), full, "the changed structure's metadata")
+	into := p2pTD(t)
+	require.NoError(t, into.Set(K("new"), tensor.Ones(tensor.Float32, 3)))
+	_, err = into.Recv(0, WithConsolidated(), testCtx(t))
+	require.NoError(t, err)
+	assert.True(t, into.EqScalar(7).All())
 }
 
 func TestRecvModeMismatch(t *testing.T) {

@@ -248,7 +248,7 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 		}
 		s.mu.Unlock()
 	} else if !gone {
-		xfer.PutSendBuf(frame)
+		xfer.PutMsgBuf(frame)
 	}
 	if err != nil {
 		return true, l.Errorf("%w", err)
@@ -270,7 +270,7 @@ func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
 	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
 	gone, err := l.SendMessages(msgs[:], tags[:], initMessageName)
 	if !gone {
-		xfer.PutSendBuf(frame) // MPI no longer reads it
+		xfer.PutMsgBuf(frame) // MPI no longer reads it
 	}
 	if err != nil {
 		return true, l.Errorf("%w", err)
@@ -278,7 +278,7 @@ func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
 	return true, nil
 }
 
-// initMessage returns a buffer from xfer.SendBuf for the single message
+// initMessage returns a buffer from xfer.MsgBuf for the single message
 // of an InitRemote whose frame (header, class name, metadata and inline
 // storage) is n bytes, and the frame within it, for the caller to write
 // whole: point to point the message is the frame; in broadcast mode
@@ -286,7 +286,7 @@ func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
 // after its prefix.
 func initMessage(n int, bcast bool) (msg, frame []byte) {
 	if !bcast {
-		msg = xfer.SendBuf(n)
+		msg = xfer.MsgBuf(n)
 		return msg, msg
 	}
 	msg = bcastMessage(n, bcastPrefix+n > bcastFirst)
@@ -466,9 +466,12 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 // recvInit is the point-to-point receiving side of InitRemote.
 func (l *link) recvInit() (*TensorDict, error) {
 	lim := l.o.limits()
-	frame, err := l.recvInitFrame(lim)
+	frame, scratch, err := l.recvInitFrame(lim)
 	if err != nil {
 		return nil, err
+	}
+	if scratch {
+		defer xfer.PutMsgBuf(frame)
 	}
 	f, err := wire.ParseFrame(frame, lim)
 	if err != nil {
@@ -478,6 +481,11 @@ func (l *link) recvInit() (*TensorDict, error) {
 		// Only InitRemote sends on this tag: what such a header announces
 		// cannot be trusted, so nothing is drained.
 		return nil, l.Errorf("header of a %v message, want %v", f.Kind, wire.KindInit)
+	}
+	if scratch && f.Inline != nil {
+		// The frame goes back to its pool: the storage is a copy, and
+		// nothing else built from the frame refers to its bytes.
+		f.Inline = xfer.AlignedCopy(f.Inline)
 	}
 	td, stor, finish, err := l.buildInit(&f)
 	if err != nil {
@@ -511,47 +519,64 @@ type initFrameSizes struct {
 	last map[int]int // by peer rank
 }
 
-// recvInitFrame receives the header message of an InitRemote, within lim,
-// into a new buffer of its size, whose tail is the storage of an inline
-// transfer (memory of the receive pool when large). A message outside
-// lim is consumed, with what its header announces, and refused.
-func (l *link) recvInitFrame(lim wire.Limits) ([]byte, error) {
+// recvInitFrame receives the header message of an InitRemote, within lim.
+// A frame of mem.PoolMin bytes or more is received into a new buffer of
+// its size (memory of the receive pool), whose tail becomes the storage of
+// an inline transfer; a smaller one into a buffer from xfer.MsgBuf
+// (scratch true), which the caller hands back with xfer.PutMsgBuf once it
+// has copied the inline storage out: the result then holds a storage of
+// its own size, not the whole frame, and small receives make less garbage.
+// A message outside lim is consumed, with what its header announces, and
+// refused.
+func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, scratch bool, err error) {
 	maxFrame := lim.MaxFrame(initInlineMax)
 	sizes := initFrames.Of(l.Group)
 	sizes.mu.Lock()
 	guess := sizes.last[l.Peer]
 	sizes.mu.Unlock()
+	buffer := func(n int) ([]byte, bool, error) {
+		if n < mem.PoolMin {
+			return xfer.MsgBuf(n), true, nil
+		}
+		b, err := mem.Recv(n)
+		return b, false, err
+	}
 	var buf []byte
 	if guess > 0 && int64(guess) <= maxFrame {
-		var err error
-		if buf, err = mem.Recv(guess); err != nil {
+		if buf, scratch, err = buffer(guess); err != nil {
 			buf = nil
 		}
 	}
 	var mv mpi.Message
 	m := &mv
 	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, xfer.InitHeaderTag, m, buf)
+	if err == nil && got && st.Bytes() >= wire.Size {
+		return buf, scratch, nil
+	}
+	if scratch {
+		xfer.PutMsgBuf(buf) // a blocking receive, or none: MPI is done with it
+	}
 	if err != nil {
-		return nil, l.Errorf("waiting for the header: %w", err)
+		return nil, false, l.Errorf("waiting for the header: %w", err)
 	}
 	n := st.Bytes()
-	if got && n >= wire.Size {
-		return buf, nil
-	}
 	if got { // an empty message, received for want of a guess
-		return nil, l.Errorf("header message of %d bytes is shorter than a header: %w", n, wire.ErrHeader)
+		return nil, false, l.Errorf("header message of %d bytes is shorter than a header: %w", n, wire.ErrHeader)
 	}
 	if n < wire.Size || n > maxFrame {
 		err := l.refuseOversized(m, n, maxFrame)
-		return nil, l.Errorf("%w", err)
+		return nil, false, l.Errorf("%w", err)
 	}
 	// Written whole by the receive.
-	frame, err := mem.Recv(int(n))
+	frame, scratch, err = buffer(int(n))
 	if err != nil {
-		return nil, l.Errorf("%w", errors.Join(err, xfer.Discard(m, n, nil)))
+		return nil, false, l.Errorf("%w", errors.Join(err, xfer.Discard(m, n, nil)))
 	}
 	if err := xfer.RecvMatched(l.Ctx, m, frame, "the header message"); err != nil {
-		return nil, l.Errorf("receiving the header: %w", err)
+		if scratch && !errors.Is(err, xfer.ErrAbandoned) {
+			xfer.PutMsgBuf(frame) // MPI no longer writes it
+		}
+		return nil, false, l.Errorf("receiving the header: %w", err)
 	}
 	sizes.mu.Lock()
 	if sizes.last == nil {
@@ -559,7 +584,7 @@ func (l *link) recvInitFrame(lim wire.Limits) ([]byte, error) {
 	}
 	sizes.last[l.Peer] = int(n)
 	sizes.mu.Unlock()
-	return frame, nil
+	return frame, scratch, nil
 }
 
 // abandonMemmap removes the file of a WithMemmap receive that was

@@ -55,7 +55,7 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 		err = errBusy
 	}
 	if err != nil {
-		xfer.PutSendBuf(msg)
+		xfer.PutMsgBuf(msg)
 		msg = make([]byte, bcastFirst)
 		putBcastFailed(msg, err)
 	}
@@ -73,7 +73,7 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 			return false, l.Errorf("broadcasting the metadata: %w", err)
 		}
 	}
-	xfer.PutSendBuf(msg) // every step that reads it has completed
+	xfer.PutMsgBuf(msg) // every step that reads it has completed
 	if payload == nil {
 		return fits, nil
 	}
@@ -122,12 +122,12 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 	return msg, payload, err
 }
 
-// bcastMessage returns a buffer from xfer.SendBuf for the messages that
+// bcastMessage returns a buffer from xfer.MsgBuf for the messages that
 // start a broadcast of a frame of frameLen bytes: at least bcastFirst
 // bytes, its prefix written, the frame to be written after it, and zeros
 // after the frame.
 func bcastMessage(frameLen int, more bool) []byte {
-	msg := xfer.SendBuf(max(bcastPrefix+frameLen, bcastFirst))
+	msg := xfer.MsgBuf(max(bcastPrefix+frameLen, bcastFirst))
 	putBcastPrefix(msg, frameLen, more)
 	clear(msg[bcastPrefix+frameLen:])
 	return msg

@@ -26,7 +26,9 @@
 //	    56    8 reserved, zero
 //
 // A frame is a header followed by the tensorclass name, the metadata and,
-// when FlagInline is set, the storage itself.
+// when FlagInline is set, the storage itself. A Send frame with
+// FlagDescribed has neither class name nor metadata: the same sender
+// described the structure in an earlier transfer on the same tag.
 //
 // Everything read from a peer is untrusted: Parse checks every field
 // against Limits before a caller allocates anything, so a peer claiming a

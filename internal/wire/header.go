@@ -64,8 +64,13 @@ const (
 	FlagPseudoRandTags
 	// FlagConsolidated means the payload is the consolidated storage.
 	FlagConsolidated
+	// FlagDescribed means the frame carries no metadata (MetaLen is 0):
+	// the sender of a Send transfer described the same structure, with
+	// the same structure hash, in an earlier transfer to the same rank on
+	// the same tag, and the header's hash and leaf count stand for it.
+	FlagDescribed
 
-	knownFlags = FlagInline | FlagPerLeaf | FlagPseudoRandTags | FlagConsolidated
+	knownFlags = FlagInline | FlagPerLeaf | FlagPseudoRandTags | FlagConsolidated | FlagDescribed
 )
 
 // Header is the decoded form of a message header.
@@ -230,7 +235,9 @@ func (h *Header) Check(lim Limits) error {
 		return bad("chunk size", "%d outside [0, %d]", h.Chunk, MaxChunk)
 	case h.Leaves < 0:
 		return bad("leaves", "negative count %d", h.Leaves)
-	case h.Leaves > h.MetaLen && h.Flags&FlagPerLeaf != 0:
+	case h.Flags&FlagDescribed != 0 && (h.Kind != KindSend || h.MetaLen != 0 || h.ClassLen != 0):
+		return bad("flags", "a described %v frame with %d bytes of metadata and a class name of %d: only a Send frame without either may be", h.Kind, h.MetaLen, h.ClassLen)
+	case h.Leaves > h.MetaLen && h.Flags&FlagPerLeaf != 0 && h.Flags&FlagDescribed == 0:
 		// Each leaf takes more than one byte of metadata.
 		return bad("leaves", "%d leaves cannot fit in %d bytes of metadata", h.Leaves, h.MetaLen)
 	}

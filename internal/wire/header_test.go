@@ -26,6 +26,8 @@ func TestRoundTrip(t *testing.T) {
 		validHeader(),
 		{Kind: KindSend, Flags: FlagInline | FlagConsolidated, Total: 32, MetaLen: 300, Leaves: 3},
 		{Kind: KindSend, Flags: FlagPerLeaf | FlagPseudoRandTags, Total: 48, MetaLen: 300, Leaves: 3, PayloadTag: 7},
+		{Kind: KindSend, Flags: FlagInline | FlagConsolidated | FlagDescribed, Total: 32, Leaves: 3},
+		{Kind: KindSend, Flags: FlagPerLeaf | FlagDescribed, Total: 48, Leaves: 3, PayloadTag: 7},
 		{Kind: KindBroadcast},
 		{Kind: KindReduce, Total: 1, Chunk: 1},
 	} {
@@ -85,6 +87,17 @@ func TestParseRejects(t *testing.T) {
 		{name: "chunk zero", msg: patch(func(b []byte) { le.PutUint64(b[40:], 0) }), field: "chunk size"},
 		{name: "leaves negative", msg: patch(func(b []byte) { le.PutUint64(b[48:], 1<<63) }), field: "leaves"},
 		{name: "leaves per leaf", msg: patch(func(b []byte) { le.PutUint16(b[6:], uint16(FlagPerLeaf)); le.PutUint64(b[48:], 1<<40) }), field: "leaves"},
+		{name: "described init", msg: patch(func(b []byte) { le.PutUint16(b[6:], uint16(FlagConsolidated|FlagDescribed)) }), field: "flags"},
+		{name: "described with metadata", msg: patch(func(b []byte) {
+			b[5] = byte(KindSend)
+			le.PutUint16(b[6:], uint16(FlagConsolidated|FlagDescribed))
+			le.PutUint32(b[24:], 0)
+		}), field: "flags"},
+		{name: "described with class", msg: patch(func(b []byte) {
+			b[5] = byte(KindSend)
+			le.PutUint16(b[6:], uint16(FlagConsolidated|FlagDescribed))
+			le.PutUint64(b[16:], 0)
+		}), field: "flags"},
 		{name: "reserved", msg: patch(func(b []byte) { b[63] = 1 }), field: "reserved"},
 		{name: "inline too big", msg: patch(func(b []byte) { le.PutUint16(b[6:], uint16(FlagInline)) }), field: "inline storage", limit: true},
 	} {

@@ -172,41 +172,43 @@ func MetaAlign(meta []byte, classLen int) []byte {
 // AlignedBuf returns n zero bytes, 8-byte aligned, on the Go heap.
 func AlignedBuf(n int) []byte { return mem.Alloc(n) }
 
-// sendBufs keeps the buffers of completed sends for SendBuf, by size
-// class: class c holds the first bytes (*byte, which an interface holds
-// without allocating) of buffers of 1<<c bytes.
-var sendBufs [sendBufMaxClass + 1]sync.Pool
+// msgBufs keeps the buffers PutMsgBuf hands back, by size class: class c
+// holds the first bytes (*byte, which an interface holds without
+// allocating) of buffers of 1<<c bytes.
+var msgBufs [msgBufMaxClass + 1]sync.Pool
 
-// sendBufMaxClass is the largest size class SendBuf keeps (1 MiB): larger
+// msgBufMaxClass is the largest size class MsgBuf keeps (1 MiB): larger
 // frames are rare, and would pin much memory in the pools.
-const sendBufMaxClass = 20
+const msgBufMaxClass = 20
 
-// SendBuf returns n bytes, 8-byte aligned, whose contents are undefined,
-// for a message the caller writes completely and then sends; once MPI no
-// longer reads it (a blocking send returned, or every request completed),
-// PutSendBuf may hand it to the next SendBuf. Buffers of up to 1 MiB come
-// from a pool by size class (powers of two), so that a loop of sends that
-// each build a new message (an InitRemote of each new result, say) neither
+// MsgBuf returns n bytes, 8-byte aligned, whose contents are undefined,
+// for a message that is written whole before MPI sends it, or that a
+// receive writes whole; once neither MPI nor the caller uses it any more
+// (a blocking send or receive returned, or every request completed, and
+// nothing refers to its bytes), PutMsgBuf may hand it to the next MsgBuf.
+// Buffers of up to 1 MiB come from a pool by size class (powers of two),
+// so that a loop of sends that each build a new message (an InitRemote of
+// each new result, say), or of receives of small frames, neither
 // allocates nor faults in new pages.
-func SendBuf(n int) []byte {
+func MsgBuf(n int) []byte {
 	c := bits.Len(uint(max(n, 8) - 1))
-	if c > sendBufMaxClass {
+	if c > msgBufMaxClass {
 		return mem.AllocUninit(n)
 	}
-	if p, ok := sendBufs[c].Get().(*byte); ok {
+	if p, ok := msgBufs[c].Get().(*byte); ok {
 		return unsafe.Slice(p, 1<<c)[:n]
 	}
 	return mem.AllocUninit(1 << c)[:n]
 }
 
-// PutSendBuf hands b, from SendBuf, to a later SendBuf. The caller must not
+// PutMsgBuf hands b, from MsgBuf, to a later MsgBuf. The caller must not
 // use b afterwards, and MPI must no longer read it.
-func PutSendBuf(b []byte) {
+func PutMsgBuf(b []byte) {
 	c := bits.Len(uint(cap(b)) - 1)
-	if cap(b) < 8 || cap(b) != 1<<c || c > sendBufMaxClass {
-		return // not from SendBuf's pools
+	if cap(b) < 8 || cap(b) != 1<<c || c > msgBufMaxClass {
+		return // not from MsgBuf's pools
 	}
-	sendBufs[c].Put(unsafe.SliceData(b))
+	msgBufs[c].Put(unsafe.SliceData(b))
 }
 
 // AlignedCopy returns a copy of b, 8-byte aligned, on the Go heap.
