@@ -36,12 +36,12 @@ type Group struct {
 	colls     atomic.Int32
 	contended atomic.Bool
 
-	payload payloadTags // see PayloadTag
-	slots   sync.Map    // *Slot[T] -> *T: the protocol's state (see Slot)
+	payload payloadTags                         // see PayloadTag
+	slots   [maxSlots]atomic.Pointer[slotState] // the protocol's state, by Slot (see Slot)
 
-	mu     sync.Mutex // guards freed and broken
-	freed  bool
-	broken error // why g is broken (see Break), or nil
+	mu     sync.Mutex  // guards broken, and freeing
+	freed  atomic.Bool // set once, by free, with mu held
+	broken error       // why g is broken (see Break), or nil
 }
 
 // newGroup makes a group of comm, duplicating it for the library. On error
@@ -106,9 +106,7 @@ func (g *Group) Live(op string) error { return g.live(op) }
 
 // live returns an error naming op if g is freed.
 func (g *Group) live(op string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.freed {
+	if g.freed.Load() {
 		return g.errorf(op, "%w", ErrFreed)
 	}
 	return nil
@@ -138,7 +136,7 @@ func (g *Group) Broken(op string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
-	case g.freed:
+	case g.freed.Load():
 		return g.errorf(op, "%w", ErrFreed)
 	case g.broken != nil:
 		return g.errorf(op, "%w: %w", ErrBroken, g.broken)
@@ -254,11 +252,13 @@ func (g *Group) Free() error {
 func (g *Group) free() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.freed {
+	if g.freed.Load() {
 		return nil
 	}
-	g.freed = true
-	g.slots.Clear()
+	g.freed.Store(true)
+	for i := range g.slots {
+		g.slots[i].Store(nil)
+	}
 	unregister(g)
 	var errs []error
 	if g.lib != g.comm {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/hpc"
 	"github.com/tdmpi/tdmpi/internal/log"
@@ -19,6 +20,8 @@ import (
 var state struct {
 	mu    sync.Mutex
 	world *Group
+	// cur is world, for World to read without taking mu.
+	cur   atomic.Pointer[Group]
 	env   hpc.Env
 	owned bool // Init started MPI, so Finalize stops it
 	done  bool // Finalize ran
@@ -121,6 +124,7 @@ func Init(opts ...Option) (*Group, error) {
 		return nil, err
 	}
 	state.world, state.env, state.owned = g, env, owned
+	state.cur.Store(g)
 	log.Logger().Debug().Stringer("env", env).Str("mpi", mpi.LibraryVersion()).Msg("group: Init")
 	return g, nil
 }
@@ -176,6 +180,7 @@ func Finalize() error {
 		}
 	}
 	state.world = nil
+	state.cur.Store(nil)
 	if state.owned {
 		errs = append(errs, finalizeMPI())
 	}
@@ -185,7 +190,5 @@ func Finalize() error {
 
 // World returns the world group, or nil before Init and after Finalize.
 func World() *Group {
-	state.mu.Lock()
-	defer state.mu.Unlock()
-	return state.world
+	return state.cur.Load()
 }

@@ -124,11 +124,11 @@ func (td *TensorDict) send(dst int, opts []SendOption) error {
 		return l.Errorf("%w", err)
 	}
 	l.LogStart(int64(s.total), s.tag0)
-	if s.held, err = xfer.LockTagsCtx(&l.Link, s.held, false, s.tagSet); err != nil {
+	if s.sendHeld, err = xfer.LockTagsCtx(&l.Link, s.sendHeld, false, s.tagSet); err != nil {
 		return l.Errorf("%w", err)
 	}
 	err = s.send(l)
-	xfer.UnlockAll(s.held)
+	xfer.UnlockAll(s.sendHeld)
 	if err != nil {
 		return l.Errorf("%w", err)
 	}
@@ -364,7 +364,7 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	}
 	defer s.mu.Unlock()
 	l.LogStart(int64(s.total), s.tag0)
-	s.held = xfer.LockTags(s.held, l.Group, l.Peer, true, s.tagSet)
+	s.recvHeld = xfer.LockTags(s.recvHeld, l.Group, l.Peer, true, s.tagSet)
 	// The receive runs on a copy of the link kept in s, so that lv stays
 	// on the stack: a large receive with a context hands its buffer (r.dst)
 	// to MPI, which escape analysis takes as r's whole content.
@@ -372,7 +372,7 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	r := recvOp{l: &s.rlink, td: td, s: s}
 	_, err = r.advance(true)
 	s.rlink = link{}
-	xfer.UnlockAll(s.held)
+	xfer.UnlockAll(s.recvHeld)
 	if err != nil {
 		return 0, l.Errorf("%w", err)
 	}
@@ -540,7 +540,7 @@ const (
 
 // recvOp is one receive of a Send transfer into td, taken one message at a
 // time: Recv runs it to its end at once, IRecv a step at a time as its
-// messages arrive. The caller holds s and its receive locks (s.held).
+// messages arrive. The caller holds s and its receive locks (s.recvHeld).
 type recvOp struct {
 	l     *link
 	td    *TensorDict

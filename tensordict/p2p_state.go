@@ -75,7 +75,10 @@ type p2pState struct {
 	cur    []int // per-leaf tags, nil in consolidated mode
 	tag0   int   // tag of the header and metadata messages
 	tagSet []int // distinct tags, sorted
-	held   []*xfer.TagLock
+	// The tag locks of the transfer in progress; after it, those of the
+	// last one, which the next finds again (see xfer.LockTags).
+	sendHeld []*xfer.TagLock
+	recvHeld []*xfer.TagLock
 
 	// What refresh last checked td at: the edit count of each node, depth
 	// first (see TensorDict.edited), and whether td's non-tensor values

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/group"
 )
@@ -32,25 +33,44 @@ type tagKey struct {
 
 // TagLock is the lock of one tag of one group. It stays in its group's
 // table while some call holds or waits for it (refs > 0), and after that
-// while the table keeps fewer than tagLockIdle idle locks: the steady
-// state of Send and Recv, which takes the same tags call after call, finds
-// its locks there, and a table is bounded by the transfers in progress
-// plus tagLockIdle, not by every tag ever used.
+// until the table has 2*tagLockIdle locks and sweeps the idle ones out: the
+// steady state of Send and Recv, which takes the same tags call after call,
+// finds its locks again, and a table is bounded by the transfers in
+// progress plus 2*tagLockIdle, not by every tag ever used.
+//
+// A call finds its locks through the table (its mutex and map), or, in
+// the steady state, as the locks its previous call held (LockTags' held
+// slice keeps them): it then takes a reference with one atomic operation,
+// unless a sweep removed the lock meanwhile (refs -1), and never touches
+// the table.
 type TagLock struct {
 	mu   sync.Mutex
 	t    *tagTable
 	key  tagKey
-	refs int // guarded by t.mu
+	refs atomic.Int32 // calls holding or waiting for mu; -1 once swept out of t
 }
 
-// tagLockIdle bounds the locks nobody holds that a table keeps.
+// tryRef takes a reference to l unless l was swept out of its table.
+func (l *TagLock) tryRef() bool {
+	for {
+		r := l.refs.Load()
+		if r < 0 {
+			return false
+		}
+		if l.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// tagLockIdle is half the number of locks at which a table sweeps out the
+// idle ones.
 const tagLockIdle = 1024
 
 // tagTable holds the TagLocks of one group.
 type tagTable struct {
-	mu   sync.Mutex
-	m    map[tagKey]*TagLock
-	idle int // locks of m with refs == 0
+	mu sync.Mutex
+	m  map[tagKey]*TagLock // never holds a swept lock
 }
 
 var tagLocks = group.Slot[tagTable]{New: newTagTable}
@@ -60,39 +80,59 @@ func newTagTable() *tagTable { return &tagTable{m: map[tagKey]*TagLock{}} }
 // ref returns the table's lock of k with a reference taken, entering a
 // new one if there is none. t.mu must be held.
 func (t *tagTable) ref(k tagKey) *TagLock {
-	l, ok := t.m[k]
-	switch {
-	case !ok:
-		l = &TagLock{t: t, key: k}
-		t.m[k] = l
-	case l.refs == 0:
-		t.idle--
+	if l, ok := t.m[k]; ok && l.tryRef() {
+		return l // a lock in m is never swept: tryRef succeeds
 	}
-	l.refs++
+	if len(t.m) >= 2*tagLockIdle {
+		t.sweep()
+	}
+	l := &TagLock{t: t, key: k}
+	l.refs.Store(1)
+	t.m[k] = l
 	return l
 }
 
-// unref drops a reference to l, which stays in the table, idle, if the
-// table keeps fewer than tagLockIdle idle locks. t.mu must be held.
-func (t *tagTable) unref(l *TagLock) {
-	if l.refs--; l.refs > 0 {
-		return
+// sweep removes the locks nobody holds or waits for. t.mu must be held.
+func (t *tagTable) sweep() {
+	for k, l := range t.m {
+		if l.refs.CompareAndSwap(0, -1) {
+			delete(t.m, k)
+		}
 	}
-	if t.idle < tagLockIdle {
-		t.idle++
-		return
+}
+
+// refAll appends to held a reference to the lock of each of tags, in
+// order: the lock at the same place of held's spare capacity (the
+// previous call's) when it is that tag's and still in the table, else
+// the table's.
+func (t *tagTable) refAll(held []*TagLock, peer int, recv bool, tags []int) []*TagLock {
+	n := len(held)
+	prev := held[n:cap(held)]
+	locked := false
+	for i, tag := range tags {
+		k := tagKey{peer: peer, tag: tag, recv: recv}
+		if i < len(prev) {
+			if l := prev[i]; l != nil && l.t == t && l.key == k && l.tryRef() {
+				held = append(held, l)
+				continue
+			}
+		}
+		if !locked {
+			t.mu.Lock()
+			locked = true
+		}
+		held = append(held, t.ref(k))
 	}
-	delete(t.m, l.key)
+	if locked {
+		t.mu.Unlock()
+	}
+	return held
 }
 
 // lockAll takes the locks of tags, in their order, appending them to held.
 func (t *tagTable) lockAll(held []*TagLock, peer int, recv bool, tags []int) []*TagLock {
 	n := len(held)
-	t.mu.Lock()
-	for _, tag := range tags {
-		held = append(held, t.ref(tagKey{peer: peer, tag: tag, recv: recv}))
-	}
-	t.mu.Unlock()
+	held = t.refAll(held, peer, recv, tags)
 	for _, l := range held[n:] {
 		l.mu.Lock()
 	}
@@ -103,19 +143,17 @@ func (t *tagTable) lockAll(held []*TagLock, peer int, recv bool, tags []int) []*
 // takes none and reports false.
 func (t *tagTable) tryLockAll(held []*TagLock, peer int, recv bool, tags []int) ([]*TagLock, bool) {
 	n := len(held)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, tag := range tags {
-		l := t.ref(tagKey{peer: peer, tag: tag, recv: recv})
+	held = t.refAll(held, peer, recv, tags)
+	for i, l := range held[n:] {
 		if !l.mu.TryLock() {
-			t.unref(l)
-			for _, h := range held[n:] {
+			for _, h := range held[n : n+i] {
 				h.mu.Unlock()
-				t.unref(h)
+			}
+			for _, h := range held[n:] {
+				h.refs.Add(-1)
 			}
 			return held[:n], false
 		}
-		held = append(held, l)
 	}
 	return held, true
 }
@@ -128,7 +166,9 @@ func TagSet(dst, tags []int) []int {
 }
 
 // LockTags takes the locks of the sorted distinct tags (in order, so that
-// two calls cannot deadlock) and returns them in held.
+// two calls cannot deadlock) and returns them in held. Pass the held of
+// the caller's previous call, released: when it was on the same tags, its
+// locks are taken again without a lookup. (Keep one held per direction.)
 func LockTags(held []*TagLock, g *group.Group, peer int, recv bool, tags []int) []*TagLock {
 	return tagLocks.Of(g).lockAll(held[:0], peer, recv, tags)
 }
@@ -158,30 +198,18 @@ func TryLockTags(held []*TagLock, g *group.Group, peer int, recv bool, tags []in
 	return tagLocks.Of(g).tryLockAll(held[:0], peer, recv, tags)
 }
 
-// UnlockAll releases the locks LockTags or TryLockTags took.
+// UnlockAll releases the locks LockTags or TryLockTags took. held keeps
+// them, for the next call with the same tags to find.
 func UnlockAll(held []*TagLock) {
 	for i := len(held) - 1; i >= 0; i-- {
 		held[i].mu.Unlock()
-	}
-	var t *tagTable
-	for _, l := range held {
-		if l.t != t {
-			if t != nil {
-				t.mu.Unlock()
-			}
-			t = l.t
-			t.mu.Lock()
-		}
-		t.unref(l)
-	}
-	if t != nil {
-		t.mu.Unlock()
+		held[i].refs.Add(-1)
 	}
 }
 
 // TagLocksInUse returns how many tag locks of g are held or waited for,
-// and how many idle ones its table keeps for reuse (at most 1024): after
-// every transfer on g has ended, held is zero. Tests check it.
+// and how many idle ones its table keeps for reuse (fewer than 2048):
+// after every transfer on g has ended, held is zero. Tests check it.
 func TagLocksInUse(g *group.Group) (held, idle int) {
 	return tagLocks.Of(g).inUse()
 }
@@ -189,5 +217,12 @@ func TagLocksInUse(g *group.Group) (held, idle int) {
 func (t *tagTable) inUse() (held, idle int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.m) - t.idle, t.idle
+	for _, l := range t.m {
+		if l.refs.Load() > 0 {
+			held++
+		} else {
+			idle++
+		}
+	}
+	return held, idle
 }

@@ -4,6 +4,7 @@
 package xfer
 
 import (
+	"slices"
 	"sync"
 	"testing"
 
@@ -50,22 +51,28 @@ func TestTagLocksExclude(t *testing.T) {
 	assert.Equal(t, 7, idle, "the idle locks stay for the next calls")
 }
 
-// A table keeps at most tagLockIdle idle locks, and the send and receive
-// locks of a tag, and the locks of two peers, are distinct.
+// A table sweeps its idle locks out once it has 2*tagLockIdle, never one
+// that is held, and the send and receive locks of a tag, and the locks of
+// two peers, are distinct.
 func TestTagLocksBounded(t *testing.T) {
 	tb := newTagTable()
-	tags := make([]int, tagLockIdle+100)
+	tags := make([]int, 2*tagLockIdle+100)
 	for i := range tags {
 		tags[i] = i
 	}
 	held := tb.lockAll(nil, 0, false, tags)
 	h, idle := tb.inUse()
-	require.Equal(t, len(tags), h)
+	require.Equal(t, len(tags), h, "held locks are not swept")
 	require.Zero(t, idle)
 	UnlockAll(held)
 	h, idle = tb.inUse()
 	assert.Zero(t, h)
-	assert.Equal(t, tagLockIdle, idle)
+	assert.Equal(t, len(tags), idle)
+	one := tb.lockAll(nil, 0, false, []int{len(tags)}) // a new lock: the table sweeps
+	h, idle = tb.inUse()
+	assert.Equal(t, 1, h)
+	assert.Zero(t, idle)
+	UnlockAll(one)
 
 	a := tb.lockAll(nil, 0, false, []int{7})
 	b, ok := tb.tryLockAll(nil, 0, true, []int{7})
@@ -79,4 +86,37 @@ func TestTagLocksBounded(t *testing.T) {
 	UnlockAll(c)
 	h, _ = tb.inUse()
 	assert.Zero(t, h)
+}
+
+// The steady state takes the locks its previous call held, without the
+// table; a lock swept out of the table meanwhile is not taken again, so
+// that a tag never has two locks.
+func TestTagLocksReuse(t *testing.T) {
+	tb := newTagTable()
+	held := tb.lockAll(nil, 3, true, []int{1, 2})
+	first := slices.Clone(held)
+	UnlockAll(held)
+	held = tb.lockAll(held[:0], 3, true, []int{1, 2})
+	assert.Equal(t, first, held, "the same locks")
+	UnlockAll(held)
+
+	held = tb.lockAll(held[:0], 3, true, []int{2, 5}) // other tags: from the table
+	assert.Same(t, first[1], tb.m[tagKey{peer: 3, tag: 2, recv: true}])
+	assert.NotSame(t, first[0], held[0])
+	UnlockAll(held)
+
+	tb.mu.Lock()
+	tb.sweep()
+	tb.mu.Unlock()
+	assert.Empty(t, tb.m)
+	again := tb.lockAll(held[:0], 3, true, []int{2, 5})
+	assert.NotSame(t, first[1], again[0], "a swept lock is not reused")
+	assert.Same(t, again[0], tb.m[tagKey{peer: 3, tag: 2, recv: true}])
+	other, ok := tb.tryLockAll(nil, 3, true, []int{2})
+	assert.False(t, ok, "the table's lock is the one held")
+	assert.Empty(t, other)
+	UnlockAll(again)
+	h, idle := tb.inUse()
+	assert.Zero(t, h)
+	assert.Equal(t, 2, idle)
 }
