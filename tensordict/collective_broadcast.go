@@ -97,6 +97,7 @@ func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool) error 
 func (td *TensorDict) Broadcast(src int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
 	err := runCollective("Broadcast", src, td.bcastBytes(src), resolve(opts, usesBroadcast), td.broadcast(src, &out))
+	mem.Received() // a receive into the pool (see there)
 	if err != nil {
 		return nil, err
 	}

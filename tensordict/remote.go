@@ -439,6 +439,7 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // the mapping; nothing is copied after the receive.
 func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
 	td, err := fromRemoteInit(src, opts)
+	mem.Received() // see there: after this one, what the caller drops can come back
 	return td, xfer.LogFailed("FromRemoteInit", err)
 }
 
@@ -789,13 +790,13 @@ var metaCaches = group.Slot[codec.Cache]{New: func() *codec.Cache { return new(c
 // metadata. The result is the same: views of st, consolidated, with
 // non-tensor values of its own.
 func fromConsolidatedCached(g *group.Group, st *tensor.Storage, meta []byte) (*TensorDict, error) {
-	cache := metaCaches.Of(g)
-	root, class, err := cache.Decode(meta, st.Len(), codec.DefaultLimits())
+	cache, n := metaCaches.Of(g), st.Len()
+	root, class, err := cache.Decode(meta, n, codec.DefaultLimits())
 	if err != nil {
 		return nil, err
 	}
 	var td *TensorDict
-	if cache.Keeps(meta) && st.Len() <= templateMaxBytes {
+	if cache.Keeps(meta) && n <= templateMaxBytes {
 		// root is in the receive cache: so is its template (template.go).
 		td, err = templateCaches.Of(g).build(root, st)
 	} else if td, err = buildFromMeta(root, st); err == nil {
@@ -804,7 +805,7 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, meta []byte) (*T
 	if err != nil {
 		return nil, err
 	}
-	td.cons.base, td.cons.end = 0, st.Len()
+	td.cons.base, td.cons.end = 0, n
 	td.class = class
 	return td, nil
 }

@@ -185,17 +185,18 @@ var templateCaches = group.Slot[templateCache]{New: func() *templateCache { retu
 // made first if c has none. The template is made with c locked, so that
 // a tree is built from root by one goroutine at a time.
 func (c *templateCache) build(root *codec.Node, st *tensor.Storage) (*TensorDict, error) {
+	n := st.Len()
 	c.mu.Lock()
 	var tp *treeTemplate
 	for _, t := range c.t {
-		if t != nil && t.root == root && t.stLen == st.Len() {
+		if t != nil && t.root == root && t.stLen == n {
 			tp = t
 			break
 		}
 	}
 	if tp == nil {
 		var err error
-		if tp, err = newTemplate(root, st.Len()); err != nil {
+		if tp, err = newTemplate(root, n); err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/bytesize"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -235,6 +236,7 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 			steps[i] = step
 			releases = append(releases, release)
 		}
+		pool := mem.Stats()
 		ss, err := measure(g, steps, tm)
 		if err != nil {
 			return abort(fmt.Errorf("at %s: %w", bytesize.Format(size), err))
@@ -249,6 +251,11 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 		}
 		if rank != 0 {
 			continue
+		}
+		if p := mem.Stats(); p.Fresh+p.Reused > pool.Fresh+pool.Reused {
+			fmt.Fprintf(progress, "bench: %8s receive pool (rank 0): %d fresh, %d reused, %d nudges (%.1f ms each)\n",
+				bytesize.Format(size), p.Fresh-pool.Fresh, p.Reused-pool.Reused, p.Nudges-pool.Nudges,
+				float64(p.NudgeNs-pool.NudgeNs)/1e6/float64(max(1, p.Nudges-pool.Nudges)))
 		}
 		for i, m := range cfg.ms {
 			s := ss[i]

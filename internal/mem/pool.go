@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -54,8 +55,15 @@ type pool struct {
 	limit     int64                // most bytes free may hold
 	out       int64                // bytes handed out and not yet back
 	nudgeAt   int64                // out must reach this for the next nudge
-	timer     *time.Timer          // drops idle regions; nil when free is empty
-	back      chan struct{}        // a region came back (capacity 1)
+	// A collection after a receive (see Received): due is set when a
+	// request took the last region of its size, done is closed when the
+	// collection running ends (nil if none runs), and aheadAt is what out
+	// must reach for the next one.
+	due       atomic.Bool
+	done      chan struct{}
+	aheadAt   int64
+	timer     *time.Timer   // drops idle regions; nil when free is empty
+	back      chan struct{} // a region came back (capacity 1)
 	stats     PoolStats
 	hugeAdvis bool // advise new regions to use huge pages (hugeOn)
 }
@@ -133,6 +141,7 @@ func Recv(n int) ([]byte, error) {
 
 func (p *pool) get(n int) ([]byte, error) {
 	size := regionSize(n)
+	defer p.markDue(size)
 	if b := p.take(size, n); b != nil {
 		return b, nil
 	}
@@ -187,7 +196,7 @@ func (p *pool) put(base *uint64, size int) {
 	p.mu.Lock()
 	p.out -= int64(size)
 	p.stats.Returned++
-	p.nudgeAt = 0
+	p.nudgeAt, p.aheadAt = 0, 0
 	if !p.makeRoom(size) {
 		p.stats.Dropped++
 		p.mu.Unlock()
@@ -288,6 +297,19 @@ func (p *pool) nudge(size, n int) []byte {
 	case <-p.back:
 	default:
 	}
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done != nil {
+		// A collection is running (Received): its finalizers may bring a
+		// region back. Another runtime.GC would wait for it, then run a
+		// collection of its own.
+		<-done
+		runtime.Gosched() // the finalizers run after it
+		if b := p.take(size, n); b != nil {
+			return b
+		}
+	}
 	runtime.GC()
 	deadline := time.NewTimer(nudgeWait)
 	defer deadline.Stop()
@@ -304,6 +326,63 @@ func (p *pool) nudge(size, n int) []byte {
 			return nil
 		}
 	}
+}
+
+// markDue records, after a request of size bytes, whether the next
+// Received should start a collection: the request took the last free
+// region of a size of at least nudgeMin (or a new one), so that the next
+// request of that size, without one, would run a collection itself
+// (nudge).
+func (p *pool) markDue(size int) {
+	if int64(size) < nudgeMin {
+		return
+	}
+	p.mu.Lock()
+	if len(p.free[size]) == 0 {
+		p.due.Store(true)
+	}
+	p.mu.Unlock()
+}
+
+// Received tells the pool that a receive into memory from Recv has ended
+// and its result goes to the caller. If that receive took the last free
+// region of its size, from nudgeMin up, Received starts a collection in
+// the background: a loop that drops each result when it has the next one
+// then has the region of the result before back by its next receive,
+// collected while it worked, instead of waiting for a collection in that
+// receive (nudge: 3.5-5 ms of a 20-30 ms 256 MiB receive on this
+// project's VM). The caller's result itself is live, and what it dropped
+// just before is not: the collection starts after the caller's
+// assignment of the new result, since starting one takes longer than
+// that. A collection that brings nothing back (the results are all still
+// in use) is not repeated until twice as many bytes are out.
+func Received() { recvPool.received() }
+
+func (p *pool) received() {
+	if !p.due.Load() {
+		return
+	}
+	p.mu.Lock()
+	if p.done != nil || p.out < p.aheadAt {
+		p.mu.Unlock()
+		return
+	}
+	p.due.Store(false)
+	done := make(chan struct{})
+	p.done = done
+	returned := p.stats.Returned
+	p.mu.Unlock()
+	go func() {
+		runtime.GC()
+		runtime.Gosched() // the finalizers run after it
+		p.mu.Lock()
+		if p.stats.Returned == returned {
+			p.aheadAt = 2 * p.out
+		}
+		p.done = nil
+		p.mu.Unlock()
+		close(done)
+	}()
 }
 
 // dropIdle drops the regions that waited poolIdle or longer, and runs

@@ -210,6 +210,56 @@ func TestPoolNudgesCollector(t *testing.T) {
 	runtime.KeepAlive(b4)
 }
 
+// waitCollection waits for the collection Received started, if any.
+func waitCollection(p *pool) {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// A receive that took the last free region starts a collection when it
+// hands its result over (received), so that the result the caller drops
+// then comes back before its next receive, which takes it without a
+// nudge. A collection that brings nothing back is not repeated until
+// twice as many bytes are out.
+func TestPoolCollectsAfterReceive(t *testing.T) {
+	p := testPool(t, 1<<30)
+	nudgeMin = PoolMin
+	a, err := p.get(PoolMin)
+	require.NoError(t, err)
+	p.received() // a is the caller's: nothing comes back
+	waitCollection(p)
+	p.mu.Lock()
+	require.Equal(t, 2*p.out, p.aheadAt)
+	p.mu.Unlock()
+	p.received()
+	require.Nil(t, p.done, "no second collection before twice as many bytes are out")
+
+	b, err := p.get(PoolMin) // nudges in vain: a is still the caller's
+	require.NoError(t, err)
+	was := addr(a)
+	a = nil // the caller drops the result before last
+	runtime.KeepAlive(a)
+	p.received()
+	waitCollection(p)
+	// The collection received started, no other, brings a back (its
+	// finalizer runs on a goroutine of its own, soon after).
+	for i := 0; i < 1000 && p.snapshot().Returned == 0; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, int64(1), p.snapshot().Returned, "a came back")
+	s := p.snapshot()
+	c, err := p.get(PoolMin)
+	require.NoError(t, err)
+	assert.Equal(t, was, addr(c), "the region the caller dropped")
+	assert.Equal(t, s.Nudges, p.snapshot().Nudges, "no nudge")
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(c)
+}
+
 func TestRecvNegative(t *testing.T) {
 	_, err := Recv(-1)
 	require.Error(t, err)
