@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // anonHuge returns the AnonHugePages of the mapping of /proc/self/smaps
@@ -55,6 +56,30 @@ func TestPoolRegionIsHuge(t *testing.T) {
 	require.Positive(t, ln)
 	kb := anonHuge(t, addr(r)+uintptr(off))
 	t.Logf("region of %d MiB: %d MiB in huge pages", n>>20, kb>>10)
-	require.GreaterOrEqual(t, kb<<10, int64(ln)/2, "fewer than half of the region's huge pages are huge")
+	if kb<<10 < int64(ln)/2 {
+		// The kernel may have no free huge pages just now (memory
+		// fragmented by the test packages running beside this one): a
+		// mapping of its own, advised and written the same way, tells.
+		ctl := controlHuge(t, n)
+		if ctl<<10 < int64(ln)/2 {
+			t.Skipf("SKIPPED: the kernel has too few free huge pages now: a fresh advised mapping of %d MiB got %d MiB of them, the region %d MiB", n>>20, ctl>>10, kb>>10)
+		}
+		require.GreaterOrEqual(t, kb<<10, int64(ln)/2, "fewer than half of the region's huge pages are huge, where a mapping of the same size got %d MiB", ctl>>10)
+	}
 	sink = r
+}
+
+// controlHuge maps n bytes outside the heap, advises them to use huge
+// pages, writes them and returns how many kB of them are huge pages.
+func controlHuge(t *testing.T, n int) int64 {
+	t.Helper()
+	m, err := unix.Mmap(-1, 0, n+hugePage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	require.NoError(t, err)
+	defer unix.Munmap(m)
+	off, ln := hugeSpan(m)
+	require.NoError(t, unix.Madvise(m[off:off+ln], unix.MADV_HUGEPAGE))
+	for i := off; i < off+ln; i += 4096 {
+		m[i] = 1
+	}
+	return anonHuge(t, addr(m)+uintptr(off))
 }
