@@ -91,14 +91,16 @@
 //     free: runtime.GC took about 4 ms here under load, which is what a
 //     fresh 256 MiB receive still costs beyond a reused buffer (the
 //     benchmarks report it as nudge-ms/op).
-//   - A receive that took the last free region of its size, from nudgeMin
+//   - A receive that took the last free region of its size, from 256 KiB
 //     up, starts a collection in the background as it hands its result
 //     over (Received, which FromRemoteInit and Broadcast call): the
 //     result the caller drops then, the one before, comes back while the
-//     caller works, and its next receive finds it instead of nudging. In
-//     tdmpi bench's loop of fresh 64-256 MiB receives this removed the
-//     nudge (3.5-5 ms) from all receives but one or two, and took the
-//     receive from 0.70-0.98x to 0.51-0.65x raw MPI's time.
+//     caller works, and its next receive finds it instead of nudging or
+//     taking new memory. In tdmpi bench's loops of fresh receives this
+//     removed the nudges (3.5-5 ms each) from 4 MiB up and took the
+//     receive from 0.46-1.10x to 0.32-0.76x raw MPI's time at 4-32 MiB,
+//     and from 0.70-0.98x to 0.51-0.65x at 64-256 MiB; at 512 KiB, from
+//     5.1x to 1.9-2.0x (60% of those receives had taken new memory).
 //   - At most the limit waits in the pool: an eighth of the machine's
 //     memory (Physical) by default, TDMPI_RECV_POOL ("2GiB") in the
 //     environment, SetPoolLimit at run time; 0 turns reuse off. Of it,

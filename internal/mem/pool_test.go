@@ -228,6 +228,9 @@ func waitCollection(p *pool) {
 func TestPoolCollectsAfterReceive(t *testing.T) {
 	p := testPool(t, 1<<30)
 	nudgeMin = PoolMin
+	old := collectMin
+	collectMin = PoolMin
+	t.Cleanup(func() { collectMin = old })
 	a, err := p.get(PoolMin)
 	require.NoError(t, err)
 	p.received() // a is the caller's: nothing comes back
