@@ -474,12 +474,20 @@ func TestNewDifferentOrder(t *testing.T) {
 	require.NoError(t, sub.Free())
 }
 
+// Slots are package variables (a process has at most 32): a Slot declared
+// in the test function would take a new one with every -count.
+var (
+	slotMade   int
+	testSlot   = group.Slot[int]{New: func() *int { slotMade++; v := slotMade; return &v }}
+	secondSlot = group.Slot[int]{New: func() *int { return new(int) }}
+)
+
 // TestSlot checks that a Slot's state is one per group, made on first use,
 // and dropped by Free.
 func TestSlot(t *testing.T) {
 	g := mpitest.Need(t, 1)
-	made := 0
-	slot := group.Slot[int]{New: func() *int { made++; v := made; return &v }}
+	slotMade = 0
+	slot, second := &testSlot, &secondSlot
 	sub, err := g.New([]int{g.Rank()})
 	require.NoError(t, err)
 	other, err := g.New([]int{g.Rank()})
@@ -489,10 +497,8 @@ func TestSlot(t *testing.T) {
 	assert.Same(t, a, slot.Of(sub), "one state per group")
 	b := slot.Of(other)
 	assert.NotSame(t, a, b, "each group has its own")
-	assert.Equal(t, 2, made)
-	var second group.Slot[int] // another slot: state of its own
-	second.New = func() *int { return new(int) }
-	assert.NotSame(t, a, second.Of(sub))
+	assert.Equal(t, 2, slotMade)
+	assert.NotSame(t, a, second.Of(sub), "another slot: state of its own")
 
 	require.NoError(t, sub.Free())
 	c := slot.Of(sub)

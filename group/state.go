@@ -14,8 +14,8 @@ import (
 // The state of a group is made on first use (New) and dropped when the
 // group is freed, so it lives exactly as long as the communicators it is
 // about. Programs have no use for Slots; the packages that speak tdmpi's
-// protocol declare theirs as package variables (a process may use at most
-// maxSlots of them).
+// protocol declare theirs as package variables: a process may use at most
+// 32 Slots, and a Slot made anew (a local variable) takes another each time.
 type Slot[T any] struct {
 	// New makes the state of a group that has none yet.
 	New func() *T
