@@ -688,58 +688,43 @@ func (s *p2pState) recvHeader(l *link) (frame []byte, err error) {
 // received: a message over this side's limits (or shorter than a header)
 // is discarded. len(*scratch) is the size of the last frame (0: the last
 // message was a header alone); a message of that size, the steady state,
-// is probed and received in one call (xfer.ProbeRecv).
+// is probed and received in one call (recvSized).
 func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []byte, err error) {
-	most := func() int64 { return l.o.limits().MaxFrame(p2pInlineMax) }
-	guess, whole := hdr, false
-	if n := len(*scratch); n > 0 && int64(n) <= most() {
-		guess, whole = *scratch, true
+	most := l.o.limits().MaxFrame(p2pInlineMax)
+	guess := hdr
+	if n := len(*scratch); n > 0 && int64(n) <= most {
+		guess = *scratch
 	}
-	var m mpi.Message
-	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, tag, &m, guess)
+	b, _, err := l.recvSized(tag, most, guess,
+		func(n int) ([]byte, error) {
+			if n == wire.Size {
+				return hdr, nil
+			}
+			if cap(*scratch) < n {
+				*scratch = xfer.AlignedBuf(n)
+			}
+			return (*scratch)[:n], nil
+		},
+		func(head []byte, n int64) error { return l.refuseHeaderMessage(head, tag, n, most) })
 	if err != nil {
-		return nil, fmt.Errorf("waiting for the header: %w", err)
+		return nil, err
 	}
-	if got {
-		if !whole {
-			*scratch = (*scratch)[:0]
-			return nil, nil
-		}
-		copy(hdr, guess)
-		return guess, nil
+	if len(b) == wire.Size && &b[0] == &hdr[0] { // the header alone
+		*scratch = (*scratch)[:0]
+		return nil, nil
 	}
-	buf := hdr
-	if n := st.Bytes(); n != wire.Size {
-		if most := most(); n < wire.Size || n > most {
-			return nil, l.refuseHeaderMessage(&m, tag, n, most)
-		}
-		if int64(cap(*scratch)) < n {
-			*scratch = xfer.AlignedBuf(int(n))
-		}
-		frame = (*scratch)[:n]
-		buf = frame
-	}
-	if err := xfer.RecvMatched(l.Ctx, &m, buf, "the header message"); err != nil {
-		return nil, fmt.Errorf("receiving the header: %w", err)
-	}
-	*scratch = (*scratch)[:len(frame)]
-	if frame != nil {
-		copy(hdr, frame)
-	}
-	return frame, nil
+	*scratch = b
+	copy(hdr, b)
+	return b, nil
 }
 
-// refuseHeaderMessage consumes the matched header message m of n bytes on
-// tag, which is outside [wire.Size, most], and drains what its header
-// announces beyond it when the header is readable, as for any refused
-// transfer.
-func (l *link) refuseHeaderMessage(m *mpi.Message, tag int, n, most int64) error {
+// refuseHeaderMessage refuses a Send header message of n bytes on tag,
+// outside [wire.Size, most], which recvSized consumed (head is its start),
+// and drains what its header announces beyond it when the header is
+// readable, as for any refused transfer.
+func (l *link) refuseHeaderMessage(head []byte, tag int, n, most int64) error {
 	err := fmt.Errorf("header message of %d bytes, outside [%d, %d]: %w", n, wire.Size, most, wire.ErrLimit)
-	var head [wire.Size]byte
-	if derr := xfer.Discard(m, n, head[:]); derr != nil {
-		return fmt.Errorf("%w (and consuming it: %w)", err, derr)
-	}
-	if h, herr := wire.Parse(head[:], wire.Limits{MaxTotal: math.MaxInt64}); herr == nil && h.Kind == wire.KindSend && n >= wire.Size {
+	if h, herr := wire.Parse(head, wire.Limits{MaxTotal: math.MaxInt64}); herr == nil && h.Kind == wire.KindSend && n >= wire.Size {
 		err = errors.Join(err, l.drainSend(&h, tag, false, 0))
 	}
 	return err

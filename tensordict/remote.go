@@ -528,64 +528,84 @@ type initFrameSizes struct {
 // has copied the inline storage out: the result then holds a storage of
 // its own size, not the whole frame, and small receives make less garbage.
 // A message outside lim is consumed, with what its header announces, and
-// refused.
+// refused. The size of the last frame from each peer is the guess of
+// recvSized.
 func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, scratch bool, err error) {
 	maxFrame := lim.MaxFrame(initInlineMax)
 	sizes := initFrames.Of(l.Group)
 	sizes.mu.Lock()
-	guess := sizes.last[l.Peer]
+	last := sizes.last[l.Peer]
 	sizes.mu.Unlock()
-	buffer := func(n int) ([]byte, bool, error) {
+	buffer := func(n int) ([]byte, error) {
 		if n < mem.PoolMin {
-			return xfer.MsgBuf(n), true, nil
+			return xfer.MsgBuf(n), nil
 		}
-		b, err := mem.Recv(n)
-		return b, false, err
+		return mem.Recv(n)
 	}
-	var buf []byte
-	if guess > 0 && int64(guess) <= maxFrame {
-		if buf, scratch, err = buffer(guess); err != nil {
-			buf = nil
+	var guess []byte
+	if last > 0 && int64(last) <= maxFrame {
+		if guess, err = buffer(last); err != nil {
+			guess = nil
 		}
 	}
-	var mv mpi.Message
-	m := &mv
-	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, xfer.InitHeaderTag, m, buf)
-	if err == nil && got && st.Bytes() >= wire.Size {
-		return buf, scratch, nil
-	}
-	if scratch {
-		xfer.PutMsgBuf(buf) // a blocking receive, or none: MPI is done with it
+	frame, inGuess, err := l.recvSized(xfer.InitHeaderTag, maxFrame, guess, buffer,
+		func(head []byte, n int64) error { return l.refuseOversized(head, n, maxFrame) })
+	if !inGuess && len(guess) < mem.PoolMin {
+		xfer.PutMsgBuf(guess) // a blocking receive, or none: MPI is done with it
 	}
 	if err != nil {
-		return nil, false, l.Errorf("waiting for the header: %w", err)
-	}
-	n := st.Bytes()
-	if got { // an empty message, received for want of a guess
-		return nil, false, l.Errorf("header message of %d bytes is shorter than a header: %w", n, wire.ErrHeader)
-	}
-	if n < wire.Size || n > maxFrame {
-		err := l.refuseOversized(m, n, maxFrame)
-		return nil, false, l.Errorf("%w", err)
-	}
-	// Written whole by the receive.
-	frame, scratch, err = buffer(int(n))
-	if err != nil {
-		return nil, false, l.Errorf("%w", errors.Join(err, xfer.Discard(m, n, nil)))
-	}
-	if err := xfer.RecvMatched(l.Ctx, m, frame, "the header message"); err != nil {
-		if scratch && !errors.Is(err, xfer.ErrAbandoned) {
+		if len(frame) < mem.PoolMin && !errors.Is(err, xfer.ErrAbandoned) {
 			xfer.PutMsgBuf(frame) // MPI no longer writes it
 		}
-		return nil, false, l.Errorf("receiving the header: %w", err)
+		return nil, false, l.Errorf("%w", err)
 	}
-	sizes.mu.Lock()
-	if sizes.last == nil {
-		sizes.last = map[int]int{}
+	if !inGuess {
+		sizes.mu.Lock()
+		if sizes.last == nil {
+			sizes.last = map[int]int{}
+		}
+		sizes.last[l.Peer] = len(frame)
+		sizes.mu.Unlock()
 	}
-	sizes.last[l.Peer] = int(n)
-	sizes.mu.Unlock()
-	return frame, scratch, nil
+	return frame, len(frame) < mem.PoolMin, nil
+}
+
+// recvSized receives the next header message on tag from l.Peer, whose
+// size this side learns only by probing it, into a buffer of exactly that
+// size: into guess, in the same call into MPI (xfer.ProbeRecv), when it is
+// guess's size (the steady state: the size of the last one), else, once
+// the probe found its size n within [wire.Size, most], into buffer(n). A
+// message outside that range is consumed and refused by refuse, given its
+// first bytes (at most a header), whose error it returns. inGuess reports that the message went into guess. When
+// the receive into buffer(n) fails, frame is that buffer: the caller gives
+// it back unless the error wraps xfer.ErrAbandoned (MPI may still write
+// it). InitRemote's and Send's receivers share it.
+func (l *link) recvSized(tag int, most int64, guess []byte, buffer func(n int) ([]byte, error), refuse func(head []byte, n int64) error) (frame []byte, inGuess bool, err error) {
+	var m mpi.Message
+	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, tag, &m, guess)
+	switch {
+	case err != nil:
+		return nil, false, fmt.Errorf("waiting for the header: %w", err)
+	case got && len(guess) < wire.Size: // an empty message, received for want of a guess
+		return nil, false, fmt.Errorf("header message of %d bytes is shorter than a header: %w", len(guess), wire.ErrHeader)
+	case got:
+		return guess, true, nil
+	}
+	n := st.Bytes()
+	if n < wire.Size || n > most {
+		var head [wire.Size]byte
+		if err := xfer.Discard(&m, n, head[:]); err != nil {
+			return nil, false, fmt.Errorf("header message of %d bytes, outside [%d, %d]: consuming it: %w", n, wire.Size, most, err)
+		}
+		return nil, false, refuse(head[:min(n, wire.Size)], n)
+	}
+	if frame, err = buffer(int(n)); err != nil {
+		return nil, false, errors.Join(err, xfer.Discard(&m, n, nil))
+	}
+	if err := xfer.RecvMatched(l.Ctx, &m, frame, "the header message"); err != nil {
+		return frame, false, fmt.Errorf("receiving the header: %w", err)
+	}
+	return frame, false, nil
 }
 
 // abandonMemmap removes the file of a WithMemmap receive that was
@@ -623,19 +643,15 @@ func (l *link) buildInit(f *wire.Frame) (td *TensorDict, stor *tensor.Storage, f
 	return td, stor, finish, nil
 }
 
-// refuseOversized consumes a header message of n bytes that exceeds
-// maxFrame (or is shorter than a header), draining the payload its header
-// announces when that header is readable, and returns the error to report.
-func (l *link) refuseOversized(m *mpi.Message, n, maxFrame int64) error {
-	var head [wire.Size]byte
-	if err := xfer.Discard(m, n, head[:]); err != nil {
-		return fmt.Errorf("header message of %d bytes: %w", n, err)
-	}
+// refuseOversized refuses an InitRemote header message of n bytes,
+// outside [wire.Size, maxFrame], which recvSized consumed (head is its
+// start), and drains the payload its header announces when it can be read.
+func (l *link) refuseOversized(head []byte, n, maxFrame int64) error {
 	if n < wire.Size {
 		return fmt.Errorf("header message of %d bytes is shorter than a header: %w", n, wire.ErrHeader)
 	}
 	err := fmt.Errorf("header message of %d bytes is outside [%d, %d]: %w", n, wire.Size, maxFrame, wire.ErrLimit)
-	return errors.Join(err, l.drainRefused(head[:]))
+	return errors.Join(err, l.drainRefused(head))
 }
 
 // drainRefused drains the payload announced by an InitRemote header this
