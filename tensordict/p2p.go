@@ -241,7 +241,9 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 		if own {
 			msgs[0] = xfer.AlignedCopy(msgs[0])
 		}
-		s.markDescribed(l)
+		if !described {
+			s.markDescribed(l)
+		}
 		return msgs, tags, nil
 	}
 	var payload []byte
@@ -268,7 +270,9 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 	if own {
 		msgs[0] = xfer.AlignedCopy(msgs[0])
 	}
-	s.markDescribed(l)
+	if !described {
+		s.markDescribed(l)
+	}
 	return msgs, tags, nil
 }
 

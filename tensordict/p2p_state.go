@@ -521,17 +521,13 @@ func (s *p2pState) described(l *link) bool {
 	return slices.Contains(s.describedTo, s.describedKey(l))
 }
 
-// markDescribed records that a transfer of s with l's options carries
-// the metadata.
+// markDescribed records that a transfer of s with l's options, not
+// described before, carries the metadata.
 func (s *p2pState) markDescribed(l *link) {
-	k := s.describedKey(l)
-	if slices.Contains(s.describedTo, k) {
-		return
-	}
 	if len(s.describedTo) == maxDescribed {
 		s.describedTo = s.describedTo[:0]
 	}
-	s.describedTo = append(s.describedTo, k)
+	s.describedTo = append(s.describedTo, s.describedKey(l))
 }
 
 func (s *p2pState) describedKey(l *link) describedKey {

@@ -65,11 +65,11 @@ type pool struct {
 	nudgeAt   int64                // out must reach this for the next nudge
 	// A collection after a receive (see Received): due is set when a
 	// request took the last region of its size, done is closed when the
-	// collection running ends (nil if none runs), and aheadAt is what out
-	// must reach for the next one.
+	// running collection ends (nil if none runs), and collectAt is what
+	// out must reach for the next one.
 	due       atomic.Bool
 	done      chan struct{}
-	aheadAt   int64
+	collectAt int64
 	timer     *time.Timer   // drops idle regions; nil when free is empty
 	back      chan struct{} // a region came back (capacity 1)
 	stats     PoolStats
@@ -149,7 +149,6 @@ func Recv(n int) ([]byte, error) {
 
 func (p *pool) get(n int) ([]byte, error) {
 	size := regionSize(n)
-	defer p.markDue(size)
 	if b := p.take(size, n); b != nil {
 		return b, nil
 	}
@@ -169,6 +168,7 @@ func (p *pool) get(n int) ([]byte, error) {
 	p.mu.Lock()
 	p.stats.Fresh++
 	p.out += int64(size)
+	p.markDue(size)
 	p.mu.Unlock()
 	return p.handOut(base, size, n), nil
 }
@@ -187,6 +187,7 @@ func (p *pool) take(size, n int) []byte {
 	p.unidle(size)
 	p.out += int64(size)
 	p.stats.Reused++
+	p.markDue(size)
 	return p.handOut(r.base, size, n)
 }
 
@@ -204,7 +205,7 @@ func (p *pool) put(base *uint64, size int) {
 	p.mu.Lock()
 	p.out -= int64(size)
 	p.stats.Returned++
-	p.nudgeAt, p.aheadAt = 0, 0
+	p.nudgeAt, p.collectAt = 0, 0
 	if !p.makeRoom(size) {
 		p.stats.Dropped++
 		p.mu.Unlock()
@@ -336,19 +337,14 @@ func (p *pool) nudge(size, n int) []byte {
 	}
 }
 
-// markDue records, after a request of size bytes, whether the next
-// Received should start a collection: the request took the last free
+// markDue records, as a request of size bytes takes a region, whether the
+// next Received should start a collection: the request took the last free
 // region of its size (or a new one), from collectMin up, so that the next
-// request of that size would find none.
+// request of that size would find none. p.mu must be held.
 func (p *pool) markDue(size int) {
-	if int64(size) < collectMin {
-		return
-	}
-	p.mu.Lock()
-	if len(p.free[size]) == 0 {
+	if int64(size) >= collectMin && len(p.free[size]) == 0 {
 		p.due.Store(true)
 	}
-	p.mu.Unlock()
 }
 
 // Received tells the pool that a receive into memory from Recv has ended
@@ -371,7 +367,7 @@ func (p *pool) received() {
 		return
 	}
 	p.mu.Lock()
-	if p.done != nil || p.out < p.aheadAt {
+	if p.done != nil || p.out < p.collectAt {
 		p.mu.Unlock()
 		return
 	}
@@ -385,7 +381,7 @@ func (p *pool) received() {
 		runtime.Gosched() // the finalizers run after it
 		p.mu.Lock()
 		if p.stats.Returned == returned {
-			p.aheadAt = 2 * p.out
+			p.collectAt = 2 * p.out
 		}
 		p.done = nil
 		p.mu.Unlock()

@@ -236,7 +236,7 @@ func TestPoolCollectsAfterReceive(t *testing.T) {
 	p.received() // a is the caller's: nothing comes back
 	waitCollection(p)
 	p.mu.Lock()
-	require.Equal(t, 2*p.out, p.aheadAt)
+	require.Equal(t, 2*p.out, p.collectAt)
 	p.mu.Unlock()
 	p.received()
 	require.Nil(t, p.done, "no second collection before twice as many bytes are out")
