@@ -699,7 +699,7 @@ func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []
 	if n := len(*scratch); n > 0 && int64(n) <= most {
 		guess = *scratch
 	}
-	b, _, err := l.recvSized(tag, most, guess,
+	b, _, err := l.recvSized(tag, most, 0, guess,
 		func(n int) ([]byte, error) {
 			if n == wire.Size {
 				return hdr, nil

@@ -196,11 +196,18 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	if err != nil {
 		return l.Errorf("the consolidated storage: %w", err)
 	}
-	frame := wire.AppendFrame(nil, &h, sp.class, sp.meta, nil)
+	r := l.initRef(sp.class, sp.meta, h.Hash, h.Leaves, h.Total)
+	r.apply(&h)
+	class, meta := sp.class, sp.meta
+	if r.described {
+		class, meta = "", nil
+	}
+	frame := wire.AppendFrame(nil, &h, class, meta, nil)
 	msgs, tags := xfer.AppendChunks([][]byte{frame}, []int{xfer.InitHeaderTag}, payload, h.PayloadTag)
 	if _, err := l.SendMessages(msgs, tags, initMessageName); err != nil {
 		return l.Errorf("%w", err)
 	}
+	l.initRefSent(r)
 	return nil
 }
 
@@ -232,7 +239,8 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 		return false, nil
 	}
 	reuse := l.Ctx.Done() == nil
-	frame, err := s.initFrame(td, reuse, false)
+	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
+	frame, err := s.initFrame(td, reuse, false, r)
 	// The send is made without td's lock, so that other transfers of td
 	// (a Recv the peer waits for first, say) are not held up by it.
 	s.mu.Unlock()
@@ -253,6 +261,7 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 	if err != nil {
 		return true, l.Errorf("%w", err)
 	}
+	l.initRefSent(r)
 	return true, nil
 }
 
@@ -260,7 +269,7 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 // storage is small enough to travel inline (sent true), as sendSmallInit
 // does but laid out and encoded for this call alone.
 func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
-	frame, err := firstInitFrame(l.Op, td, false)
+	frame, r, err := firstInitFrame(l.Op, td, false, l)
 	if err != nil {
 		return true, l.Errorf("%w", err)
 	}
@@ -275,6 +284,7 @@ func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
 	if err != nil {
 		return true, l.Errorf("%w", err)
 	}
+	l.initRefSent(r)
 	return true, nil
 }
 
@@ -307,7 +317,8 @@ func initKind(bcast bool) wire.Kind {
 // Send/Recv state), or nil if td's storage does not travel inline.
 func smallInitMessage(op string, td *TensorDict, bcast bool) ([]byte, error) {
 	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
-		return firstInitFrame(op, td, bcast)
+		msg, _, err := firstInitFrame(op, td, bcast, nil)
+		return msg, err
 	}
 	s, err := p2pStateOf(op, td)
 	if err != nil {
@@ -317,32 +328,45 @@ func smallInitMessage(op string, td *TensorDict, bcast bool) ([]byte, error) {
 	if s.total > initInlineMax {
 		return nil, nil
 	}
-	return s.initFrame(td, false, bcast)
+	return s.initFrame(td, false, true, initRef{})
 }
 
 // firstInitFrame returns the message of the first InitRemote of td (see
 // sendFirstInit and initMessage), or nil if td's storage does not travel
-// inline. A received TensorDict passed on unchanged (templateEncoding)
+// inline, and how it travels to l.Peer (l.initRef; none when l is nil, as
+// in broadcast mode). A received TensorDict passed on unchanged (templateEncoding)
 // reuses the encoding of the first copy of its template that was: only
 // its storage is new.
-func firstInitFrame(op string, td *TensorDict, bcast bool) ([]byte, error) {
+func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) ([]byte, initRef, error) {
 	enc, copied := td.templateEncoding()
 	payload := func() ([]byte, error) { return td.cons.st.Bytes(), nil }
-	if enc == nil {
+	var total int
+	if enc != nil {
+		total = td.tmpl.stLen
+	} else {
 		sp, err := planSend(op, td)
 		if err != nil {
-			return nil, err
+			return nil, initRef{}, err
 		}
 		if sp.total > initInlineMax {
-			return nil, nil
+			return nil, initRef{}, nil
 		}
 		enc = &initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves)}
 		if copied && sp.storage != nil {
 			td.recordEncoding(enc) // only copies up to templateMaxBytes (initInlineMax) have one
 		}
-		payload = sp.bytes
+		payload, total = sp.bytes, sp.total
 	}
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
+	class, meta := enc.class, enc.meta
+	var r initRef
+	if l != nil {
+		r = l.initRef(class, meta, h.Hash, h.Leaves, int64(total))
+		r.apply(&h)
+		if r.described {
+			class, meta = "", nil
+		}
+	}
 	var msg []byte
 	// The storage may be a mapping of a file another process truncated.
 	err := mem.CatchFault(func() error {
@@ -351,17 +375,17 @@ func firstInitFrame(op string, td *TensorDict, bcast bool) ([]byte, error) {
 			return err
 		}
 		var frame []byte
-		msg, frame = initMessage(wire.Size+len(enc.class)+len(enc.meta)+len(p), bcast)
-		wire.AppendFrame(frame[:0], &h, enc.class, enc.meta, p) // every byte of frame
+		msg, frame = initMessage(wire.Size+len(class)+len(meta)+len(p), bcast)
+		wire.AppendFrame(frame[:0], &h, class, meta, p) // every byte of frame
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("the consolidated storage: %w", err)
+		return nil, initRef{}, fmt.Errorf("the consolidated storage: %w", err)
 	}
 	if err := h.Check(senderLimits); err != nil {
-		return nil, err
+		return nil, initRef{}, err
 	}
-	return msg, nil
+	return msg, r, nil
 }
 
 // initFrame returns the message of an InitRemote of td (see initMessage),
@@ -369,12 +393,16 @@ func firstInitFrame(op string, td *TensorDict, bcast bool) ([]byte, error) {
 // the class name, the metadata and the storage. With reuse (point to point
 // only), it is built in the buffer kept in s (taken from s: the caller
 // gives it back), else in a new one.
-func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool) ([]byte, error) {
-	meta := s.meta[:s.metaLen]
-	pad := (8 - (wire.Size+len(td.class)+len(meta))%8) % 8
+func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef) ([]byte, error) {
+	class, meta := td.class, s.meta[:s.metaLen]
+	if r.described {
+		class, meta = "", nil
+	}
+	pad := (8 - (wire.Size+len(class)+len(meta))%8) % 8
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
-		MetaLen: int64(len(meta) + pad), ClassLen: len(td.class), Hash: s.consHash, Leaves: int64(len(s.leaves))}
-	n := wire.Size + len(td.class) + len(meta) + pad + s.total
+		MetaLen: int64(len(meta) + pad), ClassLen: len(class), Hash: s.consHash, Leaves: int64(len(s.leaves))}
+	r.apply(&h)
+	n := wire.Size + len(class) + len(meta) + pad + s.total
 	var msg, frame []byte
 	if reuse && !bcast && cap(s.iframe) >= n {
 		msg, s.iframe = s.iframe[:n], nil // every byte is written below
@@ -383,7 +411,7 @@ func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool) ([]byte, error) 
 		msg, frame = initMessage(n, bcast)
 	}
 	wire.Put(frame, &h)
-	off := wire.Size + copy(frame[wire.Size:], td.class)
+	off := wire.Size + copy(frame[wire.Size:], class)
 	off += copy(frame[off:], meta)
 	for range pad {
 		frame[off] = ' '
@@ -483,6 +511,14 @@ func (l *link) recvInit() (*TensorDict, error) {
 		// cannot be trusted, so nothing is drained.
 		return nil, l.Errorf("header of a %v message, want %v", f.Kind, wire.KindInit)
 	}
+	if f.Flags&wire.FlagKeep != 0 {
+		l.keepInit(&f)
+	}
+	if f.Flags&wire.FlagDescribed != 0 {
+		if err := l.describeInit(&f, lim); err != nil {
+			return nil, l.Errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
+		}
+	}
 	if scratch && f.Inline != nil {
 		// The frame goes back to its pool: the storage is a copy, and
 		// nothing else built from the frame refers to its bytes.
@@ -548,7 +584,7 @@ func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, scratch bool, err e
 			guess = nil
 		}
 	}
-	frame, inGuess, err := l.recvSized(xfer.InitHeaderTag, maxFrame, guess, buffer,
+	frame, inGuess, err := l.recvSized(xfer.InitHeaderTag, maxFrame, keptFrameMax, guess, buffer,
 		func(head []byte, n int64) error { return l.refuseOversized(head, n, maxFrame) })
 	if !inGuess && len(guess) < mem.PoolMin {
 		xfer.PutMsgBuf(guess) // a blocking receive, or none: MPI is done with it
@@ -576,11 +612,12 @@ func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, scratch bool, err e
 // guess's size (the steady state: the size of the last one), else, once
 // the probe found its size n within [wire.Size, most], into buffer(n). A
 // message outside that range is consumed and refused by refuse, given its
-// first bytes (at most a header), whose error it returns. inGuess reports that the message went into guess. When
+// first bytes (at most a header, or all of it when it is at most whole
+// bytes), whose error it returns. inGuess reports that the message went into guess. When
 // the receive into buffer(n) fails, frame is that buffer: the caller gives
 // it back unless the error wraps xfer.ErrAbandoned (MPI may still write
 // it). InitRemote's and Send's receivers share it.
-func (l *link) recvSized(tag int, most int64, guess []byte, buffer func(n int) ([]byte, error), refuse func(head []byte, n int64) error) (frame []byte, inGuess bool, err error) {
+func (l *link) recvSized(tag int, most, whole int64, guess []byte, buffer func(n int) ([]byte, error), refuse func(head []byte, n int64) error) (frame []byte, inGuess bool, err error) {
 	var m mpi.Message
 	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, tag, &m, guess)
 	switch {
@@ -593,11 +630,15 @@ func (l *link) recvSized(tag int, most int64, guess []byte, buffer func(n int) (
 	}
 	n := st.Bytes()
 	if n < wire.Size || n > most {
-		var head [wire.Size]byte
-		if err := xfer.Discard(&m, n, head[:]); err != nil {
+		var first [wire.Size]byte
+		head := first[:min(n, wire.Size)]
+		if n <= whole {
+			head = make([]byte, n)
+		}
+		if err := xfer.Discard(&m, n, head); err != nil {
 			return nil, false, fmt.Errorf("header message of %d bytes, outside [%d, %d]: consuming it: %w", n, wire.Size, most, err)
 		}
-		return nil, false, refuse(head[:min(n, wire.Size)], n)
+		return nil, false, refuse(head, n)
 	}
 	if frame, err = buffer(int(n)); err != nil {
 		return nil, false, errors.Join(err, xfer.Discard(&m, n, nil))
@@ -659,11 +700,17 @@ func (l *link) refuseOversized(head []byte, n, maxFrame int64) error {
 // not left blocked: exactly the chunks the header announces, read with no
 // size limit. A header that cannot be read even so, or that is not
 // InitRemote's, announces nothing that can be trusted, and nothing is
-// drained.
+// drained. When frame is a whole frame that asks to be kept
+// (wire.FlagKeep), its structure is kept all the same: the sender
+// describes the next frames of it by its ref.
 func (l *link) drainRefused(frame []byte) error {
 	h, err := wire.Parse(frame, wire.Limits{MaxTotal: math.MaxInt64})
 	if err != nil || h.Kind != wire.KindInit {
 		return nil
+	}
+	if h.Flags&wire.FlagKeep != 0 && int64(len(frame)) == wire.Size+h.Body() {
+		f := wire.FrameOf(h, frame[wire.Size:])
+		l.keepInit(&f)
 	}
 	return l.drainPayload(&h)
 }

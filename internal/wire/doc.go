@@ -23,12 +23,14 @@
 //	    32    8 structure hash (uint64)
 //	    40    8 chunk size of the storage payload (int64)
 //	    48    8 number of tensor leaves (int64)
-//	    56    8 reserved, zero
+//	    56    8 ref of a kept InitRemote structure (uint64), else zero
 //
 // A frame is a header followed by the tensorclass name, the metadata and,
-// when FlagInline is set, the storage itself. A Send frame with
-// FlagDescribed has neither class name nor metadata: the same sender
-// described the structure in an earlier transfer on the same tag.
+// when FlagInline is set, the storage itself. A frame with FlagDescribed
+// has neither class name nor metadata. For Send, the same sender described
+// the structure in an earlier transfer on the same tag. For InitRemote,
+// the receiver kept the class name and metadata of an earlier frame from
+// the same sender, which carried FlagKeep and the same ref.
 //
 // Everything read from a peer is untrusted: Parse checks every field
 // against Limits before a caller allocates anything, so a peer claiming a

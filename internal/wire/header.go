@@ -15,8 +15,10 @@ const Size = 64
 // this version. Version 2: Hash is the one structure hash of
 // internal/codec on every path (version 1 carried one of four values,
 // depending on the path), so builds of the two versions refuse each
-// other's headers instead of reporting false mismatches.
-const Version = 2
+// other's headers instead of reporting false mismatches. Version 3: the
+// last 8 bytes, reserved before, are Ref (FlagKeep, and FlagDescribed on
+// an InitRemote frame).
+const Version = 3
 
 // magic opens every header.
 var magic = [4]byte{'T', 'D', 'M', 'P'}
@@ -64,14 +66,33 @@ const (
 	FlagPseudoRandTags
 	// FlagConsolidated means the payload is the consolidated storage.
 	FlagConsolidated
-	// FlagDescribed means the frame carries no metadata (MetaLen is 0):
-	// the sender of a Send transfer described the same structure, with
-	// the same structure hash, in an earlier transfer to the same rank on
-	// the same tag, and the header's hash and leaf count stand for it.
+	// FlagDescribed means the frame carries no metadata and no class name
+	// (MetaLen and ClassLen are 0). On a Send frame, the sender described
+	// the same structure, with the same structure hash, in an earlier
+	// transfer to the same rank on the same tag, and the header's hash
+	// and leaf count stand for it. On an InitRemote frame, the class name
+	// and metadata are those of the earlier frame from the same sender
+	// that FlagKeep kept under Ref, and Hash, Leaves and Total are that
+	// frame's.
 	FlagDescribed
+	// FlagKeep, on an InitRemote frame with metadata of at most
+	// MaxKeptMeta bytes, asks the receiver to keep its class name and
+	// metadata under Ref (replacing what it kept under a Ref equal modulo
+	// KeptRefs), for later frames with FlagDescribed from the same sender.
+	FlagKeep
 
-	knownFlags = FlagInline | FlagPerLeaf | FlagPseudoRandTags | FlagConsolidated | FlagDescribed
+	knownFlags = FlagInline | FlagPerLeaf | FlagPseudoRandTags | FlagConsolidated | FlagDescribed | FlagKeep
 )
+
+// KeptRefs is the number of InitRemote structures a receiver keeps for
+// each sender (FlagKeep): what it kept under Ref r is replaced by the
+// next one kept under a Ref equal to r modulo KeptRefs.
+const KeptRefs = 8
+
+// MaxKeptMeta is the longest metadata, with the class name, that FlagKeep
+// may ask a receiver to keep: KeptRefs of them per sender bound what a
+// receiver holds.
+const MaxKeptMeta = 64 << 10
 
 // Header is the decoded form of a message header.
 type Header struct {
@@ -110,6 +131,10 @@ type Header struct {
 	Chunk int64
 	// Leaves is the number of tensor leaves.
 	Leaves int64
+	// Ref numbers the structure of an InitRemote frame that the receiver
+	// keeps (FlagKeep) or that stands for this frame's (FlagDescribed);
+	// 0 otherwise.
+	Ref uint64
 }
 
 // Body returns the number of bytes that follow the header in its frame:
@@ -150,7 +175,7 @@ func Append(b []byte, h *Header) []byte {
 	binary.LittleEndian.PutUint64(p[32:], h.Hash)
 	binary.LittleEndian.PutUint64(p[40:], uint64(h.Chunk))
 	binary.LittleEndian.PutUint64(p[48:], uint64(h.Leaves))
-	clear(p[56:64])
+	binary.LittleEndian.PutUint64(p[56:], h.Ref)
 	return b
 }
 
@@ -194,11 +219,7 @@ func Parse(b []byte, lim Limits) (Header, error) {
 		Hash:       binary.LittleEndian.Uint64(b[32:]),
 		Chunk:      int64(binary.LittleEndian.Uint64(b[40:])),
 		Leaves:     int64(binary.LittleEndian.Uint64(b[48:])),
-	}
-	for _, c := range b[56:64] {
-		if c != 0 {
-			return Header{}, &HeaderError{Field: "reserved", Reason: "not zero"}
-		}
+		Ref:        binary.LittleEndian.Uint64(b[56:]),
 	}
 	if err := h.Check(lim); err != nil {
 		return Header{}, err
@@ -235,8 +256,16 @@ func (h *Header) Check(lim Limits) error {
 		return bad("chunk size", "%d outside [0, %d]", h.Chunk, MaxChunk)
 	case h.Leaves < 0:
 		return bad("leaves", "negative count %d", h.Leaves)
-	case h.Flags&FlagDescribed != 0 && (h.Kind != KindSend || h.MetaLen != 0 || h.ClassLen != 0):
-		return bad("flags", "a described %v frame with %d bytes of metadata and a class name of %d: only a Send frame without either may be", h.Kind, h.MetaLen, h.ClassLen)
+	case h.Flags&FlagDescribed != 0 && (h.MetaLen != 0 || h.ClassLen != 0):
+		return bad("flags", "a described %v frame with %d bytes of metadata and a class name of %d", h.Kind, h.MetaLen, h.ClassLen)
+	case h.Flags&FlagDescribed != 0 && h.Kind != KindSend && h.Kind != KindInit:
+		return bad("flags", "a described %v frame: only Send and InitRemote frames may be", h.Kind)
+	case h.Flags&FlagKeep != 0 && (h.Kind != KindInit || h.Flags&FlagDescribed != 0):
+		return bad("flags", "a %v frame to keep (described: %t): only an InitRemote frame with metadata may be", h.Kind, h.Flags&FlagDescribed != 0)
+	case h.Flags&FlagKeep != 0 && h.MetaLen+int64(h.ClassLen) > MaxKeptMeta:
+		return &LimitError{Field: "metadata to keep", Value: h.MetaLen + int64(h.ClassLen), Limit: MaxKeptMeta}
+	case (h.Ref != 0) != (h.Kind == KindInit && h.Flags&(FlagKeep|FlagDescribed) != 0):
+		return bad("ref", "%d on a %v frame with flags %#x: an InitRemote frame to keep or described has one, no other frame", h.Ref, h.Kind, uint16(h.Flags))
 	case h.Leaves > h.MetaLen && h.Flags&FlagPerLeaf != 0 && h.Flags&FlagDescribed == 0:
 		// Each leaf takes more than one byte of metadata.
 		return bad("leaves", "%d leaves cannot fit in %d bytes of metadata", h.Leaves, h.MetaLen)

@@ -28,6 +28,9 @@ func TestRoundTrip(t *testing.T) {
 		{Kind: KindSend, Flags: FlagPerLeaf | FlagPseudoRandTags, Total: 48, MetaLen: 300, Leaves: 3, PayloadTag: 7},
 		{Kind: KindSend, Flags: FlagInline | FlagConsolidated | FlagDescribed, Total: 32, Leaves: 3},
 		{Kind: KindSend, Flags: FlagPerLeaf | FlagDescribed, Total: 48, Leaves: 3, PayloadTag: 7},
+		{Kind: KindInit, Flags: FlagInline | FlagConsolidated | FlagKeep, Total: 32, MetaLen: 300, ClassLen: 5, Leaves: 3, Ref: 1},
+		{Kind: KindInit, Flags: FlagInline | FlagConsolidated | FlagDescribed, Total: 32, Leaves: 3, Ref: 1<<64 - 1},
+		{Kind: KindInit, Flags: FlagConsolidated | FlagDescribed, Total: 3 << 30, Chunk: MaxChunk, PayloadTag: 9, Leaves: 3, Ref: 17},
 		{Kind: KindBroadcast},
 		{Kind: KindReduce, Total: 1, Chunk: 1},
 	} {
@@ -87,7 +90,36 @@ func TestParseRejects(t *testing.T) {
 		{name: "chunk zero", msg: patch(func(b []byte) { le.PutUint64(b[40:], 0) }), field: "chunk size"},
 		{name: "leaves negative", msg: patch(func(b []byte) { le.PutUint64(b[48:], 1<<63) }), field: "leaves"},
 		{name: "leaves per leaf", msg: patch(func(b []byte) { le.PutUint16(b[6:], uint16(FlagPerLeaf)); le.PutUint64(b[48:], 1<<40) }), field: "leaves"},
-		{name: "described init", msg: patch(func(b []byte) { le.PutUint16(b[6:], uint16(FlagConsolidated|FlagDescribed)) }), field: "flags"},
+		{name: "described init with metadata", msg: patch(func(b []byte) { le.PutUint16(b[6:], uint16(FlagConsolidated|FlagDescribed)); b[56] = 1 }), field: "flags"},
+		{name: "described broadcast", msg: patch(func(b []byte) {
+			b[5] = byte(KindBroadcast)
+			le.PutUint16(b[6:], uint16(FlagConsolidated|FlagDescribed))
+			le.PutUint32(b[24:], 0)
+			le.PutUint64(b[16:], 0)
+		}), field: "flags"},
+		{name: "keep send", msg: patch(func(b []byte) {
+			b[5] = byte(KindSend)
+			le.PutUint16(b[6:], uint16(FlagConsolidated|FlagKeep))
+			b[56] = 1
+		}), field: "flags"},
+		{name: "keep described", msg: patch(func(b []byte) {
+			le.PutUint16(b[6:], uint16(FlagConsolidated|FlagKeep|FlagDescribed))
+			le.PutUint32(b[24:], 0)
+			le.PutUint64(b[16:], 0)
+			b[56] = 1
+		}), field: "flags"},
+		{name: "keep too much", msg: patch(func(b []byte) {
+			le.PutUint16(b[6:], uint16(FlagConsolidated|FlagKeep))
+			le.PutUint64(b[16:], MaxKeptMeta)
+			b[56] = 1
+		}), field: "metadata to keep", limit: true},
+		{name: "keep without ref", msg: patch(func(b []byte) { le.PutUint16(b[6:], uint16(FlagConsolidated|FlagKeep)) }), field: "ref"},
+		{name: "described init without ref", msg: patch(func(b []byte) {
+			le.PutUint16(b[6:], uint16(FlagConsolidated|FlagDescribed))
+			le.PutUint32(b[24:], 0)
+			le.PutUint64(b[16:], 0)
+		}), field: "ref"},
+		{name: "ref without keep", msg: patch(func(b []byte) { b[63] = 1 }), field: "ref"},
 		{name: "described with metadata", msg: patch(func(b []byte) {
 			b[5] = byte(KindSend)
 			le.PutUint16(b[6:], uint16(FlagConsolidated|FlagDescribed))
@@ -98,7 +130,6 @@ func TestParseRejects(t *testing.T) {
 			le.PutUint16(b[6:], uint16(FlagConsolidated|FlagDescribed))
 			le.PutUint64(b[16:], 0)
 		}), field: "flags"},
-		{name: "reserved", msg: patch(func(b []byte) { b[63] = 1 }), field: "reserved"},
 		{name: "inline too big", msg: patch(func(b []byte) { le.PutUint16(b[6:], uint16(FlagInline)) }), field: "inline storage", limit: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

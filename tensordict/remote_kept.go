@@ -1,0 +1,211 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/wire"
+)
+
+// Kept structures of point-to-point InitRemote.
+//
+// A program that sends TensorDicts of one structure to a rank again and
+// again with InitRemote would send the same class name and metadata each
+// time: for a small TensorDict several times its storage, and past 256
+// bytes a message Open MPI's shared memory moves more slowly. Instead the
+// first frame of a structure to a rank asks the receiver to keep its class
+// name and metadata under a number, its ref (wire.FlagKeep); once that
+// frame is sent, the next frames of the same class name and metadata to
+// that rank carry only the ref (wire.FlagDescribed) with the header's
+// structure hash, leaf count and size, which the receiver checks against
+// what it kept.
+//
+// Each side keeps, per group and peer, wire.KeptRefs structures, in the
+// slot of their ref modulo wire.KeptRefs. The sender gives refs in
+// increasing order and describes a frame by a ref only after the frame that
+// keeps it was sent; MPI delivers the frames of one sender on one tag in
+// order, so the receiver has kept (or is keeping) what a described frame
+// refers to, even when it refused that frame (drainRefused). A receiver
+// whose kept slot holds another ref (another
+// goroutine still keeping it) waits up to keptWait for it, then refuses
+// the frame: a receive that failed before keeping, a sender that lies.
+
+// keptFrameMax is the longest InitRemote header message that can ask to
+// be kept: a receiver that refuses a longer one (over its limits) reads
+// it whole all the same, to keep its structure (drainRefused).
+const keptFrameMax = wire.Size + wire.MaxKeptMeta + initInlineMax
+
+// keptWait bounds how long a receiver waits for a ref another goroutine
+// is keeping (see above).
+const keptWait = time.Second
+
+// keptInits holds each group's kept structures (keptPlaces).
+var keptInits = group.Slot[keptPlaces]{New: func() *keptPlaces { return &keptPlaces{} }}
+
+// keptPlaces is a group's kept structures, by peer rank: those this rank
+// sent to each (to), those it received from each (from).
+type keptPlaces struct {
+	mu   sync.Mutex
+	to   map[int]*keptPeer
+	from map[int]*keptPeer
+}
+
+// keptPeer is what one side keeps for one peer.
+type keptPeer struct {
+	last uint64 // the sender's last ref given
+	recs [wire.KeptRefs]keptRec
+}
+
+// keptPeerOf returns what *m holds for rank, made if missing.
+func keptPeerOf(m *map[int]*keptPeer, rank int) *keptPeer {
+	p := (*m)[rank]
+	if p == nil {
+		if *m == nil {
+			*m = map[int]*keptPeer{}
+		}
+		p = &keptPeer{}
+		(*m)[rank] = p
+	}
+	return p
+}
+
+// keptRec is a kept structure: the class name and metadata of an InitRemote
+// frame, with its header's structure hash, leaf count and storage size.
+type keptRec struct {
+	ref    uint64
+	sent   bool // the sender's frame that keeps it was sent
+	hash   uint64
+	leaves int64
+	total  int64
+	// The sender's copies are reused; the receiver's never change.
+	class, meta []byte
+}
+
+func (r *keptRec) matches(class string, meta []byte, hash uint64, leaves, total int64) bool {
+	return r.ref != 0 && r.hash == hash && r.leaves == leaves && r.total == total && string(r.class) == class && bytes.Equal(r.meta, meta)
+}
+
+// initRef is how an InitRemote frame travels: with its metadata (ref 0),
+// with its metadata to keep under ref, or described by ref.
+type initRef struct {
+	ref       uint64
+	described bool
+}
+
+// apply sets h's flags and ref for r.
+func (r initRef) apply(h *wire.Header) {
+	h.Ref = r.ref
+	switch {
+	case r.described:
+		h.Flags |= wire.FlagDescribed
+	case r.ref != 0:
+		h.Flags |= wire.FlagKeep
+	}
+}
+
+// initRef returns how a point-to-point InitRemote frame of class name
+// class, metadata meta, structure hash, leaf count and storage size travels to l.Peer: described
+// by the ref of a structure it kept there, else to be kept under a new ref
+// when the metadata is small enough, else with its metadata alone. A frame
+// to keep must be followed by l.initRefSent once sent.
+func (l *link) initRef(class string, meta []byte, hash uint64, leaves, total int64) initRef {
+	if len(meta)+len(class) > wire.MaxKeptMeta {
+		return initRef{}
+	}
+	// The JSON with or without the spaces that align what follows it.
+	meta = bytes.TrimRight(meta, " ")
+	k := keptInits.Of(l.Group)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p := keptPeerOf(&k.to, l.Peer)
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.matches(class, meta, hash, leaves, total) {
+			if r.sent {
+				return initRef{ref: r.ref, described: true}
+			}
+			return initRef{} // another goroutine is sending the frame that keeps it
+		}
+	}
+	p.last++
+	r := &p.recs[p.last%wire.KeptRefs]
+	*r = keptRec{ref: p.last, hash: hash, leaves: leaves, total: total, class: append(r.class[:0], class...), meta: append(r.meta[:0], meta...)}
+	return initRef{ref: p.last}
+}
+
+// initRefSent records that the frame that keeps r's structure at l.Peer
+// was sent: the next frames of that structure are described by it.
+func (l *link) initRefSent(r initRef) {
+	if r.ref == 0 || r.described {
+		return
+	}
+	k := keptInits.Of(l.Group)
+	k.mu.Lock()
+	if rec := &k.to[l.Peer].recs[r.ref%wire.KeptRefs]; rec.ref == r.ref {
+		rec.sent = true
+	}
+	k.mu.Unlock()
+}
+
+// keepInit keeps the class name and metadata of f, an InitRemote frame
+// from l.Peer with wire.FlagKeep.
+func (l *link) keepInit(f *wire.Frame) {
+	k := keptInits.Of(l.Group)
+	rec := keptRec{ref: f.Ref, hash: f.Hash, leaves: f.Leaves, total: f.Total, class: bytes.Clone(f.Class), meta: bytes.Clone(f.Meta)}
+	k.mu.Lock()
+	keptPeerOf(&k.from, l.Peer).recs[f.Ref%wire.KeptRefs] = rec
+	k.mu.Unlock()
+}
+
+// describeInit sets the class name and metadata of f, an InitRemote frame
+// from l.Peer with wire.FlagDescribed, to those kept under its ref, after
+// checking that its header is the kept frame's and that they are within
+// lim, this receive's limits.
+func (l *link) describeInit(f *wire.Frame, lim wire.Limits) error {
+	k := keptInits.Of(l.Group)
+	var deadline time.Time
+	for {
+		k.mu.Lock()
+		var rec keptRec
+		if p := k.from[l.Peer]; p != nil {
+			rec = p.recs[f.Ref%wire.KeptRefs]
+		}
+		k.mu.Unlock()
+		if rec.ref == f.Ref {
+			if rec.hash != f.Hash || rec.leaves != f.Leaves || rec.total != f.Total {
+				return fmt.Errorf("header described by kept structure %d announces %d leaves, %d bytes and structure hash %#x; it kept %d leaves, %d bytes and %#x: %w",
+					f.Ref, f.Leaves, f.Total, f.Hash, rec.leaves, rec.total, rec.hash, wire.ErrHeader)
+			}
+			lim = lim.Resolve()
+			if int64(len(rec.meta)) > lim.MaxMeta {
+				return &wire.LimitError{Field: "kept metadata length", Value: int64(len(rec.meta)), Limit: lim.MaxMeta}
+			}
+			if len(rec.class) > lim.MaxClass {
+				return &wire.LimitError{Field: "kept class name length", Value: int64(len(rec.class)), Limit: int64(lim.MaxClass)}
+			}
+			f.Class, f.Meta = rec.class, rec.meta
+			return nil
+		}
+		// Another goroutine may be keeping it (see the top of the file).
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(keptWait)
+		}
+		if now.After(deadline) {
+			return fmt.Errorf("header described by structure %d, which this rank did not keep (it keeps %d; a receive from this rank failed?): %w",
+				f.Ref, rec.ref, wire.ErrHeader)
+		}
+		select {
+		case <-l.Ctx.Done():
+			return fmt.Errorf("waiting for kept structure %d: %w", f.Ref, context.Cause(l.Ctx))
+		case <-time.After(50 * time.Microsecond):
+		}
+	}
+}

@@ -1,0 +1,114 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
+	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// TestInitRemoteKept: the first InitRemote of a structure to a rank
+// carries its metadata, the next ones only the header and the storage
+// (wire.FlagDescribed), and the receiver builds each whole; a new
+// structure, a changed non-tensor value or a class name travel in full
+// once; a receiver that refused the frame that kept a structure still
+// reads the frames described by it; a separate payload's header is
+// described too.
+func TestInitRemoteKept(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	// Keys of their own: no other test kept these structures.
+	small := func(label string) *TensorDict {
+		td := New(2)
+		require.NoError(t, td.Set(K("kept", "a"), tensor.Zeros(tensor.Float32, 2, 3)))
+		require.NoError(t, td.Set(K("kept", "b"), tensor.Zeros(tensor.Int64, 2)))
+		require.NoError(t, td.SetNonTensor(K("kept", "label"), label))
+		return td
+	}
+	other := func() *TensorDict {
+		td := New(2)
+		require.NoError(t, td.Set(K("kept2"), tensor.Zeros(tensor.Float64, 2, 2)))
+		return td
+	}
+	classed := func() *TensorDict {
+		td := other()
+		td.SetClassName("tdmpi.test.Kept")
+		return td
+	}
+	large := func() *TensorDict { // a separate payload
+		td := New(2)
+		require.NoError(t, td.Set(K("kept3"), tensor.Zeros(tensor.Float64, 2, initInlineMax/8)))
+		return td
+	}
+	a, b := small("x"), other()
+	full := func(td *TensorDict) int64 {
+		s, err := p2pStateOf("test", td)
+		require.NoError(t, err)
+		defer s.mu.Unlock()
+		pad := (8 - (wire.Size+len(td.class)+s.metaLen)%8) % 8
+		return int64(wire.Size + len(td.class) + s.metaLen + pad + s.total)
+	}
+	bare := func(td *TensorDict) int64 { return int64(wire.Size) + tensorBytes(td) }
+	steps := []struct {
+		name   string
+		td     *TensorDict
+		size   func(*TensorDict) int64
+		refuse bool // the receiver refuses the transfer over its limits
+		label  string
+	}{
+		{"first", a, full, false, "x"},
+		{"again", a, bare, false, "x"},
+		{"new structure", b, full, false, ""},
+		{"first again", a, bare, false, "x"},
+		{"new value", small("y"), full, false, "y"},
+		{"new value again", small("y"), bare, false, "y"},
+		{"class", classed(), full, false, ""},
+		{"class again", classed(), bare, false, ""},
+		{"refused", small("z"), full, true, ""},
+		{"after refusal", small("z"), bare, false, "z"},
+		{"separate payload", large(), func(td *TensorDict) int64 { return -1 }, false, ""},
+		{"separate payload again", large(), func(*TensorDict) int64 { return wire.Size }, false, ""},
+	}
+	for i, st := range steps {
+		if g.Rank() == 0 {
+			fill(t, st.td, float64(i))
+			require.NoError(t, st.td.InitRemote(1), st.name)
+			continue
+		}
+		want := st.size(st.td) // the receiver's copy of the sender's TensorDict
+		status, err := mpi.Probe(g.LibComm(), 0, xfer.InitHeaderTag)
+		require.NoError(t, err)
+		if want >= 0 {
+			assert.Equal(t, want, status.Bytes(), "%s: header message", st.name)
+		}
+		if st.refuse {
+			_, err := FromRemoteInit(0, testCtx(t), WithMaxBytes(8))
+			require.ErrorIs(t, err, wire.ErrLimit, st.name)
+			continue
+		}
+		got, err := FromRemoteInit(0, testCtx(t))
+		require.NoError(t, err, st.name)
+		for _, it := range got.Items(IncludeNested(), LeavesOnly()) {
+			if it.Tensor != nil {
+				assert.True(t, it.Tensor.Equal(tensor.Full(it.Tensor.DType(), float64(i), it.Tensor.Shape()...)), "%s: %v", st.name, it.Key)
+			}
+		}
+		assert.Equal(t, st.td.ClassName(), got.ClassName(), st.name)
+		if st.label != "" {
+			v, err := got.GetNonTensor(K("kept", "label"))
+			require.NoError(t, err, st.name)
+			assert.Equal(t, st.label, v, st.name)
+		}
+	}
+}
