@@ -326,3 +326,17 @@ func WaitAll(reqs ...*Request) error { return ErrNoMPI }
 func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 	return Undefined, Status{}, ErrNoMPI
 }
+
+// DefaultSpinWait is the cgo build's default wait before blocking calls
+// yield their core (see SetSpinWait).
+const DefaultSpinWait = 20 * time.Microsecond
+
+var spinWait = DefaultSpinWait
+
+// SetSpinWait records d and returns the previous value; without MPI there
+// are no waits.
+func SetSpinWait(d time.Duration) time.Duration {
+	old := spinWait
+	spinWait = max(d, 0)
+	return old
+}

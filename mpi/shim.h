@@ -9,9 +9,11 @@
 #define TDMPI_SHIM_H
 
 #include <mpi.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static inline MPI_Comm tdmpi_comm_world(void) { return MPI_COMM_WORLD; }
 static inline MPI_Comm tdmpi_comm_self(void) { return MPI_COMM_SELF; }
@@ -151,11 +153,47 @@ static int tdmpi_mrecv_checked(void *buf, int count, MPI_Datatype dt, long long 
 	return rc;
 }
 
+// tdmpi_spin_ns is how long a blocking probe polls MPI before it gives its
+// core away between polls (see tdmpi_wait_mprobe); 0 never does. Defined in
+// spin.go, set by SetSpinWait.
+extern long long tdmpi_spin_ns;
+
+static inline long long tdmpi_now_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+// tdmpi_wait_mprobe is MPI_Mprobe (probe is 0) or MPI_Probe (probe is 1,
+// m unused) as a loop of nonblocking probes that, once it has waited
+// tdmpi_spin_ns, yields the core after each (sched_yield): a process whose
+// cores are all busy polling, as MPI ranks on every core are, otherwise
+// starves the Go runtime's own threads (the garbage collector's workers) of
+// the core they need, for a scheduler time slice at a time.
+static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Message *m, MPI_Status *st) {
+	long long spin = tdmpi_spin_ns, start = 0;
+	int flag = 0, yield = 0;
+	for (unsigned i = 1;; i++) {
+		int rc = probe ? MPI_Iprobe(src, tag, c, &flag, st) : MPI_Improbe(src, tag, c, &flag, m, st);
+		if (rc != MPI_SUCCESS || flag) return rc;
+		if (yield) {
+			sched_yield();
+		} else if (spin > 0 && i % 64 == 0) {
+			long long now = tdmpi_now_ns();
+			if (start == 0) {
+				start = now;
+			} else if (now - start >= spin) {
+				yield = 1;
+			}
+		}
+	}
+}
+
 // tdmpi_recv is MPI_Recv as a matched probe and a checked receive.
 static int tdmpi_recv(void *buf, int count, MPI_Datatype dt, long long cap, int src, int tag, MPI_Comm c,
 	MPI_Datatype base, long long size, tdmpi_status *s) {
 	MPI_Message m;
-	int rc = tdmpi_finish(MPI_Mprobe(src, tag, c, &m, &s->st), s, MPI_BYTE, 1);
+	int rc = tdmpi_finish(tdmpi_wait_mprobe(0, src, tag, c, &m, &s->st), s, MPI_BYTE, 1);
 	if (rc != MPI_SUCCESS) return rc;
 	rc = tdmpi_mrecv_checked(buf, count, dt, cap, s->bytes, &m, &s->st);
 	return tdmpi_finish(rc, s, base, size);
@@ -167,7 +205,7 @@ static int tdmpi_recv(void *buf, int count, MPI_Datatype dt, long long cap, int 
 static int tdmpi_recv_exact(void *buf, long long n, int src, int tag, MPI_Comm c, MPI_Message *m, int *got,
 	tdmpi_status *s) {
 	*got = 0;
-	int rc = tdmpi_finish(MPI_Mprobe(src, tag, c, m, &s->st), s, MPI_BYTE, 1);
+	int rc = tdmpi_finish(tdmpi_wait_mprobe(0, src, tag, c, m, &s->st), s, MPI_BYTE, 1);
 	if (rc != MPI_SUCCESS || s->bytes != n || n > 2147483647LL) return rc;
 	*got = 1;
 	return tdmpi_finish(MPI_Mrecv(buf, (int)n, MPI_BYTE, m, &s->st), s, MPI_BYTE, 1);
@@ -192,7 +230,7 @@ static int tdmpi_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int de
 }
 
 static inline int tdmpi_probe(int src, int tag, MPI_Comm c, tdmpi_status *s) {
-	return tdmpi_finish(MPI_Probe(src, tag, c, &s->st), s, MPI_BYTE, 1);
+	return tdmpi_finish(tdmpi_wait_mprobe(1, src, tag, c, NULL, &s->st), s, MPI_BYTE, 1);
 }
 
 static inline int tdmpi_iprobe(int src, int tag, MPI_Comm c, int *flag, tdmpi_status *s) {
@@ -201,7 +239,7 @@ static inline int tdmpi_iprobe(int src, int tag, MPI_Comm c, int *flag, tdmpi_st
 }
 
 static inline int tdmpi_mprobe(int src, int tag, MPI_Comm c, MPI_Message *m, tdmpi_status *s) {
-	return tdmpi_finish(MPI_Mprobe(src, tag, c, m, &s->st), s, MPI_BYTE, 1);
+	return tdmpi_finish(tdmpi_wait_mprobe(0, src, tag, c, m, &s->st), s, MPI_BYTE, 1);
 }
 
 static inline int tdmpi_improbe(int src, int tag, MPI_Comm c, int *flag, MPI_Message *m, tdmpi_status *s) {

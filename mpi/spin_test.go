@@ -1,0 +1,72 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+//go:build cgo
+
+package mpi
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSpinWait: the blocking receives and probes take messages that come
+// at once and messages that come after they have waited past the spin
+// period (polling and yielding), with spinning off, short and the default.
+func TestSpinWait(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	if c.Rank() > 1 {
+		return
+	}
+	old := SetSpinWait(DefaultSpinWait)
+	defer SetSpinWait(old)
+	assert.Equal(t, DefaultSpinWait, SetSpinWait(DefaultSpinWait))
+	for _, spin := range []time.Duration{0, -time.Second, time.Microsecond, DefaultSpinWait} {
+		SetSpinWait(spin)
+		for _, late := range []time.Duration{0, 30 * time.Millisecond} {
+			for i, op := range []string{"Recv", "Probe", "Mprobe", "RecvExact"} {
+				name := fmt.Sprintf("spin %v, sent after %v, %s", spin, late, op)
+				want := []int64{int64(i), int64(spin), int64(late)}
+				if c.Rank() == 0 {
+					time.Sleep(late)
+					require.NoError(t, Send(c, want, 1, 40+i), name)
+					continue
+				}
+				got := make([]int64, 3)
+				switch op {
+				case "Recv":
+					_, err := Recv(c, got, 0, 40+i)
+					require.NoError(t, err, name)
+				case "Probe":
+					st, err := Probe(c, 0, 40+i)
+					require.NoError(t, err, name)
+					assert.Equal(t, int64(24), st.Bytes(), name)
+					_, err = Recv(c, got, 0, 40+i)
+					require.NoError(t, err, name)
+				case "Mprobe":
+					m, _, err := Mprobe(c, 0, 40+i)
+					require.NoError(t, err, name)
+					_, err = Mrecv(m, got)
+					require.NoError(t, err, name)
+				case "RecvExact":
+					buf := make([]byte, 24)
+					var m Message
+					_, ok, err := RecvExact(&m, c, buf, 0, 40+i)
+					require.NoError(t, err, name)
+					require.True(t, ok, name)
+					for j := range got {
+						for k := 7; k >= 0; k-- {
+							got[j] = got[j]<<8 | int64(buf[8*j+k])
+						}
+					}
+				}
+				assert.Equal(t, want, got, name)
+			}
+		}
+	}
+}
