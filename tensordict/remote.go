@@ -240,6 +240,9 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 	}
 	reuse := l.Ctx.Done() == nil
 	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
+	if s.splitInit(td, r) {
+		return true, l.sendSplitInit(s, td, r)
+	}
 	frame, err := s.initFrame(td, reuse, false, r)
 	// The send is made without td's lock, so that other transfers of td
 	// (a Recv the peer waits for first, say) are not held up by it.
@@ -265,24 +268,106 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 	return true, nil
 }
 
+// initEagerMax is the largest header message of a point-to-point
+// InitRemote that carries the storage inline. Open MPI's shared memory
+// moves a message of up to about 4000 bytes eagerly, its own headers
+// included (see wire.BcastFirst), and a longer one in a rendezvous: the
+// storage of a longer frame travels as a message of its own, sent from the
+// TensorDict's storage and received into the result's, instead of being
+// copied into the frame and out of it.
+const initEagerMax = wire.BcastFirst
+
+// splitInit reports whether an InitRemote of td, whose state s is locked,
+// that travels as r sends its storage apart from the header (see
+// initEagerMax).
+func (s *p2pState) splitInit(td *TensorDict, r initRef) bool {
+	n := wire.Size + s.total
+	if !r.described {
+		n += len(td.class) + s.metaLen
+	}
+	return n > initEagerMax
+}
+
+// sendSplitInit sends td, whose state s is locked (sendSplitInit unlocks
+// it), as the header message of an InitRemote without inline storage,
+// travelling as r, then its storage: a view of td's consolidated storage,
+// else a copy of the leaves made under the lock.
+func (l *link) sendSplitInit(s *p2pState, td *TensorDict, r initRef) error {
+	class, meta := td.class, s.meta[:s.metaLen]
+	if r.described {
+		class, meta = "", nil
+	}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: s.consHash, Leaves: int64(len(s.leaves)),
+		Total: int64(s.total), Chunk: wire.MaxChunk, PayloadTag: l.Group.PayloadTag()}
+	r.apply(&h)
+	frame := wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
+	var payload, copied []byte
+	// The storage may be a mapping of a file another process truncated.
+	err := mem.CatchFault(func() error {
+		p, err := s.payload(true)
+		if err != nil || s.st != nil {
+			payload = p
+			return err
+		}
+		copied = append(xfer.MsgBuf(len(p))[:0], p...) // the staging buffer is s's
+		payload = copied
+		return nil
+	})
+	s.mu.Unlock()
+	if err == nil {
+		err = mem.Readable(payload)
+	}
+	if err != nil {
+		xfer.PutMsgBuf(frame)
+		xfer.PutMsgBuf(copied)
+		return l.Errorf("the consolidated storage: %w", err)
+	}
+	gone, err := l.sendInitMessages(frame, payload, h.PayloadTag)
+	if !gone {
+		xfer.PutMsgBuf(frame)
+		xfer.PutMsgBuf(copied)
+	}
+	if err != nil {
+		return err
+	}
+	l.initRefSent(r)
+	return nil
+}
+
+// sendInitMessages sends the header message frame of an InitRemote and,
+// unless payload is nil, the storage after it on tag, in chunks of at most
+// wire.MaxChunk (see xfer.Link.SendMessages for gone).
+func (l *link) sendInitMessages(frame, payload []byte, tag int) (gone bool, err error) {
+	var msgs [2][]byte
+	var tags [2]int
+	m, t := append(msgs[:0], frame), append(tags[:0], xfer.InitHeaderTag)
+	if payload != nil {
+		m, t = xfer.AppendChunks(m, t, payload, tag)
+	}
+	gone, err = l.SendMessages(m, t, initMessageName)
+	if err != nil {
+		return gone, l.Errorf("%w", err)
+	}
+	return gone, nil
+}
+
 // sendFirstInit sends td as the single message of an InitRemote when its
 // storage is small enough to travel inline (sent true), as sendSmallInit
 // does but laid out and encoded for this call alone.
 func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
-	frame, r, err := firstInitFrame(l.Op, td, false, l)
+	frame, payload, r, err := firstInitFrame(l.Op, td, false, l)
 	if err != nil {
 		return true, l.Errorf("%w", err)
 	}
 	if frame == nil {
 		return false, nil
 	}
-	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
-	gone, err := l.SendMessages(msgs[:], tags[:], initMessageName)
+	gone, err := l.sendInitMessages(frame, payload, r.tag)
 	if !gone {
 		xfer.PutMsgBuf(frame) // MPI no longer reads it
 	}
 	if err != nil {
-		return true, l.Errorf("%w", err)
+		return true, err
 	}
 	l.initRefSent(r)
 	return true, nil
@@ -317,7 +402,7 @@ func initKind(bcast bool) wire.Kind {
 // Send/Recv state), or nil if td's storage does not travel inline.
 func smallInitMessage(op string, td *TensorDict, bcast bool) ([]byte, error) {
 	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
-		msg, _, err := firstInitFrame(op, td, bcast, nil)
+		msg, _, _, err := firstInitFrame(op, td, bcast, nil)
 		return msg, err
 	}
 	s, err := p2pStateOf(op, td)
@@ -332,60 +417,73 @@ func smallInitMessage(op string, td *TensorDict, bcast bool) ([]byte, error) {
 }
 
 // firstInitFrame returns the message of the first InitRemote of td (see
-// sendFirstInit and initMessage), or nil if td's storage does not travel
-// inline, and how it travels to l.Peer (l.initRef; none when l is nil, as
-// in broadcast mode). A received TensorDict passed on unchanged (templateEncoding)
-// reuses the encoding of the first copy of its template that was: only
-// its storage is new.
-func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) ([]byte, initRef, error) {
+// sendFirstInit and initMessage), or nil if td's storage is over
+// initInlineMax, and how it travels to l.Peer (l.initRef; none when l is
+// nil, as in broadcast mode). To l.Peer, a frame over initEagerMax is the
+// header message alone, and payload the storage that follows it on
+// r.tag; else payload is nil. A received TensorDict passed on unchanged
+// (templateEncoding) reuses the encoding of the first copy of its template
+// that was: only its storage is new.
+func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) (frame, payload []byte, r initRef, err error) {
 	enc, copied := td.templateEncoding()
-	payload := func() ([]byte, error) { return td.cons.st.Bytes(), nil }
+	storage := func() ([]byte, error) { return td.cons.st.Bytes(), nil }
 	var total int
 	if enc != nil {
 		total = td.tmpl.stLen
 	} else {
 		sp, err := planSend(op, td)
 		if err != nil {
-			return nil, initRef{}, err
+			return nil, nil, r, err
 		}
 		if sp.total > initInlineMax {
-			return nil, initRef{}, nil
+			return nil, nil, r, nil
 		}
 		enc = &initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves)}
 		if copied && sp.storage != nil {
 			td.recordEncoding(enc) // only copies up to templateMaxBytes (initInlineMax) have one
 		}
-		payload, total = sp.bytes, sp.total
+		storage, total = sp.bytes, sp.total
 	}
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
 	class, meta := enc.class, enc.meta
-	var r initRef
+	split := false
 	if l != nil {
 		r = l.initRef(class, meta, h.Hash, h.Leaves, int64(total))
 		r.apply(&h)
 		if r.described {
 			class, meta = "", nil
 		}
+		if split = wire.Size+len(class)+len(meta)+total > initEagerMax; split {
+			h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, l.Group.PayloadTag()
+			r.tag = h.PayloadTag
+		}
 	}
-	var msg []byte
 	// The storage may be a mapping of a file another process truncated.
-	err := mem.CatchFault(func() error {
-		p, err := payload()
+	err = mem.CatchFault(func() error {
+		p, err := storage()
 		if err != nil {
 			return err
 		}
-		var frame []byte
-		msg, frame = initMessage(wire.Size+len(class)+len(meta)+len(p), bcast)
-		wire.AppendFrame(frame[:0], &h, class, meta, p) // every byte of frame
+		if split {
+			frame = wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
+			payload = p
+			return mem.Readable(p)
+		}
+		var f []byte
+		frame, f = initMessage(wire.Size+len(class)+len(meta)+len(p), bcast)
+		wire.AppendFrame(f[:0], &h, class, meta, p) // every byte of f
 		return nil
 	})
 	if err != nil {
-		return nil, initRef{}, fmt.Errorf("the consolidated storage: %w", err)
+		err = fmt.Errorf("the consolidated storage: %w", err)
+	} else {
+		err = h.Check(senderLimits)
 	}
-	if err := h.Check(senderLimits); err != nil {
-		return nil, initRef{}, err
+	if err != nil {
+		xfer.PutMsgBuf(frame)
+		return nil, nil, initRef{}, err
 	}
-	return msg, r, nil
+	return frame, payload, r, nil
 }
 
 // initFrame returns the message of an InitRemote of td (see initMessage),

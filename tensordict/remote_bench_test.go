@@ -145,6 +145,17 @@ func consolidatedTD(b *testing.B, leaves, n int) *TensorDict {
 	return c
 }
 
+// bothRoots returns f run with root 0, then root 1: two broadcasts, the
+// broadcast modes' counterpart of a round trip.
+func bothRoots(f func(root int) error) func() error {
+	return func() error {
+		if err := f(0); err != nil {
+			return err
+		}
+		return f(1)
+	}
+}
+
 func rawSend(g *group.Group, buf []byte) func(int) error {
 	return func(p int) error { return mpi.Send(g.LibComm(), buf, p, 1) }
 }
@@ -380,9 +391,20 @@ func BenchmarkRemoteSendContext16MiB(b *testing.B) {
 // against a raw message of the same 1 KiB (x-raw; for per-leaf, 16 raw
 // messages of 64 bytes). An iteration is latencyReps round trips.
 // InitRemoteEcho sends on the TensorDict each rank received last, a new
-// one every time, as tdmpi bench's initremote does.
-func BenchmarkRemoteSmall16(b *testing.B) {
-	const leaves, n = 16, 64
+// one every time, as tdmpi bench's initremote does. InitRemoteBroadcast
+// is InitRemote with WithBroadcast from rank 0, then from rank 1, against
+// mpi.Bcast of the same 1 KiB (ranks past 1 receive both).
+func BenchmarkRemoteSmall16(b *testing.B) { benchRemoteLeaves(b, 16, 64) }
+
+// BenchmarkRemoteMid16 is BenchmarkRemoteSmall16 with leaves of 1 KiB
+// (16 KiB in all), past Open MPI's eager limit (initEagerMax).
+func BenchmarkRemoteMid16(b *testing.B) { benchRemoteLeaves(b, 16, 1024) }
+
+// BenchmarkRemoteLarge16 is BenchmarkRemoteSmall16 with leaves of 4 KiB
+// (64 KiB in all).
+func BenchmarkRemoteLarge16(b *testing.B) { benchRemoteLeaves(b, 16, 4096) }
+
+func benchRemoteLeaves(b *testing.B, leaves, n int) {
 	g := benchGroup(b, 2)
 	td := consolidatedTD(b, leaves, n)
 	whole := filled(make([]byte, leaves*n))
@@ -409,6 +431,14 @@ func BenchmarkRemoteSmall16(b *testing.B) {
 		{"InitRemoteEcho", pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
 			pingPong(g, func(p int) error { return last.InitRemote(p) },
 				func(p int) error { got, err := FromRemoteInit(p); last = got; return err })},
+		{"InitRemoteBroadcast", bothRoots(func(root int) error { return mpi.Bcast(g.LibComm(), whole, root) }),
+			bothRoots(func(root int) error {
+				if g.Rank() == root {
+					return td.InitRemote(root, WithBroadcast())
+				}
+				_, err := FromRemoteInit(root, WithBroadcast())
+				return err
+			})},
 		{"SendConsolidated", pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
 			pingPong(g, func(p int) error { return td.Send(p, WithConsolidated()) },
 				func(p int) error { _, err := td.Recv(p, WithConsolidated()); return err })},

@@ -97,6 +97,7 @@ func (r *keptRec) matches(class string, meta []byte, hash uint64, leaves, total 
 type initRef struct {
 	ref       uint64
 	described bool
+	tag       int // the payload's tag, when the storage travels apart
 }
 
 // apply sets h's flags and ref for r.

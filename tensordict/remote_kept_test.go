@@ -51,6 +51,11 @@ func TestInitRemoteKept(t *testing.T) {
 		require.NoError(t, td.Set(K("kept3"), tensor.Zeros(tensor.Float64, 2, initInlineMax/8)))
 		return td
 	}
+	mid := func() *TensorDict { // past initEagerMax: the storage follows the header
+		td := New(2)
+		require.NoError(t, td.Set(K("kept4"), tensor.Zeros(tensor.Float64, 2, 1024)))
+		return td
+	}
 	a, b := small("x"), other()
 	full := func(td *TensorDict) int64 {
 		s, err := p2pStateOf("test", td)
@@ -77,10 +82,16 @@ func TestInitRemoteKept(t *testing.T) {
 		{"class again", classed(), bare, false, ""},
 		{"refused", small("z"), full, true, ""},
 		{"after refusal", small("z"), bare, false, "z"},
+		{"split", mid(), func(td *TensorDict) int64 { return -1 }, false, ""},
+		{"split again", mid(), func(*TensorDict) int64 { return wire.Size }, false, ""},
+		{"split, same TensorDict", nil, func(*TensorDict) int64 { return wire.Size }, false, ""},
 		{"separate payload", large(), func(td *TensorDict) int64 { return -1 }, false, ""},
 		{"separate payload again", large(), func(*TensorDict) int64 { return wire.Size }, false, ""},
 	}
 	for i, st := range steps {
+		if st.td == nil {
+			st.td = steps[i-1].td // its second InitRemote: from its Send/Recv state
+		}
 		if g.Rank() == 0 {
 			fill(t, st.td, float64(i))
 			require.NoError(t, st.td.InitRemote(1), st.name)
