@@ -158,12 +158,14 @@ func (td *TensorDict) memmapTo(op, prefix string, inPlace, like bool, cfg memmap
 	}
 	for _, l := range leaves {
 		l.node.entries[l.idx].t = l.out
+		l.node.edited() // in place, the node's leaves are new tensors
 	}
 	if prefix != "" {
 		if err := writeMetas(op, root, cfg); err != nil {
 			discardLeaves(leaves)
 			for _, l := range leaves {
 				l.node.entries[l.idx].t = l.src
+				l.node.edited()
 			}
 			return nil, err
 		}

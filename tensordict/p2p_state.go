@@ -168,10 +168,12 @@ func (s *p2pState) refresh(op string, td *TensorDict) error {
 		s.mu.Unlock()
 		return fmt.Errorf("an earlier receive into this TensorDict was left to MPI, which may still write its leaves: %w", ErrReceiveAbandoned)
 	}
+	if s.leaves != nil && s.plain && s.unedited(td) && s.live() {
+		// No node was edited: the same tensors in the same places
+		// (what valid checks), and the same metadata.
+		return nil
+	}
 	if s.leaves != nil && s.valid(td) {
-		if s.plain && s.unedited(td) {
-			return nil
-		}
 		if s.current(op, td) {
 			s.edits = appendEdits(s.edits[:0], td)
 			return nil
@@ -242,11 +244,11 @@ func plainValues(td *TensorDict) bool {
 // from, in the same places, under the same names. It does not allocate.
 func (s *p2pState) valid(td *TensorDict) bool {
 	i := 0
-	if !s.same(td, &i) || i != len(s.leaves) {
-		return false
-	}
-	return s.st == nil || !s.st.Released()
+	return s.same(td, &i) && i == len(s.leaves) && s.live()
 }
+
+// live reports whether the storage s sends from, if any, is not released.
+func (s *p2pState) live() bool { return s.st == nil || !s.st.Released() }
 
 // current reports whether td's metadata still encodes to what s was built
 // from: the leaves alone do not tell whether a non-tensor value, a batch

@@ -447,3 +447,26 @@ func TestISendDroppedPending(t *testing.T) {
 		})
 	}
 }
+
+// TestP2PStateAfterMemmapInPlace: MemmapInPlace replaces a TensorDict's
+// tensors with mapped copies in the same entries; the Send/Recv state
+// kept from before follows them (it skips its walk of the leaves only
+// while no node was edited).
+func TestP2PStateAfterMemmapInPlace(t *testing.T) {
+	td := p2pTD(t)
+	td.Unlock()
+	s, err := p2pStateOf("test", td)
+	require.NoError(t, err)
+	before := s.leaves[0].t
+	s.mu.Unlock()
+	_, err = td.MemmapInPlace("")
+	require.NoError(t, err)
+	s, err = p2pStateOf("test", td)
+	require.NoError(t, err)
+	defer s.mu.Unlock()
+	require.NotEmpty(t, s.leaves)
+	assert.NotSame(t, before, s.leaves[0].t)
+	for _, l := range s.leaves {
+		assert.Same(t, l.node.entries[l.idx].t, l.t, "%v", l.key)
+	}
+}
