@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 )
@@ -20,13 +22,35 @@ import (
 // with Release, exactly once; slices obtained from it (Bytes, Data, Dense) must
 // not be used after that. Release on a heap Storage only marks it released.
 type Storage struct {
-	mu       sync.RWMutex
-	buf      []byte
+	// data is the first byte of the memory, n its length. Readers load
+	// data without a lock (an atomic load is a plain load on the
+	// machines tdmpi runs on, where a read lock took two atomic
+	// read-modify-writes per call); Release stores nil, dropping the
+	// reference that keeps heap memory alive.
+	data     atomic.Pointer[byte]
+	n        int
+	released atomic.Bool
+	mu       sync.Mutex // serialises Release
 	release  func() error
-	released bool
 	external bool
 	reusable bool
 	owner    any
+}
+
+// newStorage returns a Storage over b.
+func newStorage(b []byte) *Storage {
+	s := &Storage{n: len(b)}
+	s.data.Store(unsafe.SliceData(b))
+	return s
+}
+
+// view returns the memory of s, or false once s is released.
+func (s *Storage) view() ([]byte, bool) {
+	p := s.data.Load()
+	if s.released.Load() || (p == nil && s.n > 0) {
+		return nil, false
+	}
+	return unsafe.Slice(p, s.n), true
 }
 
 // NewStorage returns a zeroed heap Storage of n bytes, aligned to 8 bytes. It
@@ -35,19 +59,23 @@ func NewStorage(n int) *Storage {
 	if n < 0 {
 		panic(fmt.Sprintf("tensor: NewStorage: negative size %d", n))
 	}
-	return &Storage{buf: alignedBytes(n)}
+	return newStorage(alignedBytes(n))
 }
 
 // StorageOf returns a Storage that shares b. b's memory stays managed by the Go
 // garbage collector; the Storage keeps it alive.
-func StorageOf(b []byte) *Storage { return &Storage{buf: b} }
+func StorageOf(b []byte) *Storage { return newStorage(b) }
 
 // ReusableStorageOf returns a Storage that shares b, heap memory that a
 // pool takes back for reuse once nothing references it (package
 // tensordict's receive storage). It is StorageOf marked Reusable, so that
 // TensorDict.Release releases it: the storage then drops its reference at
 // once, even while the TensorDict itself stays reachable.
-func ReusableStorageOf(b []byte) *Storage { return &Storage{buf: b, reusable: true} }
+func ReusableStorageOf(b []byte) *Storage {
+	s := newStorage(b)
+	s.reusable = true
+	return s
+}
 
 // Reusable reports whether s was made by ReusableStorageOf.
 func (s *Storage) Reusable() bool { return s.reusable }
@@ -57,7 +85,9 @@ func (s *Storage) Reusable() bool { return s.reusable }
 // again from the storage (package memmap keeps its file mapping there; see
 // Owner). release is called once, by the first call to Release; it may be nil.
 func NewExternalStorage(b []byte, owner any, release func() error) *Storage {
-	return &Storage{buf: b, release: release, external: true, owner: owner}
+	s := newStorage(b)
+	s.release, s.external, s.owner = release, true, owner
+	return s
 }
 
 // Owner returns the owner value given to NewExternalStorage, or nil.
@@ -70,44 +100,37 @@ func alignedBytes(n int) []byte { return mem.Alloc(n) }
 // Bytes returns the whole storage. It panics if the storage was released, since
 // the memory may no longer be mapped.
 func (s *Storage) Bytes() []byte {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.released {
+	b, ok := s.view()
+	if !ok {
 		panic("tensor: use of released storage")
 	}
-	return s.buf
+	return b
 }
 
 // Len returns the size of the storage in bytes (0 once released).
 func (s *Storage) Len() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.released {
+	if s.released.Load() {
 		return 0
 	}
-	return len(s.buf)
+	return s.n
 }
 
 // External reports whether the storage's memory lies outside the Go heap.
 func (s *Storage) External() bool { return s.external }
 
 // Released reports whether Release has been called.
-func (s *Storage) Released() bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.released
-}
+func (s *Storage) Released() bool { return s.released.Load() }
 
 // Release frees the storage's memory if it is external and marks the storage
 // unusable. It is idempotent: later calls return nil and do nothing.
 func (s *Storage) Release() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.released {
+	if s.released.Load() {
 		return nil
 	}
-	s.released = true
-	s.buf = nil
+	s.released.Store(true)
+	s.data.Store(nil)
 	if s.release != nil {
 		return s.release()
 	}
@@ -120,14 +143,13 @@ func (s *Storage) Release() error {
 var ErrReleased = errors.New("storage was released")
 
 // liveBytes returns the whole storage, or an error naming op if s was
-// released, under one read lock.
+// released.
 func (s *Storage) liveBytes(op string) ([]byte, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.released {
+	b, ok := s.view()
+	if !ok {
 		return nil, fmt.Errorf("tensor: %s: %w (closed memory map?)", op, ErrReleased)
 	}
-	return s.buf, nil
+	return b, nil
 }
 
 // checkLive returns an error if s was released.
