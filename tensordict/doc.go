@@ -154,6 +154,17 @@
 // naming the first difference, not reinterpreted bytes, and the sender is
 // not left blocked.
 //
+// Small transfers send the metadata once. Send's first transfer of a
+// structure to a rank on a tag carries it, the later ones the header and
+// the storage. InitRemote's first frame of a structure to a rank asks the
+// receiver to keep its class name and metadata under a number, and the
+// later frames with the same metadata carry that number instead
+// (remote_kept.go); a receiver that refused such a frame keeps it all the
+// same, so nothing depends on every receive succeeding. The storage of
+// an InitRemote travels inside the header message up to about 4000 bytes
+// (Open MPI's eager size), else as a message of its own, sent from the
+// TensorDict's storage and received straight into the result's.
+//
 // # Communication and memory
 //
 // Memory decides the speed of large transfers. Storages made by
@@ -204,7 +215,8 @@
 // links, probes and receives bounded by a context, chunks, drains, tag
 // plans and tag locks, background receives, collective steps, logging) and internal/wire (the
 // frames): comm_options.go (the option families), remote.go (InitRemote
-// and FromRemoteInit point to point, receive storage), remote_bcast.go
+// and FromRemoteInit point to point, receive storage), remote_kept.go (the
+// structures kept between InitRemote's two sides), remote_bcast.go
 // (their broadcast mode), p2p.go and p2p_state.go (Send, Recv and a
 // TensorDict's transfer state), p2p_async.go (ISend, IRecv, Pending),
 // collective.go (the runner, agreement and structure check shared by the
