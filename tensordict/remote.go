@@ -120,12 +120,15 @@ const initInlineMax = 64 << 10
 // td is laid out as Consolidate would (every leaf's bytes, 8-byte aligned,
 // depth first in insertion order) and travels as one header message (the
 // wire header, the tensorclass name and the consolidated metadata JSON)
-// followed by the storage: inside the same message when it is at most 64
-// KiB, else in messages of at most 1 GiB on a tag unique to this transfer,
-// so that concurrent InitRemote calls between the same ranks never mix.
-// All messages use the group's library communicator. If td is already
-// consolidated its storage is sent as is; otherwise it is packed into a
-// buffer first.
+// followed by the storage: inside the same message when the whole fits in
+// about 4000 bytes (initEagerMax), else in messages of at most 1 GiB on a
+// tag unique to this transfer, so that concurrent InitRemote calls between
+// the same ranks never mix. Once dst has received a structure, later
+// InitRemotes of the same class name and metadata to it send a number in
+// place of them (see "Communication over MPI" in the package
+// documentation). All messages use the group's library communicator. If
+// td is already consolidated its storage is sent as is; otherwise it is
+// packed into a buffer first.
 //
 // With WithContext, a context that has already ended sends nothing, and
 // one that ends during the transfer bounds it as it bounds Send: the
