@@ -123,3 +123,72 @@ func TestInitRemoteKept(t *testing.T) {
 		}
 	}
 }
+
+// TestFromRemoteInitKeptHostile: frames that refer to kept structures
+// wrongly are refused with wire.ErrHeader, without hanging: a ref never
+// kept (after waiting keptWait for it), a header that differs from what
+// its ref kept; a frame to keep is kept even when it cannot be built.
+func TestFromRemoteInitKeptHostile(t *testing.T) {
+	w := mpitest.Need(t, 2)
+	if w.Rank() > 1 {
+		return
+	}
+	// A group of its own: what these frames keep stays there.
+	g, err := w.New([]int{0, 1})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, g.Free()) }()
+	td := New(2)
+	require.NoError(t, td.Set(K("hostile"), tensor.Ones(tensor.Float32, 2, 2)))
+	frame, err := smallInitFrame("test", td)
+	require.NoError(t, err)
+	h, err := wire.Parse(frame, wire.Limits{})
+	require.NoError(t, err)
+	with := func(f func(h *wire.Header) []byte) []byte {
+		c := h
+		return f(&c)
+	}
+	keep := func(ref uint64, body []byte) []byte {
+		return with(func(h *wire.Header) []byte {
+			h.Flags |= wire.FlagKeep
+			h.Ref = ref
+			return append(wire.Append(nil, h), body...)
+		})
+	}
+	described := func(ref uint64, hash uint64) []byte {
+		return with(func(h *wire.Header) []byte {
+			h.Flags |= wire.FlagDescribed
+			h.Ref, h.Hash, h.MetaLen, h.ClassLen = ref, hash, 0, 0
+			return append(wire.Append(nil, h), frame[int64(len(frame))-h.Total:]...)
+		})
+	}
+	garbled := append([]byte(nil), frame[wire.Size:]...)
+	copy(garbled, "{not json")
+	steps := []struct {
+		name string
+		msg  []byte
+		ok   bool
+	}{
+		{"never kept", described(1<<40, h.Hash), false},
+		{"keep", keep(1<<40+1, frame[wire.Size:]), true},
+		{"described", described(1<<40+1, h.Hash), true},
+		{"wrong hash", described(1<<40+1, h.Hash+1), false},
+		{"keep garbled", keep(1<<40+2, garbled), false},
+		{"described garbled", described(1<<40+2, h.Hash), false},
+	}
+	for _, st := range steps {
+		if g.Rank() == 0 {
+			require.NoError(t, mpi.Send(g.LibComm(), st.msg, 1, xfer.InitHeaderTag), st.name)
+			continue
+		}
+		got, err := FromRemoteInit(0, WithGroup(g), testCtx(t))
+		if st.ok {
+			require.NoError(t, err, st.name)
+			assert.True(t, got.EqScalar(1).All(), st.name)
+			continue
+		}
+		require.Error(t, err, st.name)
+		if st.name != "keep garbled" && st.name != "described garbled" {
+			assert.ErrorIs(t, err, wire.ErrHeader, st.name)
+		}
+	}
+}
