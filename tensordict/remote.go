@@ -207,10 +207,11 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	}
 	frame := wire.AppendFrame(nil, &h, class, meta, nil)
 	msgs, tags := xfer.AppendChunks([][]byte{frame}, []int{xfer.InitHeaderTag}, payload, h.PayloadTag)
-	if _, err := l.SendMessages(msgs, tags, initMessageName); err != nil {
+	_, err = l.SendMessages(msgs, tags, initMessageName)
+	l.initRefDone(r, err)
+	if err != nil {
 		return l.Errorf("%w", err)
 	}
-	l.initRefSent(r)
 	return nil
 }
 
@@ -244,13 +245,16 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 	reuse := l.Ctx.Done() == nil
 	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
 	if s.splitInit(td, r) {
-		return true, l.sendSplitInit(s, td, r)
+		err := l.sendSplitInit(s, td, r)
+		l.initRefDone(r, err)
+		return true, err
 	}
 	frame, err := s.initFrame(td, reuse, false, r)
 	// The send is made without td's lock, so that other transfers of td
 	// (a Recv the peer waits for first, say) are not held up by it.
 	s.mu.Unlock()
 	if err != nil {
+		l.initRefDone(r, err)
 		return true, l.Errorf("%w", err)
 	}
 	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
@@ -264,10 +268,10 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 	} else if !gone {
 		xfer.PutMsgBuf(frame)
 	}
+	l.initRefDone(r, err)
 	if err != nil {
 		return true, l.Errorf("%w", err)
 	}
-	l.initRefSent(r)
 	return true, nil
 }
 
@@ -294,7 +298,8 @@ func (s *p2pState) splitInit(td *TensorDict, r initRef) bool {
 // sendSplitInit sends td, whose state s is locked (sendSplitInit unlocks
 // it), as the header message of an InitRemote without inline storage,
 // travelling as r, then its storage: a view of td's consolidated storage,
-// else a copy of the leaves made under the lock.
+// else a copy of the leaves made under the lock. The caller reports the
+// outcome to l.initRefDone.
 func (l *link) sendSplitInit(s *p2pState, td *TensorDict, r initRef) error {
 	class, meta := td.class, s.meta[:s.metaLen]
 	if r.described {
@@ -330,11 +335,7 @@ func (l *link) sendSplitInit(s *p2pState, td *TensorDict, r initRef) error {
 		xfer.PutMsgBuf(frame)
 		xfer.PutMsgBuf(copied)
 	}
-	if err != nil {
-		return err
-	}
-	l.initRefSent(r)
-	return nil
+	return err
 }
 
 // sendInitMessages sends the header message frame of an InitRemote and,
@@ -369,11 +370,8 @@ func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
 	if !gone {
 		xfer.PutMsgBuf(frame) // MPI no longer reads it
 	}
-	if err != nil {
-		return true, err
-	}
-	l.initRefSent(r)
-	return true, nil
+	l.initRefDone(r, err)
+	return true, err
 }
 
 // initMessage returns a buffer from xfer.MsgBuf for the single message
@@ -484,6 +482,9 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) (frame, payl
 	}
 	if err != nil {
 		xfer.PutMsgBuf(frame)
+		if l != nil {
+			l.initRefDone(r, err)
+		}
 		return nil, nil, initRef{}, err
 	}
 	return frame, payload, r, nil

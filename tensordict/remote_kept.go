@@ -44,7 +44,7 @@ const keptFrameMax = wire.Size + wire.MaxKeptMeta + initInlineMax
 
 // keptWait bounds how long a receiver waits for a ref another goroutine
 // is keeping (see above).
-const keptWait = time.Second
+const keptWait = 50 * time.Millisecond
 
 // keptInits holds each group's kept structures (keptPlaces).
 var keptInits = group.Slot[keptPlaces]{New: func() *keptPlaces { return &keptPlaces{} }}
@@ -115,7 +115,7 @@ func (r initRef) apply(h *wire.Header) {
 // class, metadata meta, structure hash, leaf count and storage size travels to l.Peer: described
 // by the ref of a structure it kept there, else to be kept under a new ref
 // when the metadata is small enough, else with its metadata alone. A frame
-// to keep must be followed by l.initRefSent once sent.
+// to keep must be followed by l.initRefDone with the outcome of its send.
 func (l *link) initRef(class string, meta []byte, hash uint64, leaves, total int64) initRef {
 	if len(meta)+len(class) > wire.MaxKeptMeta {
 		return initRef{}
@@ -141,16 +141,22 @@ func (l *link) initRef(class string, meta []byte, hash uint64, leaves, total int
 	return initRef{ref: p.last}
 }
 
-// initRefSent records that the frame that keeps r's structure at l.Peer
-// was sent: the next frames of that structure are described by it.
-func (l *link) initRefSent(r initRef) {
+// initRefDone records the outcome of the frame that keeps r's structure at
+// l.Peer: sent (err nil), the next frames of that structure are described
+// by it; else it is forgotten, and the next frame of the structure asks
+// to keep it again (under a new ref: the receiver may still get this one).
+func (l *link) initRefDone(r initRef, err error) {
 	if r.ref == 0 || r.described {
 		return
 	}
 	k := keptInits.Of(l.Group)
 	k.mu.Lock()
 	if rec := &k.to[l.Peer].recs[r.ref%wire.KeptRefs]; rec.ref == r.ref {
-		rec.sent = true
+		if err == nil {
+			rec.sent = true
+		} else {
+			rec.ref = 0
+		}
 	}
 	k.mu.Unlock()
 }

@@ -82,16 +82,22 @@ func checkHealthy(t *testing.T, me int) {
 
 // learnInitTag has rank 1 send a genuine InitRemote to rank 0, which takes
 // it raw and returns its tag and parsed frame, so that the crafted messages
-// use whatever tag the library uses for InitRemote headers.
+// use whatever tag the library uses for InitRemote headers. It does so on
+// a subgroup of ranks 0 and 1 made for the call: rank 1 then takes the
+// structure for kept at rank 0 there only (a frame asking to keep it,
+// wire.FlagKeep, which rank 0 never kept), not on g.
 func learnInitTag(t *testing.T, g *group.Group) (int, wire.Frame) {
 	t.Helper()
+	sub, err := g.New([]int{0, 1})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, sub.Free()) }()
 	td := tensordict.New()
 	require.NoError(t, td.Set(tensordict.K("x"), tensor.Ones(tensor.Float32, 4)))
 	if g.Rank() == 1 {
-		require.NoError(t, td.InitRemote(0))
+		require.NoError(t, td.InitRemote(0, tensordict.WithGroup(sub)))
 		return 0, wire.Frame{}
 	}
-	m, st, err := mpi.Mprobe(g.LibComm(), 1, mpi.AnyTag)
+	m, st, err := mpi.Mprobe(sub.LibComm(), 1, mpi.AnyTag)
 	require.NoError(t, err)
 	buf := make([]byte, st.Bytes())
 	_, err = mpi.Mrecv(m, buf)
@@ -160,9 +166,17 @@ func TestHostileInitRemote(t *testing.T) {
 			h.Kind = wire.KindSend
 			return frame(h, "", good, ones, nil)
 		}, nil, "send"},
-		{"genuine header, reserved bytes set", func() []byte {
-			return frame(genuine.Header, "", genuine.Meta, genuine.Inline, func(b []byte) { b[60] = 1 })
-		}, wire.ErrHeader, "reserved"},
+		{"genuine header, a ref without a structure to keep", func() []byte {
+			h := genuine.Header
+			h.Flags &^= wire.FlagKeep
+			return frame(h, "", genuine.Meta, genuine.Inline, func(b []byte) { b[60] = 1 })
+		}, wire.ErrHeader, "ref"},
+		{"described by a structure never kept", func() []byte {
+			h := genuine.Header
+			h.Flags = h.Flags&^wire.FlagKeep | wire.FlagDescribed
+			h.Ref = 1 << 50
+			return frame(h, "", nil, genuine.Inline, nil)
+		}, wire.ErrHeader, "did not keep"},
 	}
 	for _, c := range cases {
 		mpitest.Run(t, c.name, func(t *testing.T) {
