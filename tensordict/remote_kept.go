@@ -35,7 +35,14 @@ import (
 // refers to, even when it refused that frame (drainRefused). A receiver
 // whose kept slot holds another ref (another
 // goroutine still keeping it) waits up to keptWait for it, then refuses
-// the frame: a receive that failed before keeping, a sender that lies.
+// the frame: a receive that failed before keeping (given up while MPI was
+// writing the frame), a sender that lies. A sender asks to keep a
+// structure again, with its metadata, once it has described frames by its
+// ref for keptRenew, so that a receiver that lost one recovers by then.
+// (The receiver does not tell the sender: a message the sender might never
+// receive would stay queued on the communicator, and Open MPI matches such
+// a message against the next communicator that reuses its context once it
+// is freed, which stalls that communicator's traffic.)
 
 // keptFrameMax is the longest InitRemote header message that can ask to
 // be kept: a receiver that refuses a longer one (over its limits) reads
@@ -63,6 +70,13 @@ type keptPeer struct {
 	recs [wire.KeptRefs]keptRec
 }
 
+// keptRenew is how long a sender describes frames by a ref before it
+// asks to keep the structure again, under a new ref, with its metadata: a
+// receiver that lost the frame that kept it (a receive given up while MPI
+// was writing the frame) refuses the frames described by it until then.
+// A variable, so that tests can shorten it.
+var keptRenew = 250 * time.Millisecond
+
 // keptPeerOf returns what *m holds for rank, made if missing.
 func keptPeerOf(m *map[int]*keptPeer, rank int) *keptPeer {
 	p := (*m)[rank]
@@ -80,7 +94,8 @@ func keptPeerOf(m *map[int]*keptPeer, rank int) *keptPeer {
 // frame, with its header's structure hash, leaf count and storage size.
 type keptRec struct {
 	ref    uint64
-	sent   bool // the sender's frame that keeps it was sent
+	sent   bool      // the sender's frame that keeps it was sent,
+	sentAt time.Time // then
 	hash   uint64
 	leaves int64
 	total  int64
@@ -128,12 +143,17 @@ func (l *link) initRef(class string, meta []byte, hash uint64, leaves, total int
 	p := keptPeerOf(&k.to, l.Peer)
 	for i := range p.recs {
 		r := &p.recs[i]
-		if r.matches(class, meta, hash, leaves, total) {
-			if r.sent {
-				return initRef{ref: r.ref, described: true}
-			}
+		if !r.matches(class, meta, hash, leaves, total) {
+			continue
+		}
+		if !r.sent {
 			return initRef{} // another goroutine is sending the frame that keeps it
 		}
+		if time.Since(r.sentAt) < keptRenew {
+			return initRef{ref: r.ref, described: true}
+		}
+		r.ref = 0 // keep it again, under a new ref
+		break
 	}
 	p.last++
 	r := &p.recs[p.last%wire.KeptRefs]
@@ -153,7 +173,7 @@ func (l *link) initRefDone(r initRef, err error) {
 	k.mu.Lock()
 	if rec := &k.to[l.Peer].recs[r.ref%wire.KeptRefs]; rec.ref == r.ref {
 		if err == nil {
-			rec.sent = true
+			rec.sent, rec.sentAt = true, time.Now()
 		} else {
 			rec.ref = 0
 		}

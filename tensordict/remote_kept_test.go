@@ -5,6 +5,7 @@ package tensordict
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -190,5 +191,51 @@ func TestFromRemoteInitKeptHostile(t *testing.T) {
 		if st.name != "keep garbled" && st.name != "described garbled" {
 			assert.ErrorIs(t, err, wire.ErrHeader, st.name)
 		}
+	}
+}
+
+// TestInitRemoteKeptHeals: a receiver that lost the frame that kept a
+// structure (read raw here, as a receive given up mid-message loses it)
+// refuses the next frame, described by it; once keptRenew has passed, the
+// sender's next InitRemote of the structure carries the metadata again.
+func TestInitRemoteKeptHeals(t *testing.T) {
+	w := mpitest.Need(t, 2)
+	if w.Rank() > 1 {
+		return
+	}
+	g, err := w.New([]int{0, 1})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, g.Free()) }()
+	defer func(d time.Duration) { keptRenew = d }(keptRenew)
+	keptRenew = 200 * time.Millisecond
+	td := New(2)
+	require.NoError(t, td.Set(K("heals"), tensor.Ones(tensor.Float32, 2, 2)))
+	bare := int64(wire.Size) + tensorBytes(td)
+	if g.Rank() == 0 {
+		require.NoError(t, td.InitRemote(1, WithGroup(g))) // lost
+		require.NoError(t, g.LibComm().Barrier())
+		require.NoError(t, td.InitRemote(1, WithGroup(g))) // refused
+		require.NoError(t, g.LibComm().Barrier())
+		time.Sleep(2 * keptRenew)
+		for range 2 { // with the metadata, then described again
+			require.NoError(t, td.InitRemote(1, WithGroup(g)))
+		}
+		return
+	}
+	m, st, err := mpi.Mprobe(g.LibComm(), 0, xfer.InitHeaderTag)
+	require.NoError(t, err)
+	require.NoError(t, xfer.Discard(m, st.Bytes(), nil))
+	require.NoError(t, g.LibComm().Barrier())
+	_, err = FromRemoteInit(0, WithGroup(g), testCtx(t))
+	require.ErrorIs(t, err, wire.ErrHeader)
+	assert.ErrorContains(t, err, "did not keep")
+	require.NoError(t, g.LibComm().Barrier())
+	for i, want := range []bool{true, false} {
+		st, err := mpi.Probe(g.LibComm(), 0, xfer.InitHeaderTag)
+		require.NoError(t, err)
+		assert.Equal(t, want, st.Bytes() > bare, "InitRemote %d after the refusal: metadata sent", i)
+		got, err := FromRemoteInit(0, WithGroup(g), testCtx(t))
+		require.NoError(t, err, "InitRemote %d after the refusal", i)
+		assert.True(t, got.EqScalar(1).All())
 	}
 }
