@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
@@ -130,14 +131,10 @@ func TestInitRemoteKept(t *testing.T) {
 // kept (after waiting keptWait for it), a header that differs from what
 // its ref kept; a frame to keep is kept even when it cannot be built.
 func TestFromRemoteInitKeptHostile(t *testing.T) {
-	w := mpitest.Need(t, 2)
-	if w.Rank() > 1 {
+	g := pairGroup(t) // what these frames keep stays there
+	if g == nil {
 		return
 	}
-	// A group of its own: what these frames keep stays there.
-	g, err := w.New([]int{0, 1})
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, g.Free()) }()
 	td := New(2)
 	require.NoError(t, td.Set(K("hostile"), tensor.Ones(tensor.Float32, 2, 2)))
 	frame, err := smallInitFrame("test", td)
@@ -199,13 +196,10 @@ func TestFromRemoteInitKeptHostile(t *testing.T) {
 // refuses the next frame, described by it; once keptRenew has passed, the
 // sender's next InitRemote of the structure carries the metadata again.
 func TestInitRemoteKeptHeals(t *testing.T) {
-	w := mpitest.Need(t, 2)
-	if w.Rank() > 1 {
+	g := pairGroup(t)
+	if g == nil {
 		return
 	}
-	g, err := w.New([]int{0, 1})
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, g.Free()) }()
 	defer func(d time.Duration) { keptRenew = d }(keptRenew)
 	keptRenew = 200 * time.Millisecond
 	td := New(2)
@@ -238,4 +232,18 @@ func TestInitRemoteKeptHeals(t *testing.T) {
 		require.NoError(t, err, "InitRemote %d after the refusal", i)
 		assert.True(t, got.EqScalar(1).All())
 	}
+}
+
+// pairGroup returns, on ranks 0 and 1 of the world, a group of the two of
+// their own, freed when t ends, so that the structures kept on it stay
+// there; nil on the other ranks.
+func pairGroup(t *testing.T) *group.Group {
+	w := mpitest.Need(t, 2)
+	if w.Rank() > 1 {
+		return nil
+	}
+	g, err := w.New([]int{0, 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, g.Free()) })
+	return g
 }
