@@ -255,10 +255,14 @@ func TestSoak(t *testing.T) {
 	// for thousands of operations (measured: 6 MiB after warm-up, 15 MiB
 	// half-way, 18 MiB at the end, then flat over 30,000 operations), and
 	// the Go runtime's own (8-15 MiB, varying with GC timing): it must not
-	// grow in the second half by more than 10% and 16 MiB.
+	// grow in the second half by more than 10% and 20 MiB. Over TCP
+	// (test-tcp), whose transport keeps free lists of its own, the second
+	// half grew 3-17 MiB on each rank of six runs alone (three of session
+	// 9's code, three of session 10's, alike) and 23 MiB once within a full
+	// make test, its Go heap flat.
 	assert.LessOrEqual(t, end.heap, warm.heap+warm.heap/10+1<<20,
 		"Go heap in use grew from %d KiB after warm-up to %d KiB at the end", warm.heap>>10, end.heap>>10)
-	assert.LessOrEqual(t, end.rss, mid.rss+mid.rss/10+16<<10,
+	assert.LessOrEqual(t, end.rss, mid.rss+mid.rss/10+20<<10,
 		"VmRSS grew from %d KiB half-way to %d KiB at the end (%d KiB after warm-up)", mid.rss, end.rss, warm.rss)
 }
 
