@@ -200,19 +200,10 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 		return l.Errorf("the consolidated storage: %w", err)
 	}
 	r := l.initRef(sp.class, sp.meta, h.Hash, h.Leaves, h.Total)
-	r.apply(&h)
-	class, meta := sp.class, sp.meta
-	if r.described {
-		class, meta = "", nil
-	}
-	frame := wire.AppendFrame(nil, &h, class, meta, nil)
-	msgs, tags := xfer.AppendChunks([][]byte{frame}, []int{xfer.InitHeaderTag}, payload, h.PayloadTag)
-	_, err = l.SendMessages(msgs, tags, initMessageName)
+	class, meta := r.apply(&h, sp.class, sp.meta)
+	_, err = l.sendInitMessages(wire.AppendFrame(nil, &h, class, meta, nil), payload, h.PayloadTag)
 	l.initRefDone(r, err)
-	if err != nil {
-		return l.Errorf("%w", err)
-	}
-	return nil
+	return err
 }
 
 // initMessageName names message i of a point-to-point InitRemote in
@@ -244,7 +235,7 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 	}
 	reuse := l.Ctx.Done() == nil
 	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
-	if s.splitInit(td, r) {
+	if r.splits(td.class, s.meta[:s.metaLen], s.total) {
 		err := l.sendSplitInit(s, td, r)
 		l.initRefDone(r, err)
 		return true, err
@@ -284,30 +275,15 @@ func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
 // copied into the frame and out of it.
 const initEagerMax = wire.BcastFirst
 
-// splitInit reports whether an InitRemote of td, whose state s is locked,
-// that travels as r sends its storage apart from the header (see
-// initEagerMax).
-func (s *p2pState) splitInit(td *TensorDict, r initRef) bool {
-	n := wire.Size + s.total
-	if !r.described {
-		n += len(td.class) + s.metaLen
-	}
-	return n > initEagerMax
-}
-
 // sendSplitInit sends td, whose state s is locked (sendSplitInit unlocks
 // it), as the header message of an InitRemote without inline storage,
 // travelling as r, then its storage: a view of td's consolidated storage,
 // else a copy of the leaves made under the lock. The caller reports the
 // outcome to l.initRefDone.
 func (l *link) sendSplitInit(s *p2pState, td *TensorDict, r initRef) error {
-	class, meta := td.class, s.meta[:s.metaLen]
-	if r.described {
-		class, meta = "", nil
-	}
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: s.consHash, Leaves: int64(len(s.leaves)),
 		Total: int64(s.total), Chunk: wire.MaxChunk, PayloadTag: l.Group.PayloadTag()}
-	r.apply(&h)
+	class, meta := r.apply(&h, td.class, s.meta[:s.metaLen])
 	frame := wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
 	var payload, copied []byte
 	// The storage may be a mapping of a file another process truncated.
@@ -450,11 +426,8 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) (frame, payl
 	split := false
 	if l != nil {
 		r = l.initRef(class, meta, h.Hash, h.Leaves, int64(total))
-		r.apply(&h)
-		if r.described {
-			class, meta = "", nil
-		}
-		if split = wire.Size+len(class)+len(meta)+total > initEagerMax; split {
+		class, meta = r.apply(&h, class, meta)
+		if split = r.splits(class, meta, total); split {
 			h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, l.Group.PayloadTag()
 			r.tag = h.PayloadTag
 		}
@@ -496,14 +469,11 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) (frame, payl
 // only), it is built in the buffer kept in s (taken from s: the caller
 // gives it back), else in a new one.
 func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef) ([]byte, error) {
-	class, meta := td.class, s.meta[:s.metaLen]
-	if r.described {
-		class, meta = "", nil
-	}
-	pad := (8 - (wire.Size+len(class)+len(meta))%8) % 8
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
-		MetaLen: int64(len(meta) + pad), ClassLen: len(class), Hash: s.consHash, Leaves: int64(len(s.leaves))}
-	r.apply(&h)
+		Hash: s.consHash, Leaves: int64(len(s.leaves))}
+	class, meta := r.apply(&h, td.class, s.meta[:s.metaLen])
+	pad := (8 - (wire.Size+len(class)+len(meta))%8) % 8
+	h.MetaLen, h.ClassLen = int64(len(meta)+pad), len(class)
 	n := wire.Size + len(class) + len(meta) + pad + s.total
 	var msg, frame []byte
 	if reuse && !bcast && cap(s.iframe) >= n {

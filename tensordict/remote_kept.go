@@ -115,15 +115,28 @@ type initRef struct {
 	tag       int // the payload's tag, when the storage travels apart
 }
 
-// apply sets h's flags and ref for r.
-func (r initRef) apply(h *wire.Header) {
+// apply sets h's flags and ref for r, and returns the class name and
+// metadata the frame carries: class and meta, or none when described.
+func (r initRef) apply(h *wire.Header, class string, meta []byte) (string, []byte) {
 	h.Ref = r.ref
 	switch {
 	case r.described:
 		h.Flags |= wire.FlagDescribed
+		return "", nil
 	case r.ref != 0:
 		h.Flags |= wire.FlagKeep
 	}
+	return class, meta
+}
+
+// splits reports whether a point-to-point InitRemote frame of class name
+// class, metadata meta and total bytes of storage that travels as r sends
+// its storage apart from the header (see initEagerMax).
+func (r initRef) splits(class string, meta []byte, total int) bool {
+	if r.described {
+		class, meta = "", nil
+	}
+	return wire.Size+len(class)+len(meta)+total > initEagerMax
 }
 
 // initRef returns how a point-to-point InitRemote frame of class name
