@@ -165,7 +165,8 @@
 //	types.go       Scalar, the element kinds and their MPI datatypes, buffers
 //	               and the big-count datatype of long buffers
 //	p2p.go         Send, Recv, Sendrecv, Probe, Iprobe; rank and tag checks
-//	spin.go        SetSpinWait: how long blocking waits poll before yielding
+//	wait.go        DefaultSpinWait; spin.go: SetSpinWait, how long blocking
+//	               waits poll before yielding
 //	message.go     Message: Mprobe, Improbe (and their Into forms), Mrecv, Imrecv
 //	request.go     Request: Isend, Irecv, Wait, Test, Cancel, WaitAll,
 //	               WaitAny; pinning buffers until completion

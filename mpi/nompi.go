@@ -327,10 +327,6 @@ func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 	return Undefined, Status{}, ErrNoMPI
 }
 
-// DefaultSpinWait is the cgo build's default wait before blocking calls
-// yield their core (see SetSpinWait).
-const DefaultSpinWait = 20 * time.Microsecond
-
 var spinWait = DefaultSpinWait
 
 // SetSpinWait records d and returns the previous value; without MPI there

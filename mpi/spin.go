@@ -6,21 +6,17 @@
 package mpi
 
 // #include "shim.h"
-// long long tdmpi_spin_ns = 20000;
+// long long tdmpi_spin_ns;
 import "C"
 
 import (
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
-// DefaultSpinWait is how long a blocking receive or probe polls MPI before
-// it starts to yield its core between polls (see SetSpinWait).
-const DefaultSpinWait = 20 * time.Microsecond
+var spinMu sync.Mutex // serialises SetSpinWait
 
-var spinWait atomic.Int64
-
-func init() { spinWait.Store(int64(DefaultSpinWait)) }
+func init() { SetSpinWait(DefaultSpinWait) }
 
 // SetSpinWait sets how long the blocking receives and probes of this
 // package (Recv, Probe, Mprobe, RecvExact) poll MPI without pause before
@@ -33,8 +29,9 @@ func init() { spinWait.Store(int64(DefaultSpinWait)) }
 // goroutines) off them for a scheduler time slice at a time. Waits that
 // have begun keep the value they started with.
 func SetSpinWait(d time.Duration) time.Duration {
-	d = max(d, 0)
-	old := spinWait.Swap(int64(d))
-	C.tdmpi_spin_ns = C.longlong(d)
-	return time.Duration(old)
+	spinMu.Lock()
+	defer spinMu.Unlock()
+	old := time.Duration(C.tdmpi_spin_ns)
+	C.tdmpi_spin_ns = C.longlong(max(d, 0))
+	return old
 }
