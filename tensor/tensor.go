@@ -106,45 +106,6 @@ func FromStorageInto(t *Tensor, dims []int, dt DType, st *Storage, off int, shap
 	return nil
 }
 
-// ViewsLike sets each dst[i] to a view of st laid out as like[i]: the same
-// dtype, shape, strides and byte offset, sharing like[i]'s shape and
-// strides. It is FromStorageInto for many tensors at once, for a receiver
-// that makes the same views over a new storage again and again; like[i]
-// may view any storage. It checks what FromStorage checks: that st is not
-// released, that every view lies within st and is aligned for its dtype,
-// and that bool elements are 0 or 1. like's tensors must be contiguous.
-// On error dst is partly set. It panics if dst and like differ in length.
-func ViewsLike(dst []Tensor, st *Storage, like []Tensor) error {
-	if len(dst) != len(like) {
-		panic(fmt.Sprintf("tensor: ViewsLike: %d destinations for %d tensors", len(dst), len(like)))
-	}
-	b, err := st.liveBytes("ViewsLike")
-	if err != nil {
-		return err
-	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	for i := range like {
-		l := &like[i]
-		if !l.IsContiguous() {
-			return fmt.Errorf("tensor: ViewsLike: tensor %d of shape %v has strides %v: not contiguous", i, l.shape, l.strides)
-		}
-		nb, off := l.NBytes(), l.offset
-		if off < 0 || off > len(b) || nb > len(b)-off {
-			return fmt.Errorf("tensor: ViewsLike: tensor %d, %v%v, needs bytes [%d, %d), storage has %d", i, l.dtype, l.shape, off, off+nb, len(b))
-		}
-		if a := uintptr(align(l.dtype)); (base+uintptr(off))%a != 0 {
-			return fmt.Errorf("tensor: ViewsLike: tensor %d at offset %d is not aligned to %d bytes for %v", i, off, a, l.dtype)
-		}
-		if l.dtype == Bool {
-			if err := checkBools(b[off : off+nb]); err != nil {
-				return fmt.Errorf("tensor: ViewsLike: tensor %d: %w", i, err)
-			}
-		}
-		dst[i] = Tensor{dtype: l.dtype, shape: l.shape, strides: l.strides, offset: off, st: st}
-	}
-	return nil
-}
-
 // checkBools returns an error unless every byte of b is 0 or 1, as Go
 // bools must be; bytes from a file or a peer may not be.
 func checkBools(b []byte) error {

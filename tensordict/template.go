@@ -20,8 +20,8 @@ import (
 // its own, and each receive copies it: its nodes, entries and tensors in
 // three allocations, the tensors' shapes and strides and the nodes' name
 // indexes shared with the template (copied on a node's first change, see
-// ownIndex), the non-tensor values copied. tensor.ViewsLike checks the
-// new storage as FromStorage would.
+// ownIndex), the non-tensor values copied. A tensor.ViewSet checks the
+// leaves' layout once, and each new storage as FromStorage would.
 
 // templateMaxBytes is the largest storage a template is made for: it holds
 // a zeroed storage of that size, and above it building costs little next
@@ -40,7 +40,7 @@ type treeTemplate struct {
 	// index of its tensor in views, of its TensorDict in nodes.
 	entries []entry
 	refs    []int
-	views   []tensor.Tensor
+	views   *tensor.ViewSet
 	// plain: every non-tensor value of the tree is a scalar, so a copy
 	// whose nodes are unedited has the template's metadata.
 	plain bool
@@ -65,7 +65,11 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 	if _, err := b.build(root); err != nil {
 		return nil, err
 	}
-	tp := &treeTemplate{root: root, stLen: stLen, nodes: nodes, entries: entries, refs: make([]int, len(entries)), views: views,
+	vs, err := tensor.NewViewSet(views)
+	if err != nil {
+		return nil, err
+	}
+	tp := &treeTemplate{root: root, stLen: stLen, nodes: nodes, entries: entries, refs: make([]int, len(entries)), views: vs,
 		plain: plainValues(&nodes[0].td)}
 	viewAt := make(map[*tensor.Tensor]int, len(views))
 	for i := range views {
@@ -97,8 +101,8 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 // instantiate returns a copy of tp's tree over st, a storage of tp.stLen
 // bytes, as buildFromMeta and cloneNonTensors would make it.
 func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
-	views := make([]tensor.Tensor, len(tp.views))
-	if err := tensor.ViewsLike(views, st, tp.views); err != nil {
+	views := make([]tensor.Tensor, tp.views.Len())
+	if err := tp.views.Over(views, st); err != nil {
 		return nil, err
 	}
 	if st.Len() != tp.stLen {
@@ -106,8 +110,9 @@ func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
 	}
 	nodes := make([]builtNode, len(tp.nodes))
 	entries := make([]entry, len(tp.entries))
-	for i, e := range tp.entries {
-		switch e.kind {
+	copy(entries, tp.entries)
+	for i := range entries {
+		switch e := &entries[i]; e.kind {
 		case kindTensor:
 			e.t = &views[tp.refs[i]]
 		case kindTD:
@@ -115,7 +120,6 @@ func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
 		case kindNonTensor:
 			e.v = cloneValue(e.v)
 		}
-		entries[i] = e
 	}
 	off := 0
 	for i := range nodes {

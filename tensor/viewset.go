@@ -1,0 +1,81 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensor
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// A ViewSet is a list of contiguous views of one storage layout, checked
+// once, that Over lays over other storages of that layout: a receiver
+// that makes the same views over a new storage again and again (a
+// TensorDict received from a peer) checks each view's shape and offset
+// once, not at every receive. A ViewSet is safe for concurrent use.
+type ViewSet struct {
+	like  []Tensor
+	need  int   // bytes a storage must have
+	align int   // the alignment the storage's memory needs
+	bools []int // the views of dtype Bool
+}
+
+// NewViewSet returns the ViewSet of like's tensors, which may view any
+// storage, or an error if one is not contiguous or its byte offset is
+// negative or not a multiple of its dtype's alignment.
+func NewViewSet(like []Tensor) (*ViewSet, error) {
+	v := &ViewSet{like: append([]Tensor(nil), like...), align: 1}
+	for i := range v.like {
+		l := &v.like[i]
+		if !l.IsContiguous() {
+			return nil, fmt.Errorf("tensor: NewViewSet: tensor %d of shape %v has strides %v: not contiguous", i, l.shape, l.strides)
+		}
+		a := align(l.dtype)
+		if l.offset < 0 || l.offset%a != 0 {
+			return nil, fmt.Errorf("tensor: NewViewSet: tensor %d, %v%v, at offset %d: not a multiple of %d", i, l.dtype, l.shape, l.offset, a)
+		}
+		v.need = max(v.need, l.offset+l.NBytes())
+		v.align = max(v.align, a)
+		if l.dtype == Bool {
+			v.bools = append(v.bools, i)
+		}
+		l.st = nil // v keeps no storage alive
+	}
+	return v, nil
+}
+
+// Len returns the number of views of v.
+func (v *ViewSet) Len() int { return len(v.like) }
+
+// Over sets each dst[i] to a view of st laid out as v's view i: its dtype,
+// shape, strides (shared with v's) and byte offset. It checks what
+// FromStorage checks, in one step for all the views: that st is not
+// released, that it holds every view and that its memory is aligned for
+// every dtype, and that bool elements are 0 or 1. On error dst is
+// unchanged. It panics if dst and v differ in length.
+func (v *ViewSet) Over(dst []Tensor, st *Storage) error {
+	if len(dst) != len(v.like) {
+		panic(fmt.Sprintf("tensor: ViewSet.Over: %d destinations for %d views", len(dst), len(v.like)))
+	}
+	b, err := st.liveBytes("ViewSet.Over")
+	if err != nil {
+		return err
+	}
+	if len(b) < v.need {
+		return fmt.Errorf("tensor: ViewSet.Over: the views need %d bytes, storage has %d", v.need, len(b))
+	}
+	if len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(v.align) != 0 {
+		return fmt.Errorf("tensor: ViewSet.Over: storage memory is not aligned to %d bytes", v.align)
+	}
+	for _, i := range v.bools {
+		l := &v.like[i]
+		if err := checkBools(b[l.offset : l.offset+l.NBytes()]); err != nil {
+			return fmt.Errorf("tensor: ViewSet.Over: tensor %d: %w", i, err)
+		}
+	}
+	for i := range v.like {
+		dst[i] = v.like[i]
+		dst[i].st = st
+	}
+	return nil
+}
