@@ -13,53 +13,119 @@ import (
 	"sync/atomic"
 )
 
-// Calls in progress. Every call into MPI that may block or take long holds
-// calls.mu for reading, so that Finalize, which must not run while another
-// goroutine is inside MPI (MPI_Finalize then frees memory that call uses),
-// can tell with TryLock and refuse. The counters name the calls for its
-// error.
+// Calls in progress. Finalize must not run while another goroutine is
+// inside MPI (MPI_Finalize then frees memory that call uses), so every
+// call into MPI that may block or take long counts itself in its
+// function's callCount (enter, leave), and Finalize closes the gate
+// (closeCalls) only when every count is 0; the counts name the calls for
+// its error. A call costs two atomic additions and one load: the gate is
+// on the path of every message.
+//
+// enter adds to its count, then reads closing; closeCalls sets closing,
+// then reads the counts. The atomics are sequentially consistent, so of a
+// call and a Finalize that race, at least one sees the other: the call
+// takes its count back and waits for the gate's lock, or Finalize refuses.
 var calls struct {
-	mu     sync.RWMutex
-	counts sync.Map // op name -> *callCount
+	mu      sync.Mutex  // held while the gate is closed
+	closing atomic.Bool // the gate is closed, or closing
+	all     []*callCount
 }
 
+// callCount counts the calls of one MPI function in progress.
 type callCount struct {
 	op string
 	n  atomic.Int64
 }
 
-// enter records that a call to MPI function op starts; the caller defers
-// the returned count's leave.
-func enter(op string) *callCount {
-	calls.mu.RLock()
-	v, ok := calls.counts.Load(op)
-	if !ok {
-		v, _ = calls.counts.LoadOrStore(op, &callCount{op: op})
-	}
-	c := v.(*callCount)
+// newCallCount returns the count of op's calls. Package initialisation
+// makes them all (below): calls.all is not written after.
+func newCallCount(op string) *callCount {
+	c := &callCount{op: op}
+	calls.all = append(calls.all, c)
+	return c
+}
+
+var (
+	callAllgather       = newCallCount("MPI_Allgather")
+	callAllgatherv      = newCallCount("MPI_Allgatherv")
+	callAllreduce       = newCallCount("MPI_Allreduce")
+	callAlltoall        = newCallCount("MPI_Alltoall")
+	callBarrier         = newCallCount("MPI_Barrier")
+	callBcast           = newCallCount("MPI_Bcast")
+	callCommCreateGroup = newCallCount("MPI_Comm_create_group")
+	callCommDup         = newCallCount("MPI_Comm_dup")
+	callCommFree        = newCallCount("MPI_Comm_free")
+	callCommSplit       = newCallCount("MPI_Comm_split")
+	callGather          = newCallCount("MPI_Gather")
+	callGatherv         = newCallCount("MPI_Gatherv")
+	callImprobe         = newCallCount("MPI_Improbe")
+	callIprobe          = newCallCount("MPI_Iprobe")
+	callMprobe          = newCallCount("MPI_Mprobe")
+	callMrecv           = newCallCount("MPI_Mrecv")
+	callProbe           = newCallCount("MPI_Probe")
+	callRecv            = newCallCount("MPI_Recv")
+	callReduce          = newCallCount("MPI_Reduce")
+	callScan            = newCallCount("MPI_Scan")
+	callScatter         = newCallCount("MPI_Scatter")
+	callScatterv        = newCallCount("MPI_Scatterv")
+	callSend            = newCallCount("MPI_Send")
+	callSendrecv        = newCallCount("MPI_Sendrecv")
+	callTest            = newCallCount("MPI_Test")
+	callWait            = newCallCount("MPI_Wait")
+	callWaitall         = newCallCount("MPI_Waitall")
+	callWaitany         = newCallCount("MPI_Waitany")
+)
+
+// enter records that a call of c's function starts; the caller defers
+// leave. While the gate is closed (Finalize runs, or Busy looks), it waits
+// for it to open.
+func (c *callCount) enter() *callCount {
 	c.n.Add(1)
+	if calls.closing.Load() {
+		c.n.Add(-1)
+		calls.mu.Lock()
+		c.n.Add(1)
+		calls.mu.Unlock()
+	}
 	return c
 }
 
 // leave records that the call has returned.
-func (c *callCount) leave() {
-	c.n.Add(-1)
-	calls.mu.RUnlock()
+func (c *callCount) leave() { c.n.Add(-1) }
+
+// closeCalls closes the gate and reports true if no call is in
+// progress; the caller then opens it with openCalls. Otherwise it leaves
+// the gate open and reports false.
+func closeCalls() bool {
+	calls.mu.Lock()
+	calls.closing.Store(true)
+	for _, c := range calls.all {
+		if c.n.Load() != 0 {
+			calls.closing.Store(false)
+			calls.mu.Unlock()
+			return false
+		}
+	}
+	return true
+}
+
+// openCalls opens the gate closeCalls closed.
+func openCalls() {
+	calls.closing.Store(false)
+	calls.mu.Unlock()
 }
 
 // inProgress describes the calls in progress, such as "MPI_Probe ×2, MPI_Recv".
 func inProgress() string {
 	var parts []string
-	calls.counts.Range(func(_, v any) bool {
-		c := v.(*callCount)
+	for _, c := range calls.all {
 		switch n := c.n.Load(); {
 		case n == 1:
 			parts = append(parts, c.op)
 		case n > 1:
 			parts = append(parts, fmt.Sprintf("%s ×%d", c.op, n))
 		}
-		return true
-	})
+	}
 	slices.Sort(parts)
 	return strings.Join(parts, ", ")
 }

@@ -35,7 +35,7 @@ func Bcast[T Scalar](c *Comm, buf []T, root int) error {
 	if err != nil {
 		return err
 	}
-	defer enter(op).leave()
+	defer callBcast.enter().leave()
 	err = newError(op, C.MPI_Bcast(b.ptr, n, dt, C.int(root), h))
 	freeType(dt, derived)
 	return err
@@ -89,7 +89,7 @@ func gather[T Scalar](c *Comm, send, recv []T, root int, inplace bool) error {
 	if err != nil {
 		return err
 	}
-	defer enter(op).leave()
+	defer callGather.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_gather(sb.ptr, cbool(inplace), cn, rb.ptr, cn, datatypes[sb.k], C.int(root), h))
 }
@@ -122,7 +122,7 @@ func allgather[T Scalar](c *Comm, send, recv []T, inplace bool) error {
 	if err != nil {
 		return err
 	}
-	defer enter(op).leave()
+	defer callAllgather.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_allgather(sb.ptr, cbool(inplace), cn, rb.ptr, cn, datatypes[sb.k], h))
 }
@@ -158,7 +158,7 @@ func scatter[T Scalar](c *Comm, send, recv []T, root int, inplace bool) error {
 	if err != nil {
 		return err
 	}
-	defer enter(op).leave()
+	defer callScatter.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_scatter(sb.ptr, cn, rb.ptr, cbool(inplace), cn, datatypes[sb.k], C.int(root), h))
 }
@@ -192,7 +192,7 @@ func alltoall[T Scalar](c *Comm, send, recv []T, inplace bool) error {
 	if err != nil {
 		return err
 	}
-	defer enter(op).leave()
+	defer callAlltoall.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_alltoall(sb.ptr, cbool(inplace), cn, rb.ptr, datatypes[rb.k], h))
 }
@@ -264,7 +264,7 @@ func gatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, root int, 
 	if err != nil {
 		return err
 	}
-	defer enter(op).leave()
+	defer callGatherv.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_gatherv(sb.ptr, cbool(inplace), sn, rb.ptr, cptr(cc), cptr(cd), datatypes[sb.k], C.int(root), h))
 }
@@ -302,7 +302,7 @@ func allgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, inplace
 	if err != nil {
 		return err
 	}
-	defer enter(op).leave()
+	defer callAllgatherv.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_allgatherv(sb.ptr, cbool(inplace), C.int(len(send)), rb.ptr, cptr(cc), cptr(cd), datatypes[rb.k], h))
 }
@@ -342,7 +342,7 @@ func scatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root 
 	if err != nil {
 		return err
 	}
-	defer enter(op).leave()
+	defer callScatterv.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(op, C.tdmpi_scatterv(sb.ptr, cptr(cc), cptr(cd), rb.ptr, cbool(inplace), rn, datatypes[rb.k], C.int(root), h))
 }

@@ -118,7 +118,7 @@ func (c *Comm) Dup() (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer enter("MPI_Comm_dup").leave()
+	defer callCommDup.enter().leave()
 	var n C.MPI_Comm
 	if err := newError("MPI_Comm_dup", C.MPI_Comm_dup(h, &n)); err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	if key < -maxInt32-1 || key > maxInt32 {
 		return nil, argError("MPI_Comm_split", C.MPI_ERR_ARG, "key %d out of int32 range", key)
 	}
-	defer enter("MPI_Comm_split").leave()
+	defer callCommSplit.enter().leave()
 	var n C.MPI_Comm
 	if err := newError("MPI_Comm_split", C.MPI_Comm_split(h, C.int(color), C.int(key), &n)); err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func (c *Comm) CreateGroup(ranks []int, tag int) (*Comm, error) {
 	if !member {
 		return nil, argError(op, C.MPI_ERR_GROUP, "calling rank %d is not in %v", c.rank, ranks)
 	}
-	defer enter(op).leave()
+	defer callCommCreateGroup.enter().leave()
 	var g, sub C.MPI_Group
 	if err := newError("MPI_Comm_group", C.MPI_Comm_group(h, &g)); err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func (c *Comm) Free() error {
 	if c.predefined {
 		return argError("MPI_Comm_free", C.MPI_ERR_COMM, "cannot free a predefined communicator")
 	}
-	defer enter("MPI_Comm_free").leave()
+	defer callCommFree.enter().leave()
 	err := newError("MPI_Comm_free", C.MPI_Comm_free(&c.h))
 	c.h, c.size = commNull, 0
 	return err
@@ -258,6 +258,6 @@ func (c *Comm) Barrier() error {
 	if err != nil {
 		return err
 	}
-	defer enter("MPI_Barrier").leave()
+	defer callBarrier.enter().leave()
 	return newError("MPI_Barrier", C.MPI_Barrier(h))
 }

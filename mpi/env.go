@@ -139,10 +139,10 @@ func Finalize() error {
 		return argError("MPI_Finalize", C.MPI_ERR_OTHER, "MPI is already finalised")
 	}
 	reap()
-	if !calls.mu.TryLock() {
+	if !closeCalls() {
 		return busyError("MPI_Finalize")
 	}
-	defer calls.mu.Unlock()
+	defer openCalls()
 	if err := inFlightError("MPI_Finalize"); err != nil {
 		return err
 	}
@@ -159,10 +159,10 @@ func Finalize() error {
 // calls may start or end right after.
 func Busy() error {
 	reap()
-	if !calls.mu.TryLock() {
+	if !closeCalls() {
 		return busyError("MPI_Finalize")
 	}
-	defer calls.mu.Unlock()
+	defer openCalls()
 	return inFlightError("MPI_Finalize")
 }
 

@@ -82,7 +82,7 @@ func reap() {
 	if registry.lost.Load() == 0 {
 		return
 	}
-	defer enter("MPI_Test").leave() // before the registry lock, as Finalize
+	defer callTest.enter().leave() // before the registry lock, as Finalize
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	for f := range registry.live {

@@ -45,7 +45,7 @@ func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	defer enter(op).leave()
+	defer callMprobe.enter().leave()
 	var mh C.MPI_Message
 	var st C.tdmpi_status
 	if err := newError(op, C.tdmpi_mprobe(C.int(src), C.int(tag), h, &mh, &st)); err != nil {
@@ -67,7 +67,7 @@ func RecvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, err
 	if err != nil {
 		return Status{}, false, err
 	}
-	defer enter(op).leave()
+	defer callMprobe.enter().leave()
 	var mh C.MPI_Message
 	var st C.tdmpi_status
 	var got C.int
@@ -109,7 +109,7 @@ func ImprobeInto(m *Message, c *Comm, src, tag int) (bool, Status, error) {
 	if err != nil {
 		return false, Status{}, err
 	}
-	defer enter(op).leave()
+	defer callImprobe.enter().leave()
 	var mh C.MPI_Message
 	var st C.tdmpi_status
 	var flag C.int
@@ -137,7 +137,7 @@ func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	defer enter(op).leave()
+	defer callMrecv.enter().leave()
 	var st C.tdmpi_status
 	h := m.h
 	rc := C.tdmpi_mrecv(b.ptr, n, dt, b.bytes(), m.bytes, &h, datatypes[b.k], C.longlong(b.size), &st)

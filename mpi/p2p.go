@@ -85,7 +85,7 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 	if err != nil {
 		return err
 	}
-	defer enter(op).leave()
+	defer callSend.enter().leave()
 	err = newError(op, C.MPI_Send(b.ptr, n, dt, C.int(dest), C.int(tag), h))
 	freeType(dt, derived)
 	return err
@@ -108,7 +108,7 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	defer enter(op).leave()
+	defer callRecv.enter().leave()
 	var st C.tdmpi_status
 	err = newError(op, C.tdmpi_recv(b.ptr, n, dt, b.bytes(), C.int(src), C.int(tag), h, datatypes[b.k], C.longlong(b.size), &st))
 	freeType(dt, derived)
@@ -141,7 +141,7 @@ func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, rec
 		return Status{}, err
 	}
 	defer freeType(rdt, rderived)
-	defer enter(op).leave()
+	defer callSendrecv.enter().leave()
 	var st C.tdmpi_status
 	if err := newError(op, C.tdmpi_sendrecv(sb.ptr, sn, sdt, C.int(dest), C.int(sendTag),
 		rb.ptr, rn, rdt, rb.bytes(), C.int(src), C.int(recvTag), h, datatypes[rb.k], C.longlong(rb.size), &st)); err != nil {
@@ -160,7 +160,7 @@ func Probe(c *Comm, src, tag int) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	defer enter(op).leave()
+	defer callProbe.enter().leave()
 	var st C.tdmpi_status
 	if err := newError(op, C.tdmpi_probe(C.int(src), C.int(tag), h, &st)); err != nil {
 		return Status{}, err
@@ -176,7 +176,7 @@ func Iprobe(c *Comm, src, tag int) (bool, Status, error) {
 	if err != nil {
 		return false, Status{}, err
 	}
-	defer enter(op).leave()
+	defer callIprobe.enter().leave()
 	var st C.tdmpi_status
 	var flag C.int
 	if err := newError(op, C.tdmpi_iprobe(C.int(src), C.int(tag), h, &flag, &st)); err != nil {

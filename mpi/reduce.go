@@ -58,7 +58,7 @@ func reduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) er
 		// The library mishandles MPI_IN_PLACE here: reduce from a copy.
 		scratch, inplace = make([]T, min(n, reduceChunk)), false
 	}
-	defer enter(name).leave()
+	defer callReduce.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return chunks(n, func(off, m int) error {
 		s, r := sb.at(off, m), unsafe.Pointer(nil)
@@ -124,7 +124,7 @@ func allreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) error {
 	if err != nil {
 		return err
 	}
-	defer enter(name).leave()
+	defer callAllreduce.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return chunks(len(recv), func(off, m int) error {
 		return newError(name, C.tdmpi_allreduce(sb.at(off, m), cbool(inplace), rb.at(off, m), C.int(m), datatypes[k], ops[op], h))
@@ -155,7 +155,7 @@ func scan[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) error {
 	if err != nil {
 		return err
 	}
-	defer enter(name).leave()
+	defer callScan.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return newError(name, C.tdmpi_scan(sb.ptr, cbool(inplace), rb.ptr, n, datatypes[k], ops[op], h))
 }

@@ -147,7 +147,7 @@ func (r *Request) Wait() (Status, error) {
 	if r.gone {
 		return Status{}, r.errGone("MPI_Wait")
 	}
-	defer enter("MPI_Wait").leave()
+	defer callWait.enter().leave()
 	f := r.f
 	var st C.tdmpi_status
 	rc := C.MPI_Wait(&f.hs[0], &st.st)
@@ -202,7 +202,7 @@ func (r *Request) Test() (done bool, st Status, err error) {
 	if r.gone {
 		return false, Status{}, r.errGone("MPI_Test")
 	}
-	defer enter("MPI_Test").leave()
+	defer callTest.enter().leave()
 	f := r.f
 	var cst C.tdmpi_status
 	flag, rc := f.test(&cst)
@@ -283,7 +283,7 @@ func WaitAll(reqs ...*Request) error {
 	if err != nil {
 		return err
 	}
-	defer enter(name).leave()
+	defer callWaitall.enter().leave()
 	sts := make([]C.MPI_Status, len(hs))
 	rc := C.MPI_Waitall(n, unsafe.SliceData(hs), unsafe.SliceData(sts))
 	errs := gone
@@ -347,7 +347,7 @@ func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 	if err != nil {
 		return Undefined, Status{}, err
 	}
-	defer enter(name).leave()
+	defer callWaitany.enter().leave()
 	var cst C.MPI_Status
 	var idx C.int
 	rc := C.MPI_Waitany(n, &hs[0], &idx, &cst)
