@@ -246,20 +246,26 @@ func (s *p2pState) messages(l *link, own bool) ([][]byte, []int, error) {
 		}
 		return msgs, tags, nil
 	}
+	// One fault check covers packing, the inline copy, or (when MPI reads
+	// the storage in C) a touch of its last byte, as mem.Readable does.
 	var payload []byte
 	err := mem.CatchFault(func() (err error) {
-		payload, err = s.payload(true)
-		return err
+		if payload, err = s.payload(true); err != nil {
+			return err
+		}
+		if inline {
+			copy(body[h.MetaLen:], payload)
+		} else {
+			mem.ReadLast(payload)
+		}
+		return nil
 	})
-	if err == nil {
-		err = mem.Readable(payload)
-	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("the consolidated storage: %w", err)
 	}
 	switch {
 	case inline:
-		copy(body[h.MetaLen:], payload)
+		// In the header message, copied above.
 	case own && s.st == nil:
 		// The staging buffer is reused by the next call.
 		payload = xfer.AlignedCopy(payload)

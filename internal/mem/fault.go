@@ -104,7 +104,15 @@ func Readable(b []byte) error {
 		return nil
 	}
 	return CatchFault(func() error {
-		runtime.KeepAlive(b[len(b)-1])
+		ReadLast(b)
 		return nil
 	})
+}
+
+// ReadLast reads b's last byte, if any: Readable's check, for a caller
+// already under CatchFault.
+func ReadLast(b []byte) {
+	if len(b) > 0 {
+		runtime.KeepAlive(b[len(b)-1])
+	}
 }
