@@ -24,7 +24,7 @@ func (t *Tensor) MinDim(dim int, keepDim bool) (values, indices *Tensor, err err
 // extremeDim picks along dim the largest (sign 1) or smallest (sign -1)
 // elements of t.
 func (t *Tensor) extremeDim(name string, dim int, keepDim bool, sign int) (*Tensor, *Tensor, error) {
-	d, err := checkDim(name, dim, len(t.shape), t.shape)
+	d, err := checkDim(name, dim, len(t.shape()), t.shape())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,19 +34,19 @@ func (t *Tensor) extremeDim(name string, dim int, keepDim bool, sign int) (*Tens
 	if err := t.st.checkLive(name); err != nil {
 		return nil, nil, err
 	}
-	n, outer := t.shape[d], 1
-	perm := make([]int, 0, len(t.shape))
-	for i, s := range t.shape {
+	n, outer := t.shape()[d], 1
+	perm := make([]int, 0, len(t.shape()))
+	for i, s := range t.shape() {
 		if i != d {
 			perm = append(perm, i)
 			outer *= s
 		}
 	}
 	if n == 0 && outer > 0 {
-		return nil, nil, fmt.Errorf("tensor: %s: dimension %d of shape %v is empty", name, dim, t.shape)
+		return nil, nil, fmt.Errorf("tensor: %s: dimension %d of shape %v is empty", name, dim, t.shape())
 	}
 	moved, _ := t.Permute(append(perm, d)...)
-	shape := cloneInts(t.shape)
+	shape := cloneInts(t.shape())
 	if keepDim {
 		shape[d] = 1
 	} else {

@@ -72,7 +72,7 @@ func (t *Tensor) arith(op arithOp, o *Tensor) (*Tensor, error) {
 	}
 	out := Empty(comp, p.shape...)
 	if comp == Float64 && p.a.IsContiguous() && p.b.IsContiguous() &&
-		equalInts(p.a.shape, p.shape) && equalInts(p.b.shape, p.shape) {
+		equalInts(p.a.shape(), p.shape) && equalInts(p.b.shape(), p.shape) {
 		n := out.Numel()
 		dst, a, b := elems[float64](out)[:n], elems[float64](p.a)[:n], elems[float64](p.b)[:n]
 		switch op {
@@ -143,16 +143,16 @@ func (t *Tensor) DivInPlace(o *Tensor) error { return t.arithInPlace(opDiv, o) }
 
 func (t *Tensor) arithInPlace(op arithOp, o *Tensor) error {
 	name := arithNames[op] + "InPlace"
-	shape, ok := broadcastShapes(t.shape, o.shape)
-	if !ok || !equalInts(shape, t.shape) {
-		return fmt.Errorf("tensor: %s: shape %v does not broadcast to %v", name, o.shape, t.shape)
+	shape, ok := broadcastShapes(t.shape(), o.shape())
+	if !ok || !equalInts(shape, t.shape()) {
+		return fmt.Errorf("tensor: %s: shape %v does not broadcast to %v", name, o.shape(), t.shape())
 	}
 	res, comp := arithDType(op, t.dtype, o.dtype)
 	if category(res) > category(t.dtype) {
 		return fmt.Errorf("tensor: %s: result %v cannot be stored in %v tensor", name, res, t.dtype)
 	}
 	if t.repeats() {
-		return fmt.Errorf("tensor: %s: tensor of shape %v has strides %v that repeat elements", name, t.shape, t.strides)
+		return fmt.Errorf("tensor: %s: tensor of shape %v has strides %v that repeat elements", name, t.shape(), t.strides())
 	}
 	if comp != t.dtype || comp == Bool || o.st == t.st {
 		// Compute out of place, then store (halves, bools, aliasing).
@@ -169,7 +169,7 @@ func (t *Tensor) arithInPlace(op arithOp, o *Tensor) error {
 	if err != nil {
 		return err
 	}
-	if comp == Float32 && (op == opAdd || op == opSub) && t.IsContiguous() && p.b.IsContiguous() && equalInts(p.b.shape, t.shape) {
+	if comp == Float32 && (op == opAdd || op == opSub) && t.IsContiguous() && p.b.IsContiguous() && equalInts(p.b.shape(), t.shape()) {
 		alpha := float32(1)
 		if op == opSub {
 			alpha = -1
@@ -177,7 +177,7 @@ func (t *Tensor) arithInPlace(op arithOp, o *Tensor) error {
 		axpy32(alpha, elems[float32](p.b)[:t.Numel()], elems[float32](t)[:t.Numel()])
 		return nil
 	}
-	if comp == Float64 && t.IsContiguous() && p.b.IsContiguous() && equalInts(p.b.shape, t.shape) {
+	if comp == Float64 && t.IsContiguous() && p.b.IsContiguous() && equalInts(p.b.shape(), t.shape()) {
 		n := t.Numel()
 		dst, s := elems[float64](t)[:n], elems[float64](p.b)[:n]
 		switch op {
@@ -216,7 +216,7 @@ func (t *Tensor) arithInPlace(op arithOp, o *Tensor) error {
 }
 
 func arithInPlace2[T number](op arithOp, t *Tensor, p *operands) {
-	arithInPlaceRows(op, elems[T](t), elems[T](p.b), t.shape, t.strides, p.sb)
+	arithInPlaceRows(op, elems[T](t), elems[T](p.b), t.shape(), t.strides(), p.sb)
 }
 
 // axpy32 sets y to y + alpha*x through blas32.Axpy, in pieces whose length

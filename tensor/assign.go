@@ -24,17 +24,17 @@ func (t *Tensor) Zero() error { return t.Fill(0) }
 // the storage t views (a memory-mapped file, say). It returns an error if
 // dim or an index is out of range or src does not broadcast.
 func (t *Tensor) IndexPut(dim int, idx []int, src *Tensor) error {
-	d, err := checkDim("IndexPut", dim, len(t.shape), t.shape)
+	d, err := checkDim("IndexPut", dim, len(t.shape()), t.shape())
 	if err != nil {
 		return err
 	}
-	n := t.shape[d]
+	n := t.shape()[d]
 	for k, i := range idx {
 		if i < -n || i >= n {
-			return fmt.Errorf("tensor: IndexPut: index %d (position %d) out of range for dimension %d of shape %v", i, k, dim, t.shape)
+			return fmt.Errorf("tensor: IndexPut: index %d (position %d) out of range for dimension %d of shape %v", i, k, dim, t.shape())
 		}
 	}
-	shape := cloneInts(t.shape)
+	shape := cloneInts(t.shape())
 	shape[d] = len(idx)
 	if src, err = prepareSource("IndexPut", t, src, shape); err != nil {
 		return err
@@ -56,16 +56,16 @@ func (t *Tensor) MaskPut(mask, src *Tensor) error {
 	if err := t.checkMask("MaskPut", mask); err != nil {
 		return err
 	}
-	md := len(mask.shape)
+	md := len(mask.shape())
 	picks := t.maskOffsets(mask)
-	rest := t.shape[md:]
+	rest := t.shape()[md:]
 	src, err := prepareSource("MaskPut", t, src, append([]int{len(picks)}, rest...))
 	if err != nil {
 		return err
 	}
 	es := t.dtype.Size()
 	for k, off := range picks {
-		dst := t.view(cloneInts(rest), cloneInts(t.strides[md:]), t.offset+off*es)
+		dst := t.view(rest, t.strides()[md:], t.offset+off*es)
 		s, _ := src.Select(0, k)
 		rawCopy(dst, s)
 	}
@@ -82,11 +82,11 @@ func prepareSource(op string, t, src *Tensor, shape []int) (*Tensor, error) {
 		return nil, err
 	}
 	if t.repeats() {
-		return nil, fmt.Errorf("tensor: %s: destination of shape %v has strides %v that repeat elements", op, t.shape, t.strides)
+		return nil, fmt.Errorf("tensor: %s: destination of shape %v has strides %v that repeat elements", op, t.shape(), t.strides())
 	}
 	e, err := src.Expand(shape...)
 	if err != nil {
-		return nil, fmt.Errorf("tensor: %s: source shape %v does not broadcast to %v", op, src.shape, shape)
+		return nil, fmt.Errorf("tensor: %s: source shape %v does not broadcast to %v", op, src.shape(), shape)
 	}
 	if e.dtype != t.dtype {
 		e = e.To(t.dtype)

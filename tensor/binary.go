@@ -14,9 +14,9 @@ type operands struct {
 // they are of another dtype, and returns their broadcast strides. op names the
 // calling operation in errors.
 func prepare(op string, t, o *Tensor, dt DType) (*operands, error) {
-	shape, ok := broadcastShapes(t.shape, o.shape)
+	shape, ok := broadcastShapes(t.shape(), o.shape())
 	if !ok {
-		return nil, fmt.Errorf("tensor: %s: shapes %v and %v do not broadcast", op, t.shape, o.shape)
+		return nil, fmt.Errorf("tensor: %s: shapes %v and %v do not broadcast", op, t.shape(), o.shape())
 	}
 	if err := t.st.checkLive(op); err != nil {
 		return nil, err

@@ -162,13 +162,13 @@ func (t *Tensor) GtScalar(v float64) *Tensor { return t.compareScalar(opGt, v) }
 func (t *Tensor) GeScalar(v float64) *Tensor { return t.compareScalar(opGe, v) }
 
 func (t *Tensor) compareScalar(op cmpOp, v float64) *Tensor {
-	out := Empty(Bool, t.shape...)
+	out := Empty(Bool, t.shape()...)
 	res := elems[bool](out)
 	x := t
 	switch t.dtype {
 	case Bool:
 		// The bytes of a bool tensor are those of a uint8 tensor of 0 and 1.
-		x = t.view(t.shape, t.strides, t.offset)
+		x = t.viewDims(t.dims, t.offset)
 		x.dtype = Uint8
 	case Float16, BFloat16:
 		x = t.To(Float32)
@@ -186,15 +186,15 @@ func (t *Tensor) compareScalar(op cmpOp, v float64) *Tensor {
 	case Int64:
 		cmpScalarInt[int64](x, op, res, v, integral)
 	case Float32:
-		cmpRows(op, res, elems[float32](x), []float64{v}, x.shape, x.strides, make([]int, len(x.shape)))
+		cmpRows(op, res, elems[float32](x), []float64{v}, x.shape(), x.strides(), make([]int, len(x.shape())))
 	case Float64:
-		cmpRows(op, res, elems[float64](x), []float64{v}, x.shape, x.strides, make([]int, len(x.shape)))
+		cmpRows(op, res, elems[float64](x), []float64{v}, x.shape(), x.strides(), make([]int, len(x.shape())))
 	case Complex64:
-		map1(res, elems[complex64](x), x.shape, x.strides, func(z complex64) bool {
+		map1(res, elems[complex64](x), x.shape(), x.strides(), func(z complex64) bool {
 			return holdsComplex(op, float64(real(z)), float64(imag(z)), v, 0)
 		})
 	case Complex128:
-		map1(res, elems[complex128](x), x.shape, x.strides, func(z complex128) bool {
+		map1(res, elems[complex128](x), x.shape(), x.strides(), func(z complex128) bool {
 			return holdsComplex(op, real(z), imag(z), v, 0)
 		})
 	}
@@ -203,19 +203,19 @@ func (t *Tensor) compareScalar(op cmpOp, v float64) *Tensor {
 
 // cmpScalarInt compares integer elements with v, exactly when v is integral.
 func cmpScalarInt[T intNum](t *Tensor, op cmpOp, out []bool, v float64, integral bool) {
-	zero := make([]int, len(t.shape))
+	zero := make([]int, len(t.shape()))
 	if integral {
-		cmpRows(op, out, elems[T](t), []int64{int64(v)}, t.shape, t.strides, zero)
+		cmpRows(op, out, elems[T](t), []int64{int64(v)}, t.shape(), t.strides(), zero)
 		return
 	}
-	cmpRows(op, out, elems[T](t), []float64{v}, t.shape, t.strides, zero)
+	cmpRows(op, out, elems[T](t), []float64{v}, t.shape(), t.strides(), zero)
 }
 
 // Equal reports whether t and o have the same dtype, the same shape and equal
 // elements (as Eq compares them: NaN is not equal to itself), like
 // torch.equal. It is false if either storage was released.
 func (t *Tensor) Equal(o *Tensor) bool {
-	if t.dtype != o.dtype || !equalInts(t.shape, o.shape) {
+	if t.dtype != o.dtype || !equalInts(t.shape(), o.shape()) {
 		return false
 	}
 	e, err := t.Eq(o)
@@ -228,7 +228,7 @@ func (t *Tensor) Equal(o *Tensor) bool {
 func (t *Tensor) All() bool {
 	b := t.asBool()
 	all := true
-	visit(elems[bool](b), b.shape, b.strides, func(x bool) bool {
+	visit(elems[bool](b), b.shape(), b.strides(), func(x bool) bool {
 		all = x
 		return x
 	})
@@ -241,7 +241,7 @@ func (t *Tensor) All() bool {
 func (t *Tensor) Any() bool {
 	b := t.asBool()
 	any := false
-	visit(elems[bool](b), b.shape, b.strides, func(x bool) bool {
+	visit(elems[bool](b), b.shape(), b.strides(), func(x bool) bool {
 		any = x
 		return !x
 	})

@@ -20,7 +20,7 @@ func (t *Tensor) To(dt DType) *Tensor {
 		return t.Clone()
 	}
 	src := t.Contiguous()
-	out := Empty(dt, t.shape...)
+	out := Empty(dt, t.shape()...)
 	convertFlat(out, src)
 	return out
 }

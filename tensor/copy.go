@@ -38,7 +38,7 @@ func rawCopy(dst, src *Tensor) {
 
 func copyKernel[T any](dst, src *Tensor) {
 	d, s := rawElems[T](dst), rawElems[T](src)
-	forRows(dst.shape, [][]int{dst.strides, src.strides}, func(p []int, n int, st []int) {
+	forRows(dst.shape(), [][]int{dst.strides(), src.strides()}, func(p []int, n int, st []int) {
 		i, j := p[0], p[1]
 		switch {
 		case st[0] == 1 && st[1] == 1:

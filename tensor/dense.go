@@ -19,25 +19,25 @@ func (t *Tensor) Dense() (*mat.Dense, error) {
 		return nil, err
 	}
 	var rows, cols, stride int
-	switch len(t.shape) {
+	switch len(t.shape()) {
 	case 1:
-		rows, cols, stride = 1, t.shape[0], t.shape[0]
-		if cols > 1 && t.strides[0] != 1 {
-			return nil, fmt.Errorf("tensor: Dense: 1-D tensor of shape %v has stride %d, need 1", t.shape, t.strides[0])
+		rows, cols, stride = 1, t.shape()[0], t.shape()[0]
+		if cols > 1 && t.strides()[0] != 1 {
+			return nil, fmt.Errorf("tensor: Dense: 1-D tensor of shape %v has stride %d, need 1", t.shape(), t.strides()[0])
 		}
 	case 2:
-		rows, cols, stride = t.shape[0], t.shape[1], t.strides[0]
-		if cols > 1 && t.strides[1] != 1 || rows > 1 && stride < cols {
-			return nil, fmt.Errorf("tensor: Dense: tensor of shape %v with strides %v is not row-major; call Contiguous first", t.shape, t.strides)
+		rows, cols, stride = t.shape()[0], t.shape()[1], t.strides()[0]
+		if cols > 1 && t.strides()[1] != 1 || rows > 1 && stride < cols {
+			return nil, fmt.Errorf("tensor: Dense: tensor of shape %v with strides %v is not row-major; call Contiguous first", t.shape(), t.strides())
 		}
 		if rows <= 1 {
 			stride = cols
 		}
 	default:
-		return nil, fmt.Errorf("tensor: Dense: tensor has %d dimensions, need 1 or 2", len(t.shape))
+		return nil, fmt.Errorf("tensor: Dense: tensor has %d dimensions, need 1 or 2", len(t.shape()))
 	}
 	if rows == 0 || cols == 0 {
-		return nil, fmt.Errorf("tensor: Dense: gonum matrices cannot be empty (shape %v)", t.shape)
+		return nil, fmt.Errorf("tensor: Dense: gonum matrices cannot be empty (shape %v)", t.shape())
 	}
 	n := (rows-1)*stride + cols
 	data := fromBytes[float64](t.st.Bytes()[t.offset:t.offset+n*8], n)

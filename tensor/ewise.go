@@ -50,7 +50,7 @@ type kernel struct {
 func ewise(name string, res, comp DType, k kernel, ins ...*Tensor) (*Tensor, error) {
 	shape := []int{}
 	for _, x := range ins {
-		s, ok := broadcastShapes(shape, x.shape)
+		s, ok := broadcastShapes(shape, x.shape())
 		if !ok {
 			return nil, fmt.Errorf("tensor: %s: shapes %v do not broadcast", name, shapesOf(ins))
 		}
@@ -105,7 +105,7 @@ func runKernel[T Elem](f func([]T, [][]T), out *Tensor, ins []*Tensor, n int) bo
 func shapesOf(ts []*Tensor) [][]int {
 	out := make([][]int, len(ts))
 	for i, x := range ts {
-		out[i] = x.shape
+		out[i] = x.shape()
 	}
 	return out
 }

@@ -31,7 +31,7 @@ const (
 func (t *Tensor) String() string {
 	var b strings.Builder
 	b.WriteString(t.dtype.String())
-	b.WriteString(formatShape(t.shape))
+	b.WriteString(formatShape(t.shape()))
 	b.WriteByte(' ')
 	if t.st.Released() {
 		b.WriteString("<released>")
@@ -44,12 +44,12 @@ func (t *Tensor) String() string {
 
 // appendNested writes t's elements as nested bracketed lists.
 func (t *Tensor) appendNested(b *strings.Builder, summarize bool) {
-	if len(t.shape) == 0 {
+	if len(t.shape()) == 0 {
 		b.WriteString(formatScalar(t.dtype, scalarAt(t, 0)))
 		return
 	}
 	b.WriteByte('[')
-	n := t.shape[0]
+	n := t.shape()[0]
 	for k, i := range shownIndices(n, summarize) {
 		if k > 0 {
 			b.WriteByte(' ')
@@ -57,7 +57,7 @@ func (t *Tensor) appendNested(b *strings.Builder, summarize bool) {
 		if summarize && n > 2*printEdgeItems && k == printEdgeItems {
 			b.WriteString("... ")
 		}
-		if len(t.shape) == 1 {
+		if len(t.shape()) == 1 {
 			b.WriteString(formatScalar(t.dtype, scalarAt(t, i)))
 			continue
 		}
@@ -78,18 +78,18 @@ func (t *Tensor) FormatElements(n int) (elems []string, more bool) {
 	m := max(0, min(n, total))
 	elems = make([]string, 0, m)
 	// flat reads element i of t's storage, counted from t's offset.
-	flat := &Tensor{dtype: t.dtype, strides: []int{1}, offset: t.offset, st: t.st}
-	idx := make([]int, len(t.shape))
+	flat := &Tensor{dtype: t.dtype, dims: []int{total, 1}, offset: t.offset, st: t.st}
+	idx := make([]int, len(t.shape()))
 	for range m {
 		off := 0
 		for d, i := range idx {
-			off += i * t.strides[d]
+			off += i * t.strides()[d]
 		}
 		elems = append(elems, formatScalar(t.dtype, scalarAt(flat, off)))
 		// Advance the multi-index in row-major order.
 		for d := len(idx) - 1; d >= 0; d-- {
 			idx[d]++
-			if idx[d] < t.shape[d] {
+			if idx[d] < t.shape()[d] {
 				break
 			}
 			idx[d] = 0
@@ -107,8 +107,8 @@ type scalar struct {
 // scalarAt reads element i of the 1-D or 0-D view v (i is 0 for 0-D).
 func scalarAt(v *Tensor, i int) scalar {
 	p := 0
-	if len(v.strides) > 0 {
-		p = i * v.strides[0]
+	if len(v.strides()) > 0 {
+		p = i * v.strides()[0]
 	}
 	switch v.dtype {
 	case Bool:
@@ -215,5 +215,5 @@ func formatHalf(v float64, round func(float32) float32) string {
 // GoString returns a Go-syntax-like description of t's dtype and shape, for
 // %#v.
 func (t *Tensor) GoString() string {
-	return fmt.Sprintf("tensor.Tensor{dtype: %v, shape: %v}", t.dtype, t.shape)
+	return fmt.Sprintf("tensor.Tensor{dtype: %v, shape: %v}", t.dtype, t.shape())
 }

@@ -144,10 +144,10 @@ func BroadcastShapes(a, b []int) ([]int, error) {
 // to: new leading dimensions and stretched size-1 dimensions get stride 0.
 func (t *Tensor) broadcastStrides(shape []int) []int {
 	out := make([]int, len(shape))
-	lead := len(shape) - len(t.shape)
-	for i := range t.shape {
-		if t.shape[i] != 1 {
-			out[lead+i] = t.strides[i]
+	lead := len(shape) - len(t.shape())
+	for i := range t.shape() {
+		if t.shape()[i] != 1 {
+			out[lead+i] = t.strides()[i]
 		}
 	}
 	return out

@@ -14,20 +14,20 @@ func Stack(ts []*Tensor, dim int) (*Tensor, error) {
 		return nil, fmt.Errorf("tensor: Stack: no tensors")
 	}
 	first := ts[0]
-	nd := len(first.shape)
-	d, err := checkDim("Stack", dim, nd+1, first.shape)
+	nd := len(first.shape())
+	d, err := checkDim("Stack", dim, nd+1, first.shape())
 	if err != nil {
 		return nil, err
 	}
 	for k, x := range ts {
-		if x.dtype != first.dtype || !equalInts(x.shape, first.shape) {
-			return nil, fmt.Errorf("tensor: Stack: tensor %d is %v%v, tensor 0 is %v%v", k, x.dtype, x.shape, first.dtype, first.shape)
+		if x.dtype != first.dtype || !equalInts(x.shape(), first.shape()) {
+			return nil, fmt.Errorf("tensor: Stack: tensor %d is %v%v, tensor 0 is %v%v", k, x.dtype, x.shape(), first.dtype, first.shape())
 		}
 		if err := x.st.checkLive("Stack"); err != nil {
 			return nil, err
 		}
 	}
-	shape := append(append(cloneInts(first.shape[:d]), len(ts)), first.shape[d:]...)
+	shape := append(append(cloneInts(first.shape()[:d]), len(ts)), first.shape()[d:]...)
 	out := emptyUninit(first.dtype, shape) // every element is written below
 	for k, x := range ts {
 		dst, _ := out.Select(d, k)
@@ -45,35 +45,35 @@ func Cat(ts []*Tensor, dim int) (*Tensor, error) {
 		return nil, fmt.Errorf("tensor: Cat: no tensors")
 	}
 	first := ts[0]
-	d, err := checkDim("Cat", dim, len(first.shape), first.shape)
+	d, err := checkDim("Cat", dim, len(first.shape()), first.shape())
 	if err != nil {
 		return nil, err
 	}
 	total := 0
 	for k, x := range ts {
-		ok := x.dtype == first.dtype && len(x.shape) == len(first.shape)
-		for i := 0; ok && i < len(x.shape); i++ {
-			ok = i == d || x.shape[i] == first.shape[i]
+		ok := x.dtype == first.dtype && len(x.shape()) == len(first.shape())
+		for i := 0; ok && i < len(x.shape()); i++ {
+			ok = i == d || x.shape()[i] == first.shape()[i]
 		}
 		if !ok {
-			return nil, fmt.Errorf("tensor: Cat: tensor %d is %v%v, tensor 0 is %v%v (only dimension %d may differ)", k, x.dtype, x.shape, first.dtype, first.shape, d)
+			return nil, fmt.Errorf("tensor: Cat: tensor %d is %v%v, tensor 0 is %v%v (only dimension %d may differ)", k, x.dtype, x.shape(), first.dtype, first.shape(), d)
 		}
 		if err := x.st.checkLive("Cat"); err != nil {
 			return nil, err
 		}
-		if total > math.MaxInt-x.shape[d] {
+		if total > math.MaxInt-x.shape()[d] {
 			return nil, fmt.Errorf("tensor: Cat: joined dimension overflows")
 		}
-		total += x.shape[d]
+		total += x.shape()[d]
 	}
-	shape := cloneInts(first.shape)
+	shape := cloneInts(first.shape())
 	shape[d] = total
 	out := emptyUninit(first.dtype, shape) // every element is written below
 	at := 0
 	for _, x := range ts {
-		dst, _ := out.Narrow(d, at, x.shape[d])
+		dst, _ := out.Narrow(d, at, x.shape()[d])
 		rawCopy(dst, x)
-		at += x.shape[d]
+		at += x.shape()[d]
 	}
 	return out, nil
 }
@@ -81,11 +81,11 @@ func Cat(ts []*Tensor, dim int) (*Tensor, error) {
 // Unbind returns the views t.Select(dim, i) for every i, like torch.unbind.
 // It returns an error if dim is out of range.
 func (t *Tensor) Unbind(dim int) ([]*Tensor, error) {
-	d, err := checkDim("Unbind", dim, len(t.shape), t.shape)
+	d, err := checkDim("Unbind", dim, len(t.shape()), t.shape())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Tensor, t.shape[d])
+	out := make([]*Tensor, t.shape()[d])
 	for i := range out {
 		out[i], _ = t.Select(d, i)
 	}

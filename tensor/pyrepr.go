@@ -37,8 +37,8 @@ func (t *Tensor) PythonRepr() string {
 	var suffixes []string
 	var body string
 	if t.Numel() == 0 {
-		if len(t.shape) != 1 {
-			suffixes = append(suffixes, "size="+pyTuple(t.shape))
+		if len(t.shape()) != 1 {
+			suffixes = append(suffixes, "size="+pyTuple(t.shape()))
 		}
 		if t.dtype != Float32 {
 			suffixes = append(suffixes, "dtype="+t.dtype.TorchName())
@@ -89,17 +89,17 @@ func pyTuple(s []int) string {
 
 // printed calls fn for every element that printing shows, in order.
 func printed(t *Tensor, summarize bool, fn func(scalar)) {
-	switch len(t.shape) {
+	switch len(t.shape()) {
 	case 0:
 		fn(scalarAt(t, 0))
 		return
 	case 1:
-		for _, i := range shownIndices(t.shape[0], summarize) {
+		for _, i := range shownIndices(t.shape()[0], summarize) {
 			fn(scalarAt(t, i))
 		}
 		return
 	}
-	for _, i := range shownIndices(t.shape[0], summarize) {
+	for _, i := range shownIndices(t.shape()[0], summarize) {
 		s, _ := t.Select(0, i)
 		printed(s, summarize, fn)
 	}
@@ -223,14 +223,14 @@ func (p *printer) value(s scalar) string {
 }
 
 func (p *printer) tensor(t *Tensor, indent int) string {
-	switch len(t.shape) {
+	switch len(t.shape()) {
 	case 0:
 		return p.value(scalarAt(t, 0))
 	case 1:
 		return p.vector(t, indent)
 	}
 	var parts []string
-	n := t.shape[0]
+	n := t.shape()[0]
 	for k, i := range shownIndices(n, p.summarize) {
 		if p.summarize && n > 2*printEdgeItems && k == printEdgeItems {
 			parts = append(parts, "...")
@@ -238,7 +238,7 @@ func (p *printer) tensor(t *Tensor, indent int) string {
 		s, _ := t.Select(0, i)
 		parts = append(parts, p.tensor(s, indent+1))
 	}
-	sep := "," + strings.Repeat("\n", len(t.shape)-1) + strings.Repeat(" ", indent+1)
+	sep := "," + strings.Repeat("\n", len(t.shape())-1) + strings.Repeat(" ", indent+1)
 	return "[" + strings.Join(parts, sep) + "]"
 }
 
@@ -248,7 +248,7 @@ func (p *printer) vector(t *Tensor, indent int) string {
 		elemLen += p.f2.width + 1
 	}
 	perLine := max(1, (printLineWidth-indent)/elemLen)
-	n := t.shape[0]
+	n := t.shape()[0]
 	var data []string
 	for k, i := range shownIndices(n, p.summarize) {
 		if p.summarize && n > 2*printEdgeItems && k == printEdgeItems {

@@ -233,7 +233,7 @@ func (t *Tensor) reduceDims(r reduction, res DType, dims []int, keepDim bool) (*
 	if err := t.st.checkLive(r.name); err != nil {
 		return nil, err
 	}
-	nd := len(t.shape)
+	nd := len(t.shape())
 	reduced := make([]bool, nd)
 	if len(dims) == 0 {
 		for i := range reduced {
@@ -241,7 +241,7 @@ func (t *Tensor) reduceDims(r reduction, res DType, dims []int, keepDim bool) (*
 		}
 	}
 	for _, dim := range dims {
-		d, err := checkDim(r.name, dim, nd, t.shape)
+		d, err := checkDim(r.name, dim, nd, t.shape())
 		if err != nil {
 			return nil, err
 		}
@@ -255,9 +255,9 @@ func (t *Tensor) reduceDims(r reduction, res DType, dims []int, keepDim bool) (*
 	for d := range nd {
 		if !reduced[d] {
 			perm = append(perm, d)
-			outShape = append(outShape, t.shape[d])
-			keepShape = append(keepShape, t.shape[d])
-			outer *= t.shape[d]
+			outShape = append(outShape, t.shape()[d])
+			keepShape = append(keepShape, t.shape()[d])
+			outer *= t.shape()[d]
 		} else {
 			keepShape = append(keepShape, 1)
 		}
@@ -265,11 +265,11 @@ func (t *Tensor) reduceDims(r reduction, res DType, dims []int, keepDim bool) (*
 	for d := range nd {
 		if reduced[d] {
 			perm = append(perm, d)
-			inner *= t.shape[d]
+			inner *= t.shape()[d]
 		}
 	}
 	if inner == 0 && !r.empty && outer > 0 {
-		return nil, fmt.Errorf("tensor: %s: reduction over no elements (shape %v, dimensions %v)", r.name, t.shape, dims)
+		return nil, fmt.Errorf("tensor: %s: reduction over no elements (shape %v, dimensions %v)", r.name, t.shape(), dims)
 	}
 	p, _ := t.Permute(perm...)
 	acc := Float64

@@ -50,7 +50,7 @@ func (t *Tensor) arithScalar(op arithOp, v float64) *Tensor {
 	if x.dtype != comp {
 		x = x.To(comp)
 	}
-	out := Empty(comp, t.shape...)
+	out := Empty(comp, t.shape()...)
 	if comp == Float64 && x.IsContiguous() && op != opDiv {
 		n := out.Numel()
 		dst, src := elems[float64](out)[:n], elems[float64](x)[:n]
@@ -93,7 +93,7 @@ func (t *Tensor) arithScalar(op arithOp, v float64) *Tensor {
 }
 
 func arithScalar1[T number](op arithOp, out, x *Tensor, v T) {
-	arithRows(op, elems[T](out), elems[T](x), []T{v}, x.shape, x.strides, make([]int, len(x.shape)))
+	arithRows(op, elems[T](out), elems[T](x), []T{v}, x.shape(), x.strides(), make([]int, len(x.shape())))
 }
 
 // AddScalarInPlace sets t to t + v, element by element. The result, of the
@@ -123,7 +123,7 @@ func (t *Tensor) arithScalarInPlace(op arithOp, v float64) error {
 		return fmt.Errorf("tensor: %s: result %v of %v tensor and %v cannot be stored in %v tensor", name, res, t.dtype, v, t.dtype)
 	}
 	if t.repeats() {
-		return fmt.Errorf("tensor: %s: tensor of shape %v has strides %v that repeat elements", name, t.shape, t.strides)
+		return fmt.Errorf("tensor: %s: tensor of shape %v has strides %v that repeat elements", name, t.shape(), t.strides())
 	}
 	n := t.Numel()
 	if op == opMul && t.IsContiguous() && (t.dtype == Float32 || t.dtype == Float64) {
@@ -134,26 +134,26 @@ func (t *Tensor) arithScalarInPlace(op arithOp, v float64) error {
 		}
 		return nil
 	}
-	zero := make([]int, len(t.shape))
+	zero := make([]int, len(t.shape()))
 	switch t.dtype {
 	case Uint8:
-		arithInPlaceRows(op, elems[uint8](t), []uint8{uint8(int64(v))}, t.shape, t.strides, zero)
+		arithInPlaceRows(op, elems[uint8](t), []uint8{uint8(int64(v))}, t.shape(), t.strides(), zero)
 	case Int8:
-		arithInPlaceRows(op, elems[int8](t), []int8{int8(int64(v))}, t.shape, t.strides, zero)
+		arithInPlaceRows(op, elems[int8](t), []int8{int8(int64(v))}, t.shape(), t.strides(), zero)
 	case Int16:
-		arithInPlaceRows(op, elems[int16](t), []int16{int16(int64(v))}, t.shape, t.strides, zero)
+		arithInPlaceRows(op, elems[int16](t), []int16{int16(int64(v))}, t.shape(), t.strides(), zero)
 	case Int32:
-		arithInPlaceRows(op, elems[int32](t), []int32{int32(int64(v))}, t.shape, t.strides, zero)
+		arithInPlaceRows(op, elems[int32](t), []int32{int32(int64(v))}, t.shape(), t.strides(), zero)
 	case Int64:
-		arithInPlaceRows(op, elems[int64](t), []int64{int64(v)}, t.shape, t.strides, zero)
+		arithInPlaceRows(op, elems[int64](t), []int64{int64(v)}, t.shape(), t.strides(), zero)
 	case Float32:
-		arithInPlaceRows(op, elems[float32](t), []float32{float32(v)}, t.shape, t.strides, zero)
+		arithInPlaceRows(op, elems[float32](t), []float32{float32(v)}, t.shape(), t.strides(), zero)
 	case Float64:
-		arithInPlaceRows(op, elems[float64](t), []float64{v}, t.shape, t.strides, zero)
+		arithInPlaceRows(op, elems[float64](t), []float64{v}, t.shape(), t.strides(), zero)
 	case Complex64:
-		arithInPlaceRows(op, elems[complex64](t), []complex64{complex(float32(v), 0)}, t.shape, t.strides, zero)
+		arithInPlaceRows(op, elems[complex64](t), []complex64{complex(float32(v), 0)}, t.shape(), t.strides(), zero)
 	case Complex128:
-		arithInPlaceRows(op, elems[complex128](t), []complex128{complex(v, 0)}, t.shape, t.strides, zero)
+		arithInPlaceRows(op, elems[complex128](t), []complex128{complex(v, 0)}, t.shape(), t.strides(), zero)
 	default: // bool and halves: compute in the result dtype, store back
 		return t.storeResult(name, t.arithScalar(op, v))
 	}

@@ -45,6 +45,13 @@ func NBytesOf(dt DType, shape []int) (int, error) {
 // contiguousStrides returns the row-major strides, in elements, of shape.
 func contiguousStrides(shape []int) []int {
 	strides := make([]int, len(shape))
+	fillStrides(strides, shape)
+	return strides
+}
+
+// fillStrides writes the C-contiguous strides of shape into strides (of
+// len(shape)).
+func fillStrides(strides, shape []int) {
 	s := 1
 	for i := len(shape) - 1; i >= 0; i-- {
 		strides[i] = s
@@ -52,7 +59,6 @@ func contiguousStrides(shape []int) []int {
 			s *= shape[i]
 		}
 	}
-	return strides
 }
 
 // equalInts reports whether a and b hold the same values.
@@ -68,31 +74,27 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
+// contiguousDims returns shape and its C-contiguous strides in one slice,
+// as a Tensor holds them.
+func contiguousDims(shape []int) []int {
+	dims := make([]int, 2*len(shape))
+	fillContiguousDims(dims, shape)
+	return dims
+}
+
+// fillContiguousDims writes shape, then its C-contiguous strides, into
+// dims (2*len(shape) ints).
+func fillContiguousDims(dims, shape []int) {
+	n := copy(dims, shape)
+	fillStrides(dims[n:2*n], shape)
+}
+
+// joinDims returns shape and strides in one slice, as a Tensor holds them.
+func joinDims(shape, strides []int) []int {
+	return append(append(make([]int, 0, 2*len(shape)), shape...), strides...)
+}
+
 // cloneInts returns a copy of s that is never nil.
-// shapeAndStrides returns a copy of shape and its contiguous strides, both
-// in one allocation (each capped at its length, so that an append to one
-// never writes into the other).
-func shapeAndStrides(shape []int) (sh, strides []int) {
-	n := len(shape)
-	buf := make([]int, 2*n)
-	sh, strides = buf[:n:n], buf[n:]
-	fillShapeAndStrides(sh, strides, shape)
-	return sh, strides
-}
-
-// fillShapeAndStrides copies shape into sh and writes its C-contiguous
-// strides into strides (both of len(shape)).
-func fillShapeAndStrides(sh, strides, shape []int) {
-	copy(sh, shape)
-	s := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		strides[i] = s
-		if shape[i] > 1 {
-			s *= shape[i]
-		}
-	}
-}
-
 func cloneInts(s []int) []int {
 	return append(make([]int, 0, len(s)), s...)
 }

@@ -15,17 +15,29 @@ import (
 // Expand does.
 //
 // A tensor never changes its shape or strides in place once made: views
-// may share them (see ViewsLike).
+// may share them (see ViewSet).
 //
 // Elements are stored little-endian, in the same bytes torch uses, so a
 // contiguous tensor's Bytes are exactly what Python tensordict writes to a file
 // or sends on the wire.
 type Tensor struct {
-	dtype   DType
-	shape   []int
-	strides []int // in elements
-	offset  int   // in bytes
-	st      *Storage
+	dtype  DType
+	dims   []int // the shape, then the strides (in elements): one slice, for a smaller Tensor
+	offset int   // in bytes
+	st     *Storage
+}
+
+// shape returns t's shape, which the caller must not change.
+func (t *Tensor) shape() []int {
+	n := len(t.dims) / 2
+	return t.dims[:n:n]
+}
+
+// strides returns t's strides, in elements, which the caller must not
+// change.
+func (t *Tensor) strides() []int {
+	n := len(t.dims) / 2
+	return t.dims[n : 2*n : 2*n]
 }
 
 // Empty returns a contiguous tensor of dtype dt and the given shape, zeroed. A
@@ -39,7 +51,7 @@ func Empty(dt DType, shape ...int) *Tensor {
 	if err != nil {
 		panic(err.Error())
 	}
-	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: NewStorage(nb)}
+	return &Tensor{dtype: dt, dims: contiguousDims(shape), st: NewStorage(nb)}
 }
 
 // emptyUninit is Empty without the zeroing: the caller writes every
@@ -49,7 +61,7 @@ func emptyUninit(dt DType, shape []int) *Tensor {
 	if err != nil {
 		panic(err.Error())
 	}
-	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: StorageOf(mem.AllocUninit(nb))}
+	return &Tensor{dtype: dt, dims: contiguousDims(shape), st: StorageOf(mem.AllocUninit(nb))}
 }
 
 // Zeros returns a contiguous tensor of zeros. It panics like Empty.
@@ -95,14 +107,13 @@ func FromStorageInto(t *Tensor, dims []int, dt DType, st *Storage, off int, shap
 			return fmt.Errorf("tensor: FromStorage: %w", err)
 		}
 	}
-	var sh, strides []int
 	if n := len(shape); n > 0 && len(dims) == 2*n {
-		sh, strides = dims[:n:n], dims[n:2*n:2*n]
-		fillShapeAndStrides(sh, strides, shape)
+		dims = dims[: 2*n : 2*n]
+		fillContiguousDims(dims, shape)
 	} else {
-		sh, strides = shapeAndStrides(shape)
+		dims = contiguousDims(shape)
 	}
-	*t = Tensor{dtype: dt, shape: sh, strides: strides, offset: off, st: st}
+	*t = Tensor{dtype: dt, dims: dims, offset: off, st: st}
 	return nil
 }
 
@@ -147,7 +158,7 @@ func FromSlice[T Elem](data []T, shape ...int) (*Tensor, error) {
 		return nil, fmt.Errorf("tensor: FromSlice: shape %v has %d elements, data has %d", shape, n, len(data))
 	}
 	dt := DTypeOf[T]()
-	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: contiguousStrides(shape), st: StorageOf(asBytes(data))}, nil
+	return &Tensor{dtype: dt, dims: contiguousDims(shape), st: StorageOf(asBytes(data))}, nil
 }
 
 // Data returns the elements of t as a []T that shares t's memory. t must be
@@ -176,22 +187,22 @@ func align(dt DType) int {
 func (t *Tensor) DType() DType { return t.dtype }
 
 // Shape returns a copy of t's shape.
-func (t *Tensor) Shape() []int { return cloneInts(t.shape) }
+func (t *Tensor) Shape() []int { return cloneInts(t.shape()) }
 
 // Strides returns a copy of t's strides, counted in elements.
-func (t *Tensor) Strides() []int { return cloneInts(t.strides) }
+func (t *Tensor) Strides() []int { return cloneInts(t.strides()) }
 
 // Dim returns the number of dimensions of t.
-func (t *Tensor) Dim() int { return len(t.shape) }
+func (t *Tensor) Dim() int { return len(t.shape()) }
 
 // Size returns the length of dimension i; negative i counts from the end.
 // It panics if i is out of range.
-func (t *Tensor) Size(i int) int { return t.shape[t.normDim(i)] }
+func (t *Tensor) Size(i int) int { return t.shape()[t.normDim(i)] }
 
 // Numel returns the number of elements of t.
 func (t *Tensor) Numel() int {
 	n := 1
-	for _, d := range t.shape {
+	for _, d := range t.shape() {
 		n *= d
 	}
 	return n
@@ -210,10 +221,10 @@ func (t *Tensor) Offset() int { return t.offset }
 // range (a programming error).
 func (t *Tensor) normDim(i int) int {
 	if i < 0 {
-		i += len(t.shape)
+		i += len(t.shape())
 	}
-	if i < 0 || i >= len(t.shape) {
-		panic(fmt.Sprintf("tensor: dimension %d out of range for shape %v", i, t.shape))
+	if i < 0 || i >= len(t.shape()) {
+		panic(fmt.Sprintf("tensor: dimension %d out of range for shape %v", i, t.shape()))
 	}
 	return i
 }
@@ -222,17 +233,17 @@ func (t *Tensor) normDim(i int) int {
 // gaps or repeats, so that Bytes can return them in place.
 func (t *Tensor) IsContiguous() bool {
 	expect := 1
-	for i := len(t.shape) - 1; i >= 0; i-- {
-		if t.shape[i] == 1 {
+	for i := len(t.shape()) - 1; i >= 0; i-- {
+		if t.shape()[i] == 1 {
 			continue
 		}
-		if t.shape[i] == 0 {
+		if t.shape()[i] == 0 {
 			return true
 		}
-		if t.strides[i] != expect {
+		if t.strides()[i] != expect {
 			return false
 		}
-		expect *= t.shape[i]
+		expect *= t.shape()[i]
 	}
 	return true
 }
@@ -245,7 +256,7 @@ func (t *Tensor) Bytes() ([]byte, error) {
 		return nil, err
 	}
 	if !t.IsContiguous() {
-		return nil, fmt.Errorf("tensor: Bytes: %v tensor of shape %v is not contiguous (strides %v); call Contiguous first", t.dtype, t.shape, t.strides)
+		return nil, fmt.Errorf("tensor: Bytes: %v tensor of shape %v is not contiguous (strides %v); call Contiguous first", t.dtype, t.shape(), t.strides())
 	}
 	nb := t.NBytes()
 	if nb == 0 {
@@ -266,7 +277,7 @@ func (t *Tensor) Contiguous() *Tensor {
 // Clone returns a contiguous copy of t in new heap storage. It panics if t's
 // storage was released.
 func (t *Tensor) Clone() *Tensor {
-	out := emptyUninit(t.dtype, t.shape)
+	out := emptyUninit(t.dtype, t.shape())
 	rawCopy(out, t)
 	return out
 }
@@ -277,7 +288,7 @@ func (t *Tensor) Clone() *Tensor {
 // repeat elements (no expanded dimensions). It returns an error if src does
 // not broadcast to t's shape, t repeats elements or a storage was released.
 func (t *Tensor) CopyFrom(src *Tensor) error {
-	s, err := prepareSource("CopyFrom", t, src, t.shape)
+	s, err := prepareSource("CopyFrom", t, src, t.shape())
 	if err != nil {
 		return err
 	}
@@ -288,8 +299,8 @@ func (t *Tensor) CopyFrom(src *Tensor) error {
 // repeats reports whether some element of t is reached by two indices
 // (a stride-0 dimension of size above 1).
 func (t *Tensor) repeats() bool {
-	for i, s := range t.strides {
-		if s == 0 && t.shape[i] > 1 {
+	for i, s := range t.strides() {
+		if s == 0 && t.shape()[i] > 1 {
 			return true
 		}
 	}
@@ -301,12 +312,11 @@ func (t *Tensor) repeats() bool {
 // A size of -1 keeps that dimension. The result is not contiguous unless no
 // dimension grew.
 func (t *Tensor) Expand(shape ...int) (*Tensor, error) {
-	if len(shape) < len(t.shape) {
-		return nil, fmt.Errorf("tensor: Expand: shape %v has fewer dimensions than tensor shape %v", shape, t.shape)
+	if len(shape) < len(t.shape()) {
+		return nil, fmt.Errorf("tensor: Expand: shape %v has fewer dimensions than tensor shape %v", shape, t.shape())
 	}
-	lead := len(shape) - len(t.shape)
-	outShape := make([]int, len(shape))
-	outStrides := make([]int, len(shape))
+	lead := len(shape) - len(t.shape())
+	dims, outShape, outStrides := newDims(len(shape))
 	for i, s := range shape {
 		if i < lead {
 			if s < 0 {
@@ -315,17 +325,17 @@ func (t *Tensor) Expand(shape ...int) (*Tensor, error) {
 			outShape[i], outStrides[i] = s, 0
 			continue
 		}
-		cur := t.shape[i-lead]
+		cur := t.shape()[i-lead]
 		switch {
 		case s == -1 || s == cur:
-			outShape[i], outStrides[i] = cur, t.strides[i-lead]
+			outShape[i], outStrides[i] = cur, t.strides()[i-lead]
 		case cur == 1 && s >= 0:
 			outShape[i], outStrides[i] = s, 0
 		default:
-			return nil, fmt.Errorf("tensor: Expand: cannot expand shape %v to %v (dimension %d is %d, not 1)", t.shape, shape, i, cur)
+			return nil, fmt.Errorf("tensor: Expand: cannot expand shape %v to %v (dimension %d is %d, not 1)", t.shape(), shape, i, cur)
 		}
 	}
-	return &Tensor{dtype: t.dtype, shape: outShape, strides: outStrides, offset: t.offset, st: t.st}, nil
+	return t.viewDims(dims, t.offset), nil
 }
 
 // Reshape returns a tensor with the same elements in row-major order and the
@@ -356,8 +366,8 @@ func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
 		}
 		shape[infer] = n / known
 	} else if known != n {
-		return nil, fmt.Errorf("tensor: Reshape: shape %v has %d elements, tensor %v has %d", shape, known, t.shape, n)
+		return nil, fmt.Errorf("tensor: Reshape: shape %v has %d elements, tensor %v has %d", shape, known, t.shape(), n)
 	}
 	src := t.Contiguous()
-	return &Tensor{dtype: t.dtype, shape: shape, strides: contiguousStrides(shape), offset: src.offset, st: src.st}, nil
+	return &Tensor{dtype: t.dtype, dims: contiguousDims(shape), offset: src.offset, st: src.st}, nil
 }

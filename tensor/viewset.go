@@ -28,11 +28,11 @@ func NewViewSet(like []Tensor) (*ViewSet, error) {
 	for i := range v.like {
 		l := &v.like[i]
 		if !l.IsContiguous() {
-			return nil, fmt.Errorf("tensor: NewViewSet: tensor %d of shape %v has strides %v: not contiguous", i, l.shape, l.strides)
+			return nil, fmt.Errorf("tensor: NewViewSet: tensor %d of shape %v has strides %v: not contiguous", i, l.shape(), l.strides())
 		}
 		a := align(l.dtype)
 		if l.offset < 0 || l.offset%a != 0 {
-			return nil, fmt.Errorf("tensor: NewViewSet: tensor %d, %v%v, at offset %d: not a multiple of %d", i, l.dtype, l.shape, l.offset, a)
+			return nil, fmt.Errorf("tensor: NewViewSet: tensor %d, %v%v, at offset %d: not a multiple of %d", i, l.dtype, l.shape(), l.offset, a)
 		}
 		v.need = max(v.need, l.offset+l.NBytes())
 		v.align = max(v.align, a)

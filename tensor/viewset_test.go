@@ -38,7 +38,7 @@ func TestViewSetOver(t *testing.T) {
 			require.Equal(t, like[i].Shape(), dst[i].Shape())
 			require.Equal(t, like[i].Offset(), dst[i].Offset())
 			require.Equal(t, like[i].DType(), dst[i].DType())
-			require.Same(t, &like[i].shape[0], &dst[i].shape[0], "shape shared, not copied")
+			require.Same(t, &like[i].shape()[0], &dst[i].shape()[0], "shape shared, not copied")
 		}
 		require.Equal(t, 2.0, dst[1].Sum(), "bools read from the new storage")
 		got, err := Data[float64](&dst[0])

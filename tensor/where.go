@@ -14,7 +14,7 @@ func Where(cond, x, y *Tensor) (*Tensor, error) {
 	ins := []*Tensor{cond, x, y}
 	shape := []int{}
 	for _, a := range ins {
-		s, ok := broadcastShapes(shape, a.shape)
+		s, ok := broadcastShapes(shape, a.shape())
 		if !ok {
 			return nil, fmt.Errorf("tensor: Where: shapes %v do not broadcast", shapesOf(ins))
 		}
@@ -50,8 +50,8 @@ func Where(cond, x, y *Tensor) (*Tensor, error) {
 // broadcast to out's shape; T is any type of the element size.
 func whereKernel[T any](out, cond, x, y *Tensor) {
 	o, c, a, b := rawElems[T](out), elems[bool](cond), rawElems[T](x), rawElems[T](y)
-	strides := [][]int{out.strides, cond.broadcastStrides(out.shape), x.broadcastStrides(out.shape), y.broadcastStrides(out.shape)}
-	forRows(out.shape, strides, func(p []int, n int, s []int) {
+	strides := [][]int{out.strides(), cond.broadcastStrides(out.shape()), x.broadcastStrides(out.shape()), y.broadcastStrides(out.shape())}
+	forRows(out.shape(), strides, func(p []int, n int, s []int) {
 		i, j, k, l := p[0], p[1], p[2], p[3]
 		for range n {
 			if c[j] {
@@ -76,7 +76,7 @@ func (t *Tensor) MaskedFill(mask *Tensor, v float64) (*Tensor, error) {
 	}
 	r, err := Where(mask, Full(t.dtype, v), t)
 	if err != nil {
-		return nil, fmt.Errorf("tensor: MaskedFill: mask shape %v and tensor shape %v do not broadcast", mask.shape, t.shape)
+		return nil, fmt.Errorf("tensor: MaskedFill: mask shape %v and tensor shape %v do not broadcast", mask.shape(), t.shape())
 	}
 	return r, nil
 }
@@ -84,8 +84,8 @@ func (t *Tensor) MaskedFill(mask *Tensor, v float64) (*Tensor, error) {
 // MaskedFillInPlace sets the elements of t where mask is true to v, like
 // torch's masked_fill_; mask must broadcast to t's shape.
 func (t *Tensor) MaskedFillInPlace(mask *Tensor, v float64) error {
-	if s, ok := broadcastShapes(t.shape, mask.shape); !ok || !equalInts(s, t.shape) {
-		return fmt.Errorf("tensor: MaskedFillInPlace: mask shape %v does not broadcast to %v", mask.shape, t.shape)
+	if s, ok := broadcastShapes(t.shape(), mask.shape()); !ok || !equalInts(s, t.shape()) {
+		return fmt.Errorf("tensor: MaskedFillInPlace: mask shape %v does not broadcast to %v", mask.shape(), t.shape())
 	}
 	return t.store("MaskedFillInPlace")(t.MaskedFill(mask, v))
 }
