@@ -259,11 +259,19 @@ func TestSoak(t *testing.T) {
 	// (test-tcp), whose transport keeps free lists of its own, the second
 	// half grew 3-17 MiB on each rank of six runs alone (three of session
 	// 9's code, three of session 10's, alike) and 23 MiB once within a full
-	// make test, its Go heap flat.
+	// make test, its Go heap flat. It settles: 160,000 operations over TCP
+	// (session 11) grew 80 -> 98 -> 106 MiB at 10%, 50% and the end, 18 MiB
+	// over the first 40% and 8 over the last 50%. So a second half that
+	// grew more than the margin passes if it grew at most 3/4 as fast per
+	// operation as the span before it: a leak grows at a steady rate.
 	assert.LessOrEqual(t, end.heap, warm.heap+warm.heap/10+1<<20,
 		"Go heap in use grew from %d KiB after warm-up to %d KiB at the end", warm.heap>>10, end.heap>>10)
-	assert.LessOrEqual(t, end.rss, mid.rss+mid.rss/10+20<<10,
-		"VmRSS grew from %d KiB half-way to %d KiB at the end (%d KiB after warm-up)", mid.rss, end.rss, warm.rss)
+	first, second := mid.rss-warm.rss, end.rss-mid.rss // over 40% and 50% of the operations
+	settling := 4*second*4 <= 3*first*5
+	if end.rss > mid.rss+mid.rss/10+20<<10 && !settling {
+		t.Errorf("VmRSS grew from %d KiB half-way to %d KiB at the end, beyond the margin and at over 3/4 of its rate per operation since warm-up (%d KiB)",
+			mid.rss, end.rss, warm.rss)
+	}
 }
 
 // soakOp runs operation it of instance in on g and records the outcome.
