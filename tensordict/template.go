@@ -5,8 +5,10 @@ package tensordict
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
@@ -18,7 +20,10 @@ import (
 // the decoded metadata checks every leaf again and inserts every entry;
 // the tree is instead made once, as a template over a zeroed storage of
 // its own, and each receive copies it: its nodes, entries and tensors in
-// three allocations, the tensors' shapes and strides and the nodes' name
+// one allocation (a struct type made for the template with reflect, so
+// that the collector knows its pointers; one object, not three, is less
+// work for the allocator and the collector), the tensors' shapes and
+// strides and the nodes' name
 // indexes shared with the template (copied on a node's first change, see
 // ownIndex), the non-tensor values copied. A tensor.ViewSet checks the
 // leaves' layout once, and each new storage as FromStorage would.
@@ -41,6 +46,10 @@ type treeTemplate struct {
 	entries []entry
 	refs    []int
 	views   *tensor.ViewSet
+	// block is the type of a copy's memory: its nodes, entries and
+	// tensors in one allocation, at offsets 0, entriesAt and viewsAt.
+	block              reflect.Type
+	entriesAt, viewsAt uintptr
 	// plain: every non-tensor value of the tree is a scalar, so a copy
 	// whose nodes are unedited has the template's metadata.
 	plain bool
@@ -71,6 +80,12 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 	}
 	tp := &treeTemplate{root: root, stLen: stLen, nodes: nodes, entries: entries, refs: make([]int, len(entries)), views: vs,
 		plain: plainValues(&nodes[0].td)}
+	tp.block = reflect.StructOf([]reflect.StructField{
+		{Name: "Nodes", Type: reflect.ArrayOf(len(nodes), reflect.TypeFor[builtNode]())},
+		{Name: "Entries", Type: reflect.ArrayOf(len(entries), reflect.TypeFor[entry]())},
+		{Name: "Views", Type: reflect.ArrayOf(len(views), reflect.TypeFor[tensor.Tensor]())},
+	})
+	tp.entriesAt, tp.viewsAt = tp.block.Field(1).Offset, tp.block.Field(2).Offset
 	viewAt := make(map[*tensor.Tensor]int, len(views))
 	for i := range views {
 		viewAt[&views[i]] = i
@@ -101,15 +116,16 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 // instantiate returns a copy of tp's tree over st, a storage of tp.stLen
 // bytes, as buildFromMeta and cloneNonTensors would make it.
 func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
-	views := make([]tensor.Tensor, tp.views.Len())
+	block := reflect.New(tp.block).UnsafePointer()
+	nodes := unsafe.Slice((*builtNode)(block), len(tp.nodes))
+	entries := unsafe.Slice((*entry)(unsafe.Add(block, tp.entriesAt)), len(tp.entries))
+	views := unsafe.Slice((*tensor.Tensor)(unsafe.Add(block, tp.viewsAt)), tp.views.Len())
 	if err := tp.views.Over(views, st); err != nil {
 		return nil, err
 	}
 	if st.Len() != tp.stLen {
 		return nil, fmt.Errorf("tensordict: template for %d bytes used for a storage of %d (a bug)", tp.stLen, st.Len())
 	}
-	nodes := make([]builtNode, len(tp.nodes))
-	entries := make([]entry, len(tp.entries))
 	copy(entries, tp.entries)
 	for i := range entries {
 		switch e := &entries[i]; e.kind {
