@@ -20,13 +20,13 @@ import (
 // the decoded metadata checks every leaf again and inserts every entry;
 // the tree is instead made once, as a template over a zeroed storage of
 // its own, and each receive copies it: its nodes, entries and tensors in
-// one allocation (a struct type made for the template with reflect, so
-// that the collector knows its pointers; one object, not three, is less
+// one allocation (of a struct type made for the template with reflect, so
+// that the collector knows its pointers: one object, not three, is less
 // work for the allocator and the collector), the tensors' shapes and
-// strides and the nodes' name
-// indexes shared with the template (copied on a node's first change, see
-// ownIndex), the non-tensor values copied. A tensor.ViewSet checks the
-// leaves' layout once, and each new storage as FromStorage would.
+// strides and the nodes' name indexes shared with the template (copied on
+// a node's first change, see ownIndex), the non-tensor values copied. A
+// tensor.ViewSet checks the leaves' layout once, and each new storage as
+// FromStorage would.
 
 // templateMaxBytes is the largest storage a template is made for: it holds
 // a zeroed storage of that size, and above it building costs little next
@@ -117,9 +117,9 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 // bytes, as buildFromMeta and cloneNonTensors would make it.
 func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
 	block := reflect.New(tp.block).UnsafePointer()
-	nodes := unsafe.Slice((*builtNode)(block), len(tp.nodes))
-	entries := unsafe.Slice((*entry)(unsafe.Add(block, tp.entriesAt)), len(tp.entries))
-	views := unsafe.Slice((*tensor.Tensor)(unsafe.Add(block, tp.viewsAt)), tp.views.Len())
+	nodes := blockPart[builtNode](block, 0, len(tp.nodes))
+	entries := blockPart[entry](block, tp.entriesAt, len(tp.entries))
+	views := blockPart[tensor.Tensor](block, tp.viewsAt, tp.views.Len())
 	if err := tp.views.Over(views, st); err != nil {
 		return nil, err
 	}
@@ -152,6 +152,15 @@ func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
 	}
 	nodes[0].td.tmpl = tp
 	return &nodes[0].td, nil
+}
+
+// blockPart returns the n values of type T at offset off of block, a copy's
+// memory (nil for none: an offset at the block's end points past it).
+func blockPart[T any](block unsafe.Pointer, off uintptr, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Add(block, off)), n)
 }
 
 // templateEncoding returns the encoding td's first InitRemote sends when

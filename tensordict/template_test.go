@@ -76,6 +76,29 @@ func TestTemplateSameAsBuild(t *testing.T) {
 	assert.True(t, mustTD(t, got, K("dtypes")).sharedIndex, "a node of %d entries shares the template's index", len(mustTD(t, got, K("dtypes")).entries))
 }
 
+// A tree without tensor leaves (non-tensor values and empty nodes), and
+// an empty one, are copied too: the parts of a copy's memory that hold no
+// value are empty (go test -race checks the pointer arithmetic).
+func TestTemplateWithoutTensors(t *testing.T) {
+	noLeaves := New(2)
+	require.NoError(t, noLeaves.SetNonTensor(K("note"), "x"))
+	require.NoError(t, noLeaves.SetTD(K("empty"), New(2)))
+	for _, td := range []*TensorDict{noLeaves, New()} {
+		c, err := td.Consolidate()
+		require.NoError(t, err)
+		meta, err := c.ConsolidatedMetadata()
+		require.NoError(t, err)
+		st := c.ConsolidatedStorage()
+		root, _, err := codec.Decode(meta, st.Len(), codec.DefaultLimits())
+		require.NoError(t, err)
+		want, err := buildFromMeta(root, st)
+		require.NoError(t, err)
+		tp, err := newTemplate(root, st.Len())
+		require.NoError(t, err)
+		requireSameTD(t, want, mustInstantiate(t, tp, storageCopy(t, st)))
+	}
+}
+
 // Changing a copy (its entries, its index, its non-tensor values, its
 // tensors' bytes) changes neither the template nor the other copies.
 func TestTemplateCopiesAreIndependent(t *testing.T) {
