@@ -134,6 +134,29 @@ func misuseFile(dir, kind string, r int) string {
 	return filepath.Join(dir, fmt.Sprintf("%s-%d", kind, r))
 }
 
+// misuseFiles describes the files the np helpers of job j wrote (what
+// each did, and when, counted from start) and what each wrote to its
+// stderr so far: what a job that did not end shows of itself.
+func misuseFiles(j *job, np int, start time.Time) string {
+	var b strings.Builder
+	for r := range np {
+		if log := j.rankLog(r); log != "" {
+			fmt.Fprintf(&b, "rank %d: stderr: %s\n", r, log)
+		}
+		for _, kind := range []string{"result", "finalize-start", "finalize"} {
+			path := misuseFile(j.dir, kind, r)
+			fi, err := os.Stat(path)
+			if err != nil {
+				fmt.Fprintf(&b, "rank %d: no %s\n", r, kind)
+				continue
+			}
+			data, _ := os.ReadFile(path)
+			fmt.Fprintf(&b, "rank %d: %s at %v: %s\n", r, kind, fi.ModTime().Sub(start).Round(time.Millisecond), data)
+		}
+	}
+	return b.String()
+}
+
 // writeAtomic writes b to path through a rename, so that a reader never
 // sees a partial file.
 func writeAtomic(path string, b []byte) error {
@@ -348,8 +371,15 @@ func TestMisusedCollectives(t *testing.T) {
 				start := time.Now()
 				j := startMisuseJob(t, bin, np, envCase+"="+c.name)
 				if !j.wait(misuseJobLimit) {
-					// The cleanup of startJob kills the job's process group.
-					require.Fail(t, "the job did not end", "still running after %v; mpirun:\n%s", misuseJobLimit, j.out.String())
+					if !j.ranksEnded() {
+						// The cleanup of startJob kills the job's process group.
+						require.Fail(t, "the job did not end", "still running after %v; mpirun:\n%s\nthe ranks' files:\n%s",
+							misuseJobLimit, j.out.String(), misuseFiles(j, np, start))
+					}
+					// Every rank ended: the launcher hangs in its own abort.
+					t.Logf("the ranks ended, the launcher (pid %d) still ran after %v: killed; the ranks' files:\n%s",
+						j.cmd.Process.Pid, misuseJobLimit, misuseFiles(j, np, start))
+					j.kill()
 				}
 				total := j.end.Sub(start)
 				left := leftovers(bin, 5*time.Second)

@@ -137,6 +137,40 @@ func (j *job) start(t *testing.T, limit time.Duration, after func()) {
 	})
 }
 
+// ranksEnded reports whether every process j's launcher started has
+// exited (gone, or a zombie the launcher has not reaped): what tells a
+// launcher that hangs after its ranks ended from ranks that hang. Open
+// MPI 4.1's mpirun sometimes does, in futex waits, as it aborts a job one
+// of whose ranks exited with an error while another was in MPI_Finalize.
+func (j *job) ranksEnded() bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(j.cmd.Process.Pid) {
+			continue
+		}
+		if f[0] != "Z" && f[0] != "X" {
+			return false
+		}
+	}
+	return true
+}
+
+// kill kills j's process group and waits for the launcher to end.
+func (j *job) kill() {
+	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+	<-j.done
+}
+
 // wait waits at most d for the job to end and reports whether it did.
 func (j *job) wait(d time.Duration) bool {
 	select {
@@ -184,5 +218,24 @@ func leftovers(bin string, d time.Duration) []string {
 			return pids
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestJobRanksEnded checks ranksEnded on launchers that do not reap their
+// children (a shell that execs into sleep): ended when the children are
+// zombies, not while one runs.
+func TestJobRanksEnded(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		ended  bool
+	}{
+		{"sleep 0.1 & sleep 0.1 & exec sleep 30", true},
+		{"sleep 0.1 & sleep 30 & exec sleep 30", false},
+	} {
+		j := &job{cmd: exec.Command("sh", "-c", c.script), done: make(chan struct{})}
+		j.start(t, time.Minute, nil)
+		time.Sleep(time.Second)
+		require.Equal(t, c.ended, j.ranksEnded(), "%s", c.script)
+		j.kill()
 	}
 }
