@@ -44,6 +44,31 @@ func putBcastPrefix(first []byte, frameLen int, more bool) {
 	}
 }
 
+// bcastMessageLen is the length of the messages that start a broadcast of
+// a frame of frameLen bytes: the first message (bcastFirst bytes, the
+// prefix and the frame or its first part), then the rest of the frame.
+func bcastMessageLen(frameLen int) int { return max(bcastPrefix+frameLen, bcastFirst) }
+
+// bcastFrameMessage writes into msg (bcastMessageLen bytes for the frame)
+// the messages that start a broadcast of the frame of h, class, meta and
+// inline storage (wire.AppendFrame): the prefix, the frame, zeros after a
+// frame shorter than the first message. more says that messages follow
+// (the frame's rest, or a separate storage). It returns msg.
+func bcastFrameMessage(msg []byte, h *wire.Header, class string, meta, inline []byte, more bool) []byte {
+	frameLen := wire.Size + len(class) + len(meta) + len(inline)
+	startBcastMessage(msg, frameLen, more)
+	wire.AppendFrame(msg[bcastPrefix:bcastPrefix], h, class, meta, inline)
+	return msg
+}
+
+// startBcastMessage writes into msg (bcastMessageLen bytes) the prefix of
+// the messages that start a broadcast of a frame of frameLen bytes, and
+// zeros after where the frame goes; more is as for bcastFrameMessage.
+func startBcastMessage(msg []byte, frameLen int, more bool) {
+	putBcastPrefix(msg, frameLen, more || bcastPrefix+frameLen > bcastFirst)
+	clear(msg[bcastPrefix+frameLen:])
+}
+
 // parseBcastFirst reads a first message: a *PeerError naming src when the
 // source failed, else the frame's length and whether more messages follow.
 func parseBcastFirst(op string, src int, first []byte) (frameLen uint64, more bool, err error) {
@@ -153,23 +178,20 @@ func (td *TensorDict) broadcast(src int, out **TensorDict) func(cl *coll) error 
 
 // bcastSend is Broadcast on the source rank.
 func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
-	first := make([]byte, bcastFirst)
-	tdc, frame, storage, err := bcastFrame(cl, td)
+	tdc, msg, storage, err := bcastFrame(cl, td)
 	if err != nil {
 		// Tell the receivers, which are waiting for the first message.
+		first := make([]byte, bcastFirst)
 		putBcastFailed(first, err)
 		if berr := xfer.Bcast(cl.Step, first, cl.rank); berr != nil {
 			return nil, cl.errorf("%w (and telling the other ranks failed: %v)", err, berr)
 		}
 		return nil, cl.wrap(err)
 	}
-	more := len(frame) > bcastFirst-bcastPrefix || len(storage) > 0
-	putBcastPrefix(first, len(frame), more)
-	n := copy(first[bcastPrefix:], frame)
-	if err := xfer.Bcast(cl.Step, first, cl.rank); err != nil {
+	if err := xfer.Bcast(cl.Step, msg[:bcastFirst], cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the header: %w", err)
 	}
-	if !more {
+	if len(msg) == bcastFirst && storage == nil {
 		return tdc, nil
 	}
 	if err := cl.agree(cl.ready()); err != nil {
@@ -178,7 +200,7 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 	if cl.deferSteps {
 		cl.Deferred = new(xfer.Deferred) // IBroadcast: the rest is left to Wait
 	}
-	if err := cl.BcastChunks(frame[n:], cl.rank); err != nil {
+	if err := cl.BcastChunks(msg[bcastFirst:], cl.rank); err != nil {
 		return nil, cl.errorf("broadcasting the metadata: %w", err)
 	}
 	if err := cl.BcastChunks(storage, cl.rank); err != nil {
@@ -187,10 +209,11 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 	return tdc, nil
 }
 
-// bcastFrame consolidates td and encodes its frame: the header, class name
-// and metadata, with the storage inline when all of it fits in the first
-// message. It returns the storage to send separately, or nil.
-func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, frame, storage []byte, err error) {
+// bcastFrame consolidates td and lays out its frame (the header, class
+// name and metadata, with the storage inline when all of it fits in the
+// first message) in the messages that start the broadcast (see
+// bcastFrameMessage). It returns the storage to send separately, or nil.
+func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, msg, storage []byte, err error) {
 	if td == nil {
 		return nil, nil, nil, fmt.Errorf("nil tensordict on the source rank")
 	}
@@ -226,8 +249,10 @@ func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, frame, storage []byt
 		}
 		storage = st
 	}
-	frame = wire.AppendFrame(make([]byte, 0, wire.Size+len(class)+len(meta)+len(inline)), &h, class, meta, inline)
-	return tdc, frame, storage, nil
+	// Not a buffer of xfer.MsgBuf: IBroadcast broadcasts the rest of the
+	// frame after this call returns.
+	msg = bcastFrameMessage(make([]byte, bcastMessageLen(wire.Size+len(class)+len(meta)+len(inline))), &h, class, meta, inline, storage != nil)
+	return tdc, msg, storage, nil
 }
 
 // countLeaves returns the number of tensor leaves of td.

@@ -111,9 +111,7 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 	if err := h.Check(senderLimits); err != nil {
 		return nil, nil, err
 	}
-	frameLen := wire.Size + int(h.Body())
-	msg = bcastMessage(frameLen, true)
-	wire.AppendFrame(msg[bcastPrefix:bcastPrefix], &h, sp.class, sp.meta, nil)
+	msg = bcastFrameMessage(xfer.MsgBuf(bcastMessageLen(wire.Size+int(h.Body()))), &h, sp.class, sp.meta, nil, true)
 	// The storage may be a mapping of a file another process truncated:
 	// checked before MPI reads it in C.
 	if payload, err = sp.bytes(); err == nil {
@@ -123,13 +121,11 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 }
 
 // bcastMessage returns a buffer from xfer.MsgBuf for the messages that
-// start a broadcast of a frame of frameLen bytes: at least bcastFirst
-// bytes, its prefix written, the frame to be written after it, and zeros
-// after the frame.
+// start a broadcast of a frame of frameLen bytes (startBcastMessage), for
+// the caller to write the frame after the prefix.
 func bcastMessage(frameLen int, more bool) []byte {
-	msg := xfer.MsgBuf(max(bcastPrefix+frameLen, bcastFirst))
-	putBcastPrefix(msg, frameLen, more)
-	clear(msg[bcastPrefix+frameLen:])
+	msg := xfer.MsgBuf(bcastMessageLen(frameLen))
+	startBcastMessage(msg, frameLen, more)
 	return msg
 }
 
