@@ -95,9 +95,13 @@ func (c *callCount) leave() { c.n.Add(-1) }
 
 // closeCalls closes the gate and reports true if no call is in
 // progress; the caller then opens it with openCalls. Otherwise it leaves
-// the gate open and reports false.
+// the gate open and reports false, as it does at once when the gate is
+// closed already (a Finalize runs, or another check): Busy never waits
+// behind an MPI_Finalize.
 func closeCalls() bool {
-	calls.mu.Lock()
+	if !calls.mu.TryLock() {
+		return false
+	}
 	calls.closing.Store(true)
 	for _, c := range calls.all {
 		if c.n.Load() != 0 {

@@ -10,20 +10,21 @@ import (
 // not t.Dim() or an index is out of range: indexing is the caller's
 // arithmetic, not data.
 func (t *Tensor) elemOffset(op string, idx []int) int {
-	if len(idx) != len(t.shape()) {
-		panic(fmt.Sprintf("tensor: %s: %d indices %v for shape %v", op, len(idx), idx, t.shape()))
+	shape, strides := t.shape(), t.strides()
+	if len(idx) != len(shape) {
+		panic(fmt.Sprintf("tensor: %s: %d indices %v for shape %v", op, len(idx), idx, shape))
 	}
 	off := 0
 	for k, i := range idx {
-		n := t.shape()[k]
+		n := shape[k]
 		j := i
 		if j < 0 {
 			j += n
 		}
 		if j < 0 || j >= n {
-			panic(fmt.Sprintf("tensor: %s: index %v out of range for shape %v", op, idx, t.shape()))
+			panic(fmt.Sprintf("tensor: %s: index %v out of range for shape %v", op, idx, shape))
 		}
-		off += j * t.strides()[k]
+		off += j * strides[k]
 	}
 	return t.offset + off*t.dtype.Size()
 }

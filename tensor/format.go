@@ -79,17 +79,18 @@ func (t *Tensor) FormatElements(n int) (elems []string, more bool) {
 	elems = make([]string, 0, m)
 	// flat reads element i of t's storage, counted from t's offset.
 	flat := &Tensor{dtype: t.dtype, dims: []int{total, 1}, offset: t.offset, st: t.st}
-	idx := make([]int, len(t.shape()))
+	shape, strides := t.shape(), t.strides()
+	idx := make([]int, len(shape))
 	for range m {
 		off := 0
 		for d, i := range idx {
-			off += i * t.strides()[d]
+			off += i * strides[d]
 		}
 		elems = append(elems, formatScalar(t.dtype, scalarAt(flat, off)))
 		// Advance the multi-index in row-major order.
 		for d := len(idx) - 1; d >= 0; d-- {
 			idx[d]++
-			if idx[d] < t.shape()[d] {
+			if idx[d] < shape[d] {
 				break
 			}
 			idx[d] = 0

@@ -33,17 +33,6 @@ func putBcastFailed(first []byte, err error) {
 	copy(first[bcastPrefix:bcastPrefix+maxReportedError], err.Error())
 }
 
-// putBcastPrefix writes the prefix of a first message that holds the start
-// of a frame of frameLen bytes, and whether more messages follow.
-func putBcastPrefix(first []byte, frameLen int, more bool) {
-	binary.LittleEndian.PutUint64(first, 0)
-	binary.LittleEndian.PutUint64(first[8:], uint64(frameLen))
-	binary.LittleEndian.PutUint64(first[16:], 0)
-	if more {
-		binary.LittleEndian.PutUint64(first[16:], 1)
-	}
-}
-
 // bcastMessageLen is the length of the messages that start a broadcast of
 // a frame of frameLen bytes: the first message (bcastFirst bytes, the
 // prefix and the frame or its first part), then the rest of the frame.
@@ -65,7 +54,12 @@ func bcastFrameMessage(msg []byte, h *wire.Header, class string, meta, inline []
 // the messages that start a broadcast of a frame of frameLen bytes, and
 // zeros after where the frame goes; more is as for bcastFrameMessage.
 func startBcastMessage(msg []byte, frameLen int, more bool) {
-	putBcastPrefix(msg, frameLen, more || bcastPrefix+frameLen > bcastFirst)
+	binary.LittleEndian.PutUint64(msg, 0)
+	binary.LittleEndian.PutUint64(msg[8:], uint64(frameLen))
+	binary.LittleEndian.PutUint64(msg[16:], 0)
+	if more || bcastPrefix+frameLen > bcastFirst {
+		binary.LittleEndian.PutUint64(msg[16:], 1)
+	}
 	clear(msg[bcastPrefix+frameLen:])
 }
 
