@@ -61,7 +61,7 @@ type p2pState struct {
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags
 
-	iframe []byte // the message of a blocking small InitRemote (see sendSmallInit)
+	iframe []byte // the message of a blocking small InitRemote (see sendStateInit)
 
 	// Where a transfer has carried the metadata since s was built (see
 	// described).

@@ -176,34 +176,12 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 		// saw (a result being passed on, say) encodes what it sends
 		// without building their state; the next one builds it, and the
 		// calls after reuse it.
-		if sent, err := l.sendFirstInit(td); err != nil || sent {
-			return err
-		}
+		return l.sendInitOnce(td)
 	}
-	if sent, err := l.sendSmallInit(td); err != nil || sent {
+	if sent, err := l.sendStateInit(td); err != nil || sent {
 		return err
 	}
-	sp, err := planSend(l.Op, td)
-	if err != nil {
-		return l.Errorf("%w", err)
-	}
-	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves)}
-	h.Total, h.Chunk, h.PayloadTag = int64(sp.total), wire.MaxChunk, l.Group.PayloadTag()
-	if err := h.Check(senderLimits); err != nil {
-		return l.Errorf("%w", err)
-	}
-	payload, err := sp.bytes()
-	if err == nil {
-		err = mem.Readable(payload) // a mapping MPI would fault on in C
-	}
-	if err != nil {
-		return l.Errorf("the consolidated storage: %w", err)
-	}
-	r := l.initRef(sp.class, sp.meta, h.Hash, h.Leaves, h.Total)
-	class, meta := r.apply(&h, sp.class, sp.meta)
-	_, err = l.sendInitMessages(wire.AppendFrame(nil, &h, class, meta, nil), payload, h.PayloadTag)
-	l.initRefDone(r, err)
-	return err
+	return l.sendInitOnce(td)
 }
 
 // initMessageName names message i of a point-to-point InitRemote in
@@ -215,21 +193,27 @@ func initMessageName(i int) string {
 	return fmt.Sprintf("storage chunk %d", i)
 }
 
-// sendSmallInit sends td as the single message of an InitRemote when its
-// storage is small enough to travel inline (sent true), built from the
-// encodings Send and Recv keep with td, so that sending the same small
-// TensorDict again encodes nothing. With a context that cannot end, the
-// send is blocking and the message is built in a buffer kept with td,
-// taken from it for the send and given back after, so that the steady
-// state allocates nothing for it (a concurrent InitRemote of td builds its
-// own); otherwise the message is the transfer's own (MPI may still read
-// it after a given-up send).
-func (l *link) sendSmallInit(td *TensorDict) (sent bool, err error) {
+// sendStateInit sends td's InitRemote (sent true) from the encodings Send
+// and Recv keep with td (its state s), so that sending the same
+// TensorDict again encodes nothing: as a single message when the storage
+// travels inline, else as the header message and the storage (see
+// sendSplitInit). A storage over initInlineMax that is not a view of td's
+// consolidated storage is left to the caller (sent false), which packs it
+// for this call alone rather than into a staging buffer kept with td. With
+// a context that cannot end, the single message is sent blocking and
+// built in a buffer kept with td, taken from it for the send and given
+// back after, so that the steady state allocates nothing for it (a
+// concurrent InitRemote of td builds its own); otherwise the message is
+// the transfer's own (MPI may still read it after a given-up send).
+func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	s, err := p2pStateOf(l.Op, td)
 	if err != nil {
 		return false, l.Errorf("%w", err)
 	}
-	if s.total > initInlineMax {
+	if s.total > initInlineMax && s.st == nil {
+		// A large storage that is not td's own would be packed into a
+		// staging buffer kept with td: the caller packs it for this call
+		// alone.
 		s.mu.Unlock()
 		return false, nil
 	}
@@ -331,23 +315,19 @@ func (l *link) sendInitMessages(frame, payload []byte, tag int) (gone bool, err 
 	return gone, nil
 }
 
-// sendFirstInit sends td as the single message of an InitRemote when its
-// storage is small enough to travel inline (sent true), as sendSmallInit
-// does but laid out and encoded for this call alone.
-func (l *link) sendFirstInit(td *TensorDict) (sent bool, err error) {
+// sendInitOnce sends td's InitRemote as sendStateInit does, but laid out
+// and encoded for this call alone (firstInitFrame).
+func (l *link) sendInitOnce(td *TensorDict) error {
 	frame, payload, r, err := firstInitFrame(l.Op, td, false, l)
 	if err != nil {
-		return true, l.Errorf("%w", err)
-	}
-	if frame == nil {
-		return false, nil
+		return l.Errorf("%w", err)
 	}
 	gone, err := l.sendInitMessages(frame, payload, r.tag)
 	if !gone {
 		xfer.PutMsgBuf(frame) // MPI no longer reads it
 	}
 	l.initRefDone(r, err)
-	return true, err
+	return err
 }
 
 // initMessage returns a buffer from xfer.MsgBuf for the single message
@@ -394,13 +374,13 @@ func smallInitMessage(op string, td *TensorDict, bcast bool) ([]byte, error) {
 }
 
 // firstInitFrame returns the message of the first InitRemote of td (see
-// sendFirstInit and initMessage), or nil if td's storage is over
-// initInlineMax, and how it travels to l.Peer (l.initRef; none when l is
-// nil, as in broadcast mode). To l.Peer, a frame over initEagerMax is the
-// header message alone, and payload the storage that follows it on
-// r.tag; else payload is nil. A received TensorDict passed on unchanged
-// (templateEncoding) reuses the encoding of the first copy of its template
-// that was: only its storage is new.
+// sendInitOnce and initMessage), and how it travels to l.Peer
+// (l.initRef; none when l is nil, as in broadcast mode, where frame is nil
+// if td's storage is over initInlineMax). To l.Peer, a frame over
+// initEagerMax is the header message alone, and payload the storage that
+// follows it on r.tag; else payload is nil. A received TensorDict passed
+// on unchanged (templateEncoding) reuses the encoding of the first copy of
+// its template that was: only its storage is new.
 func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) (frame, payload []byte, r initRef, err error) {
 	enc, copied := td.templateEncoding()
 	storage := func() ([]byte, error) { return td.cons.st.Bytes(), nil }
@@ -412,14 +392,17 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) (frame, payl
 		if err != nil {
 			return nil, nil, r, err
 		}
-		if sp.total > initInlineMax {
+		if sp.total > initInlineMax && l == nil {
 			return nil, nil, r, nil
 		}
 		enc = &initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves)}
 		if copied && sp.storage != nil {
-			td.recordEncoding(enc) // only copies up to templateMaxBytes (initInlineMax) have one
+			td.recordEncoding(enc)
 		}
 		storage, total = sp.bytes, sp.total
+	}
+	if total > initInlineMax && l == nil {
+		return nil, nil, r, nil // a broadcast's storage that does not travel inline
 	}
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
 	class, meta := enc.class, enc.meta

@@ -404,6 +404,11 @@ func BenchmarkRemoteMid16(b *testing.B) { benchRemoteLeaves(b, 16, 1024) }
 // (64 KiB in all).
 func BenchmarkRemoteLarge16(b *testing.B) { benchRemoteLeaves(b, 16, 4096) }
 
+// BenchmarkRemote256KiB16 is BenchmarkRemoteSmall16 with leaves of 16
+// KiB (256 KiB in all): InitRemote's storage follows its header in a
+// message of its own.
+func BenchmarkRemote256KiB16(b *testing.B) { benchRemoteLeaves(b, 16, 16<<10) }
+
 func benchRemoteLeaves(b *testing.B, leaves, n int) {
 	g := benchGroup(b, 2)
 	td := consolidatedTD(b, leaves, n)

@@ -211,6 +211,62 @@ func TestInitRemoteFrameSizes(t *testing.T) {
 	}
 }
 
+// TestInitRemotePassedOn: rank 0 sends a TensorDict three times (its
+// first InitRemote, then with its Send/Recv state); rank 1 passes each
+// TensorDict it received back unchanged (the first encodes itself, the
+// others reuse the encoding of their receive template when they have one),
+// and the last one again (with its Send/Recv state): each arrives whole,
+// for a storage inline, one after its header within the receive
+// templates' range, the same packed for each send (not consolidated), and
+// one past the templates' range.
+func TestInitRemotePassedOn(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	for _, tc := range []struct {
+		name        string
+		n, m        int
+		consolidate bool
+	}{
+		{"inline", 3, 5, true},
+		{"after the header, templated", 4, 1 << 13, true}, // 256 KiB
+		{"after the header, packed", 4, 1 << 13, false},
+		{"after the header, past the templates", 2, 1 << 17, true}, // 2 MiB
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Greater(t, templateMaxBytes, initInlineMax)
+			td := bigTD(t, tc.n, tc.m, 3)
+			if tc.consolidate {
+				var err error
+				td, err = td.Consolidate()
+				require.NoError(t, err)
+			}
+			var got []*TensorDict
+			for i := range 3 {
+				if g.Rank() == 0 {
+					require.NoError(t, td.InitRemote(1), "send %d", i)
+					continue
+				}
+				r, err := FromRemoteInit(0, testCtx(t))
+				require.NoError(t, err, "send %d", i)
+				checkBigTD(t, r, tc.n, tc.m, 3)
+				got = append(got, r)
+			}
+			for i := range 4 {
+				if g.Rank() == 1 {
+					require.NoError(t, got[min(i, 2)].InitRemote(0), "passing on %d", i)
+					continue
+				}
+				again, err := FromRemoteInit(1, testCtx(t))
+				require.NoError(t, err, "passing on %d", i)
+				checkBigTD(t, again, tc.n, tc.m, 3)
+				assert.True(t, again.IsConsolidated())
+			}
+		})
+	}
+}
+
 // TestInitRemoteBroadcastPassedOn: a small TensorDict broadcast three
 // times by rank 0 (its first InitRemote, then with its Send/Recv state),
 // then passed on unchanged by the last rank that received it, twice (the
@@ -219,26 +275,30 @@ func TestInitRemoteFrameSizes(t *testing.T) {
 func TestInitRemoteBroadcastPassedOn(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	last := g.Size() - 1
-	td := bigTD(t, 3, 5, 2)
-	var got *TensorDict
-	for i := range 3 {
-		if g.Rank() == 0 {
-			require.NoError(t, td.InitRemote(-1, WithBroadcast()), "broadcast %d", i)
-			continue
-		}
-		var err error
-		got, err = FromRemoteInit(0, WithBroadcast(), testCtx(t))
-		require.NoError(t, err, "broadcast %d", i)
-		checkBigTD(t, got, 3, 5, 2)
-	}
-	for i := range 2 {
-		if g.Rank() == last {
-			require.NoError(t, got.InitRemote(-1, WithBroadcast()), "passing on %d", i)
-			continue
-		}
-		again, err := FromRemoteInit(last, WithBroadcast(), testCtx(t))
-		require.NoError(t, err, "passing on %d", i)
-		checkBigTD(t, again, 3, 5, 2)
+	for _, m := range []int{5, 1 << 13} { // inline; 192 KiB, after the first message
+		mpitest.Run(t, fmt.Sprintf("%d elements", m), func(t *testing.T) {
+			td := bigTD(t, 3, m, 2)
+			var got *TensorDict
+			for i := range 3 {
+				if g.Rank() == 0 {
+					require.NoError(t, td.InitRemote(-1, WithBroadcast()), "broadcast %d", i)
+					continue
+				}
+				var err error
+				got, err = FromRemoteInit(0, WithBroadcast(), testCtx(t))
+				require.NoError(t, err, "broadcast %d", i)
+				checkBigTD(t, got, 3, m, 2)
+			}
+			for i := range 2 {
+				if g.Rank() == last {
+					require.NoError(t, got.InitRemote(-1, WithBroadcast()), "passing on %d", i)
+					continue
+				}
+				again, err := FromRemoteInit(last, WithBroadcast(), testCtx(t))
+				require.NoError(t, err, "passing on %d", i)
+				checkBigTD(t, again, 3, m, 2)
+			}
+		})
 	}
 }
 

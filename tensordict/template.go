@@ -28,15 +28,17 @@ import (
 // tensor.ViewSet checks the leaves' layout once, and each new storage as
 // FromStorage would.
 
-// templateMaxBytes is the largest storage a template is made for: it holds
-// a zeroed storage of that size, and above it building costs little next
-// to moving the bytes.
-const templateMaxBytes = 64 << 10
+// templateMaxBytes is the largest storage a template is made for. Making
+// one allocates a zeroed storage of that size, which it drops once built;
+// above it, building a tree (2.2 us for 16 leaves, against 0.8 us for a
+// copy) costs little next to moving the bytes (190 us for 1 MiB here).
+const templateMaxBytes = 1 << 20
 
 // templateCacheSize is the number of templates a group keeps.
 const templateCacheSize = 8
 
-// A treeTemplate is a tree built by buildFromMeta, kept to be copied.
+// A treeTemplate is a tree built by buildFromMeta, kept to be copied. Its
+// own tensors view a released storage: only their layout is used.
 type treeTemplate struct {
 	root  *codec.Node // the decoded tree (held by the receive cache)
 	stLen int         // the storage size it was validated against
@@ -54,7 +56,7 @@ type treeTemplate struct {
 	// whose nodes are unedited has the template's metadata.
 	plain bool
 	// enc is what the first InitRemote of such a copy sends besides its
-	// storage, set by the first one (sendFirstInit) for the others.
+	// storage, set by the first one (sendInitOnce) for the others.
 	enc atomic.Pointer[initEncoding]
 }
 
@@ -69,7 +71,8 @@ type initEncoding struct {
 
 // newTemplate builds the template of root for storages of stLen bytes.
 func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
-	b := newTreeBuilder(root, tensor.NewStorage(stLen), false)
+	st := tensor.NewStorage(stLen)
+	b := newTreeBuilder(root, st, false)
 	nodes, entries, views := b.nodes, b.entries, b.views
 	if _, err := b.build(root); err != nil {
 		return nil, err
@@ -78,6 +81,10 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The leaves were checked against st, and each copy lays the views
+	// over a storage of its own: st, up to templateMaxBytes of zeros the
+	// template's own tensors would keep, goes.
+	st.Release()
 	tp := &treeTemplate{root: root, stLen: stLen, nodes: nodes, entries: entries, refs: make([]int, len(entries)), views: vs,
 		plain: plainValues(&nodes[0].td)}
 	tp.block = reflect.StructOf([]reflect.StructField{

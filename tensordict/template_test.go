@@ -74,6 +74,12 @@ func TestTemplateSameAsBuild(t *testing.T) {
 	assert.True(t, mustTD(t, got, K("frozen")).IsLocked())
 	assert.Equal(t, *want.cons, *got.cons)
 	assert.True(t, mustTD(t, got, K("dtypes")).sharedIndex, "a node of %d entries shares the template's index", len(mustTD(t, got, K("dtypes")).entries))
+	// The template keeps no storage: its own leaves view a released one.
+	for _, e := range tp.entries {
+		if e.kind == kindTensor {
+			assert.True(t, e.t.Storage().Released(), "entry %q", e.name)
+		}
+	}
 }
 
 // A tree without tensor leaves (non-tensor values and empty nodes), and
