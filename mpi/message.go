@@ -48,7 +48,7 @@ func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) {
 	defer callMprobe.enter().leave()
 	var mh C.MPI_Message
 	var st C.tdmpi_status
-	if err := newError(op, C.tdmpi_mprobe(C.int(src), C.int(tag), h, &mh, &st)); err != nil {
+	if err := newError(op, waiting(func() C.int { return C.tdmpi_mprobe(C.int(src), C.int(tag), h, &mh, &st) })); err != nil {
 		return Status{}, err
 	}
 	*m = Message{h: mh, bytes: st.bytes}
@@ -75,7 +75,9 @@ func RecvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, err
 	if len(buf) > 0 {
 		p = unsafe.Pointer(unsafe.SliceData(buf))
 	}
-	rc := C.tdmpi_recv_exact(p, C.longlong(len(buf)), C.int(src), C.int(tag), h, &mh, &got, &st)
+	rc := waiting(func() C.int {
+		return C.tdmpi_recv_exact(p, C.longlong(len(buf)), C.int(src), C.int(tag), h, &mh, &got, &st)
+	})
 	if got != 0 {
 		*m = Message{h: messageNull}
 		if err := newError("MPI_Mrecv", rc); err != nil {

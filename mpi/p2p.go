@@ -110,7 +110,9 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 	}
 	defer callRecv.enter().leave()
 	var st C.tdmpi_status
-	err = newError(op, C.tdmpi_recv(b.ptr, n, dt, b.bytes(), C.int(src), C.int(tag), h, datatypes[b.k], C.longlong(b.size), &st))
+	err = newError(op, waiting(func() C.int {
+		return C.tdmpi_recv(b.ptr, n, dt, b.bytes(), C.int(src), C.int(tag), h, datatypes[b.k], C.longlong(b.size), &st)
+	}))
 	freeType(dt, derived)
 	if err != nil {
 		return Status{}, err
@@ -143,8 +145,10 @@ func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, rec
 	defer freeType(rdt, rderived)
 	defer callSendrecv.enter().leave()
 	var st C.tdmpi_status
-	if err := newError(op, C.tdmpi_sendrecv(sb.ptr, sn, sdt, C.int(dest), C.int(sendTag),
-		rb.ptr, rn, rdt, rb.bytes(), C.int(src), C.int(recvTag), h, datatypes[rb.k], C.longlong(rb.size), &st)); err != nil {
+	if err := newError(op, waiting(func() C.int {
+		return C.tdmpi_sendrecv(sb.ptr, sn, sdt, C.int(dest), C.int(sendTag),
+			rb.ptr, rn, rdt, rb.bytes(), C.int(src), C.int(recvTag), h, datatypes[rb.k], C.longlong(rb.size), &st)
+	})); err != nil {
 		return Status{}, err
 	}
 	return makeStatus(&st), nil
@@ -162,7 +166,7 @@ func Probe(c *Comm, src, tag int) (Status, error) {
 	}
 	defer callProbe.enter().leave()
 	var st C.tdmpi_status
-	if err := newError(op, C.tdmpi_probe(C.int(src), C.int(tag), h, &st)); err != nil {
+	if err := newError(op, waiting(func() C.int { return C.tdmpi_probe(C.int(src), C.int(tag), h, &st) })); err != nil {
 		return Status{}, err
 	}
 	return makeStatus(&st), nil

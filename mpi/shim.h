@@ -101,10 +101,17 @@ static inline int tdmpi_type_free(MPI_Datatype t) { return MPI_Type_free(&t); }
 
 // tdmpi_status is an MPI_Status with the facts Go needs from it, filled in
 // by the same C call that completes the operation (one cgo call each).
+// A blocking wait that polled for a slice without a match returns
+// TDMPI_AGAIN (see tdmpi_wait_mprobe) and keeps where it was in its status,
+// zero before the first call, for the call that resumes it.
 typedef struct {
 	MPI_Status st;
 	long long bytes; // message size in bytes, -1 if unknown
 	int cancelled;
+	long long wait_start; // when the wait began to poll (ns), 0 before
+	int wait_yield;       // the wait yields the core after each poll
+	int sent;             // tdmpi_sendrecv: the send is posted, in req
+	MPI_Request req;
 } tdmpi_status;
 
 static inline int tdmpi_status_error(const MPI_Status *s) { return s->MPI_ERROR; }
@@ -154,9 +161,14 @@ static int tdmpi_mrecv_checked(void *buf, int count, MPI_Datatype dt, long long 
 }
 
 // tdmpi_spin_ns is how long a blocking probe polls MPI before it gives its
-// core away between polls (see tdmpi_wait_mprobe); 0 never does. Defined in
-// spin.go, set by SetSpinWait.
-extern long long tdmpi_spin_ns;
+// core away between polls (see tdmpi_wait_mprobe); 0 never does.
+// tdmpi_slice_ns is how long one call polls before it returns TDMPI_AGAIN
+// to Go; 0 never does. Defined in spin.go, set by SetSpinWait.
+extern long long tdmpi_spin_ns, tdmpi_slice_ns;
+
+// TDMPI_AGAIN is returned by a blocking wait that polled for
+// tdmpi_slice_ns without a match: no MPI function returns a negative code.
+#define TDMPI_AGAIN (-1)
 
 static inline long long tdmpi_now_ns(void) {
 	struct timespec t;
@@ -165,35 +177,46 @@ static inline long long tdmpi_now_ns(void) {
 }
 
 // tdmpi_wait_mprobe is MPI_Mprobe (probe is 0) or MPI_Probe (probe is 1,
-// m unused) as a loop of nonblocking probes that, once it has waited
-// tdmpi_spin_ns, yields the core after each (sched_yield): a process whose
-// cores are all busy polling, as MPI ranks on every core are, otherwise
-// starves the Go runtime's own threads (the garbage collector's workers) of
-// the core they need, for a scheduler time slice at a time.
-static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Message *m, MPI_Status *st) {
-	long long spin = tdmpi_spin_ns, start = 0;
-	int flag = 0, yield = 0;
+// m unused) as a loop of nonblocking probes that, once the wait (across
+// the calls that resume it) has lasted tdmpi_spin_ns, yields the core after
+// each (sched_yield): a process whose cores are all busy polling, as MPI
+// ranks on every core are, otherwise starves the Go runtime's own threads
+// (the garbage collector's workers) of the core they need, for a scheduler
+// time slice at a time. After tdmpi_slice_ns in one call it returns
+// TDMPI_AGAIN: the Go side then lets its scheduler run (runtime.Gosched)
+// and calls again with the same s, so that the goroutines and collector
+// workers waiting for this thread's processor (the only one of a rank
+// bound to one core) run in the time the rank waits anyway.
+static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Message *m, tdmpi_status *s) {
+	long long spin = tdmpi_spin_ns, slice = tdmpi_slice_ns, begin = 0;
+	int flag = 0;
 	for (unsigned i = 1;; i++) {
-		int rc = probe ? MPI_Iprobe(src, tag, c, &flag, st) : MPI_Improbe(src, tag, c, &flag, m, st);
+		int rc = probe ? MPI_Iprobe(src, tag, c, &flag, &s->st) : MPI_Improbe(src, tag, c, &flag, m, &s->st);
 		if (rc != MPI_SUCCESS || flag) return rc;
-		if (yield) {
-			sched_yield();
-		} else if (spin > 0 && i % 64 == 0) {
-			long long now = tdmpi_now_ns();
-			if (start == 0) {
-				start = now;
-			} else if (now - start >= spin) {
-				yield = 1;
-			}
+		if (s->wait_yield) sched_yield();
+		if (i % (s->wait_yield ? 4 : 64) != 0) continue;
+		long long now = tdmpi_now_ns();
+		if (begin == 0) begin = now;
+		if (s->wait_start == 0) {
+			s->wait_start = now;
+		} else if (spin > 0 && now - s->wait_start >= spin) {
+			s->wait_yield = 1;
 		}
+		if (slice > 0 && now - begin >= slice) return TDMPI_AGAIN;
 	}
+}
+
+// tdmpi_waited completes a wait's result rc as tdmpi_finish, unless it is
+// TDMPI_AGAIN.
+static inline int tdmpi_waited(int rc, tdmpi_status *s) {
+	return rc == TDMPI_AGAIN ? rc : tdmpi_finish(rc, s, MPI_BYTE, 1);
 }
 
 // tdmpi_recv is MPI_Recv as a matched probe and a checked receive.
 static int tdmpi_recv(void *buf, int count, MPI_Datatype dt, long long cap, int src, int tag, MPI_Comm c,
 	MPI_Datatype base, long long size, tdmpi_status *s) {
 	MPI_Message m;
-	int rc = tdmpi_finish(tdmpi_wait_mprobe(0, src, tag, c, &m, &s->st), s, MPI_BYTE, 1);
+	int rc = tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, c, &m, s), s);
 	if (rc != MPI_SUCCESS) return rc;
 	rc = tdmpi_mrecv_checked(buf, count, dt, cap, s->bytes, &m, &s->st);
 	return tdmpi_finish(rc, s, base, size);
@@ -205,7 +228,7 @@ static int tdmpi_recv(void *buf, int count, MPI_Datatype dt, long long cap, int 
 static int tdmpi_recv_exact(void *buf, long long n, int src, int tag, MPI_Comm c, MPI_Message *m, int *got,
 	tdmpi_status *s) {
 	*got = 0;
-	int rc = tdmpi_finish(tdmpi_wait_mprobe(0, src, tag, c, m, &s->st), s, MPI_BYTE, 1);
+	int rc = tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, c, m, s), s);
 	if (rc != MPI_SUCCESS || s->bytes != n || n > 2147483647LL) return rc;
 	*got = 1;
 	return tdmpi_finish(MPI_Mrecv(buf, (int)n, MPI_BYTE, m, &s->st), s, MPI_BYTE, 1);
@@ -221,16 +244,19 @@ static int tdmpi_mrecv(void *buf, int count, MPI_Datatype dt, long long cap, lon
 static int tdmpi_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
 	void *rbuf, int rcount, MPI_Datatype rdt, long long cap, int src, int rtag, MPI_Comm c,
 	MPI_Datatype base, long long size, tdmpi_status *s) {
-	MPI_Request req;
-	int rc = MPI_Isend(sbuf, scount, sdt, dest, stag, c, &req);
-	if (rc != MPI_SUCCESS) return rc;
+	if (!s->sent) {
+		int rc = MPI_Isend(sbuf, scount, sdt, dest, stag, c, &s->req);
+		if (rc != MPI_SUCCESS) return rc;
+		s->sent = 1;
+	}
 	int rrc = tdmpi_recv(rbuf, rcount, rdt, cap, src, rtag, c, base, size, s);
-	rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+	if (rrc == TDMPI_AGAIN) return rrc;
+	int rc = MPI_Wait(&s->req, MPI_STATUS_IGNORE);
 	return rrc != MPI_SUCCESS ? rrc : rc;
 }
 
 static inline int tdmpi_probe(int src, int tag, MPI_Comm c, tdmpi_status *s) {
-	return tdmpi_finish(tdmpi_wait_mprobe(1, src, tag, c, NULL, &s->st), s, MPI_BYTE, 1);
+	return tdmpi_waited(tdmpi_wait_mprobe(1, src, tag, c, NULL, s), s);
 }
 
 static inline int tdmpi_iprobe(int src, int tag, MPI_Comm c, int *flag, tdmpi_status *s) {
@@ -239,7 +265,7 @@ static inline int tdmpi_iprobe(int src, int tag, MPI_Comm c, int *flag, tdmpi_st
 }
 
 static inline int tdmpi_mprobe(int src, int tag, MPI_Comm c, MPI_Message *m, tdmpi_status *s) {
-	return tdmpi_finish(tdmpi_wait_mprobe(0, src, tag, c, m, &s->st), s, MPI_BYTE, 1);
+	return tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, c, m, s), s);
 }
 
 static inline int tdmpi_improbe(int src, int tag, MPI_Comm c, int *flag, MPI_Message *m, tdmpi_status *s) {

@@ -6,17 +6,50 @@
 package mpi
 
 // #include "shim.h"
-// long long tdmpi_spin_ns;
+// long long tdmpi_spin_ns, tdmpi_slice_ns;
 import "C"
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 var spinMu sync.Mutex // serialises SetSpinWait
 
-func init() { SetSpinWait(DefaultSpinWait) }
+// pollSlice is how long one call into C of a blocking receive or probe
+// polls before it returns to Go, which lets its scheduler run
+// (runtime.Gosched) and calls again. A thread in C holds its processor
+// (P) all the while: in a rank bound to one core, as mpirun binds two
+// ranks by default (GOMAXPROCS is then 1), the collector's workers and
+// other goroutines could otherwise run only once the runtime's monitor
+// handed the processor to another thread, which must then get the one
+// core from the thread still polling. In a ping-pong of small
+// InitRemotes between two ranks bound to a core each, that took the
+// median one way from 2.6 to 1.9 us.
+const pollSlice = 10 * time.Microsecond
+
+func init() {
+	SetSpinWait(DefaultSpinWait)
+	C.tdmpi_slice_ns = C.longlong(pollSlice)
+}
+
+// waiting returns the result of call, a blocking wait of shim.h, called
+// again with the same status (which holds where the wait was) for as long
+// as it returns TDMPI_AGAIN, the Go scheduler run between (see pollSlice).
+func waiting(call func() C.int) C.int {
+	rc := call()
+	for rc == C.TDMPI_AGAIN {
+		waitSlices.Add(1)
+		runtime.Gosched()
+		rc = call()
+	}
+	return rc
+}
+
+// waitSlices counts the times a wait returned to Go (for tests).
+var waitSlices atomic.Int64
 
 // SetSpinWait sets how long the blocking receives and probes of this
 // package (Recv, Probe, Mprobe, RecvExact) poll MPI without pause before
@@ -26,8 +59,9 @@ func init() { SetSpinWait(DefaultSpinWait) }
 // short wait as fast as a busy poll and lets a long one share its core:
 // MPI ranks polling on every core of a node otherwise keep the Go
 // runtime's own threads (the garbage collector's workers, other
-// goroutines) off them for a scheduler time slice at a time. Waits that
-// have begun keep the value they started with.
+// goroutines) off them for a scheduler time slice at a time. Whatever the
+// value, a wait lets the Go scheduler run every 10 us of polling
+// (runtime.Gosched), and reads the value again then.
 func SetSpinWait(d time.Duration) time.Duration {
 	spinMu.Lock()
 	defer spinMu.Unlock()

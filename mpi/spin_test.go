@@ -16,7 +16,9 @@ import (
 
 // TestSpinWait: the blocking receives and probes take messages that come
 // at once and messages that come after they have waited past the spin
-// period (polling and yielding), with spinning off, short and the default.
+// period (polling and yielding), with spinning off, short and the default;
+// a wait of 30 ms returns to Go's scheduler (pollSlice) many times on the
+// way, and resumes where it was.
 func TestSpinWait(t *testing.T) {
 	needRanks(t, 2)
 	c := testComm(t)
@@ -29,15 +31,23 @@ func TestSpinWait(t *testing.T) {
 	for _, spin := range []time.Duration{0, -time.Second, time.Microsecond, DefaultSpinWait} {
 		SetSpinWait(spin)
 		for _, late := range []time.Duration{0, 30 * time.Millisecond} {
-			for i, op := range []string{"Recv", "Probe", "Mprobe", "RecvExact"} {
+			for i, op := range []string{"Recv", "Probe", "Mprobe", "RecvExact", "Sendrecv"} {
 				name := fmt.Sprintf("spin %v, sent after %v, %s", spin, late, op)
 				want := []int64{int64(i), int64(spin), int64(late)}
 				if c.Rank() == 0 {
 					time.Sleep(late)
+					if op == "Sendrecv" {
+						back := make([]int64, 3)
+						_, err := Sendrecv(c, want, 1, 40+i, back, 1, 50+i)
+						require.NoError(t, err, name)
+						assert.Equal(t, []int64{-1, -2, -3}, back, name)
+						continue
+					}
 					require.NoError(t, Send(c, want, 1, 40+i), name)
 					continue
 				}
 				got := make([]int64, 3)
+				slices0 := waitSlices.Load()
 				switch op {
 				case "Recv":
 					_, err := Recv(c, got, 0, 40+i)
@@ -64,8 +74,16 @@ func TestSpinWait(t *testing.T) {
 							got[j] = got[j]<<8 | int64(buf[8*j+k])
 						}
 					}
+				case "Sendrecv":
+					_, err := Sendrecv(c, []int64{-1, -2, -3}, 0, 50+i, got, 0, 40+i)
+					require.NoError(t, err, name)
 				}
 				assert.Equal(t, want, got, name)
+				if late > 0 {
+					// 30 ms of 10 us slices, fewer when the ranks share
+					// cores (np 4 on 2: 65-69 with spinning off).
+					assert.Greater(t, waitSlices.Load()-slices0, int64(10), name)
+				}
 			}
 		}
 	}
