@@ -4,6 +4,12 @@
 package mpi
 
 // #include "shim.h"
+// #cgo noescape tdmpi_wait_req
+// #cgo nocallback tdmpi_wait_req
+// #cgo noescape MPI_Test
+// #cgo nocallback MPI_Test
+// #cgo noescape tdmpi_finish
+// #cgo nocallback tdmpi_finish
 import "C"
 
 import (
@@ -150,7 +156,7 @@ func (r *Request) Wait() (Status, error) {
 	defer callWait.enter().leave()
 	f := r.f
 	var st C.tdmpi_status
-	rc := C.MPI_Wait(&f.hs[0], &st.st)
+	rc := waiting(func() C.int { return C.tdmpi_wait_req(&f.hs[0], &st.st) })
 	if rc == C.MPI_SUCCESS && len(f.hs) > 1 {
 		rc = C.MPI_Waitall(C.int(len(f.hs)-1), &f.hs[1], nil)
 	}

@@ -206,6 +206,26 @@ static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Messag
 	}
 }
 
+// tdmpi_wait_req is MPI_Wait on request *r as a loop of MPI_Test that
+// returns TDMPI_AGAIN after tdmpi_slice_ns, as tdmpi_wait_mprobe does. It
+// never yields the core: a long wait here is most often a large transfer
+// that MPI progresses in these calls.
+static int tdmpi_wait_req(MPI_Request *r, MPI_Status *st) {
+	long long slice = tdmpi_slice_ns, begin = 0;
+	for (unsigned i = 1;; i++) {
+		int flag = 0;
+		int rc = MPI_Test(r, &flag, st);
+		if (rc != MPI_SUCCESS || flag) return rc;
+		if (slice <= 0 || i % 64 != 0) continue;
+		long long now = tdmpi_now_ns();
+		if (begin == 0) {
+			begin = now;
+		} else if (now - begin >= slice) {
+			return TDMPI_AGAIN;
+		}
+	}
+}
+
 // tdmpi_waited completes a wait's result rc as tdmpi_finish, unless it is
 // TDMPI_AGAIN.
 static inline int tdmpi_waited(int rc, tdmpi_status *s) {

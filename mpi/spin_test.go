@@ -88,3 +88,43 @@ func TestSpinWait(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitSlices: Request.Wait on a receive and on a broadcast whose
+// sender comes 30 ms late returns to Go's scheduler on the way (pollSlice)
+// and completes with the data.
+func TestWaitSlices(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	const late = 30 * time.Millisecond
+	want := []int64{7, 8, 9}
+	if c.Rank() <= 1 {
+		if c.Rank() == 0 {
+			time.Sleep(late)
+			require.NoError(t, Send(c, want, 1, 60))
+		} else {
+			got := make([]int64, 3)
+			slices0 := waitSlices.Load()
+			r, err := Irecv(c, got, 0, 60)
+			require.NoError(t, err)
+			st, err := r.Wait()
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			assert.Equal(t, int64(24), st.Bytes())
+			assert.Greater(t, waitSlices.Load()-slices0, int64(10), "receive")
+		}
+	}
+	buf := make([]int64, 3)
+	if c.Rank() == 0 {
+		copy(buf, want)
+		time.Sleep(late)
+	}
+	slices0 := waitSlices.Load()
+	r, err := Ibcast(c, buf, 0)
+	require.NoError(t, err)
+	_, err = r.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, want, buf)
+	if c.Rank() != 0 {
+		assert.Greater(t, waitSlices.Load()-slices0, int64(10), "broadcast")
+	}
+}
