@@ -52,16 +52,12 @@ func iallreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) (*Reques
 	reap()
 	sb, rb := bufOf(send), bufOf(recv)
 	r := newRequest(name, k, rb.size, true, sb.ptr, rb.ptr)
-	var hs []C.MPI_Request
 	err = chunks(len(recv), func(off, m int) error {
-		var q C.MPI_Request
-		err := newError(name, C.tdmpi_iallreduce(sb.at(off, m), cbool(inplace), rb.at(off, m), C.int(m), datatypes[k], ops[op], h, &q))
-		if err == nil {
-			hs = append(hs, q)
-		}
-		return err
+		return newError(name, r.post(func(q *C.MPI_Request) C.int {
+			return C.tdmpi_iallreduce(sb.at(off, m), cbool(inplace), rb.at(off, m), C.int(m), datatypes[k], ops[op], h, q)
+		}))
 	})
-	return r.start(err, hs...)
+	return r.start(err)
 }
 
 // Ireduce starts combining send from every process of c with op into recv
@@ -88,20 +84,16 @@ func ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) (
 	reap()
 	sb, rb := bufOf(send), bufOf(recv)
 	r := newRequest(name, k, sb.size, true, sb.ptr, rb.ptr)
-	var hs []C.MPI_Request
 	err = chunks(n, func(off, m int) error {
 		s, rp := sb.at(off, m), unsafe.Pointer(nil)
 		if c.rank == root {
 			rp = rb.at(off, m)
 		}
-		var q C.MPI_Request
-		err := newError(name, C.tdmpi_ireduce(s, cbool(inplace), rp, C.int(m), datatypes[k], ops[op], C.int(root), h, &q))
-		if err == nil {
-			hs = append(hs, q)
-		}
-		return err
+		return newError(name, r.post(func(q *C.MPI_Request) C.int {
+			return C.tdmpi_ireduce(s, cbool(inplace), rp, C.int(m), datatypes[k], ops[op], C.int(root), h, q)
+		}))
 	})
-	return r.start(err, hs...)
+	return r.start(err)
 }
 
 // Iallgatherv starts collecting len(send) elements from each process of c
@@ -136,8 +128,7 @@ func iallgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, inplac
 func vstart(op string, b buffer, other unsafe.Pointer, cc, cd []C.int, call func(q *C.MPI_Request) C.int) (*Request, error) {
 	reap()
 	r := newRequest(op, b.k, b.size, true, b.ptr, other, unsafe.Pointer(cptr(cc)), unsafe.Pointer(cptr(cd)))
-	var q C.MPI_Request
-	return r.start(newError(op, call(&q)), q)
+	return r.start(newError(op, r.post(call)))
 }
 
 // Igatherv starts collecting len(send) elements from each process of c

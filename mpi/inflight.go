@@ -64,9 +64,9 @@ func (f *inflight) complete() bool {
 	return true
 }
 
-// orphan runs as the cleanup of a Request collected before its operation
-// completed. It only marks the operation: cleanups must not block, and MPI
-// may be finalising. reap completes it later.
+// orphan runs from the finalizer of a Request collected before its
+// operation completed. It only marks the operation: finalizers must not
+// block, and MPI may be finalising. reap completes it later.
 func orphan(f *inflight) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()

@@ -39,12 +39,11 @@ import (
 // may be waited on concurrently. Wait on a completed request returns its
 // final status again.
 type Request struct {
-	f       *inflight // nil once complete
-	op      string
-	done    bool
-	gone    bool // abandoned (see Abandon)
-	st      Status
-	cleanup runtime.Cleanup
+	f    *inflight // nil once complete
+	op   string
+	done bool
+	gone bool // abandoned (see Abandon)
+	st   Status
 }
 
 func newRequest(op string, k kind, size int, coll bool, bufs ...unsafe.Pointer) *Request {
@@ -57,22 +56,45 @@ func newRequest(op string, k kind, size int, coll bool, bufs ...unsafe.Pointer) 
 	return &Request{f: f, op: op}
 }
 
-// start registers r once MPI has accepted its operation, whose handles are
-// hs; on failure (err != nil) it unpins r's buffers and returns err.
-func (r *Request) start(err error, hs ...C.MPI_Request) (*Request, error) {
+// post posts a piece of r's operation with call, which MPI gives the
+// handle of its piece, and keeps the handle if MPI accepted it. The
+// handles have an allocation of their own: cgo's pointer check refuses a
+// pointer into an object that holds Go pointers.
+func (r *Request) post(call func(q *C.MPI_Request) C.int) C.int {
+	f := r.f
+	f.hs = append(f.hs, requestNull)
+	rc := call(&f.hs[len(f.hs)-1])
+	if rc != C.MPI_SUCCESS {
+		f.hs = f.hs[:len(f.hs)-1]
+	}
+	return rc
+}
+
+// start registers r once MPI has accepted its operation, whose pieces
+// post gave handles to; on failure (err != nil) it frees the pieces MPI
+// accepted, unpins r's buffers and returns err.
+func (r *Request) start(err error) (*Request, error) {
 	if err != nil {
-		for _, h := range hs {
-			if h != requestNull {
-				C.tdmpi_request_free(h) // earlier pieces of a failed reduction
-			}
+		for _, h := range r.f.hs {
+			C.tdmpi_request_free(h) // earlier pieces of a failed reduction
 		}
+		r.f.hs = nil
 		r.f.pin.Unpin()
 		return nil, err
 	}
-	r.f.hs = hs
 	register(r.f)
-	r.cleanup = runtime.AddCleanup(r, orphan, r.f)
+	// A finalizer, not a cleanup: it needs no allocation (a cleanup
+	// made two, of a closure and its argument, per request).
+	runtime.SetFinalizer(r, (*Request).dropped)
 	return r, nil
+}
+
+// dropped runs as the finalizer of a Request collected before its
+// operation completed (see orphan).
+func (r *Request) dropped() {
+	if f := r.f; f != nil {
+		orphan(f)
+	}
 }
 
 // Isend starts sending buf to dest with tag, as MPI_Isend, and returns a
@@ -116,8 +138,7 @@ func istart(op string, b buffer, coll bool, call func(dt C.MPI_Datatype, n C.int
 	defer freeType(dt, derived) // MPI keeps the type alive until completion
 	reap()
 	r := newRequest(op, b.k, b.size, coll, b.ptr)
-	var q C.MPI_Request
-	return r.start(newError(op, call(dt, n, b.ptr, &q)), q)
+	return r.start(newError(op, r.post(func(q *C.MPI_Request) C.int { return call(dt, n, b.ptr, q) })))
 }
 
 // finish records the completion of r's operation, whose status st was
@@ -128,7 +149,7 @@ func (r *Request) finish(st *C.tdmpi_status) {
 	if !f.coll {
 		r.st = makeStatus(st)
 	}
-	r.cleanup.Stop()
+	runtime.SetFinalizer(r, nil)
 	f.release()
 }
 
@@ -184,7 +205,7 @@ func (r *Request) Abandon() {
 	}
 	f := r.f
 	r.f, r.gone = nil, true
-	r.cleanup.Stop()
+	runtime.SetFinalizer(r, nil)
 	orphan(f)
 }
 
