@@ -156,12 +156,14 @@ func (l *link) bcastRecv() (*TensorDict, error) {
 func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) (closed bool, err error) {
 	var td *TensorDict
 	defer func() { *out = td }()
-	// The first message holds the storage of a small transfer, which its
-	// result views.
-	first := mem.AllocUninit(bcastFirst)
+	// The first message goes into a pooled buffer; the storage of a small
+	// transfer, which it holds, is copied out of it.
+	first := xfer.MsgBuf(bcastFirst)
 	if err := xfer.Bcast(s, first, l.Peer); err != nil {
+		// A step given up leaves first to MPI: it is not pooled again.
 		return false, l.Errorf("receiving the header: %w", err)
 	}
+	defer xfer.PutMsgBuf(first) // nothing built refers to its bytes
 	frameLen, more, err := parseBcastFirst(l.Op, l.Peer, first)
 	var h wire.Header
 	if err == nil {
@@ -181,6 +183,9 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	var st *tensor.Storage
 	if err == nil && fits {
 		f := wire.FrameOf(h, first[bcastPrefix+wire.Size:])
+		if f.Inline != nil {
+			f.Inline = xfer.AlignedCopy(f.Inline)
+		}
 		td, st, finish, err = l.buildInit(&f)
 	}
 	if err == nil && busy() {
