@@ -259,10 +259,12 @@ func countTensorLeaves(td *TensorDict) int {
 // bcastRecv is Broadcast on a receiving rank; td is the receiver's own
 // TensorDict, reused with WithConsolidated.
 func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
-	first := make([]byte, bcastFirst)
+	first := xfer.MsgBuf(bcastFirst) // written whole by the broadcast
 	if err := xfer.Bcast(cl.Step, first, src); err != nil {
+		// A step given up leaves first to MPI: it is not pooled again.
 		return nil, cl.errorf("receiving the header from rank %d: %w", src, err)
 	}
+	defer xfer.PutMsgBuf(first) // what is built from it copies its bytes
 	body := first[bcastPrefix:]
 	frameLen, more, err := parseBcastFirst(cl.op, src, first)
 	if err != nil {
