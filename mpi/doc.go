@@ -84,6 +84,16 @@
 // transfers that allocate ran up to a third faster with it. SetSpinWait
 // changes the period, or turns yielding off.
 //
+// Every 10 us of polling, a blocking receive or probe, and Request.Wait on
+// a request of one MPI operation, returns from C to Go, lets the Go
+// scheduler run (runtime.Gosched) and resumes where it was. A thread
+// waiting in C holds its processor: in a rank bound to one core
+// (GOMAXPROCS=1, as mpirun binds two ranks by default) the collector and
+// the rank's other goroutines then run in the time it waits, instead of
+// after the runtime's monitor gave the processor to another thread that
+// must win the core from the one still polling. Blocking collectives and
+// sends wait inside MPI and do not return early.
+//
 // # Buffers and memory
 //
 // Scalar lists the element types: bool, the sized integers, int and uint
@@ -166,7 +176,7 @@
 //	               and the big-count datatype of long buffers
 //	p2p.go         Send, Recv, Sendrecv, Probe, Iprobe; rank and tag checks
 //	wait.go        DefaultSpinWait; spin.go: SetSpinWait, how long blocking
-//	               waits poll before yielding
+//	               waits poll before yielding, and their returns to Go
 //	message.go     Message: Mprobe, Improbe (and their Into forms), Mrecv, Imrecv
 //	request.go     Request: Isend, Irecv, Wait, Test, Cancel, WaitAll,
 //	               WaitAny; pinning buffers until completion
