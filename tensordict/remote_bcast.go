@@ -102,6 +102,14 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 	if msg, err := smallInitMessage(l.Op, td, true); err != nil || msg != nil {
 		return msg, nil, err
 	}
+	// A large one sends from its consolidated storage with the encoding
+	// its Send/Recv state keeps (built by the small-message path above
+	// from the second call on), else it is laid out for this call.
+	if td.p2p.Load() != nil {
+		if msg, payload, err = bcastStateFrame(l.Op, td); err != nil || msg != nil {
+			return msg, payload, err
+		}
+	}
 	sp, err := planSend(l.Op, td)
 	if err != nil {
 		return nil, nil, err
@@ -118,6 +126,37 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 		err = mem.Readable(payload)
 	}
 	return msg, payload, err
+}
+
+// bcastStateFrame lays out a broadcast of td, whose storage does not
+// travel inline, from the encodings of its Send/Recv state: msg as
+// bcastPrepare's, payload a view of td's consolidated storage. msg is nil
+// when td's leaves do not lie in one consolidated storage.
+func bcastStateFrame(op string, td *TensorDict) (msg, payload []byte, err error) {
+	s, err := p2pStateOf(op, td)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.mu.Unlock()
+	if s.st == nil {
+		return nil, nil, nil
+	}
+	meta := s.meta[:s.metaLen]
+	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: s.consHash, Leaves: int64(len(s.leaves)),
+		Total: int64(s.total), Chunk: wire.MaxChunk, ClassLen: len(td.class), MetaLen: int64(len(meta))}
+	if err := h.Check(senderLimits); err != nil {
+		return nil, nil, err
+	}
+	if payload, err = s.payload(false); err == nil {
+		// The storage may be a mapping of a file another process
+		// truncated: checked before MPI reads it in C.
+		err = mem.Readable(payload)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	msg = bcastFrameMessage(xfer.MsgBuf(bcastMessageLen(wire.Size+int(h.Body()))), &h, td.class, meta, nil, true)
+	return msg, payload, nil
 }
 
 // bcastMessage returns a buffer from xfer.MsgBuf for the messages that

@@ -267,17 +267,30 @@ func TestInitRemotePassedOn(t *testing.T) {
 	}
 }
 
-// TestInitRemoteBroadcastPassedOn: a small TensorDict broadcast three
-// times by rank 0 (its first InitRemote, then with its Send/Recv state),
-// then passed on unchanged by the last rank that received it, twice (the
+// TestInitRemoteBroadcastPassedOn: a TensorDict broadcast three times by
+// rank 0 (its first InitRemote, then with its Send/Recv state), then
+// passed on unchanged by the last rank that received it, twice (the
 // encoding of its receive template, then its state): every receiver gets
-// it whole each time.
+// it whole each time, small or not, consolidated or not.
 func TestInitRemoteBroadcastPassedOn(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	last := g.Size() - 1
-	for _, m := range []int{5, 1 << 13} { // inline; 192 KiB, after the first message
-		mpitest.Run(t, fmt.Sprintf("%d elements", m), func(t *testing.T) {
+	for _, tc := range []struct {
+		m           int
+		consolidate bool
+	}{
+		{5, false},       // inline
+		{1 << 13, false}, // 192 KiB after the first message, packed each time
+		{1 << 13, true},  // sent from the storage with the kept encoding
+	} {
+		m := tc.m
+		mpitest.Run(t, fmt.Sprintf("%d elements, consolidated %v", m, tc.consolidate), func(t *testing.T) {
 			td := bigTD(t, 3, m, 2)
+			if tc.consolidate {
+				var err error
+				td, err = td.Consolidate()
+				require.NoError(t, err)
+			}
 			var got *TensorDict
 			for i := range 3 {
 				if g.Rank() == 0 {
