@@ -91,8 +91,10 @@
 // (GOMAXPROCS=1, as mpirun binds two ranks by default) the collector and
 // the rank's other goroutines then run in the time it waits, instead of
 // after the runtime's monitor gave the processor to another thread that
-// must win the core from the one still polling. Blocking collectives and
-// sends wait inside MPI and do not return early.
+// must win the core from the one still polling. A goroutine locked to its
+// thread (runtime.LockOSThread) goes on polling instead: the scheduler
+// would hand its processor to another thread and back (20-30 us). Blocking
+// collectives and sends wait inside MPI and do not return early.
 //
 // # Buffers and memory
 //

@@ -7,6 +7,7 @@ package mpi
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -127,4 +128,36 @@ func TestWaitSlices(t *testing.T) {
 	if c.Rank() != 0 {
 		assert.Greater(t, waitSlices.Load()-slices0, int64(10), "broadcast")
 	}
+}
+
+// TestWaitLockedThread: a goroutine locked to its thread waits in C
+// without handing its processor around (waiting skips runtime.Gosched,
+// which would cost a thread switch there), and still gets its message.
+func TestWaitLockedThread(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	if c.Rank() > 1 {
+		return
+	}
+	assert.False(t, lockedOSThread())
+	want := []int64{4, 5, 6}
+	if c.Rank() == 0 {
+		time.Sleep(30 * time.Millisecond)
+		require.NoError(t, Send(c, want, 1, 70))
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		assert.True(t, lockedOSThread())
+		got := make([]int64, 3)
+		slices0 := waitSlices.Load()
+		_, err := Recv(c, got, 0, 70)
+		assert.NoError(t, err)
+		assert.Equal(t, want, got)
+		assert.Equal(t, slices0, waitSlices.Load(), "a locked goroutine's wait handed its processor around")
+	}()
+	<-done
 }
