@@ -10,11 +10,9 @@ package mpi
 import "C"
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-	_ "unsafe" // go:linkname
 )
 
 var spinMu sync.Mutex // serialises SetSpinWait
@@ -39,29 +37,17 @@ func init() {
 
 // waiting returns the result of call, a blocking wait of shim.h, called
 // again with the same status (which holds where the wait was) for as long
-// as it returns TDMPI_AGAIN, the Go scheduler run between (see pollSlice)
-// unless the calling goroutine is locked to its thread: the scheduler
-// would hand the processor to another thread and back, 20-30 us here
-// against 80 ns.
+// as it returns TDMPI_AGAIN, with Yield between (see pollSlice).
 func waiting(call func() C.int) C.int {
 	rc := call()
 	for rc == C.TDMPI_AGAIN {
-		if !lockedOSThread() {
+		if Yield() {
 			waitSlices.Add(1)
-			runtime.Gosched()
 		}
 		rc = call()
 	}
 	return rc
 }
-
-// lockedOSThread reports whether the calling goroutine is locked to its
-// thread (runtime.LockOSThread). The runtime keeps it linkable for tests
-// outside the runtime (runtime/linkname.go); should it go, the build
-// fails here, it does not misbehave.
-//
-//go:linkname lockedOSThread runtime.lockedOSThread
-func lockedOSThread() bool
 
 // waitSlices counts the times a wait returned to Go (for tests).
 var waitSlices atomic.Int64

@@ -131,7 +131,7 @@ func TestWaitSlices(t *testing.T) {
 }
 
 // TestWaitLockedThread: a goroutine locked to its thread waits in C
-// without handing its processor around (waiting skips runtime.Gosched,
+// without handing its processor around (Yield skips runtime.Gosched,
 // which would cost a thread switch there), and still gets its message.
 func TestWaitLockedThread(t *testing.T) {
 	needRanks(t, 2)
@@ -146,12 +146,14 @@ func TestWaitLockedThread(t *testing.T) {
 		require.NoError(t, Send(c, want, 1, 70))
 		return
 	}
+	assert.True(t, Yield(), "an unlocked goroutine yields")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		assert.True(t, lockedOSThread())
+		assert.False(t, Yield(), "a locked goroutine does not")
 		got := make([]int64, 3)
 		slices0 := waitSlices.Load()
 		_, err := Recv(c, got, 0, 70)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -146,7 +145,7 @@ func (s Step) Wait(r *mpi.Request, err error) error {
 			default:
 			}
 		}
-		runtime.Gosched()
+		mpi.Yield()
 	}
 }
 
