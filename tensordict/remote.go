@@ -353,26 +353,6 @@ func initKind(bcast bool) wire.Kind {
 	return wire.KindInit
 }
 
-// smallInitMessage returns the single message of an InitRemote of td (see
-// initMessage) from the encodings td keeps, as the point-to-point
-// InitRemote makes it (firstInitFrame on its first call, then td's
-// Send/Recv state), or nil if td's storage does not travel inline.
-func smallInitMessage(op string, td *TensorDict, bcast bool) ([]byte, error) {
-	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
-		msg, _, _, err := firstInitFrame(op, td, bcast, nil)
-		return msg, err
-	}
-	s, err := p2pStateOf(op, td)
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	if s.total > initInlineMax {
-		return nil, nil
-	}
-	return s.initFrame(td, false, true, initRef{})
-}
-
 // firstInitFrame returns the message of the first InitRemote of td (see
 // sendInitOnce and initMessage), and how it travels to l.Peer
 // (l.initRef; none when l is nil, as in broadcast mode, where frame is nil
@@ -385,24 +365,24 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) (frame, payl
 	enc, copied := td.templateEncoding()
 	storage := func() ([]byte, error) { return td.cons.st.Bytes(), nil }
 	var total int
+	var sp *sendPlan
 	if enc != nil {
 		total = td.tmpl.stLen
 	} else {
-		sp, err := planSend(op, td)
-		if err != nil {
+		if sp, err = planSend(op, td); err != nil {
 			return nil, nil, r, err
 		}
-		if sp.total > initInlineMax && l == nil {
-			return nil, nil, r, nil
-		}
+		total = sp.total
+	}
+	if total > initInlineMax && l == nil {
+		return nil, nil, r, nil // a broadcast's storage that does not travel inline
+	}
+	if sp != nil {
 		enc = &initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves)}
 		if copied && sp.storage != nil {
 			td.recordEncoding(enc)
 		}
-		storage, total = sp.bytes, sp.total
-	}
-	if total > initInlineMax && l == nil {
-		return nil, nil, r, nil // a broadcast's storage that does not travel inline
+		storage = sp.bytes
 	}
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
 	class, meta := enc.class, enc.meta

@@ -97,18 +97,8 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 	if err := l.Ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	// A small TensorDict is laid out as a point-to-point InitRemote lays
-	// it out, from the encodings it keeps.
-	if msg, err := smallInitMessage(l.Op, td, true); err != nil || msg != nil {
-		return msg, nil, err
-	}
-	// A large one sends from its consolidated storage with the encoding
-	// its Send/Recv state keeps (built by the small-message path above
-	// from the second call on), else it is laid out for this call.
-	if td.p2p.Load() != nil {
-		if msg, payload, err = bcastStateFrame(l.Op, td); err != nil || msg != nil {
-			return msg, payload, err
-		}
+	if msg, payload, err = bcastKeptMessage(l.Op, td); err != nil || msg != nil {
+		return msg, payload, err
 	}
 	sp, err := planSend(l.Op, td)
 	if err != nil {
@@ -128,16 +118,27 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 	return msg, payload, err
 }
 
-// bcastStateFrame lays out a broadcast of td, whose storage does not
-// travel inline, from the encodings of its Send/Recv state: msg as
-// bcastPrepare's, payload a view of td's consolidated storage. msg is nil
-// when td's leaves do not lie in one consolidated storage.
-func bcastStateFrame(op string, td *TensorDict) (msg, payload []byte, err error) {
+// bcastKeptMessage lays td out for a broadcast from the encodings it
+// keeps, as the point-to-point InitRemote does (firstInitFrame on its
+// first call, then its Send/Recv state): msg as bcastPrepare's and, when
+// the storage does not travel inline, payload a view of td's consolidated
+// storage. msg is nil when td is to be laid out for this call: on a first
+// call whose storage does not travel inline, or when its leaves do not lie
+// in one consolidated storage.
+func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, err error) {
+	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
+		msg, _, _, err := firstInitFrame(op, td, true, nil)
+		return msg, nil, err
+	}
 	s, err := p2pStateOf(op, td)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer s.mu.Unlock()
+	if s.total <= initInlineMax {
+		msg, err = s.initFrame(td, false, true, initRef{})
+		return msg, nil, err
+	}
 	if s.st == nil {
 		return nil, nil, nil
 	}
