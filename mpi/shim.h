@@ -162,8 +162,9 @@ static int tdmpi_mrecv_checked(void *buf, int count, MPI_Datatype dt, long long 
 
 // tdmpi_spin_ns is how long a blocking probe polls MPI before it gives its
 // core away between polls (see tdmpi_wait_mprobe); 0 never does.
-// tdmpi_slice_ns is how long one call polls before it returns TDMPI_AGAIN
-// to Go; 0 never does. Defined in spin.go, set by SetSpinWait.
+// tdmpi_slice_ns is how long one call of a blocking wait polls before it
+// returns TDMPI_AGAIN to Go; 0 never does. Both are defined in spin.go,
+// tdmpi_spin_ns set by SetSpinWait, tdmpi_slice_ns by its init.
 extern long long tdmpi_spin_ns, tdmpi_slice_ns;
 
 // TDMPI_AGAIN is returned by a blocking wait that polled for
@@ -174,6 +175,14 @@ static inline long long tdmpi_now_ns(void) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+// tdmpi_slice_ended reports whether a call that began to poll at *begin
+// (0 before its first check, which sets it to now) has polled for
+// tdmpi_slice_ns.
+static inline int tdmpi_slice_ended(long long now, long long *begin) {
+	if (*begin == 0) *begin = now;
+	return tdmpi_slice_ns > 0 && now - *begin >= tdmpi_slice_ns;
 }
 
 // tdmpi_wait_mprobe is MPI_Mprobe (probe is 0) or MPI_Probe (probe is 1,
@@ -188,7 +197,7 @@ static inline long long tdmpi_now_ns(void) {
 // workers waiting for this thread's processor (the only one of a rank
 // bound to one core) run in the time the rank waits anyway.
 static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Message *m, tdmpi_status *s) {
-	long long spin = tdmpi_spin_ns, slice = tdmpi_slice_ns, begin = 0;
+	long long spin = tdmpi_spin_ns, begin = 0;
 	int flag = 0;
 	for (unsigned i = 1;; i++) {
 		int rc = probe ? MPI_Iprobe(src, tag, c, &flag, &s->st) : MPI_Improbe(src, tag, c, &flag, m, &s->st);
@@ -196,13 +205,12 @@ static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Messag
 		if (s->wait_yield) sched_yield();
 		if (i % (s->wait_yield ? 4 : 64) != 0) continue;
 		long long now = tdmpi_now_ns();
-		if (begin == 0) begin = now;
 		if (s->wait_start == 0) {
 			s->wait_start = now;
 		} else if (spin > 0 && now - s->wait_start >= spin) {
 			s->wait_yield = 1;
 		}
-		if (slice > 0 && now - begin >= slice) return TDMPI_AGAIN;
+		if (tdmpi_slice_ended(now, &begin)) return TDMPI_AGAIN;
 	}
 }
 
@@ -211,18 +219,12 @@ static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Messag
 // never yields the core: a long wait here is most often a large transfer
 // that MPI progresses in these calls.
 static int tdmpi_wait_req(MPI_Request *r, MPI_Status *st) {
-	long long slice = tdmpi_slice_ns, begin = 0;
+	long long begin = 0;
 	for (unsigned i = 1;; i++) {
 		int flag = 0;
 		int rc = MPI_Test(r, &flag, st);
 		if (rc != MPI_SUCCESS || flag) return rc;
-		if (slice <= 0 || i % 64 != 0) continue;
-		long long now = tdmpi_now_ns();
-		if (begin == 0) {
-			begin = now;
-		} else if (now - begin >= slice) {
-			return TDMPI_AGAIN;
-		}
+		if (i % 64 == 0 && tdmpi_slice_ended(tdmpi_now_ns(), &begin)) return TDMPI_AGAIN;
 	}
 }
 

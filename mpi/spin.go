@@ -17,9 +17,9 @@ import (
 
 var spinMu sync.Mutex // serialises SetSpinWait
 
-// pollSlice is how long one call into C of a blocking receive or probe
-// polls before it returns to Go, which lets its scheduler run
-// (runtime.Gosched) and calls again. A thread in C holds its processor
+// pollSlice is how long one call into C of a blocking receive, probe or
+// Request.Wait polls before it returns to Go, which lets its scheduler run
+// (Yield) and calls again. A thread in C holds its processor
 // (P) all the while: in a rank bound to one core, as mpirun binds two
 // ranks by default (GOMAXPROCS is then 1), the collector's workers and
 // other goroutines could otherwise run only once the runtime's monitor
