@@ -19,7 +19,7 @@
 #      a node); go test's flags come from $TDMPI_CLUSTER_TEST_GOFLAGS (default -short)
 #   4. the cluster tests of package test (TestCluster*: transport, link down, link flap,
 #      node crash, rank killed) with TDMPI_CLUSTER_TEST=1, as one process on the host
-# Every batch job is waited for (polling squeue) and must end with JobState=COMPLETED
+# Every batch job is waited for (polling scontrol) and must end with JobState=COMPLETED
 # and ExitCode=0:0; its output must meet the example's `// expect:` lines (examples.sh
 # check), or hold go test's `ok` lines and no FAIL. The script prints a summary with
 # each job's state and time, stops the cluster on exit (unless it was up before, or

@@ -61,7 +61,15 @@ submit() {
 	jobs_submitted+=("$id")
 	echo "$LOG_PREFIX: submitted $name as job $id"
 	local deadline=$((SECONDS + wait))
-	while [[ -n "$(squeue -h -j "$id" 2>/dev/null || true)" ]]; do
+	# Wait while scontrol reports a state that is not final. A failed query
+	# (a busy slurmctld times out) is asked again, not taken for the job's
+	# end: squeue's empty answer once ended the wait for a job still running.
+	while :; do
+		state=$(scontrol show job "$id" 2>/dev/null | sed -n -E 's/.*JobState=([A-Z_]+).*/\1/p' | head -n 1 || true)
+		case "$state" in
+		'' | PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED | RESIZING | SIGNALING | STAGE_OUT) ;;
+		*) break ;;
+		esac
 		if ((SECONDS >= deadline)); then
 			echo "$LOG_PREFIX: job $id ($name) still queued or running after $wait s; cancelling" >&2
 			scancel "$id" || true

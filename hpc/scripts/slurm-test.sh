@@ -10,7 +10,7 @@
 #                                   with the launcher $TDMPI_SLURM_TEST_LAUNCH (default srun)
 # EXAMPLE defaults to hello; it must be built already (hpc/scripts/examples.sh build) and
 # is started with the rank count its main.go declares. For every job it waits (polling
-# squeue), then requires JobState=COMPLETED and ExitCode=0:0 from scontrol and checks the
+# scontrol), then requires JobState=COMPLETED and ExitCode=0:0 from scontrol and checks the
 # job's output: the example's `// expect:` lines (see examples.sh), or go test's `ok` lines.
 # It prints each job id with its state and time, stops the cluster on exit (unless it
 # was already running before, or TDMPI_SLURM_KEEP=1), and exits non-zero on any failure.
