@@ -70,7 +70,9 @@ func StorageOf(b []byte) *Storage { return newStorage(b) }
 // pool takes back for reuse once nothing references it (package
 // tensordict's receive storage). It is StorageOf marked Reusable, so that
 // TensorDict.Release releases it: the storage then drops its reference at
-// once, even while the TensorDict itself stays reachable.
+// once, even while the TensorDict itself stays reachable, and tells the
+// pool, which may start a collection to have the memory back before the
+// next receive.
 func ReusableStorageOf(b []byte) *Storage {
 	s := newStorage(b)
 	s.reusable = true
@@ -131,6 +133,9 @@ func (s *Storage) Release() error {
 	}
 	s.released.Store(true)
 	s.data.Store(nil)
+	if s.reusable {
+		mem.Dropped(s.n) // its memory may come back to the receive pool now
+	}
 	if s.release != nil {
 		return s.release()
 	}

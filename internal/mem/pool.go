@@ -70,6 +70,10 @@ type pool struct {
 	due       atomic.Bool
 	done      chan struct{}
 	collectAt int64
+	// again: a region was dropped (Dropped) while the running collection
+	// had already started; it runs once more when it ends (once: a
+	// collection runs at most twice in a row).
+	again     bool
 	timer     *time.Timer   // drops idle regions; nil when free is empty
 	back      chan struct{} // a region came back (capacity 1)
 	stats     PoolStats
@@ -372,14 +376,62 @@ func (p *pool) received() {
 		return
 	}
 	p.due.Store(false)
+	p.collect() // unlocks p.mu
+}
+
+// Dropped tells the pool that a storage over n bytes of memory from Recv
+// was released (tensor.Storage.Release) and no longer references it: its
+// region comes back at the next collection if nothing else holds it. If no
+// region of its size waits in the pool, from collectMin up, Dropped starts
+// that collection in the background (or has the running one, which may
+// have seen the storage's reference, run once more), so that the next
+// receive of that size finds the region instead of nudging: a loop that
+// releases each result before its next receive, where Received's
+// collection, started while the result was still the caller's, comes too
+// early for it.
+func Dropped(n int) { recvPool.dropped(n) }
+
+func (p *pool) dropped(n int) {
+	if n < PoolMin {
+		return
+	}
+	size := regionSize(n)
+	if int64(size) < collectMin {
+		return
+	}
+	p.mu.Lock()
+	switch {
+	case len(p.free[size]) > 0:
+		p.mu.Unlock()
+	case p.done != nil:
+		p.again = true
+		p.mu.Unlock()
+	default:
+		p.due.Store(false)
+		p.collect()
+	}
+}
+
+// collect starts a collection in the background, with p.mu held (it
+// unlocks it) and none running. When it ends, its finalizers have run or
+// are about to; if they brought nothing back (the results are all still
+// in use), Received starts no other until twice as many bytes are out.
+func (p *pool) collect() {
 	done := make(chan struct{})
 	p.done = done
 	returned := p.stats.Returned
 	p.mu.Unlock()
 	go func() {
-		runtime.GC()
-		runtime.Gosched() // the finalizers run after it
-		p.mu.Lock()
+		for rerun := false; ; rerun = true {
+			runtime.GC()
+			runtime.Gosched() // the finalizers run after it
+			p.mu.Lock()
+			if !p.again || rerun {
+				break
+			}
+			p.mu.Unlock()
+		}
+		p.again = false
 		if p.stats.Returned == returned {
 			p.collectAt = 2 * p.out
 		}

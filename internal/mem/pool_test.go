@@ -290,3 +290,80 @@ func TestRegionSize(t *testing.T) {
 		assert.LessOrEqual(t, float64(got), 1.25*float64(tt.n)+hugePage, "regionSize(%d) wastes too much", tt.n)
 	}
 }
+
+// waitReturned waits up to a second for the pool's Returned count to reach
+// n (finalizers run on a goroutine of their own, after the collection that
+// found their objects) and reports whether it did.
+func waitReturned(p *pool, n int64) bool {
+	for i := 0; i < 1000 && p.snapshot().Returned < n; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	return p.snapshot().Returned >= n
+}
+
+// A released storage (Dropped) starts the collection that brings its
+// region back, without waiting for a receive, and one running since before
+// the release (started by Received while the result was the caller's)
+// runs again: the next request takes the region without a nudge.
+func TestPoolDropped(t *testing.T) {
+	p := testPool(t, 1<<30)
+	old := collectMin
+	collectMin = PoolMin
+	t.Cleanup(func() { collectMin = old })
+
+	t.Run("idle", func(t *testing.T) {
+		a, err := p.get(PoolMin)
+		require.NoError(t, err)
+		was := addr(a)
+		a = nil // the caller released it
+		runtime.KeepAlive(a)
+		p.dropped(PoolMin)
+		p.mu.Lock()
+		started := p.done != nil
+		p.mu.Unlock()
+		require.True(t, started, "no collection started")
+		waitCollection(p)
+		require.True(t, waitReturned(p, 1), "the released region never came back")
+		s := p.snapshot()
+		b, err := p.get(PoolMin)
+		require.NoError(t, err)
+		assert.Equal(t, was, addr(b))
+		assert.Equal(t, s.Reused+1, p.snapshot().Reused)
+		a = b
+		runtime.KeepAlive(a)
+	})
+
+	t.Run("running", func(t *testing.T) {
+		returned := p.snapshot().Returned
+		a, err := p.get(PoolMin)
+		require.NoError(t, err)
+		// A collection that starts while a is still referenced ...
+		p.mu.Lock()
+		p.collect()
+		a = nil
+		runtime.KeepAlive(a)
+		// ... runs again for the release during it.
+		p.dropped(PoolMin)
+		waitCollection(p)
+		require.True(t, waitReturned(p, returned+1), "the region released during a collection never came back")
+		p.mu.Lock()
+		assert.False(t, p.again)
+		p.mu.Unlock()
+	})
+
+	t.Run("free", func(t *testing.T) {
+		// A region of the size waits: nothing to collect for.
+		require.NotZero(t, p.snapshot().Idle)
+		p.dropped(PoolMin)
+		p.mu.Lock()
+		assert.Nil(t, p.done)
+		p.mu.Unlock()
+	})
+
+	t.Run("small", func(t *testing.T) {
+		p.dropped(PoolMin - 1)
+		p.mu.Lock()
+		assert.Nil(t, p.done)
+		p.mu.Unlock()
+	})
+}
