@@ -45,12 +45,26 @@ var (
 	// ran at 0.32-0.76x raw with it against 0.46-1.10x without (a nudge
 	// every few receives), 512 KiB at 1.9-2.0x against 5.1-5.2x (60% of
 	// the receives into new memory), 1-2 MiB about the same; below 256
-	// KiB it cut the new regions by a factor of 3-5 and saved no time.
+	// KiB a collection per receive cut the new regions by a factor of 3-5
+	// and saved no time (smaller regions count towards smallCollect
+	// instead).
 	collectMin int64 = 256 << 10
 	// smallIdleMax bounds the bytes of regions under HugeMin that wait
 	// in the pool, within its limit: a program receiving many sizes
 	// would otherwise keep a region of each, resident, for poolIdle.
 	smallIdleMax int64 = 64 << 20
+	// smallCollect is how many bytes of regions under collectMin a
+	// process takes (new or reused) between the collections that
+	// Received starts for them. Such regions come back only with a
+	// collection, and a collection per receive costs more than it saves;
+	// without one, a loop of receives waits for the runtime's own
+	// collections, which come when the heap has grown by its live size
+	// (4 MB at least) of new memory. On this project's VM (Dec 2026, when
+	// new memory was slow) tdmpi bench's fresh InitRemote of 16 KiB took
+	// 43 us one way with 40-60% of the receives into new regions, 11-12
+	// us with one collection per 4 MiB (7-14% new); 64 KiB 213-225 us
+	// against 17-20 us.
+	smallCollect int64 = 4 << 20
 )
 
 // pool is the process's pool of receive regions; see the package
@@ -70,6 +84,7 @@ type pool struct {
 	due       atomic.Bool
 	done      chan struct{}
 	collectAt int64
+	smallOut  int64 // bytes of regions under collectMin taken since the last collection started
 	// again: a region was dropped (Dropped) while the running collection
 	// had already started; it runs once more when it ends (once: a
 	// collection runs at most twice in a row).
@@ -344,9 +359,18 @@ func (p *pool) nudge(size, n int) []byte {
 // markDue records, as a request of size bytes takes a region, whether the
 // next Received should start a collection: the request took the last free
 // region of its size (or a new one), from collectMin up, so that the next
-// request of that size would find none. p.mu must be held.
+// request of that size would find none; or, below, the regions under
+// collectMin handed out since the last collection reached smallCollect
+// bytes. p.mu must be held.
 func (p *pool) markDue(size int) {
-	if int64(size) >= collectMin && len(p.free[size]) == 0 {
+	if int64(size) < collectMin {
+		p.smallOut += int64(size)
+		if p.smallOut >= smallCollect {
+			p.due.Store(true)
+		}
+		return
+	}
+	if len(p.free[size]) == 0 {
 		p.due.Store(true)
 	}
 }
@@ -419,6 +443,7 @@ func (p *pool) dropped(n int) {
 func (p *pool) collect() {
 	done := make(chan struct{})
 	p.done = done
+	p.smallOut = 0
 	returned := p.stats.Returned
 	p.mu.Unlock()
 	go func() {

@@ -367,3 +367,39 @@ func TestPoolDropped(t *testing.T) {
 		p.mu.Unlock()
 	})
 }
+
+// Regions under collectMin do not start a collection each (one per
+// receive costs more than it saves), but every smallCollect bytes of them
+// taken do: the results dropped since come back.
+func TestPoolCollectsSmallRegions(t *testing.T) {
+	p := testPool(t, 1<<30)
+	old := smallCollect
+	smallCollect = 3 * PoolMin
+	t.Cleanup(func() { smallCollect = old })
+	var was []uintptr
+	for range 2 {
+		b, err := p.get(PoolMin)
+		require.NoError(t, err)
+		was = append(was, addr(b))
+		p.received()
+		require.Nil(t, p.done, "a collection before smallCollect bytes were taken")
+	}
+	c, err := p.get(PoolMin)
+	require.NoError(t, err)
+	p.received() // the first two were dropped: they come back
+	p.mu.Lock()
+	started := p.done != nil
+	p.mu.Unlock()
+	require.True(t, started, "no collection after smallCollect bytes")
+	waitCollection(p)
+	require.True(t, waitReturned(p, 2), "the dropped regions never came back")
+	p.mu.Lock()
+	assert.Zero(t, p.smallOut)
+	p.mu.Unlock()
+	for range 2 {
+		b, err := p.get(PoolMin)
+		require.NoError(t, err)
+		assert.Contains(t, was, addr(b))
+	}
+	runtime.KeepAlive(c)
+}
