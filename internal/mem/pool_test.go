@@ -210,6 +210,13 @@ func TestPoolNudgesCollector(t *testing.T) {
 	runtime.KeepAlive(b4)
 }
 
+// collecting reports whether a collection that p started runs.
+func collecting(p *pool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done != nil
+}
+
 // waitCollection waits for the collection Received started, if any.
 func waitCollection(p *pool) {
 	p.mu.Lock()
@@ -318,10 +325,7 @@ func TestPoolDropped(t *testing.T) {
 		a = nil // the caller released it
 		runtime.KeepAlive(a)
 		p.dropped(PoolMin)
-		p.mu.Lock()
-		started := p.done != nil
-		p.mu.Unlock()
-		require.True(t, started, "no collection started")
+		require.True(t, collecting(p), "no collection started")
 		waitCollection(p)
 		require.True(t, waitReturned(p, 1), "the released region never came back")
 		s := p.snapshot()
@@ -355,16 +359,12 @@ func TestPoolDropped(t *testing.T) {
 		// A region of the size waits: nothing to collect for.
 		require.NotZero(t, p.snapshot().Idle)
 		p.dropped(PoolMin)
-		p.mu.Lock()
-		assert.Nil(t, p.done)
-		p.mu.Unlock()
+		assert.False(t, collecting(p))
 	})
 
 	t.Run("small", func(t *testing.T) {
 		p.dropped(PoolMin - 1)
-		p.mu.Lock()
-		assert.Nil(t, p.done)
-		p.mu.Unlock()
+		assert.False(t, collecting(p))
 	})
 }
 
@@ -382,15 +382,12 @@ func TestPoolCollectsSmallRegions(t *testing.T) {
 		require.NoError(t, err)
 		was = append(was, addr(b))
 		p.received()
-		require.Nil(t, p.done, "a collection before smallCollect bytes were taken")
+		require.False(t, collecting(p), "a collection before smallCollect bytes were taken")
 	}
 	c, err := p.get(PoolMin)
 	require.NoError(t, err)
 	p.received() // the first two were dropped: they come back
-	p.mu.Lock()
-	started := p.done != nil
-	p.mu.Unlock()
-	require.True(t, started, "no collection after smallCollect bytes")
+	require.True(t, collecting(p), "no collection after smallCollect bytes")
 	waitCollection(p)
 	require.True(t, waitReturned(p, 2), "the dropped regions never came back")
 	p.mu.Lock()
