@@ -6,6 +6,7 @@
 package mem
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"runtime"
@@ -16,14 +17,36 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// anonHuge returns the AnonHugePages of the mapping of /proc/self/smaps
-// that contains address p, in kB.
-func anonHuge(t *testing.T, p uintptr) int64 {
+// anonHuge returns the AnonHugePages, in kB, of the mappings of
+// /proc/self/smaps that overlap the n bytes at p, each counted for at most
+// its overlap: the span may cover several mappings (the heap's mapping is
+// split where earlier advice ended), and a mapping may reach beyond it.
+func anonHuge(t *testing.T, p uintptr, n int) int64 {
 	t.Helper()
-	var kb int64
-	_, err := fmt.Sscanf(smapsLine(t, p, "AnonHugePages:"), "AnonHugePages: %d kB", &kb)
+	f, err := os.Open("/proc/self/smaps")
 	require.NoError(t, err)
-	return kb
+	defer f.Close()
+	var total, overlap int64
+	found := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		var lo, hi uintptr
+		if k, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); k == 2 && strings.Contains(line[:strings.IndexByte(line, ' ')], "-") {
+			overlap = int64(min(hi, p+uintptr(n))) - int64(max(lo, p))
+			continue
+		}
+		if overlap > 0 && strings.HasPrefix(line, "AnonHugePages:") {
+			var kb int64
+			_, err := fmt.Sscanf(line, "AnonHugePages: %d kB", &kb)
+			require.NoError(t, err)
+			total += min(kb, overlap>>10)
+			found = true
+		}
+	}
+	require.NoError(t, sc.Err())
+	require.True(t, found, "no mapping of /proc/self/smaps overlaps %#x+%d", p, n)
+	return total
 }
 
 // A new region is backed by huge pages once written, even when the heap
@@ -65,7 +88,7 @@ func TestPoolRegionIsHuge(t *testing.T) {
 		for i := 0; i < len(r); i += 4096 {
 			r[i] = 2
 		}
-		kb = anonHuge(t, addr(r)+uintptr(off))
+		kb = anonHuge(t, addr(r)+uintptr(off), ln)
 		t.Logf("region of %d MiB, try %d: %d MiB in huge pages", n>>20, try+1, kb>>10)
 		if kb<<10 >= int64(ln)/2 {
 			break
@@ -90,5 +113,5 @@ func controlHuge(t *testing.T, n int) int64 {
 	for i := off; i < off+ln; i += 4096 {
 		m[i] = 1
 	}
-	return anonHuge(t, addr(m)+uintptr(off))
+	return anonHuge(t, addr(m)+uintptr(off), ln)
 }
