@@ -101,15 +101,6 @@
 //     receive from 0.46-1.10x to 0.32-0.76x raw MPI's time at 4-32 MiB,
 //     and from 0.70-0.98x to 0.51-0.65x at 64-256 MiB; at 512 KiB, from
 //     5.1x to 1.9-2.0x (60% of those receives had taken new memory).
-//   - Smaller regions come back with a collection that Received starts
-//     once every 4 MiB of them taken (smallCollect): a loop of receives
-//     that drops its results would otherwise take new memory until the
-//     runtime collects on its own, after the heap has grown by its live
-//     size. With it, tdmpi bench's fresh InitRemotes of 16-128 KiB took
-//     7-14% of their regions new instead of 40-90%, and 10.9-13.4 us
-//     against 43-112 us one way at 16-32 KiB, 16-19 us against 193-247
-//     us at 64 KiB (two alternating runs of each binary, on a day when
-//     new memory was slow).
 //   - Releasing a storage over such memory (Dropped, which
 //     tensor.Storage.Release calls) starts that collection too when no
 //     region of its size waits, or runs the one under way once more: the
@@ -117,7 +108,11 @@
 //     before the caller released it. In tdmpi bench's loops (each result
 //     released before the next receive) this removed the 1-7 nudges in 22
 //     receives at 64 and 256 MiB: 64 MiB went from 9.6-10.3 ms to 6.5-7.7
-//     ms one way (three alternating runs of each binary).
+//     ms one way (three alternating runs of each binary). Released
+//     regions under 256 KiB start one every 4 MiB of them (smallCollect):
+//     fresh InitRemotes of 16-32 KiB went from 43-112 us to 11-13 us one
+//     way, 64 KiB from 193-247 us to 16-19 us, with 7-14% of the regions
+//     new instead of 40-90% (on a day when new memory was slow).
 //   - At most the limit waits in the pool: an eighth of the machine's
 //     memory (Physical) by default, TDMPI_RECV_POOL ("2GiB") in the
 //     environment, SetPoolLimit at run time; 0 turns reuse off. Of it,

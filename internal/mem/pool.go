@@ -53,17 +53,21 @@ var (
 	// in the pool, within its limit: a program receiving many sizes
 	// would otherwise keep a region of each, resident, for poolIdle.
 	smallIdleMax int64 = 64 << 20
-	// smallCollect is how many bytes of regions under collectMin a
-	// process takes (new or reused) between the collections that
-	// Received starts for them. Such regions come back only with a
-	// collection, and a collection per receive costs more than it saves;
-	// without one, a loop of receives waits for the runtime's own
-	// collections, which come when the heap has grown by its live size
-	// (4 MB at least) of new memory. On this project's VM (Dec 2026, when
-	// new memory was slow) tdmpi bench's fresh InitRemote of 16 KiB took
-	// 43 us one way with 40-60% of the receives into new regions, 11-12
-	// us with one collection per 4 MiB (7-14% new); 64 KiB 213-225 us
-	// against 17-20 us.
+	// smallCollect is how many bytes of regions under collectMin must be
+	// released (Dropped) for a collection to start that brings them back.
+	// Such regions come back only with a collection, and one per receive
+	// costs more than it saves; without this, a loop of receives that
+	// releases its results waits for the runtime's own collections, which
+	// come when the heap has grown by its live size (4 MB at least, more
+	// with regions of other sizes waiting in the pool) of new memory. On
+	// this project's VM (Dec 2026, when new memory was slow) tdmpi
+	// bench's fresh InitRemote of 16 KiB took 43 us one way with 40-60%
+	// of the receives into new regions, 11-12 us with one collection per
+	// 4 MiB released (7-14% new); 64 KiB 213-225 us against 17-20 us.
+	// Results dropped without a release are left to the runtime's
+	// collections: counting new regions instead, so as to collect for
+	// them too, made the go test benchmark of 64 KiB receives (a small
+	// heap, whose own collections bring the regions back) 30% slower.
 	smallCollect int64 = 4 << 20
 )
 
@@ -81,10 +85,10 @@ type pool struct {
 	// request took the last region of its size, done is closed when the
 	// running collection ends (nil if none runs), and collectAt is what
 	// out must reach for the next one.
-	due       atomic.Bool
-	done      chan struct{}
-	collectAt int64
-	smallOut  int64 // bytes of regions under collectMin taken since the last collection started
+	due          atomic.Bool
+	done         chan struct{}
+	collectAt    int64
+	smallDropped int64 // bytes of regions under collectMin released (Dropped) since the last collection started
 	// again: a region was dropped (Dropped) while the running collection
 	// had already started; it runs once more when it ends (once: a
 	// collection runs at most twice in a row).
@@ -359,18 +363,9 @@ func (p *pool) nudge(size, n int) []byte {
 // markDue records, as a request of size bytes takes a region, whether the
 // next Received should start a collection: the request took the last free
 // region of its size (or a new one), from collectMin up, so that the next
-// request of that size would find none; or, below, the regions under
-// collectMin handed out since the last collection reached smallCollect
-// bytes. p.mu must be held.
+// request of that size would find none. p.mu must be held.
 func (p *pool) markDue(size int) {
-	if int64(size) < collectMin {
-		p.smallOut += int64(size)
-		if p.smallOut >= smallCollect {
-			p.due.Store(true)
-		}
-		return
-	}
-	if len(p.free[size]) == 0 {
+	if int64(size) >= collectMin && len(p.free[size]) == 0 {
 		p.due.Store(true)
 	}
 }
@@ -420,11 +415,15 @@ func (p *pool) dropped(n int) {
 		return
 	}
 	size := regionSize(n)
-	if int64(size) < collectMin {
-		return
-	}
 	p.mu.Lock()
 	switch {
+	case int64(size) < collectMin:
+		p.smallDropped += int64(size)
+		if p.smallDropped < smallCollect || p.done != nil {
+			p.mu.Unlock()
+			return
+		}
+		p.collect()
 	case len(p.free[size]) > 0:
 		p.mu.Unlock()
 	case p.done != nil:
@@ -443,7 +442,7 @@ func (p *pool) dropped(n int) {
 func (p *pool) collect() {
 	done := make(chan struct{})
 	p.done = done
-	p.smallOut = 0
+	p.smallDropped = 0
 	returned := p.stats.Returned
 	p.mu.Unlock()
 	go func() {

@@ -368,35 +368,38 @@ func TestPoolDropped(t *testing.T) {
 	})
 }
 
-// Regions under collectMin do not start a collection each (one per
-// receive costs more than it saves), but every smallCollect bytes of them
-// taken do: the results dropped since come back.
+// Released regions under collectMin do not start a collection each (one
+// per receive costs more than it saves), but every smallCollect bytes of
+// them do: they come back.
 func TestPoolCollectsSmallRegions(t *testing.T) {
 	p := testPool(t, 1<<30)
 	old := smallCollect
 	smallCollect = 3 * PoolMin
 	t.Cleanup(func() { smallCollect = old })
 	var was []uintptr
-	for range 2 {
+	for range 3 {
 		b, err := p.get(PoolMin)
 		require.NoError(t, err)
-		was = append(was, addr(b))
 		p.received()
-		require.False(t, collecting(p), "a collection before smallCollect bytes were taken")
+		require.False(t, collecting(p), "a collection for a region under collectMin")
+		was = append(was, addr(b))
 	}
-	c, err := p.get(PoolMin)
-	require.NoError(t, err)
-	p.received() // the first two were dropped: they come back
-	require.True(t, collecting(p), "no collection after smallCollect bytes")
+	for i := range 3 {
+		require.False(t, collecting(p), "a collection before smallCollect bytes were released")
+		p.dropped(PoolMin) // the caller released it (b is dead)
+		if i < 2 {
+			continue
+		}
+		require.True(t, collecting(p), "no collection after smallCollect bytes")
+	}
 	waitCollection(p)
-	require.True(t, waitReturned(p, 2), "the dropped regions never came back")
+	require.True(t, waitReturned(p, 3), "the released regions never came back")
 	p.mu.Lock()
-	assert.Zero(t, p.smallOut)
+	assert.Zero(t, p.smallDropped)
 	p.mu.Unlock()
-	for range 2 {
+	for range 3 {
 		b, err := p.get(PoolMin)
 		require.NoError(t, err)
 		assert.Contains(t, was, addr(b))
 	}
-	runtime.KeepAlive(c)
 }
