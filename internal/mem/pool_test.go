@@ -403,3 +403,42 @@ func TestPoolCollectsSmallRegions(t *testing.T) {
 		assert.Contains(t, was, addr(b))
 	}
 }
+
+// After spareAfter requests of one size got their region by waiting for a
+// collection, the next takes a new one, so that one more region of the
+// size goes round and the waits stop.
+func TestPoolSpareAfterWaits(t *testing.T) {
+	p := testPool(t, 1<<30)
+	nudgeMin = PoolMin
+	a, err := p.get(PoolMin)
+	require.NoError(t, err)
+	for i := range spareAfter {
+		a = nil // dropped just before the next request
+		runtime.KeepAlive(a)
+		a, err = p.get(PoolMin)
+		require.NoError(t, err)
+		s := p.snapshot()
+		require.Equal(t, int64(i+1), s.Nudges, "request %d did not wait for the dropped region", i+1)
+		require.Equal(t, int64(1), s.Fresh)
+	}
+	a = nil
+	runtime.KeepAlive(a)
+	a, err = p.get(PoolMin)
+	require.NoError(t, err)
+	s := p.snapshot()
+	assert.Equal(t, int64(spareAfter), s.Nudges, "waited again")
+	assert.Equal(t, int64(2), s.Fresh, "no second region")
+	// One spare only: the waits go on (every other request here), as a
+	// loop that needs a collection whatever the number of regions would
+	// have them.
+	nudges := p.snapshot().Nudges
+	for range 4 * spareAfter {
+		a = nil
+		runtime.KeepAlive(a)
+		a, err = p.get(PoolMin)
+		require.NoError(t, err)
+	}
+	require.GreaterOrEqual(t, p.snapshot().Nudges-nudges, int64(spareAfter+1), "too few waits to test")
+	assert.Equal(t, int64(2), p.snapshot().Fresh, "a second spare")
+	runtime.KeepAlive(a)
+}
