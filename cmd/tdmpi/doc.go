@@ -73,8 +73,9 @@
 //	raw-bcast      mpi.Bcast of a []byte, the root alternating (the bcast baseline)
 //	raw-p2p-hp     raw-p2p on off-heap huge-page memory (tensor.NewOffHeapStorage):
 //	               the ceiling; tdmpi's consolidated storages use huge pages
-//	               too, the buffers it receives into do not
-//	initremote     InitRemote and FromRemoteInit, ping-pong
+//	               too, and so do its receive pool's regions from 4 MiB up
+//	initremote     InitRemote and FromRemoteInit, ping-pong, each result
+//	               released (TensorDict.Release) before the next receive
 //	initremote-bc  InitRemote and FromRemoteInit with WithBroadcast, the source alternating
 //	initremote-re  initremote with WithAllocator handing each receive the
 //	               storage of the previous result (no fresh memory)
