@@ -341,6 +341,7 @@ func TestPoolDropped(t *testing.T) {
 		returned := p.snapshot().Returned
 		a, err := p.get(PoolMin)
 		require.NoError(t, err)
+		require.Len(t, a, PoolMin)
 		// A collection that starts while a is still referenced ...
 		p.mu.Lock()
 		p.collect()
@@ -412,11 +413,13 @@ func TestPoolSpareAfterWaits(t *testing.T) {
 	nudgeMin = PoolMin
 	a, err := p.get(PoolMin)
 	require.NoError(t, err)
+	require.Len(t, a, PoolMin)
 	for i := range spareAfter {
 		a = nil // dropped just before the next request
 		runtime.KeepAlive(a)
 		a, err = p.get(PoolMin)
 		require.NoError(t, err)
+		require.Len(t, a, PoolMin)
 		s := p.snapshot()
 		require.Equal(t, int64(i+1), s.Nudges, "request %d did not wait for the dropped region", i+1)
 		require.Equal(t, int64(1), s.Fresh)
