@@ -314,9 +314,9 @@ func waitReturned(p *pool, n int64) bool {
 // runs again: the next request takes the region without a nudge.
 func TestPoolDropped(t *testing.T) {
 	p := testPool(t, 1<<30)
-	old := collectMin
-	collectMin = PoolMin
-	t.Cleanup(func() { collectMin = old })
+	old, oldDrop := collectMin, dropMin
+	collectMin, dropMin = PoolMin, PoolMin
+	t.Cleanup(func() { collectMin, dropMin = old, oldDrop })
 
 	t.Run("idle", func(t *testing.T) {
 		a, err := p.get(PoolMin)
@@ -365,6 +365,15 @@ func TestPoolDropped(t *testing.T) {
 
 	t.Run("small", func(t *testing.T) {
 		p.dropped(PoolMin - 1)
+		assert.False(t, collecting(p))
+	})
+
+	t.Run("under dropMin", func(t *testing.T) {
+		// Between collectMin and dropMin, Received's collections serve.
+		dropMin = 4 * PoolMin
+		_, err := p.get(2 * PoolMin)
+		require.NoError(t, err)
+		p.dropped(2 * PoolMin)
 		assert.False(t, collecting(p))
 	})
 }
