@@ -111,8 +111,9 @@
 //     and from 0.70-0.98x to 0.51-0.65x at 64-256 MiB; at 512 KiB, from
 //     5.1x to 1.9-2.0x (60% of those receives had taken new memory).
 //   - Releasing a storage over such memory (Dropped, which
-//     tensor.Storage.Release calls) starts that collection too when no
-//     region of its size waits, or runs the one under way once more: the
+//     tensor.Storage.Release calls) starts that collection too, from 4
+//     MiB up (dropMin), when no region of its size waits, or runs the one
+//     under way once more: the
 //     collection Received started could mark the result live just
 //     before the caller released it. In tdmpi bench's loops (each result
 //     released before the next receive) this removed the 1-7 nudges in 22
