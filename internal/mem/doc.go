@@ -91,15 +91,6 @@
 //     free: runtime.GC took about 4 ms here under load, which is what a
 //     fresh 256 MiB receive still costs beyond a reused buffer (the
 //     benchmarks report it as nudge-ms/op).
-//   - After two requests of one size got their region by waiting for a
-//     collection (spareAfter), the next takes a new one: one more region
-//     of that size goes round (one spare per size, until the pool drops
-//     every idle region of the size). The receiver of a ping-pong
-//     (receive, send back, release, receive) otherwise waits at every
-//     receive for the collection its release has just started: in tdmpi
-//     bench at 64-256 MiB the two ranks waited 48-60 times (3.5-6 ms
-//     each) in a run, 6-11 times with the spare; broadcast-mode
-//     InitRemote of 64 MiB went from 12.0-12.6 to 10.1 ms one way.
 //   - A receive that took the last free region of its size, from 256 KiB
 //     up, starts a collection in the background as it hands its result
 //     over (Received, which FromRemoteInit and Broadcast call): the
@@ -113,16 +104,28 @@
 //   - Releasing a storage over such memory (Dropped, which
 //     tensor.Storage.Release calls) starts that collection too, from 4
 //     MiB up (dropMin), when no region of its size waits, or runs the one
-//     under way once more: the
-//     collection Received started could mark the result live just
-//     before the caller released it. In tdmpi bench's loops (each result
-//     released before the next receive) this removed the 1-7 nudges in 22
-//     receives at 64 and 256 MiB: 64 MiB went from 9.6-10.3 ms to 6.5-7.7
-//     ms one way (three alternating runs of each binary). Released
-//     regions under 256 KiB start one every 4 MiB of them (smallCollect):
-//     fresh InitRemotes of 16-32 KiB went from 43-112 us to 11-13 us one
-//     way, 64 KiB from 193-247 us to 16-19 us, with 7-14% of the regions
-//     new instead of 40-90% (on a day when new memory was slow).
+//     under way once more: the collection Received started could mark the
+//     result live just before the caller released it. In tdmpi bench's
+//     loops (each result released before the next receive) this removed
+//     the 1-7 nudges in 22 receives at 64 and 256 MiB: 64 MiB went from
+//     9.6-10.3 ms to 6.5-7.7 ms one way (three alternating runs of each
+//     binary). Between 256 KiB and 4 MiB the next receive comes before a
+//     collection could end: one per release kept a collection running all
+//     the time (1-4 MiB took 1.38-1.83x raw against 1.01-1.39x without).
+//     Released regions under 256 KiB start one every 4 MiB of them
+//     (smallCollect): fresh InitRemotes of 16-32 KiB went from 43-112 us
+//     to 11-13 us one way, 64 KiB from 193-247 us to 16-19 us, with 7-14%
+//     of the regions new instead of 40-90% (on a day when new memory was
+//     slow).
+//   - After two requests of one size got their region by waiting for a
+//     collection (spareAfter), the next takes a new one: one more region
+//     of that size goes round (one spare per size, until the pool drops
+//     every idle region of the size). The receiver of a ping-pong
+//     (receive, send back, release, receive) otherwise waits at every
+//     receive for the collection its release has just started: in tdmpi
+//     bench at 64-256 MiB the two ranks waited 48-60 times (3.5-6 ms
+//     each) in a run, 6-11 times with the spare; broadcast-mode
+//     InitRemote of 64 MiB went from 12.0-12.6 to 10.1 ms one way.
 //   - At most the limit waits in the pool: an eighth of the machine's
 //     memory (Physical) by default, TDMPI_RECV_POOL ("2GiB") in the
 //     environment, SetPoolLimit at run time; 0 turns reuse off. Of it,
