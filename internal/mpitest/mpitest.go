@@ -174,8 +174,15 @@ func Agree(t testing.TB) {
 	}
 	all, err := h.agree(t.Name(), mine)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "mpitest: rank %d of %d: %s: %v: exiting so that mpirun ends the job\n",
-			h.comm.Rank(), h.comm.Size(), t.Name(), err)
+		// The test's own log is lost with the exit: say at least whether
+		// this rank failed it (a rank that fails before a collective
+		// leaves the others waiting in it).
+		verdict := "passed it"
+		if mine != 0 {
+			verdict = "FAILED it"
+		}
+		fmt.Fprintf(os.Stderr, "mpitest: rank %d of %d: %s: %v: this rank %s: exiting so that mpirun ends the job\n",
+			h.comm.Rank(), h.comm.Size(), t.Name(), err, verdict)
 		os.Exit(exitNoAgree)
 	}
 	var others []int
