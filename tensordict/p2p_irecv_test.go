@@ -32,10 +32,13 @@ func ring(rank, size int) (prev, next int) {
 // timer's), which stay and are not the library's.
 const goroutineSlack = 2
 
-// settle waits, up to 60 s, until no IRecv is queued and the goroutines
-// are back to start (within goroutineSlack), and reports the count.
+// settle waits, up to half of mpitest.AgreeTimeout, until no IRecv is
+// queued and the goroutines are back to start (within goroutineSlack),
+// and reports the count. Long for -race on a loaded machine, and short
+// enough that a rank that does not settle fails the test with its log
+// before the other ranks give up waiting for its verdict.
 func settle(start int) int {
-	deadline := time.Now().Add(60 * time.Second) // long for -race on a loaded machine
+	deadline := time.Now().Add(mpitest.AgreeTimeout / 2)
 	for {
 		n := runtime.NumGoroutine()
 		if (xfer.Pending() == 0 && n <= start+goroutineSlack) || time.Now().After(deadline) {
