@@ -5,7 +5,11 @@
 
 package mem
 
-import "golang.org/x/sys/unix"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // adviseHuge asks the kernel to back the huge-page-aligned interior of b
 // with transparent huge pages (on) or not to (off). It is advice: where
@@ -36,4 +40,21 @@ func freshHuge(b []byte) {
 	}
 	_ = unix.Madvise(b[off:off+n], unix.MADV_DONTNEED)
 	_ = unix.Madvise(b[off:off+n], unix.MADV_HUGEPAGE)
+}
+
+// adviseAround advises the 2 MiB-aligned windows that b lies in, whole, to
+// use transparent huge pages: for a region under HugeMin, which holds no
+// huge page of its own, so that its first write faults in the huge page
+// around it where none of the window's pages is present yet (new heap
+// memory). The neighbours it shares a window with are heap memory too,
+// which the advice leaves as it is where present.
+func adviseAround(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := p &^ (hugePage - 1)
+	hi := (p + uintptr(len(b)) + hugePage - 1) &^ (hugePage - 1)
+	// The windows reach past b, so the call takes addresses, not a slice.
+	_, _, _ = unix.Syscall(unix.SYS_MADVISE, lo, hi-lo, unix.MADV_HUGEPAGE)
 }

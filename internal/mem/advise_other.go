@@ -10,3 +10,6 @@ func adviseHuge([]byte, bool) {}
 
 // freshHuge does nothing: transparent huge pages are a Linux feature.
 func freshHuge([]byte) {}
+
+// adviseAround does nothing: transparent huge pages are a Linux feature.
+func adviseAround([]byte) {}

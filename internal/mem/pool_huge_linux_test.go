@@ -115,3 +115,21 @@ func controlHuge(t *testing.T, n int) int64 {
 	}
 	return anonHuge(t, addr(m)+uintptr(off), ln)
 }
+
+// A new region from aroundMin up to HugeMin has the huge-page windows it
+// lies in advised to use huge pages.
+func TestPoolAdvisesAround(t *testing.T) {
+	if !hugeOn {
+		t.Skip("SKIPPED: TDMPI_HUGEPAGES=0: regions are not advised")
+	}
+	for _, n := range []int{256 << 10, 1 << 20, 3 << 20} {
+		p := newPool()
+		b, err := p.get(n)
+		require.NoError(t, err)
+		for _, at := range []uintptr{addr(b), addr(b) + uintptr(len(b)) - 1} {
+			// "hg" is the VM_HUGEPAGE flag that MADV_HUGEPAGE sets.
+			require.Contains(t, strings.Fields(vmaFlags(t, at)), "hg", "%d-byte region, byte %#x", n, at-addr(b))
+		}
+		runtime.KeepAlive(b)
+	}
+}
