@@ -65,17 +65,18 @@
 // regions that stay faulted in:
 //
 //   - A region is Go heap memory (pointer-free, not cleared). From
-//     HugeMin (4 MiB) up it is a whole number of 2 MiB huge pages: a new
-//     one has the 4 KiB pages it may reuse from the heap dropped
-//     (MADV_DONTNEED) and is advised to use huge pages, so that the
-//     receive faults it in as huge pages, once. Below, it is the request
-//     rounded up to a quarter of a power of two (at most 25% more); from
-//     256 KiB up, the 2 MiB windows it lies in are advised to use huge
-//     pages, which a new window then faults in whole, heap neighbours
-//     included (on this project's VM, 4 KiB pages of new memory cost
-//     about 10 us each: 3 ms for 1 MiB, against 0.27 ms in huge pages).
-//     A fresh 256 KiB FromRemoteInit took 2.8x the time of one into
-//     reused memory before such requests were pooled.
+//     HugeMin (4 MiB) up it is a whole number of 2 MiB huge pages, aligned
+//     (the heap object is a huge page larger, and the region is its
+//     aligned part): a new one has the 4 KiB pages it may reuse from the
+//     heap dropped (MADV_DONTNEED) and is advised to use huge pages, so
+//     that the receive faults it in as huge pages, once. Below, it is the
+//     request rounded up to a quarter of a power of two (at most 25%
+//     more); from 256 KiB up, the 2 MiB windows it lies in are advised to
+//     use huge pages, which a new window then faults in whole, heap
+//     neighbours included. On this project's VM 4 KiB pages of new memory
+//     cost about 10 us each (3 ms for 1 MiB, against 0.27 ms in huge
+//     pages), and a fresh 256 KiB FromRemoteInit took 2.8x the time of
+//     one into reused memory before such requests were pooled.
 //   - It comes back by itself: a finalizer on the region's first word
 //     (runtime.SetFinalizer, which, unlike runtime.AddCleanup, may revive
 //     its object) puts it back in the pool when the collector finds no

@@ -220,21 +220,51 @@ func (p *pool) get(n int) ([]byte, error) {
 	if err := CheckAvailable(int64(size)); err != nil {
 		return nil, err
 	}
-	b := allocNoZero(size)
-	switch {
-	case !p.hugeAdvis:
-	case size >= HugeMin:
-		freshHuge(b)
-	case int64(size) >= aroundMin:
-		adviseAround(b)
-	}
-	base := (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))
+	base := p.alloc(size)
 	p.mu.Lock()
 	p.stats.Fresh++
 	p.out += int64(size)
 	p.markDue(size)
 	p.mu.Unlock()
 	return p.handOut(base, size, n), nil
+}
+
+// alloc returns the base (the first word of the Go heap object) of a new
+// region of size bytes, advised to use huge pages as the package
+// documentation describes. From HugeMin up the object is one huge page
+// larger than the region, which is its 2 MiB-aligned part (see
+// p.region), so that the region is huge pages from end to end: an
+// object as large, on the heap's 8 KiB alignment, would have up to 2 MiB
+// at each end on 4 KiB pages, which cost about 10 us each to fault in on
+// this project's VM (2.5 ms per MiB, against 0.08 ms in huge pages). The
+// part of the object outside the region is never written, and so takes
+// no memory.
+func (p *pool) alloc(size int) *uint64 {
+	var b []byte
+	switch {
+	case !p.hugeAdvis:
+		b = allocNoZero(size)
+	case size >= HugeMin:
+		b = allocNoZero(size + hugePage)
+		freshHuge(p.region((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), size))
+	case int64(size) >= aroundMin:
+		b = allocNoZero(size)
+		adviseAround(b)
+	default:
+		b = allocNoZero(size)
+	}
+	return (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+// region returns the region of size bytes in the object at base (see
+// alloc).
+func (p *pool) region(base *uint64, size int) []byte {
+	off := 0
+	if p.hugeAdvis && size >= HugeMin {
+		a := uintptr(unsafe.Pointer(base))
+		off = int((a+hugePage-1)&^(hugePage-1) - a)
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(base)), off+size)[off:]
 }
 
 // take returns a free region of size bytes as a slice of n, or nil.
@@ -259,7 +289,7 @@ func (p *pool) take(size, n int) []byte {
 // returns its first n bytes.
 func (p *pool) handOut(base *uint64, size, n int) []byte {
 	runtime.SetFinalizer(base, func(b *uint64) { p.put(b, size) })
-	return unsafe.Slice((*byte)(unsafe.Pointer(base)), size)[:n:n]
+	return p.region(base, size)[:n:n]
 }
 
 // put takes back a region the collector found unreachable (the

@@ -133,3 +133,34 @@ func TestPoolAdvisesAround(t *testing.T) {
 		runtime.KeepAlive(b)
 	}
 }
+
+// A region from HugeMin up starts on a huge-page boundary, so that it is
+// huge pages from end to end, and so does the same region reused.
+func TestPoolRegionIsAligned(t *testing.T) {
+	if !hugeOn {
+		t.Skip("SKIPPED: TDMPI_HUGEPAGES=0: regions are not advised")
+	}
+	p := testPool(t, 1<<30)
+	var pads [][]byte
+	for i, n := range []int{HugeMin, HugeMin + 12345, 3*HugeMin + 1} {
+		// Heap objects of 8 KiB pages between the regions: without the
+		// pool's alignment, a region would start where the heap's
+		// allocator puts its object, seldom on a huge page.
+		pads = append(pads, allocNoZero(40<<10))
+		b, err := p.get(n)
+		require.NoError(t, err)
+		require.Len(t, b, n)
+		require.Zero(t, addr(b)%hugePage, "%d-byte request", n)
+		require.Zero(t, cap(b)-n, "%d-byte request", n)
+		require.Equal(t, 0, regionSize(n)%hugePage)
+		want := addr(b)
+		b = nil
+		runtime.GC()
+		require.True(t, waitReturned(p, int64(i+1)), "%d-byte request: the region did not come back", n)
+		b, err = p.get(n)
+		require.NoError(t, err)
+		require.Equal(t, want, addr(b), "%d-byte request, reused", n)
+		sink = b
+	}
+	runtime.KeepAlive(pads)
+}
