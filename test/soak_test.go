@@ -418,14 +418,16 @@ func runSoakOp(ctx context.Context, g *group.Group, kind, a, b int, sp tdSpec, c
 // The receive pool's idle regions, heap memory that it keeps faulted in
 // for the next receives (at most 64 MiB of regions under 4 MiB, dropped
 // after 10 s unused: see internal/mem), are left out of both figures:
-// they are not growth.
+// they are not growth. The heap objects of regions from 4 MiB up are a
+// huge page larger than the regions, a page never written (IdleHeap).
 func settledMemory() (rssKiB int64, heap uint64) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	idle := uint64(mem.Stats().Idle)
-	return vmRSS() - int64(idle>>10), ms.HeapAlloc - min(idle, ms.HeapAlloc)
+	st := mem.Stats()
+	idle, idleHeap := uint64(st.Idle), uint64(st.IdleHeap)
+	return vmRSS() - int64(idle>>10), ms.HeapAlloc - min(idleHeap, ms.HeapAlloc)
 }
 
 // vmRSS returns this process's resident set size in KiB (VmRSS of

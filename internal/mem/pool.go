@@ -105,6 +105,7 @@ type pool struct {
 	mu        sync.Mutex
 	free      map[int][]idleRegion // by region size
 	idle      int64                // bytes in free
+	idleHeap  int64                // bytes of heap objects in free (objectSize)
 	idleSmall int64                // bytes in free in regions under HugeMin
 	limit     int64                // most bytes free may hold
 	out       int64                // bytes handed out and not yet back
@@ -146,6 +147,7 @@ type PoolStats struct {
 	Returned int64 // regions that came back (were found unreachable)
 	Dropped  int64 // regions given back to the runtime (over the limit, or idle)
 	Idle     int64 // bytes waiting in the pool now
+	IdleHeap int64 // bytes of Go heap the waiting regions' objects take: Idle, plus the unwritten huge page of each from HugeMin up (see alloc)
 	Out      int64 // bytes handed out and not yet come back
 	Limit    int64 // the limit on Idle
 }
@@ -245,7 +247,7 @@ func (p *pool) alloc(size int) *uint64 {
 	case !p.hugeAdvis:
 		b = allocNoZero(size)
 	case size >= HugeMin:
-		b = allocNoZero(size + hugePage)
+		b = allocNoZero(p.objectSize(size))
 		freshHuge(p.region((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), size))
 	case int64(size) >= aroundMin:
 		b = allocNoZero(size)
@@ -254,6 +256,15 @@ func (p *pool) alloc(size int) *uint64 {
 		b = allocNoZero(size)
 	}
 	return (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+// objectSize returns the size of the heap object that holds a region of
+// size bytes (see alloc).
+func (p *pool) objectSize(size int) int {
+	if p.hugeAdvis && size >= HugeMin {
+		return size + hugePage
+	}
+	return size
 }
 
 // region returns the region of size bytes in the object at base (see
@@ -307,6 +318,7 @@ func (p *pool) put(base *uint64, size int) {
 	}
 	p.free[size] = append(p.free[size], idleRegion{base: base, since: time.Now()})
 	p.idle += int64(size)
+	p.idleHeap += int64(p.objectSize(size))
 	if size < HugeMin {
 		p.idleSmall += int64(size)
 	}
@@ -370,6 +382,7 @@ func (p *pool) dropOldest(small bool) bool {
 // unidle counts a region of size bytes out of the idle ones.
 func (p *pool) unidle(size int) {
 	p.idle -= int64(size)
+	p.idleHeap -= int64(p.objectSize(size))
 	if size < HugeMin {
 		p.idleSmall -= int64(size)
 	}
@@ -602,7 +615,7 @@ func (p *pool) snapshot() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
-	s.Idle, s.Out, s.Limit = p.idle, p.out, p.limit
+	s.Idle, s.IdleHeap, s.Out, s.Limit = p.idle, p.idleHeap, p.out, p.limit
 	return s
 }
 

@@ -157,6 +157,17 @@ func TestPoolRegionIsAligned(t *testing.T) {
 		b = nil
 		runtime.GC()
 		require.True(t, waitReturned(p, int64(i+1)), "%d-byte request: the region did not come back", n)
+		// The unwritten huge page of each idle region's heap object
+		// counts in IdleHeap.
+		st := p.snapshot()
+		p.mu.Lock()
+		idle := 0
+		for _, rs := range p.free {
+			idle += len(rs)
+		}
+		p.mu.Unlock()
+		require.Positive(t, idle)
+		require.Equal(t, st.Idle+int64(idle)*hugePage, st.IdleHeap, "%d-byte request", n)
 		b, err = p.get(n)
 		require.NoError(t, err)
 		require.Equal(t, want, addr(b), "%d-byte request, reused", n)
