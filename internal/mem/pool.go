@@ -242,38 +242,36 @@ func (p *pool) get(n int) ([]byte, error) {
 // part of the object outside the region is never written, and so takes
 // no memory.
 func (p *pool) alloc(size int) *uint64 {
-	var b []byte
+	b := allocNoZero(p.objectSize(size))
+	base := (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))
 	switch {
-	case !p.hugeAdvis:
-		b = allocNoZero(size)
-	case size >= HugeMin:
-		b = allocNoZero(p.objectSize(size))
-		freshHuge(p.region((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), size))
-	case int64(size) >= aroundMin:
-		b = allocNoZero(size)
+	case p.aligned(size):
+		freshHuge(p.region(base, size))
+	case p.hugeAdvis && int64(size) >= aroundMin:
 		adviseAround(b)
-	default:
-		b = allocNoZero(size)
 	}
-	return (*uint64)(unsafe.Pointer(unsafe.SliceData(b)))
+	return base
 }
 
+// aligned reports whether a region of size bytes is the huge-page-aligned
+// part of a larger heap object (see alloc).
+func (p *pool) aligned(size int) bool { return p.hugeAdvis && size >= HugeMin }
+
 // objectSize returns the size of the heap object that holds a region of
-// size bytes (see alloc).
+// size bytes.
 func (p *pool) objectSize(size int) int {
-	if p.hugeAdvis && size >= HugeMin {
+	if p.aligned(size) {
 		return size + hugePage
 	}
 	return size
 }
 
-// region returns the region of size bytes in the object at base (see
-// alloc).
+// region returns the region of size bytes in the object at base: the
+// object's first size bytes, or, aligned, its run of whole huge pages.
 func (p *pool) region(base *uint64, size int) []byte {
 	off := 0
-	if p.hugeAdvis && size >= HugeMin {
-		a := uintptr(unsafe.Pointer(base))
-		off = int((a+hugePage-1)&^(hugePage-1) - a)
+	if p.aligned(size) {
+		off, _ = hugeRange(uintptr(unsafe.Pointer(base)), p.objectSize(size))
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(base)), off+size)[off:]
 }
