@@ -47,8 +47,11 @@ Bench measures, in one run, for payloads from -min to -max bytes (each size
 The TensorDicts hold -leaves uint8 leaves (fewer for payloads of fewer
 bytes) that share the payload. The methods of one size are timed in rounds,
 one repetition of each method in turn, so that noise from other processes
-hits a method and its baseline alike; rounds go on until every method has
-at least -iters repetitions and the size has run for -time per method. A
+hits a method and its baseline alike; before each repetition the ranks
+wait for the collections the receive pool started in the method before
+(whose results were released) to end, so that they are not timed in this
+one. Rounds go on until every method has at least -iters repetitions and
+the size has run for -time per method. A
 figure is the median one-way time of a method's repetitions. Each method's
 ratio compares it with the raw baseline of the same size and pattern: 2.00x
 means twice as slow.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -89,6 +90,13 @@ func measure(g *group.Group, steps []func() error, tm timing) ([]sample, error) 
 			return ss, nil
 		}
 		for i, step := range steps {
+			// The collections the receive pool started for the method
+			// before end first, on every rank, so that they are not timed
+			// here: they would take a core from a rank waiting for a message.
+			mem.Settle()
+			if err := g.Comm().Barrier(); err != nil {
+				return nil, fmt.Errorf("method %d: round %d: barrier: %w", i, round, err)
+			}
 			n := int(ctrl[1+i])
 			t0 := time.Now()
 			for j := range n {

@@ -565,6 +565,25 @@ func (p *pool) collect() {
 	}()
 }
 
+// Settle waits until no collection the pool started (see Received and
+// Dropped) is running, and returns at once if none is. A benchmark that
+// times several methods in turn calls it between them, so that one
+// method's time does not include a collection another method's receives
+// or releases started.
+func Settle() { recvPool.settle() }
+
+func (p *pool) settle() {
+	for {
+		p.mu.Lock()
+		done := p.done
+		p.mu.Unlock()
+		if done == nil {
+			return
+		}
+		<-done
+	}
+}
+
 // dropIdle drops the regions that waited poolIdle or longer, and runs
 // again while any are left.
 func (p *pool) dropIdle() {

@@ -217,14 +217,21 @@ func collecting(p *pool) bool {
 	return p.done != nil
 }
 
-// waitCollection waits for the collection Received started, if any.
-func waitCollection(p *pool) {
+// Settle returns at once when no collection runs, and once the running
+// one (and its rerun for a release during it) has ended otherwise.
+func TestPoolSettle(t *testing.T) {
+	p := testPool(t, 1<<30)
+	p.settle()
 	p.mu.Lock()
-	done := p.done
+	p.collect()
+	p.mu.Lock()
+	p.again = p.done != nil // a release during the collection: it runs twice
 	p.mu.Unlock()
-	if done != nil {
-		<-done
-	}
+	p.settle()
+	assert.False(t, collecting(p))
+	p.mu.Lock()
+	assert.False(t, p.again, "settled before the rerun")
+	p.mu.Unlock()
 }
 
 // A receive that took the last free region starts a collection when it
@@ -241,7 +248,7 @@ func TestPoolCollectsAfterReceive(t *testing.T) {
 	a, err := p.get(PoolMin)
 	require.NoError(t, err)
 	p.received() // a is the caller's: nothing comes back
-	waitCollection(p)
+	p.settle()
 	p.mu.Lock()
 	require.Equal(t, 2*p.out, p.collectAt)
 	p.mu.Unlock()
@@ -254,7 +261,7 @@ func TestPoolCollectsAfterReceive(t *testing.T) {
 	a = nil // the caller drops the result before last
 	runtime.KeepAlive(a)
 	p.received()
-	waitCollection(p)
+	p.settle()
 	// The collection received started, no other, brings a back (its
 	// finalizer runs on a goroutine of its own, soon after).
 	for i := 0; i < 1000 && p.snapshot().Returned == 0; i++ {
@@ -326,7 +333,7 @@ func TestPoolDropped(t *testing.T) {
 		runtime.KeepAlive(a)
 		p.dropped(PoolMin)
 		require.True(t, collecting(p), "no collection started")
-		waitCollection(p)
+		p.settle()
 		require.True(t, waitReturned(p, 1), "the released region never came back")
 		s := p.snapshot()
 		b, err := p.get(PoolMin)
@@ -349,7 +356,7 @@ func TestPoolDropped(t *testing.T) {
 		runtime.KeepAlive(a)
 		// ... runs again for the release during it.
 		p.dropped(PoolMin)
-		waitCollection(p)
+		p.settle()
 		require.True(t, waitReturned(p, returned+1), "the region released during a collection never came back")
 		p.mu.Lock()
 		assert.False(t, p.again)
@@ -402,7 +409,7 @@ func TestPoolCollectsSmallRegions(t *testing.T) {
 		}
 		require.True(t, collecting(p), "no collection after smallCollect bytes")
 	}
-	waitCollection(p)
+	p.settle()
 	require.True(t, waitReturned(p, 3), "the released regions never came back")
 	p.mu.Lock()
 	assert.Zero(t, p.smallDropped)
