@@ -105,7 +105,7 @@ func newTD(batch []int) *TensorDict {
 }
 
 // BatchSize returns a copy of the batch size: the leading dimensions every
-// leaf shares// (nil for a nil *TensorDict).
+// leaf shares (nil for a nil *TensorDict).
 func (td *TensorDict) BatchSize() []int {
 	if td == nil {
 		return nil
