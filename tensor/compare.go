@@ -168,7 +168,7 @@ func (t *Tensor) compareScalar(op cmpOp, v float64) *Tensor {
 	switch t.dtype {
 	case Bool:
 		// The bytes of a bool tensor are those of a uint8 tensor of 0 and 1.
-		x = t.viewDims(t.dims, t.offset)
+		x = t.viewDims(t.allDims(), t.offset)
 		x.dtype = Uint8
 	case Float16, BFloat16:
 		x = t.To(Float32)

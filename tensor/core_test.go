@@ -95,7 +95,7 @@ func TestFromBytesChecksBools(t *testing.T) {
 
 func TestDimsShareNothingVisible(t *testing.T) {
 	for _, shape := range [][]int{{}, {3}, {2, 1, 4}, {0, 5}} {
-		x := &Tensor{dims: contiguousDims(shape)}
+		x := newTensor(0, contiguousDims(shape), 0, nil)
 		sh, st := x.shape(), x.strides()
 		require.Equal(t, shape, sh)
 		require.Equal(t, contiguousStrides(shape), st)

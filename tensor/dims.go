@@ -30,7 +30,7 @@ func (t *Tensor) Squeeze(dim int) (*Tensor, error) {
 		return nil, err
 	}
 	if t.shape()[d] != 1 {
-		return t.viewDims(t.dims, t.offset), nil
+		return t.viewDims(t.allDims(), t.offset), nil
 	}
 	return t.viewDims(dropDim(t, d), t.offset), nil
 }

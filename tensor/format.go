@@ -78,7 +78,7 @@ func (t *Tensor) FormatElements(n int) (elems []string, more bool) {
 	m := max(0, min(n, total))
 	elems = make([]string, 0, m)
 	// flat reads element i of t's storage, counted from t's offset.
-	flat := &Tensor{dtype: t.dtype, dims: []int{total, 1}, offset: t.offset, st: t.st}
+	flat := newTensor(t.dtype, []int{total, 1}, t.offset, t.st)
 	shape, strides := t.shape(), t.strides()
 	idx := make([]int, len(shape))
 	for range m {

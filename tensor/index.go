@@ -11,7 +11,7 @@ func (t *Tensor) view(shape, strides []int, offset int) *Tensor {
 // dims: the shape, then the strides), which it keeps: the caller must not
 // change them after.
 func (t *Tensor) viewDims(dims []int, offset int) *Tensor {
-	return &Tensor{dtype: t.dtype, dims: dims, offset: offset, st: t.st}
+	return newTensor(t.dtype, dims, offset, t.st)
 }
 
 // newDims returns the dims of a tensor of n dimensions, zeroed, and its
@@ -69,7 +69,7 @@ func (t *Tensor) Narrow(dim, start, length int) (*Tensor, error) {
 	if s < 0 || s > n || length < 0 || length > n-s {
 		return nil, fmt.Errorf("tensor: Narrow: start %d length %d out of range for dimension %d of shape %v", start, length, dim, t.shape())
 	}
-	dims := cloneInts(t.dims)
+	dims := cloneInts(t.allDims())
 	dims[d] = length
 	off := t.offset
 	if length > 0 {
@@ -103,7 +103,7 @@ func (t *Tensor) Slice(dim, start, stop, step int) (*Tensor, error) {
 	if e > s {
 		length = (e - s + step - 1) / step
 	}
-	dims := cloneInts(t.dims)
+	dims := cloneInts(t.allDims())
 	dims[d] = length
 	off := t.offset
 	if length > 0 {
