@@ -220,21 +220,51 @@ func (td *TensorDict) Release() error {
 	if td == nil {
 		return nil
 	}
-	seen := map[*tensor.Storage]bool{}
-	var errs []error
-	rel := func(st *tensor.Storage) {
-		if st == nil || seen[st] || !(st.External() || st.Reusable()) {
-			return
-		}
-		seen[st] = true
-		errs = append(errs, st.Release())
-	}
+	var r releaser
 	if td.cons != nil {
-		rel(td.cons.st)
+		r.release(td.cons.st)
 	}
-	td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
-		rel(n.entries[j].t.Storage())
-		return nil
-	})
-	return errors.Join(errs...)
+	r.tree(td)
+	return errors.Join(r.errs...)
+}
+
+// releaser is Release's walk: the storages it released, each once, and
+// their errors. The leaves of a consolidated or received TensorDict all
+// view one storage, which takes no map to remember.
+type releaser struct {
+	first *tensor.Storage          // the first storage released
+	more  map[*tensor.Storage]bool // the others
+	errs  []error
+}
+
+// tree releases the storages of td's leaves and of its nested
+// TensorDicts' leaves.
+func (r *releaser) tree(td *TensorDict) {
+	for i := range td.entries {
+		switch e := &td.entries[i]; e.kind {
+		case kindTensor:
+			r.release(e.t.Storage())
+		case kindTD:
+			r.tree(e.td)
+		}
+	}
+}
+
+// release releases st, unless it is nil, a heap storage left to the
+// collector, or released by r already.
+func (r *releaser) release(st *tensor.Storage) {
+	if st == nil || !(st.External() || st.Reusable()) || st == r.first || r.more[st] {
+		return
+	}
+	switch {
+	case r.first == nil:
+		r.first = st
+	case r.more == nil:
+		r.more = map[*tensor.Storage]bool{st: true}
+	default:
+		r.more[st] = true
+	}
+	if err := st.Release(); err != nil {
+		r.errs = append(r.errs, err)
+	}
 }
