@@ -80,7 +80,7 @@ func decodeInitFrame(l *link, frame []byte) (*TensorDict, error) {
 	if err != nil {
 		return nil, err
 	}
-	td, stor, finish, err := l.buildInit(&fr)
+	td, stor, finish, err := l.buildInit(&fr, false)
 	if err != nil {
 		return nil, err
 	}

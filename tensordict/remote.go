@@ -554,12 +554,9 @@ func (l *link) recvInit() (*TensorDict, error) {
 			return nil, l.Errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
 		}
 	}
-	if scratch && f.Inline != nil {
-		// The frame goes back to its pool: the storage is a copy, and
-		// nothing else built from the frame refers to its bytes.
-		f.Inline = xfer.AlignedCopy(f.Inline)
-	}
-	td, stor, finish, err := l.buildInit(&f)
+	// With scratch, the frame goes back to its pool: the storage is a
+	// copy, and nothing else built from the frame refers to its bytes.
+	td, stor, finish, err := l.buildInit(&f, scratch)
 	if err != nil {
 		return nil, l.Errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
 	}
@@ -702,14 +699,31 @@ func (l *link) abandonMemmap() error {
 // buildInit allocates the storage that the InitRemote header frame f
 // announces (or takes its inline storage) and builds the TensorDict over
 // it from f's metadata, with f's class name, before any separate payload
-// arrives; finish then completes or removes a memory-mapped storage. On
-// error nothing is left behind (finish has run).
-func (l *link) buildInit(f *wire.Frame) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, err error) {
-	stor, finish, err = l.storageFor(f.Total, f.Inline, f.Meta)
+// arrives; finish then completes or removes a memory-mapped storage. With
+// scratch, f's inline storage lies in a buffer the caller reuses: the
+// result gets a copy (in the same allocation as its tree when it is
+// built from a template, see treeTemplate.instantiateCopy). On error
+// nothing is left behind (finish has run).
+func (l *link) buildInit(f *wire.Frame, scratch bool) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, err error) {
+	if scratch && len(f.Inline) > 0 && l.o.memmap == "" && l.o.alloc == nil {
+		td, err = fromConsolidatedCached(l.Group, nil, f.Inline, f.Meta)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if len(f.Class) > 0 {
+			td.class = string(f.Class)
+		}
+		return td, td.cons.st, func(bool) error { return nil }, nil
+	}
+	inline := f.Inline
+	if scratch && len(inline) == 0 && inline != nil {
+		inline = []byte{} // not a view of the caller's buffer, even empty
+	}
+	stor, finish, err = l.storageFor(f.Total, inline, f.Meta)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	td, err = fromConsolidatedCached(l.Group, stor, f.Meta)
+	td, err = fromConsolidatedCached(l.Group, stor, nil, f.Meta)
 	if err != nil {
 		return nil, nil, nil, errors.Join(err, finish(false))
 	}
@@ -885,10 +899,16 @@ func createMemmapStorage(prefix string, total int64, inline, meta []byte) (*tens
 var metaCaches = group.Slot[codec.Cache]{New: func() *codec.Cache { return new(codec.Cache) }}
 
 // fromConsolidatedCached is FromConsolidated with g's cache of decoded
-// metadata. The result is the same: views of st, consolidated, with
+// metadata, over st, or, when st is nil, over a copy of inline that it
+// makes (in the same allocation as the tree, when a template builds it).
+// The result is the same: views of the storage, consolidated, with
 // non-tensor values of its own.
-func fromConsolidatedCached(g *group.Group, st *tensor.Storage, meta []byte) (*TensorDict, error) {
-	cache, n := metaCaches.Of(g), st.Len()
+func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte) (*TensorDict, error) {
+	n := len(inline)
+	if st != nil {
+		n = st.Len()
+	}
+	cache := metaCaches.Of(g)
 	root, class, err := cache.Decode(meta, n, codec.DefaultLimits())
 	if err != nil {
 		return nil, err
@@ -896,9 +916,21 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, meta []byte) (*T
 	var td *TensorDict
 	if cache.Keeps(meta) && n <= templateMaxBytes {
 		// root is in the receive cache: so is its template (template.go).
-		td, err = templateCaches.Of(g).build(root, st)
-	} else if td, err = buildFromMeta(root, st); err == nil {
-		cloneNonTensors(td)
+		var tp *treeTemplate
+		if tp, err = templateCaches.Of(g).template(root, n); err == nil {
+			if st == nil {
+				td, err = tp.instantiateCopy(inline)
+			} else {
+				td, err = tp.instantiate(st)
+			}
+		}
+	} else {
+		if st == nil {
+			st = tensor.StorageOf(xfer.AlignedCopy(inline))
+		}
+		if td, err = buildFromMeta(root, st); err == nil {
+			cloneNonTensors(td)
+		}
 	}
 	if err != nil {
 		return nil, err

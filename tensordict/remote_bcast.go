@@ -223,10 +223,7 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	var st *tensor.Storage
 	if err == nil && fits {
 		f := wire.FrameOf(h, first[bcastPrefix+wire.Size:])
-		if f.Inline != nil {
-			f.Inline = xfer.AlignedCopy(f.Inline)
-		}
-		td, st, finish, err = l.buildInit(&f)
+		td, st, finish, err = l.buildInit(&f, true)
 	}
 	if err == nil && busy() {
 		err = errBusy
@@ -251,7 +248,7 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 			return false, l.Errorf("receiving the metadata: %w", err)
 		}
 		f := wire.FrameOf(h, frame[wire.Size:])
-		td, st, finish, err = l.buildInit(&f)
+		td, st, finish, err = l.buildInit(&f, false)
 		if !inline {
 			if err := l.agree(s, err); err != nil {
 				td = nil

@@ -12,6 +12,8 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -50,8 +52,12 @@ type treeTemplate struct {
 	views   *tensor.ViewSet
 	// block is the type of a copy's memory: its nodes, entries and
 	// tensors in one allocation, at offsets 0, entriesAt and viewsAt.
+	// blockData, for a storage of under copyMaxBytes, has the storage's
+	// bytes after them, at dataAt (instantiateCopy).
 	block              reflect.Type
 	entriesAt, viewsAt uintptr
+	blockData          reflect.Type
+	dataAt             uintptr
 	// plain: every non-tensor value of the tree is a scalar, so a copy
 	// whose nodes are unedited has the template's metadata.
 	plain bool
@@ -93,6 +99,16 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 		{Name: "Views", Type: reflect.ArrayOf(len(views), reflect.TypeFor[tensor.Tensor]())},
 	})
 	tp.entriesAt, tp.viewsAt = tp.block.Field(1).Offset, tp.block.Field(2).Offset
+	if stLen < copyMaxBytes {
+		fields := make([]reflect.StructField, 0, 4)
+		for i := range tp.block.NumField() {
+			fields = append(fields, tp.block.Field(i))
+		}
+		// The fields before are 8-byte aligned, and so is Data: every
+		// dtype's alignment (tensor.ViewSet checks it all the same).
+		tp.blockData = reflect.StructOf(append(fields, reflect.StructField{Name: "Data", Type: reflect.ArrayOf(stLen, reflect.TypeFor[byte]())}))
+		tp.dataAt = tp.blockData.Field(3).Offset
+	}
 	viewAt := make(map[*tensor.Tensor]int, len(views))
 	for i := range views {
 		viewAt[&views[i]] = i
@@ -120,10 +136,39 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 	return tp, nil
 }
 
+// copyMaxBytes bounds the storages whose copy instantiateCopy makes in
+// the tree's own allocation: those of the frames a receive copies out of
+// a reused buffer, all under mem.PoolMin (larger ones are received into
+// memory of their own).
+const copyMaxBytes = mem.PoolMin
+
 // instantiate returns a copy of tp's tree over st, a storage of tp.stLen
 // bytes, as buildFromMeta and cloneNonTensors would make it.
 func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
-	block := reflect.New(tp.block).UnsafePointer()
+	return tp.instantiateIn(reflect.New(tp.block).UnsafePointer(), st)
+}
+
+// instantiateCopy is instantiate over a copy of b, tp.stLen bytes, made
+// in the same allocation as the tree when tp.stLen is under copyMaxBytes:
+// one object, written in one run, in place of three (the storage's bytes,
+// then its tree). The copy lives as long as the tree's memory does, which
+// its tensors keep alive anyway.
+func (tp *treeTemplate) instantiateCopy(b []byte) (*TensorDict, error) {
+	if len(b) != tp.stLen {
+		return nil, fmt.Errorf("tensordict: template for %d bytes used for a storage of %d (a bug)", tp.stLen, len(b))
+	}
+	if tp.blockData == nil || len(b) == 0 {
+		return tp.instantiate(tensor.StorageOf(xfer.AlignedCopy(b)))
+	}
+	block := reflect.New(tp.blockData).UnsafePointer()
+	data := blockPart[byte](block, tp.dataAt, len(b))
+	copy(data, b)
+	return tp.instantiateIn(block, tensor.StorageOf(data))
+}
+
+// instantiateIn is instantiate in block, memory of type tp.block or
+// tp.blockData.
+func (tp *treeTemplate) instantiateIn(block unsafe.Pointer, st *tensor.Storage) (*TensorDict, error) {
 	nodes := blockPart[builtNode](block, 0, len(tp.nodes))
 	entries := blockPart[entry](block, tp.entriesAt, len(tp.entries))
 	views := blockPart[tensor.Tensor](block, tp.viewsAt, tp.views.Len())
@@ -217,11 +262,10 @@ type templateCache struct {
 
 var templateCaches = group.Slot[templateCache]{New: func() *templateCache { return new(templateCache) }}
 
-// build returns the tree of root over st: a copy of root's template,
-// made first if c has none. The template is made with c locked, so that
-// a tree is built from root by one goroutine at a time.
-func (c *templateCache) build(root *codec.Node, st *tensor.Storage) (*TensorDict, error) {
-	n := st.Len()
+// template returns root's template for storages of n bytes, made first
+// if c has none. It is made with c locked, so that a tree is built from
+// root by one goroutine at a time.
+func (c *templateCache) template(root *codec.Node, n int) (*treeTemplate, error) {
 	c.mu.Lock()
 	var tp *treeTemplate
 	for _, t := range c.t {
@@ -240,5 +284,5 @@ func (c *templateCache) build(root *codec.Node, st *tensor.Storage) (*TensorDict
 		c.next = (c.next + 1) % templateCacheSize
 	}
 	c.mu.Unlock()
-	return tp.instantiate(st)
+	return tp, nil
 }

@@ -6,6 +6,7 @@ package tensordict
 import (
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,6 +80,52 @@ func TestTemplateSameAsBuild(t *testing.T) {
 		if e.kind == kindTensor {
 			assert.True(t, e.t.Storage().Released(), "entry %q", e.name)
 		}
+	}
+}
+
+// instantiateCopy makes the copy instantiate makes over a copy of the
+// bytes it is given: under copyMaxBytes, in the tree's own allocation
+// (the storage's bytes at dataAt from the root node, which starts it),
+// above, in one of their own. Changing the bytes given changes nothing.
+func TestTemplateCopyOfBytes(t *testing.T) {
+	small, smallRoot := templateSource(t)
+	big := New()
+	require.NoError(t, big.Set(K("x"), tensor.Ones(tensor.Float64, copyMaxBytes/8)))
+	big, err := big.Consolidate()
+	require.NoError(t, err)
+	meta, err := big.ConsolidatedMetadata()
+	require.NoError(t, err)
+	bigRoot, _, err := codec.Decode(meta, big.ConsolidatedStorage().Len(), codec.DefaultLimits())
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name   string
+		td     *TensorDict
+		root   *codec.Node
+		inTree bool
+	}{
+		{"small", small, smallRoot, true},
+		{"at copyMaxBytes", big, bigRoot, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := append([]byte(nil), tt.td.ConsolidatedStorage().Bytes()...)
+			require.Equal(t, tt.inTree, len(b) < copyMaxBytes)
+			tp, err := newTemplate(tt.root, len(b))
+			require.NoError(t, err)
+			want, err := tp.instantiate(storageCopy(t, tt.td.ConsolidatedStorage()))
+			require.NoError(t, err)
+			got, err := tp.instantiateCopy(b)
+			require.NoError(t, err)
+			clear(b)
+			requireSameTD(t, want, got)
+			data := unsafe.Pointer(unsafe.SliceData(got.ConsolidatedStorage().Bytes()))
+			if tt.inTree {
+				assert.Equal(t, tp.dataAt, uintptr(data)-uintptr(unsafe.Pointer(got)), "the bytes are not in the tree's allocation")
+			}
+			assert.NotEqual(t, unsafe.Pointer(unsafe.SliceData(b)), data)
+			assert.Zero(t, uintptr(data)%8, "storage not 8-byte aligned")
+			_, err = tp.instantiateCopy(b[:len(b)-8])
+			assert.Error(t, err, "bytes of the wrong length")
+		})
 	}
 }
 
@@ -191,7 +238,11 @@ func TestTemplateConcurrentCopies(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 20 {
-				td, err := cache.build(root, storageCopy(t, c.ConsolidatedStorage()))
+				tp, err := cache.template(root, c.ConsolidatedStorage().Len())
+				if !assert.NoError(t, err) {
+					return
+				}
+				td, err := tp.instantiateCopy(c.ConsolidatedStorage().Bytes())
 				if !assert.NoError(t, err) {
 					return
 				}
