@@ -70,7 +70,7 @@ func measure(g *group.Group, steps []func() error, tm timing) ([]sample, error) 
 		total = tm.minTime * time.Duration(len(steps))
 	)
 	for i := range ss {
-		ss[i].batch = 1 // the first repetition is one step; the batches are sized after it (sizingRounds)
+		ss[i].batch = 1 // the first repetition is one step; the batches are sized after it
 	}
 	for round := 0; ; round++ {
 		if root {
@@ -106,9 +106,9 @@ func measure(g *group.Group, steps []func() error, tm timing) ([]sample, error) 
 			}
 			d := time.Since(t0)
 			ss[i].oneway = append(ss[i].oneway, d.Seconds()/float64(2*n))
-			if root && round < sizingRounds {
+			if root {
 				// A stall (a collection, a preempted rank) only makes a
-				// round slower: the fastest round sizes the batch.
+				// repetition slower: the fastest so far sizes the batch.
 				b := batchSteps(d/time.Duration(n), tm.batch)
 				if round == 0 || b > ss[i].batch {
 					ss[i].batch = b
@@ -118,18 +118,17 @@ func measure(g *group.Group, steps []func() error, tm timing) ([]sample, error) 
 	}
 }
 
-// sizingRounds is how many rounds size the batches, from the mean step
-// of the fastest of them. The first steps of a method are often far
-// slower than the later ones (a template to build, a heap growing into
-// memory the process never used, at about 10 us per 4 KiB page on this
-// project's VM): sized from round 0's single step, a batch was 9
-// InitRemotes of 1 KiB (50 us, the switch from the previous method
-// counted in every repetition) against 319 raw messages; sized from
-// the fastest of the first three rounds, 40-60.
-const sizingRounds = 10
-
 // batchSteps returns how many steps of duration one last about target,
-// between 1 and 1<<16.
+// between 1 and 1<<16. measure sizes each method's repetitions by the
+// fastest mean step of its repetitions so far, so that they grow to the
+// target as the method reaches its steady state. The first steps of a
+// method are often far slower than the later ones (a template to build,
+// a heap or receive pool growing into memory the process never used, at
+// about 10 us per 4 KiB page on this project's VM): sized from round 0's
+// single step, as it once was, a batch was 9 InitRemotes of 1 KiB (50
+// us, the switch from the previous method counted in every repetition)
+// against 319 raw messages; sized from the first ten rounds, 1 at 128
+// KiB, whose first rounds all took new regions.
 func batchSteps(one, target time.Duration) int {
 	if one <= 0 {
 		return 1 << 16
