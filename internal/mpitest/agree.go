@@ -31,15 +31,15 @@ var errTimeout = errors.New("timed out")
 // called name with every other rank and returns all verdicts, indexed by
 // rank. Every rank must call agree for the same steps in the same order;
 // it returns an error if they do not, or if some rank does not call within
-// h.timeout.
+// timeout.
 //
 // Rank 0 gathers [sequence, name hash, verdict] from each rank, checks that
 // all ranks are at the same step, and sends back [status, verdicts...].
 // Nonblocking calls polled against a deadline bound the wait.
-func (h *harness) agree(name string, verdict int64) ([]int64, error) {
+func (h *harness) agree(name string, verdict int64, timeout time.Duration) ([]int64, error) {
 	h.seq++
 	rank, size := h.comm.Rank(), h.comm.Size()
-	deadline := time.Now().Add(h.timeout)
+	deadline := time.Now().Add(timeout)
 	mine := []int64{h.seq, nameHash(name), verdict}
 	reply := make([]int64, 1+size)
 
@@ -52,7 +52,7 @@ func (h *harness) agree(name string, verdict int64) ([]int64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := wait(deadline, h.timeout, []*mpi.Request{rreq, sreq}); err != nil {
+		if err := wait(deadline, timeout, []*mpi.Request{rreq, sreq}); err != nil {
 			return nil, fmt.Errorf("waiting for rank 0's verdict on %s: %w", name, err)
 		}
 		if reply[0] != 0 {
@@ -71,7 +71,7 @@ func (h *harness) agree(name string, verdict int64) ([]int64, error) {
 		}
 		reqs[r] = req
 	}
-	if err := wait(deadline, h.timeout, reqs); err != nil {
+	if err := wait(deadline, timeout, reqs); err != nil {
 		return nil, fmt.Errorf("waiting for the other ranks' verdicts on %s: %w", name, err)
 	}
 	got[0] = mine
@@ -93,7 +93,7 @@ func (h *harness) agree(name string, verdict int64) ([]int64, error) {
 		}
 		sends[r] = req
 	}
-	if err := wait(deadline, h.timeout, sends); err != nil {
+	if err := wait(deadline, timeout, sends); err != nil {
 		return nil, fmt.Errorf("sending the verdicts on %s: %w", name, err)
 	}
 	if mismatch != nil {

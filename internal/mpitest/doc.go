@@ -20,14 +20,16 @@
 // binary is the worst of all ranks' (Main). Agreement waits at most
 // AgreeTimeout for the other ranks; a rank that waits longer prints why and
 // exits, and mpirun then ends the job, so a rank stuck in a receive cannot
-// hang the job until its timeout.
+// hang the job until its timeout. A test that may run longer on one rank
+// than on the others (rank 0 alone runs a job of its own) says so with
+// Expect, on every rank.
 //
 // Tests that use MPI must not call t.Parallel: every rank runs the tests in
 // the same order, which agreement relies on.
 //
 // # Files
 //
-//	mpitest.go  Main, Need, Agree, Run, Ctx, AgreeTimeout: multi-rank tests
+//	mpitest.go  Main, Need, Agree, Expect, Run, Ctx, AgreeTimeout: multi-rank tests
 //	agree.go    how the ranks agree on a verdict, bounded by a timeout
 //	env.go      CleanEnv: an environment for child processes without the
 //	            launcher's variables

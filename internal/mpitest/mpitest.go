@@ -36,7 +36,10 @@ var (
 	noMPI  bool // built without cgo: tests run as one process, without MPI
 	h      *harness
 	agreed = map[testing.TB]bool{}
-	failed []string // names of tests that failed on this rank
+	// expected holds, for the tests that called Expect, how much longer
+	// than the harness timeout their agreement waits.
+	expected = map[testing.TB]time.Duration{}
+	failed   []string // names of tests that failed on this rank
 )
 
 // Main runs the tests of a package on every rank: it starts MPI with
@@ -79,7 +82,7 @@ func Main(m *testing.M) {
 	code := m.Run()
 
 	mu.Lock()
-	all, err := h.agree("mpitest.Main", int64(code))
+	all, err := h.agree("mpitest.Main", int64(code), h.timeout)
 	names := slices.Clone(failed)
 	h = nil
 	mu.Unlock()
@@ -172,7 +175,9 @@ func Agree(t testing.TB) {
 		mine = 1
 		failed = append(failed, t.Name())
 	}
-	all, err := h.agree(t.Name(), mine)
+	extra := expected[t]
+	delete(expected, t)
+	all, err := h.agree(t.Name(), mine, h.timeout+extra)
 	if err != nil {
 		// The test's own log is lost with the exit: say at least whether
 		// this rank failed it (a rank that fails before a collective
@@ -198,6 +203,17 @@ func Agree(t testing.TB) {
 	case len(others) > 0:
 		t.Logf("mpitest: rank %d of %d: failed on rank(s) %v too", h.comm.Rank(), h.comm.Size(), others)
 	}
+}
+
+// Expect tells the harness that the current test may take up to d longer
+// on one rank than on the others, which then wait for its verdict at the
+// end of the test: a test whose rank 0 alone runs a job of its own under
+// mpirun, say. Agreement on its verdict waits AgreeTimeout plus d. Every
+// rank must call it, before the test's paths part.
+func Expect(t testing.TB, d time.Duration) {
+	mu.Lock()
+	defer mu.Unlock()
+	expected[t] = max(expected[t], d)
 }
 
 // Run runs f as subtest name of t, like t.Run, and makes every rank agree

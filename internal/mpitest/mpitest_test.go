@@ -172,12 +172,12 @@ func TestHarnessDetectsDifferentTests(t *testing.T) {
 	if g.Rank() == 1 {
 		name = "TestOther"
 	}
-	_, err := hh.agree(name, 0)
+	_, err := hh.agree(name, 0, hh.timeout)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ranks are not at the same test")
 
 	// The harness still works once the ranks are in step again.
-	all, err := hh.agree("TestSame", int64(g.Rank()))
+	all, err := hh.agree("TestSame", int64(g.Rank()), hh.timeout)
 	require.NoError(t, err)
 	for r, v := range all {
 		assert.EqualValues(t, r, v)
@@ -189,12 +189,39 @@ func TestHarnessTimesOut(t *testing.T) {
 	hh := dupHarness(t, g, 200*time.Millisecond)
 	if g.Rank() == 0 {
 		start := time.Now()
-		_, err := hh.agree("TestAlone", 0)
+		_, err := hh.agree("TestAlone", 0, hh.timeout)
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, errTimeout), "error %v", err)
 		assert.Less(t, time.Since(start), 5*time.Second)
 	}
 	require.NoError(t, g.Barrier())
+}
+
+// Expect lengthens the wait for one test's verdict: with a harness that
+// waits 200 ms, a subtest that takes 600 ms longer on rank 0 than on the
+// others still agrees (without Expect, rank 1 would give up and exit).
+func TestExpectLengthensAgreement(t *testing.T) {
+	g := Need(t, 2)
+	short := dupHarness(t, g, 200*time.Millisecond)
+	mu.Lock()
+	old := h
+	h = short
+	mu.Unlock()
+	defer func() {
+		mu.Lock()
+		h = old
+		mu.Unlock()
+	}()
+	Run(t, "slow on rank 0", func(t *testing.T) {
+		Expect(t, 5*time.Second)
+		if g.Rank() == 0 {
+			time.Sleep(600 * time.Millisecond)
+		}
+	})
+	mu.Lock()
+	n := len(expected)
+	mu.Unlock()
+	assert.Zero(t, n, "Expect's entry outlived its test")
 }
 
 func TestRunAgrees(t *testing.T) {
@@ -317,7 +344,7 @@ func TestAgreeCost(t *testing.T) {
 	const rounds = 200
 	start := time.Now()
 	for i := range rounds {
-		all, err := hh.agree("TestAgreeCost", int64(i%2))
+		all, err := hh.agree("TestAgreeCost", int64(i%2), hh.timeout)
 		require.NoError(t, err)
 		require.Len(t, all, g.Size())
 		for _, v := range all {
