@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/rawbytes"
 )
 
 // Storage is a flat, 8-byte aligned run of bytes that one or more tensors view.
@@ -30,11 +31,22 @@ type Storage struct {
 	data     atomic.Pointer[byte]
 	n        int
 	released atomic.Bool
-	mu       sync.Mutex // serialises Release
+	// seen: Bytes handed the memory out, to code that may keep it (see
+	// package rawbytes); a released reusable storage not seen goes back
+	// to the receive pool at once (Release).
+	seen     atomic.Bool
+	pins     atomic.Int32 // transfers reading the memory (rawbytes.Pin)
+	mu       sync.Mutex   // serialises Release
 	release  func() error
 	external bool
 	reusable bool
 	owner    any
+}
+
+func init() {
+	rawbytes.Of = func(st any) ([]byte, bool) { return st.(*Storage).view() }
+	rawbytes.Pin = func(st any) { st.(*Storage).pins.Add(1) }
+	rawbytes.Unpin = func(st any) { st.(*Storage).pins.Add(-1) }
 }
 
 // newStorage returns a Storage over b.
@@ -102,6 +114,9 @@ func alignedBytes(n int) []byte { return mem.Alloc(n) }
 // Bytes returns the whole storage. It panics if the storage was released, since
 // the memory may no longer be mapped.
 func (s *Storage) Bytes() []byte {
+	if !s.seen.Load() {
+		s.seen.Store(true) // before the view: see Release
+	}
 	b, ok := s.view()
 	if !ok {
 		panic("tensor: use of released storage")
@@ -124,7 +139,10 @@ func (s *Storage) External() bool { return s.external }
 func (s *Storage) Released() bool { return s.released.Load() }
 
 // Release frees the storage's memory if it is external and marks the storage
-// unusable. It is idempotent: later calls return nil and do nothing.
+// unusable. It is idempotent: later calls return nil and do nothing. The
+// memory of a receive-pool storage (ReusableStorageOf) goes back to the
+// pool at once if Bytes never handed it out and no transfer reads it (see
+// package rawbytes), else once the collector finds it unreachable.
 func (s *Storage) Release() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,8 +150,11 @@ func (s *Storage) Release() error {
 		return nil
 	}
 	s.released.Store(true)
-	s.data.Store(nil)
-	if s.reusable {
+	d := s.data.Swap(nil)
+	// A reader marks the storage seen, or pins it, before it loads data,
+	// and data is nil now: a storage neither seen nor pinned has no
+	// slice of its memory anywhere (package rawbytes).
+	if s.reusable && (s.seen.Load() || s.pins.Load() != 0 || !mem.GiveBack(unsafe.Slice(d, s.n))) {
 		mem.Dropped(s.n) // its memory may come back to the receive pool now
 	}
 	if s.release != nil {

@@ -561,6 +561,10 @@ func (cl *coll) unpack(r int, in []int64, words []uint64) (*TensorDict, error) {
 		return nil, cl.errorf("rank %d: block of %d bytes, need %d", r, len(buf), total+cls+meta)
 	}
 	st := tensor.ReusableStorageOf(buf[:total:total]) // the words are the receive pool's (recvWords)
+	// The region holds every rank's block: marking the storage seen keeps
+	// its release from giving the region back while the others use it
+	// (mem.GiveBack refuses a part of a region anyway).
+	_ = st.Bytes()
 	class := string(buf[total : total+cls])
 	return cl.rebuild(r, st, buf[total+cls:total+cls+meta:total+cls+meta], class)
 }

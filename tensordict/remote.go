@@ -15,6 +15,7 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/memmap"
@@ -318,13 +319,27 @@ func (l *link) sendInitMessages(frame, payload []byte, tag int) (gone bool, err 
 // sendInitOnce sends td's InitRemote as sendStateInit does, but laid out
 // and encoded for this call alone (firstInitFrame).
 func (l *link) sendInitOnce(td *TensorDict) error {
+	// The storage is read without marking it seen (package rawbytes), so
+	// that a received result passed on can still go back to the receive
+	// pool when released; the pin covers a release meanwhile.
+	var pinned *tensor.Storage
+	if td != nil && td.cons != nil {
+		pinned = td.cons.st
+		rawbytes.Pin(pinned)
+	}
 	frame, payload, r, err := firstInitFrame(l.Op, td, false, l)
 	if err != nil {
+		if pinned != nil {
+			rawbytes.Unpin(pinned)
+		}
 		return l.Errorf("%w", err)
 	}
 	gone, err := l.sendInitMessages(frame, payload, r.tag)
 	if !gone {
 		xfer.PutMsgBuf(frame) // MPI no longer reads it
+		if pinned != nil {
+			rawbytes.Unpin(pinned) // nor the storage
+		}
 	}
 	l.initRefDone(r, err)
 	return err
@@ -363,7 +378,16 @@ func initKind(bcast bool) wire.Kind {
 // its template that was: only its storage is new.
 func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) (frame, payload []byte, r initRef, err error) {
 	enc, copied := td.templateEncoding()
-	storage := func() ([]byte, error) { return td.cons.st.Bytes(), nil }
+	storage := func() ([]byte, error) {
+		if l == nil {
+			return td.cons.st.Bytes(), nil
+		}
+		// Point to point, sendInitOnce pinned the storage (rawbytes).
+		if b, ok := rawbytes.Of(td.cons.st); ok {
+			return b, nil
+		}
+		return nil, tensor.ErrReleased
+	}
 	var total int
 	var sp *sendPlan
 	if enc != nil {
@@ -561,7 +585,11 @@ func (l *link) recvInit() (*TensorDict, error) {
 		return nil, l.Errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
 	}
 	if f.Inline == nil && f.Total > 0 {
-		if err := xfer.RecvChunks(l.Ctx, l.Comm, stor.Bytes(), l.Peer, f.PayloadTag); err != nil {
+		// The storage's bytes are received without marking them seen
+		// (package rawbytes): a result whose bytes no user code took goes
+		// back to the receive pool as soon as it is released.
+		b, _ := rawbytes.Of(stor)
+		if err := xfer.RecvChunks(l.Ctx, l.Comm, b, l.Peer, f.PayloadTag); err != nil {
 			if errors.Is(err, xfer.ErrAbandoned) {
 				// MPI may still write the storage: leave it mapped (or
 				// reachable, for heap memory) and never hand it out.

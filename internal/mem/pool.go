@@ -127,10 +127,18 @@ type pool struct {
 	// waits counts, by region size, the requests that got their region
 	// by waiting for a collection (spareTaken once the size took its
 	// spare).
-	waits     map[int]int
+	waits map[int]int
+	// given maps the address of each region handed out to where its heap
+	// object starts (off bytes before it) and its size, for GiveBack.
+	// Addresses, not pointers: the map keeps no region alive.
+	given     map[uintptr]givenRegion
 	stats     PoolStats
 	hugeAdvis bool // advise new regions to use huge pages (hugeOn)
 }
+
+// givenRegion is where a handed-out region's heap object starts, off bytes
+// before the region, the region's size, and the n bytes of it handed out.
+type givenRegion struct{ off, size, n int }
 
 // idleRegion is a region waiting in the pool, and since when.
 type idleRegion struct {
@@ -140,22 +148,23 @@ type idleRegion struct {
 
 // PoolStats counts what the receive pool did since the process started.
 type PoolStats struct {
-	Fresh    int64 // requests served with new memory
-	Reused   int64 // requests served with a region that came back
-	Nudges   int64 // collections a request ran (and waited for) to get regions back
-	NudgeNs  int64 // nanoseconds spent in them, waits for finalizers included
-	Returned int64 // regions that came back (were found unreachable)
-	Dropped  int64 // regions given back to the runtime (over the limit, or idle)
-	Idle     int64 // bytes waiting in the pool now
-	IdleHeap int64 // bytes of Go heap the waiting regions' objects take: Idle, plus the unwritten huge page of each from HugeMin up (see alloc)
-	Out      int64 // bytes handed out and not yet come back
-	Limit    int64 // the limit on Idle
+	Fresh     int64 // requests served with new memory
+	Reused    int64 // requests served with a region that came back
+	Nudges    int64 // collections a request ran (and waited for) to get regions back
+	NudgeNs   int64 // nanoseconds spent in them, waits for finalizers included
+	Returned  int64 // regions that came back (found unreachable, or given back)
+	GivenBack int64 // of those, regions given back at once by a release (GiveBack)
+	Dropped   int64 // regions given back to the runtime (over the limit, or idle)
+	Idle      int64 // bytes waiting in the pool now
+	IdleHeap  int64 // bytes of Go heap the waiting regions' objects take: Idle, plus the unwritten huge page of each from HugeMin up (see alloc)
+	Out       int64 // bytes handed out and not yet come back
+	Limit     int64 // the limit on Idle
 }
 
 var recvPool = newPool()
 
 func newPool() *pool {
-	return &pool{free: map[int][]idleRegion{}, waits: map[int]int{}, limit: defaultPoolLimit(), back: make(chan struct{}, 1), hugeAdvis: hugeOn}
+	return &pool{free: map[int][]idleRegion{}, waits: map[int]int{}, given: map[uintptr]givenRegion{}, limit: defaultPoolLimit(), back: make(chan struct{}, 1), hugeAdvis: hugeOn}
 }
 
 // defaultPoolLimit is TDMPI_RECV_POOL when set and valid, else an eighth
@@ -227,8 +236,9 @@ func (p *pool) get(n int) ([]byte, error) {
 	p.stats.Fresh++
 	p.out += int64(size)
 	p.markDue(size)
+	b := p.handOut(base, size, n)
 	p.mu.Unlock()
-	return p.handOut(base, size, n), nil
+	return b, nil
 }
 
 // alloc returns the base (the first word of the Go heap object) of a new
@@ -294,11 +304,50 @@ func (p *pool) take(size, n int) []byte {
 	return p.handOut(r.base, size, n)
 }
 
-// handOut arms the finalizer that brings the region at base back and
-// returns its first n bytes.
+// handOut arms the finalizer that brings the region at base back, records
+// it for GiveBack and returns its first n bytes. p.mu must be held.
 func (p *pool) handOut(base *uint64, size, n int) []byte {
 	runtime.SetFinalizer(base, func(b *uint64) { p.put(b, size) })
-	return p.region(base, size)[:n:n]
+	r := p.region(base, size)
+	p.given[regionAddr(r)] = givenRegion{off: int(regionAddr(r) - uintptr(unsafe.Pointer(base))), size: size, n: n}
+	return r[:n:n]
+}
+
+// regionAddr returns the address of region r's first byte.
+func regionAddr(r []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(r))) }
+
+// GiveBack returns to the pool at once the region whose memory b is, all
+// of a receive's request (Recv), and reports whether it did: false if b is
+// not exactly the bytes a request got (a request under PoolMin, or a part
+// of one that other storages share). The
+// caller guarantees that nothing will read or write the region again
+// through any slice: tensor.Storage.Release calls it for a storage whose
+// bytes never left tdmpi's own code. Other regions come back when the
+// collector finds them unreachable.
+func GiveBack(b []byte) bool { return recvPool.giveBack(b) }
+
+func (p *pool) giveBack(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	addr := regionAddr(b)
+	p.mu.Lock()
+	g, ok := p.given[addr]
+	ok = ok && g.n == len(b)
+	if ok {
+		delete(p.given, addr)
+	}
+	p.mu.Unlock()
+	if !ok {
+		return false
+	}
+	base := (*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), -g.off))
+	runtime.SetFinalizer(base, nil)
+	p.put(base, g.size)
+	p.mu.Lock()
+	p.stats.GivenBack++
+	p.mu.Unlock()
+	return true
 }
 
 // put takes back a region the collector found unreachable (the
@@ -306,6 +355,7 @@ func (p *pool) handOut(base *uint64, size, n int) []byte {
 // allow), or drops it if the pool is full.
 func (p *pool) put(base *uint64, size int) {
 	p.mu.Lock()
+	delete(p.given, regionAddr(p.region(base, size)))
 	p.out -= int64(size)
 	p.stats.Returned++
 	p.nudgeAt, p.collectAt = 0, 0

@@ -461,3 +461,41 @@ func TestPoolSpareAfterWaits(t *testing.T) {
 	assert.Equal(t, int64(2), p.snapshot().Fresh, "a second spare")
 	runtime.KeepAlive(a)
 }
+
+// GiveBack returns a handed-out region to the pool at once, without a
+// collection, and only the exact bytes a request got: a part of a region,
+// memory from elsewhere, or a region already given back is refused. The
+// region's finalizer is gone with it: a collection does not bring it back
+// a second time.
+func TestPoolGiveBack(t *testing.T) {
+	for _, n := range []int{PoolMin, 40 << 10, 300 << 10, HugeMin + 8} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			p := testPool(t, 1<<30)
+			a, err := p.get(n)
+			require.NoError(t, err)
+			assert.False(t, p.giveBack(a[:n-8]), "a part of the region")
+			assert.False(t, p.giveBack(make([]byte, n)), "memory from elsewhere")
+			assert.False(t, p.giveBack(nil))
+			s := p.snapshot()
+			require.True(t, p.giveBack(a))
+			after := p.snapshot()
+			assert.Equal(t, s.Returned+1, after.Returned)
+			assert.Equal(t, s.GivenBack+1, after.GivenBack)
+			assert.Equal(t, s.Out-int64(regionSize(n)), after.Out)
+			assert.Equal(t, int64(regionSize(n)), after.Idle, "the region waits in the pool")
+			assert.False(t, p.giveBack(a), "given back twice")
+			b, err := p.get(n)
+			require.NoError(t, err)
+			assert.Equal(t, addr(a), addr(b), "the next request takes the region")
+			a = nil
+			runtime.KeepAlive(a)
+			// b holds the region now: the collector must not bring it back.
+			for range 3 {
+				runtime.GC()
+				time.Sleep(2 * time.Millisecond)
+			}
+			assert.Equal(t, after.Returned, p.snapshot().Returned, "a finalizer brought the region back again")
+			assert.True(t, p.giveBack(b))
+		})
+	}
+}
