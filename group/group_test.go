@@ -292,7 +292,11 @@ func TestBarrier(t *testing.T) {
 	}
 	require.NoError(t, g.Barrier())
 	if g.Rank() != 0 {
-		assert.GreaterOrEqual(t, time.Since(start), delay*3/4, "Barrier returned before rank 0 arrived")
+		// Ranks leave the first barrier at different times: under MPICH,
+		// np 4 on two cores, ranks 1 and 3 left it ~50 ms after rank 0
+		// (147-149 ms measured, against 150 at 3/4 of the delay). A
+		// barrier that did not wait returns at once.
+		assert.GreaterOrEqual(t, time.Since(start), delay/2, "Barrier returned before rank 0 arrived")
 	}
 }
 
