@@ -68,6 +68,7 @@ func logLines(s string) []logLine {
 // around each call, with the iteration number.
 func TestRankKilled(t *testing.T) {
 	world := mpitest.Need(t, 1)
+	needOwnJobs(t, world)
 	size := faultBytes
 	if testing.Short() {
 		size = faultShortBytes
@@ -167,6 +168,7 @@ func TestRankKilled(t *testing.T) {
 // hung rank. Nothing is left behind.
 func TestReceiveDeadline(t *testing.T) {
 	world := mpitest.Need(t, 1)
+	needOwnJobs(t, world)
 	mpitest.Expect(t, jobLimit+30*time.Second) // rank 0 alone runs a job of its own
 	if world.Rank() != 0 {
 		return

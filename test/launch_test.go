@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 )
 
@@ -68,6 +69,20 @@ type job struct {
 	done chan struct{}
 	err  error // cmd.Wait's result, once done is closed
 	end  time.Time
+}
+
+// needOwnJobs skips a test whose rank 0 starts MPI jobs of its own when the
+// test binary itself runs on more than one rank, except under -race: the
+// nested jobs do not depend on the outer launch, so make test runs them in
+// the single-process run (test-unit) and in the race run (test-race, with
+// race-built helpers), not again under each of mpirun -np 2, -np 4 and TCP.
+func needOwnJobs(t *testing.T, world *group.Group) {
+	t.Helper()
+	if world.Size() > 1 && !raceEnabled {
+		t.Skipf("starts MPI jobs of its own, which do not depend on this launch of %d ranks: "+
+			"they run when the test binary runs alone (go test ./test/, make test-unit) and under -race (make test-race)",
+			world.Size())
+	}
 }
 
 // startJob starts bin as helper mode on np ranks under mpirun, with the
