@@ -560,11 +560,11 @@ func (cl *coll) unpack(r int, in []int64, words []uint64) (*TensorDict, error) {
 	if len(buf) < total+cls+meta {
 		return nil, cl.errorf("rank %d: block of %d bytes, need %d", r, len(buf), total+cls+meta)
 	}
-	st := tensor.ReusableStorageOf(buf[:total:total]) // the words are the receive pool's (recvWords)
-	// The region holds every rank's block: marking the storage seen keeps
-	// its release from giving the region back while the others use it
-	// (mem.GiveBack refuses a part of a region anyway).
-	_ = st.Bytes()
+	// The words are the receive pool's (recvWords), and the region holds
+	// every rank's block: the storage is only a part of it (the class name
+	// and metadata follow), which mem.GiveBack never takes back, so its
+	// release leaves the region to the collector.
+	st := tensor.ReusableStorageOf(buf[:total:total])
 	class := string(buf[total : total+cls])
 	return cl.rebuild(r, st, buf[total+cls:total+cls+meta:total+cls+meta], class)
 }

@@ -319,27 +319,30 @@ func (l *link) sendInitMessages(frame, payload []byte, tag int) (gone bool, err 
 // sendInitOnce sends td's InitRemote as sendStateInit does, but laid out
 // and encoded for this call alone (firstInitFrame).
 func (l *link) sendInitOnce(td *TensorDict) error {
-	// The storage is read without marking it seen (package rawbytes), so
-	// that a received result passed on can still go back to the receive
-	// pool when released; the pin covers a release meanwhile.
+	// A received result passed on unchanged (its template's encoding
+	// known) is read without marking its storage seen (package rawbytes),
+	// so that it can still go back to the receive pool when released; the
+	// pin covers a release meanwhile. Other TensorDicts are laid out by
+	// planSend, which reads them as any caller does.
 	var pinned *tensor.Storage
-	if td != nil && td.cons != nil {
+	if td != nil && td.cons != nil && td.tmpl != nil && td.tmpl.enc.Load() != nil {
 		pinned = td.cons.st
 		rawbytes.Pin(pinned)
 	}
-	frame, payload, r, err := firstInitFrame(l.Op, td, false, l)
-	if err != nil {
+	unpin := func() {
 		if pinned != nil {
 			rawbytes.Unpin(pinned)
 		}
+	}
+	frame, payload, r, err := firstInitFrame(l.Op, td, false, l, pinned != nil)
+	if err != nil {
+		unpin()
 		return l.Errorf("%w", err)
 	}
 	gone, err := l.sendInitMessages(frame, payload, r.tag)
 	if !gone {
 		xfer.PutMsgBuf(frame) // MPI no longer reads it
-		if pinned != nil {
-			rawbytes.Unpin(pinned) // nor the storage
-		}
+		unpin()               // nor the storage
 	}
 	l.initRefDone(r, err)
 	return err
@@ -375,14 +378,14 @@ func initKind(bcast bool) wire.Kind {
 // initEagerMax is the header message alone, and payload the storage that
 // follows it on r.tag; else payload is nil. A received TensorDict passed
 // on unchanged (templateEncoding) reuses the encoding of the first copy of
-// its template that was: only its storage is new.
-func firstInitFrame(op string, td *TensorDict, bcast bool, l *link) (frame, payload []byte, r initRef, err error) {
+// its template that was: only its storage is new, read through rawbytes if
+// the caller pinned it (pinned).
+func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool) (frame, payload []byte, r initRef, err error) {
 	enc, copied := td.templateEncoding()
 	storage := func() ([]byte, error) {
-		if l == nil {
+		if !pinned {
 			return td.cons.st.Bytes(), nil
 		}
-		// Point to point, sendInitOnce pinned the storage (rawbytes).
 		if b, ok := rawbytes.Of(td.cons.st); ok {
 			return b, nil
 		}

@@ -127,7 +127,7 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 // in one consolidated storage.
 func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, err error) {
 	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
-		msg, _, _, err := firstInitFrame(op, td, true, nil)
+		msg, _, _, err := firstInitFrame(op, td, true, nil, false)
 		return msg, nil, err
 	}
 	s, err := p2pStateOf(op, td)

@@ -290,7 +290,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 		saved := td.tmpl
 		td.tmpl = nil
 		defer func() { td.tmpl = saved }()
-		f, _, _, err := firstInitFrame("InitRemote", td, false, nil)
+		f, _, _, err := firstInitFrame("InitRemote", td, false, nil, false)
 		require.NoError(t, err)
 		return f
 	}
@@ -305,7 +305,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 	require.True(t, tp.plain)
 
 	a := copyOf(tp, c)
-	fa, _, _, err := firstInitFrame("InitRemote", a, false, nil)
+	fa, _, _, err := firstInitFrame("InitRemote", a, false, nil, false)
 	require.NoError(t, err)
 	require.NotNil(t, tp.enc.Load(), "the first unchanged copy records its encoding")
 	assert.Equal(t, fresh(a), fa)
@@ -314,7 +314,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 	enc, ok := b.templateEncoding()
 	require.True(t, ok)
 	require.NotNil(t, enc, "b's frame comes from a's encoding")
-	fb, _, _, err := firstInitFrame("InitRemote", b, false, nil)
+	fb, _, _, err := firstInitFrame("InitRemote", b, false, nil, false)
 	require.NoError(t, err)
 	assert.Equal(t, fresh(b), fb, "the recorded encoding is the one b would make")
 
@@ -331,7 +331,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 			change(d)
 			_, ok := d.templateEncoding()
 			require.False(t, ok)
-			fd, _, _, err := firstInitFrame("InitRemote", d, false, nil)
+			fd, _, _, err := firstInitFrame("InitRemote", d, false, nil, false)
 			require.NoError(t, err)
 			assert.Equal(t, fresh(d), fd)
 			assert.NotEqual(t, fa, fd)
