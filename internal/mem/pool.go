@@ -131,7 +131,12 @@ type pool struct {
 	// given maps the address of each region handed out to where its heap
 	// object starts (off bytes before it) and its size, for GiveBack.
 	// Addresses, not pointers: the map keeps no region alive.
-	given     map[uintptr]givenRegion
+	given map[uintptr]givenRegion
+	// givesBack holds the region sizes whose last region to come back was
+	// given back by a release (GiveBack), until a request of that size
+	// finds none free: a program that releases its results needs no
+	// collection for them (see markDue).
+	givesBack map[int]bool
 	stats     PoolStats
 	hugeAdvis bool // advise new regions to use huge pages (hugeOn)
 }
@@ -164,7 +169,7 @@ type PoolStats struct {
 var recvPool = newPool()
 
 func newPool() *pool {
-	return &pool{free: map[int][]idleRegion{}, waits: map[int]int{}, given: map[uintptr]givenRegion{}, limit: defaultPoolLimit(), back: make(chan struct{}, 1), hugeAdvis: hugeOn}
+	return &pool{free: map[int][]idleRegion{}, waits: map[int]int{}, given: map[uintptr]givenRegion{}, givesBack: map[int]bool{}, limit: defaultPoolLimit(), back: make(chan struct{}, 1), hugeAdvis: hugeOn}
 }
 
 // defaultPoolLimit is TDMPI_RECV_POOL when set and valid, else an eighth
@@ -218,6 +223,9 @@ func (p *pool) get(n int) ([]byte, error) {
 	if b := p.take(size, n); b != nil {
 		return b, nil
 	}
+	p.mu.Lock()
+	delete(p.givesBack, size) // none came back in time: collect after the next receive
+	p.mu.Unlock()
 	if p.shouldNudge(size) {
 		if b := p.nudge(size, n); b != nil {
 			return b, nil
@@ -346,6 +354,7 @@ func (p *pool) giveBack(b []byte) bool {
 	p.put(base, g.size)
 	p.mu.Lock()
 	p.stats.GivenBack++
+	p.givesBack[g.size] = true
 	p.mu.Unlock()
 	return true
 }
@@ -419,6 +428,7 @@ func (p *pool) dropOldest(small bool) bool {
 	if n == 0 {
 		delete(p.free, oldest)
 		delete(p.waits, oldest)
+		delete(p.givesBack, oldest)
 	} else {
 		p.free[oldest] = rs[:n]
 	}
@@ -508,17 +518,20 @@ func (p *pool) waited(size int) {
 // markDue records, as a request of size bytes takes a region, whether the
 // next Received should start a collection: the request took the last free
 // region of its size (or a new one), from collectMin up, so that the next
-// request of that size would find none. p.mu must be held.
+// request of that size would find none, and the regions of that size do
+// not come back by their releases (givesBack). p.mu must be held.
 func (p *pool) markDue(size int) {
-	if int64(size) >= collectMin && len(p.free[size]) == 0 {
+	if int64(size) >= collectMin && len(p.free[size]) == 0 && !p.givesBack[size] {
 		p.due.Store(true)
 	}
 }
 
 // Received tells the pool that a receive into memory from Recv has ended
 // and its result goes to the caller. If that receive took the last free
-// region of its size, from collectMin (256 KiB) up, Received starts a
-// collection in the background: a loop that drops each result when it
+// region of its size, from collectMin (256 KiB) up, and the last region of
+// that size to come back was not given back by a release (GiveBack: a
+// loop that releases its results has its regions back without one),
+// Received starts a collection in the background: a loop that drops each result when it
 // has the next one then has the region of the result before back by its
 // next receive, collected while it worked, instead of waiting for a
 // collection in that receive (nudge: 3.5-5 ms of a 20-30 ms 256 MiB

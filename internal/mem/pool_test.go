@@ -462,6 +462,40 @@ func TestPoolSpareAfterWaits(t *testing.T) {
 	runtime.KeepAlive(a)
 }
 
+// A size whose regions come back by GiveBack needs no collection after a
+// receive: taking the last free region marks none due while the last
+// region of that size to come back was given back, and marks one due
+// again once a request of that size finds no region free.
+func TestPoolGiveBackSkipsCollection(t *testing.T) {
+	p := testPool(t, 1<<30)
+	old := collectMin
+	collectMin = PoolMin
+	t.Cleanup(func() { collectMin = old })
+	const n = 300 << 10
+	a, err := p.get(n) // a new region: the pool has none of this size
+	require.NoError(t, err)
+	require.True(t, p.due.Swap(false), "a new region, none given back yet: due")
+	b, err := p.get(n)
+	require.NoError(t, err)
+	require.True(t, p.due.Swap(false))
+	require.True(t, p.giveBack(a)) // the caller releases the result before last
+	c, err := p.get(n)             // takes a's region, the last free one
+	require.NoError(t, err)
+	assert.Equal(t, addr(a), addr(c))
+	assert.False(t, p.due.Load(), "the region came back by GiveBack: no collection")
+	require.True(t, p.giveBack(b))
+	d, err := p.get(n)
+	require.NoError(t, err)
+	assert.False(t, p.due.Load(), "still given back: no collection")
+	// The caller keeps c and d: the next request finds no region free.
+	e, err := p.get(n)
+	require.NoError(t, err)
+	assert.True(t, p.due.Load(), "none came back in time: due again")
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(d)
+	runtime.KeepAlive(e)
+}
+
 // GiveBack returns a handed-out region to the pool at once, without a
 // collection, and only the exact bytes a request got: a part of a region,
 // memory from elsewhere, or a region already given back is refused. The
