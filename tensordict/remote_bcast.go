@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -50,7 +51,15 @@ func (l *link) bcastSend(td *TensorDict) error {
 // bcastSendLocked is bcastSend inside the group's collective lock. closed
 // reports that its last step was an agreement that closed the call.
 func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (closed bool, err error) {
-	msg, payload, err := bcastPrepare(l, td)
+	msg, payload, pinned, err := bcastPrepare(l, td)
+	// MPI reads a pinned payload only in the last step: until then, and
+	// once that step completed, the storage is unpinned; a step given up
+	// leaves it pinned (rawbytes).
+	unpin := func() {
+		if pinned != nil {
+			rawbytes.Unpin(pinned)
+		}
+	}
 	if err == nil && busy() {
 		err = errBusy
 	}
@@ -60,9 +69,11 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 		putBcastFailed(msg, err)
 	}
 	if berr := xfer.Bcast(s, msg[:bcastFirst], l.Peer); berr != nil {
+		unpin()
 		return false, l.Errorf("broadcasting the header: %w", errors.Join(berr, err))
 	}
 	if err := l.agree(s, err); err != nil {
+		unpin()
 		return false, err
 	}
 	// From here on every rank has the same valid header, and takes the
@@ -70,6 +81,7 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 	fits := len(msg) == bcastFirst // the frame came whole
 	if !fits {
 		if err := xfer.Bcast(s, msg[bcastFirst:], l.Peer); err != nil {
+			unpin()
 			return false, l.Errorf("broadcasting the metadata: %w", err)
 		}
 	}
@@ -79,12 +91,14 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 	}
 	if !fits {
 		if err := l.agree(s, nil); err != nil {
+			unpin()
 			return false, err
 		}
 	}
 	if err := s.BcastChunks(payload, l.Peer); err != nil {
 		return false, l.Errorf("broadcasting %d bytes of storage: %w", len(payload), err)
 	}
+	unpin()
 	return false, nil
 }
 
@@ -92,30 +106,41 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 // bytes are the first message and the rest follows it, holds the first
 // message's prefix and the frame (the header, the class name, the
 // metadata and, up to initInlineMax, the storage); payload is the
-// separate storage, if any.
-func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
+// separate storage, if any. If pinned is not nil, payload is its bytes,
+// read through rawbytes (see bcastKeptMessage): the caller unpins it once
+// MPI no longer reads them.
+func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, pinned *tensor.Storage, err error) {
 	if err := l.Ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if msg, payload, err = bcastKeptMessage(l.Op, td); err != nil || msg != nil {
-		return msg, payload, err
+	if msg, payload, pinned, err = bcastKeptMessage(l.Op, td); err != nil || msg != nil {
+		return msg, payload, pinned, err
 	}
 	sp, err := planSend(l.Op, td)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: signature(td), Leaves: int64(sp.leaves),
-		Total: int64(sp.total), Chunk: wire.MaxChunk, ClassLen: len(sp.class), MetaLen: int64(len(sp.meta))}
-	if err := h.Check(senderLimits); err != nil {
-		return nil, nil, err
-	}
-	msg = bcastFrameMessage(xfer.MsgBuf(bcastMessageLen(wire.Size+int(h.Body()))), &h, sp.class, sp.meta, nil, true)
 	// The storage may be a mapping of a file another process truncated:
 	// checked before MPI reads it in C.
 	if payload, err = sp.bytes(); err == nil {
 		err = mem.Readable(payload)
 	}
-	return msg, payload, err
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	msg, err = bcastSplitMessage(&initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves)}, sp.total)
+	return msg, payload, nil, err
+}
+
+// bcastSplitMessage returns the messages that start the broadcast of a
+// TensorDict encoded as enc whose storage of total bytes follows them.
+func bcastSplitMessage(enc *initEncoding, total int) ([]byte, error) {
+	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves,
+		Total: int64(total), Chunk: wire.MaxChunk, ClassLen: len(enc.class), MetaLen: int64(len(enc.meta))}
+	if err := h.Check(senderLimits); err != nil {
+		return nil, err
+	}
+	return bcastFrameMessage(xfer.MsgBuf(bcastMessageLen(wire.Size+int(h.Body()))), &h, enc.class, enc.meta, nil, true), nil
 }
 
 // bcastKeptMessage lays td out for a broadcast from the encodings it
@@ -124,29 +149,46 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 // the storage does not travel inline, payload a view of td's consolidated
 // storage. msg is nil when td is to be laid out for this call: on a first
 // call whose storage does not travel inline, or when its leaves do not lie
-// in one consolidated storage.
-func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, err error) {
+// in one consolidated storage. On a first call, a received result passed
+// on unchanged (its template's encoding known) is read without marking
+// its storage seen (rawbytes), so that its release can still give its
+// region back to the receive pool: pinned while MPI reads it (pinned, for
+// the caller to unpin), or while its bytes are copied into msg.
+func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, pinned *tensor.Storage, err error) {
 	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
-		msg, _, _, err := firstInitFrame(op, td, true, nil, false)
-		return msg, nil, err
+		enc, _ := td.templateEncoding()
+		if enc == nil {
+			msg, _, _, err := firstInitFrame(op, td, true, nil, false)
+			return msg, nil, nil, err
+		}
+		st := td.cons.st
+		rawbytes.Pin(st)
+		if td.tmpl.stLen <= initInlineMax {
+			msg, _, _, err := firstInitFrame(op, td, true, nil, true)
+			rawbytes.Unpin(st) // copied into msg
+			return msg, nil, nil, err
+		}
+		if payload, ok := rawbytes.Of(st); ok {
+			if msg, err = bcastSplitMessage(enc, len(payload)); err == nil {
+				return msg, payload, st, nil
+			}
+		} else {
+			err = tensor.ErrReleased
+		}
+		rawbytes.Unpin(st)
+		return nil, nil, nil, err
 	}
 	s, err := p2pStateOf(op, td)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer s.mu.Unlock()
 	if s.total <= initInlineMax {
 		msg, err = s.initFrame(td, false, true, initRef{})
-		return msg, nil, err
+		return msg, nil, nil, err
 	}
 	if s.st == nil {
-		return nil, nil, nil
-	}
-	meta := s.meta[:s.metaLen]
-	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Hash: s.consHash, Leaves: int64(len(s.leaves)),
-		Total: int64(s.total), Chunk: wire.MaxChunk, ClassLen: len(td.class), MetaLen: int64(len(meta))}
-	if err := h.Check(senderLimits); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, nil
 	}
 	if payload, err = s.payload(false); err == nil {
 		// The storage may be a mapping of a file another process
@@ -154,10 +196,13 @@ func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, err error
 		err = mem.Readable(payload)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	msg = bcastFrameMessage(xfer.MsgBuf(bcastMessageLen(wire.Size+int(h.Body()))), &h, td.class, meta, nil, true)
-	return msg, payload, nil
+	msg, err = bcastSplitMessage(&initEncoding{class: td.class, meta: s.meta[:s.metaLen], hash: s.consHash, leaves: int64(len(s.leaves))}, s.total)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return msg, payload, nil, nil
 }
 
 // bcastMessage returns a buffer from xfer.MsgBuf for the messages that
@@ -261,7 +306,11 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	}
 	closed = fits && inline
 	if !inline {
-		if err := s.BcastChunks(st.Bytes(), l.Peer); err != nil {
+		// The storage's bytes are received without marking them seen
+		// (package rawbytes), as a point-to-point receive's are: the
+		// result goes back to the receive pool when released.
+		b, _ := rawbytes.Of(st)
+		if err := s.BcastChunks(b, l.Peer); err != nil {
 			td = nil
 			return false, l.Errorf("receiving %d bytes of storage: %w", h.Total, errors.Join(err, finish(false)))
 		}
