@@ -957,7 +957,9 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 		}
 	} else {
 		if st == nil {
-			st = tensor.StorageOf(xfer.AlignedCopy(inline))
+			if st, err = copyStorage(inline); err != nil {
+				return nil, err
+			}
 		}
 		if td, err = buildFromMeta(root, st); err == nil {
 			cloneNonTensors(td)
@@ -997,6 +999,23 @@ func newRecvStorage(total int64) (*tensor.Storage, func(ok bool) error, error) {
 		return nil, nil, err
 	}
 	return tensor.ReusableStorageOf(b), func(bool) error { return nil }, nil
+}
+
+// copyStorage returns a new storage holding a copy of b, a received
+// storage in a buffer its receiver reuses: from mem.PoolMin bytes up in
+// memory of the receive pool, which the result's release gives back at
+// once when no user code saw its bytes (package rawbytes), else on the
+// heap.
+func copyStorage(b []byte) (*tensor.Storage, error) {
+	if len(b) < mem.PoolMin {
+		return tensor.StorageOf(xfer.AlignedCopy(b)), nil
+	}
+	c, err := mem.Recv(len(b))
+	if err != nil {
+		return nil, err
+	}
+	copy(c, b)
+	return tensor.ReusableStorageOf(c), nil
 }
 
 // SetRecvPoolLimit sets the most bytes of memory the receive pool keeps

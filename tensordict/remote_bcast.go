@@ -281,19 +281,22 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 		return false, err
 	}
 	if !fits {
-		// The rest of the frame; its tail is the storage of an inline
-		// transfer: memory of the receive pool when large, written whole
-		// by the broadcast.
+		// The rest of the frame, into memory of the receive pool, written
+		// whole by the broadcast. The result gets a copy of an inline
+		// storage (buildInit with scratch), so the frame goes back to the
+		// pool at once, and the copy with the result's release.
 		frame, merr := mem.Recv(int(frameLen))
 		if merr != nil {
 			frame = xfer.AlignedBuf(int(frameLen)) // every rank takes part
 		}
 		n := copy(frame, first[bcastPrefix:])
 		if err := xfer.Bcast(s, frame[n:], l.Peer); err != nil {
+			// A step given up leaves frame to MPI: it stays out of the pool.
 			return false, l.Errorf("receiving the metadata: %w", err)
 		}
 		f := wire.FrameOf(h, frame[wire.Size:])
-		td, st, finish, err = l.buildInit(&f, false)
+		td, st, finish, err = l.buildInit(&f, true)
+		mem.GiveBack(frame) // nothing built refers to its bytes
 		if !inline {
 			if err := l.agree(s, err); err != nil {
 				td = nil

@@ -156,17 +156,20 @@ func TestResultsFromPool(t *testing.T) {
 // where every other rank receives both broadcasts.
 func TestReleaseGivesRegionBack(t *testing.T) {
 	g := mpitest.Need(t, 2)
-	const n = 256 << 10
 	cases := []struct {
 		name  string
+		n     int  // bytes of the TensorDict's one leaf
 		bcast bool // WithBroadcast: every rank takes part, rank 1 passes its result on to all
 		read  bool // rank 1 reads the result's values before releasing it
 		given bool
 	}{
-		{"passed on", false, false, true},
-		{"read", false, true, false},
-		{"broadcast/passed on", true, false, true},
-		{"broadcast/read", true, true, false},
+		{"passed on", 256 << 10, false, false, true},
+		{"read", 256 << 10, false, true, false},
+		{"broadcast/passed on", 256 << 10, true, false, true},
+		{"broadcast/read", 256 << 10, true, true, false},
+		// The storage travels in the frame, which the receivers copy it out of.
+		{"broadcast/inline/passed on", 32 << 10, true, false, true},
+		{"broadcast/inline/read", 32 << 10, true, true, false},
 	}
 	for _, c := range cases {
 		mpitest.Run(t, c.name, func(t *testing.T) {
@@ -179,7 +182,7 @@ func TestReleaseGivesRegionBack(t *testing.T) {
 			switch g.Rank() {
 			case 0:
 				for round := range 4 {
-					x := tensor.Full(tensor.Float64, float64(round), n/8)
+					x := tensor.Full(tensor.Float64, float64(round), c.n/8)
 					td := New()
 					require.NoError(t, td.Set(K("x"), x))
 					require.NoError(t, td.InitRemote(1, opts...))

@@ -13,7 +13,6 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
-	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -152,13 +151,17 @@ func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
 // in the same allocation as the tree when tp.stLen is under copyMaxBytes:
 // one object, written in one run, in place of three (the storage's bytes,
 // then its tree). The copy lives as long as the tree's memory does, which
-// its tensors keep alive anyway.
+// its tensors keep alive anyway. Larger copies are copyStorage's.
 func (tp *treeTemplate) instantiateCopy(b []byte) (*TensorDict, error) {
 	if len(b) != tp.stLen {
 		return nil, fmt.Errorf("tensordict: template for %d bytes used for a storage of %d (a bug)", tp.stLen, len(b))
 	}
 	if tp.blockData == nil || len(b) == 0 {
-		return tp.instantiate(tensor.StorageOf(xfer.AlignedCopy(b)))
+		st, err := copyStorage(b)
+		if err != nil {
+			return nil, err
+		}
+		return tp.instantiate(st)
 	}
 	block := reflect.New(tp.blockData).UnsafePointer()
 	data := blockPart[byte](block, tp.dataAt, len(b))
