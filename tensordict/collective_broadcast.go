@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -329,7 +330,18 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	if cl.deferSteps {
 		cl.Deferred = new(xfer.Deferred) // IBroadcast: the storage is left to Wait
 	}
-	if berr := cl.BcastChunks(st.Bytes()[:h.Total], src); berr != nil {
+	// A new storage that MPI fills before the call returns is received
+	// without marking it seen (package rawbytes): a result nobody read
+	// goes back to the receive pool at its release. td's own storage, and
+	// one that MPI writes after the call (IBroadcast), are seen, so that
+	// their release never hands them out while MPI may still write them.
+	var b []byte
+	if reuse || cl.deferSteps {
+		b = st.Bytes()
+	} else {
+		b, _ = rawbytes.Of(st)
+	}
+	if berr := cl.BcastChunks(b[:h.Total], src); berr != nil {
 		return nil, cl.errorf("receiving the storage from rank %d: %w", src, berr)
 	}
 	if err != nil {

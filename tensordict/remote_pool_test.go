@@ -230,3 +230,58 @@ func TestReleaseGivesRegionBack(t *testing.T) {
 		})
 	}
 }
+
+// A Broadcast result that nobody read goes back to the receive pool at its
+// release, as a FromRemoteInit result does; one whose values were read, or
+// one of IBroadcast (which MPI writes after the call), is left to the
+// collector.
+func TestBroadcastResultGivenBack(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	const n = 256 << 10
+	cases := []struct {
+		name  string
+		async bool // IBroadcast, then Wait
+		read  bool // the receivers read the result's values before releasing it
+		given bool
+	}{
+		{"unread", false, false, true},
+		{"read", false, true, false},
+		{"IBroadcast", true, false, false},
+	}
+	for _, c := range cases {
+		mpitest.Run(t, c.name, func(t *testing.T) {
+			for round := range 3 {
+				var td *TensorDict
+				if g.Rank() == 0 {
+					td = New()
+					require.NoError(t, td.Set(K("x"), tensor.Full(tensor.Float64, float64(round), n/8)))
+				}
+				var got *TensorDict
+				var err error
+				if c.async {
+					var p *Pending
+					got, p, err = td.IBroadcast(0)
+					require.NoError(t, err)
+					require.NoError(t, p.Wait())
+				} else {
+					got, err = td.Broadcast(0)
+					require.NoError(t, err)
+				}
+				if g.Rank() == 0 {
+					continue
+				}
+				if c.read {
+					x, err := got.Get(K("x"))
+					require.NoError(t, err)
+					v, err := tensor.Data[float64](x)
+					require.NoError(t, err)
+					require.Equal(t, float64(round), v[len(v)-1])
+				}
+				before := mem.Stats()
+				require.NoError(t, got.Release())
+				after := mem.Stats()
+				assert.Equal(t, c.given, after.GivenBack == before.GivenBack+1, "round %d: given back", round)
+			}
+		})
+	}
+}
