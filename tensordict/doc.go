@@ -181,7 +181,11 @@
 // nothing can reach it any more (no tensor, view, slice from Bytes or
 // Data, or pending request), so a result never changes under a slice a
 // user still holds. Release on a received TensorDict hands its memory back
-// without waiting for the TensorDict itself to become unreachable. The
+// without waiting for the TensorDict itself to become unreachable: at once
+// when no user code ever had the result's bytes (no Bytes, Data or Dense;
+// passing the result on with InitRemote does not count), else at the next
+// collection. A loop that releases its results then runs without
+// collections. The
 // pool keeps at most an eighth of the machine's memory (TDMPI_RECV_POOL,
 // SetRecvPoolLimit), runs the collector when many bytes are out and none
 // came back, and gives memory back to the runtime after 10 s unused. A
