@@ -92,14 +92,21 @@ func TestIRecvCancelledContextsLeaveNothing(t *testing.T) {
 	got := settle(start)
 	assert.LessOrEqual(t, got, start+goroutineSlack, "goroutines after %d cancelled IRecvs (start %d)", n, start)
 	noTransferState(t)
+	// Checked without returning early: the other ranks meet this one in
+	// the barrier below, and the failure is reported only once they all
+	// agree on the verdict.
 	for i, p := range ps {
 		done, err := p.Test()
-		require.True(t, done, "IRecv %d", i)
-		require.ErrorIs(t, err, context.Canceled, "IRecv %d", i)
-		require.ErrorIs(t, p.Wait(), context.Canceled)
+		if !assert.True(t, done, "IRecv %d of %d is still pending (Pending() %d)", i, n, xfer.Pending()) ||
+			!assert.ErrorIs(t, err, context.Canceled, "IRecv %d", i) {
+			break
+		}
+		assert.ErrorIs(t, p.Wait(), context.Canceled)
 	}
-	assert.Contains(t, ps[0].Wait().Error(), "IRecv: rank")
-	assert.Contains(t, ps[0].Wait().Error(), "waiting for the header")
+	if done, _ := ps[0].Test(); done {
+		assert.Contains(t, ps[0].Wait().Error(), "IRecv: rank")
+		assert.Contains(t, ps[0].Wait().Error(), "waiting for the header")
+	}
 
 	// The tag is free: a real transfer on it arrives.
 	require.NoError(t, g.Barrier()) // every rank's IRecvs have ended
