@@ -72,16 +72,15 @@ type job struct {
 }
 
 // needOwnJobs skips a test whose rank 0 starts MPI jobs of its own when the
-// test binary itself runs on more than one rank, except under -race: the
-// nested jobs do not depend on the outer launch, so make test runs them in
-// the single-process run (test-unit) and in the race run (test-race, with
-// race-built helpers), not again under each of mpirun -np 2, -np 4 and TCP.
+// test binary itself runs on more than one rank: the nested jobs do not
+// depend on the outer launch, so make test runs them once, in the
+// single-process run (test-unit), not again under each of mpirun -np 2,
+// -np 4, TCP and -race.
 func needOwnJobs(t *testing.T, world *group.Group) {
 	t.Helper()
-	if world.Size() > 1 && !raceEnabled {
+	if world.Size() > 1 {
 		t.Skipf("starts MPI jobs of its own, which do not depend on this launch of %d ranks: "+
-			"they run when the test binary runs alone (go test ./test/, make test-unit) and under -race (make test-race)",
-			world.Size())
+			"they run when the test binary runs alone (go test ./test/, make test-unit)", world.Size())
 	}
 }
 
