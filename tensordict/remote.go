@@ -319,33 +319,42 @@ func (l *link) sendInitMessages(frame, payload []byte, tag int) (gone bool, err 
 // sendInitOnce sends td's InitRemote as sendStateInit does, but laid out
 // and encoded for this call alone (firstInitFrame).
 func (l *link) sendInitOnce(td *TensorDict) error {
-	// A received result passed on unchanged (its template's encoding
-	// known) is read without marking its storage seen (package rawbytes),
-	// so that it can still go back to the receive pool when released; the
-	// pin covers a release meanwhile. Other TensorDicts are laid out by
-	// planSend, which reads them as any caller does.
-	var pinned *tensor.Storage
-	if td != nil && td.cons != nil && td.tmpl != nil && td.tmpl.enc.Load() != nil {
-		pinned = td.cons.st
-		rawbytes.Pin(pinned)
-	}
-	unpin := func() {
-		if pinned != nil {
-			rawbytes.Unpin(pinned)
-		}
-	}
+	pinned := pinPassedOn(td)
 	frame, payload, r, err := firstInitFrame(l.Op, td, false, l, pinned != nil)
 	if err != nil {
-		unpin()
+		unpin(pinned)
 		return l.Errorf("%w", err)
 	}
 	gone, err := l.sendInitMessages(frame, payload, r.tag)
 	if !gone {
 		xfer.PutMsgBuf(frame) // MPI no longer reads it
-		unpin()               // nor the storage
+		unpin(pinned)         // nor the storage
 	}
 	l.initRefDone(r, err)
 	return err
+}
+
+// pinPassedOn pins and returns the storage of td when td is a received
+// result passed on unchanged (its template's encoding known): the first
+// InitRemote of it, in either mode, then reads the storage through
+// rawbytes, without marking it seen, so that its release can still give
+// its region back to the receive pool; the pin makes a release meanwhile
+// leave the region to the collector. For any other TensorDict it returns
+// nil: planSend lays it out, reading it as any caller does.
+func pinPassedOn(td *TensorDict) *tensor.Storage {
+	if td == nil || td.cons == nil || td.tmpl == nil || td.tmpl.enc.Load() == nil {
+		return nil
+	}
+	rawbytes.Pin(td.cons.st)
+	return td.cons.st
+}
+
+// unpin unpins st, pinned by pinPassedOn, once no transfer reads it; a
+// nil st is nothing.
+func unpin(st *tensor.Storage) {
+	if st != nil {
+		rawbytes.Unpin(st)
+	}
 }
 
 // initMessage returns a buffer from xfer.MsgBuf for the single message

@@ -52,14 +52,9 @@ func (l *link) bcastSend(td *TensorDict) error {
 // reports that its last step was an agreement that closed the call.
 func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (closed bool, err error) {
 	msg, payload, pinned, err := bcastPrepare(l, td)
-	// MPI reads a pinned payload only in the last step: until then, and
-	// once that step completed, the storage is unpinned; a step given up
-	// leaves it pinned (rawbytes).
-	unpin := func() {
-		if pinned != nil {
-			rawbytes.Unpin(pinned)
-		}
-	}
+	// MPI reads a pinned payload only in the last step: before it, and once
+	// it completed, the storage is unpinned; a step given up leaves it
+	// pinned (rawbytes).
 	if err == nil && busy() {
 		err = errBusy
 	}
@@ -69,11 +64,11 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 		putBcastFailed(msg, err)
 	}
 	if berr := xfer.Bcast(s, msg[:bcastFirst], l.Peer); berr != nil {
-		unpin()
+		unpin(pinned)
 		return false, l.Errorf("broadcasting the header: %w", errors.Join(berr, err))
 	}
 	if err := l.agree(s, err); err != nil {
-		unpin()
+		unpin(pinned)
 		return false, err
 	}
 	// From here on every rank has the same valid header, and takes the
@@ -81,7 +76,7 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 	fits := len(msg) == bcastFirst // the frame came whole
 	if !fits {
 		if err := xfer.Bcast(s, msg[bcastFirst:], l.Peer); err != nil {
-			unpin()
+			unpin(pinned)
 			return false, l.Errorf("broadcasting the metadata: %w", err)
 		}
 	}
@@ -91,14 +86,14 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 	}
 	if !fits {
 		if err := l.agree(s, nil); err != nil {
-			unpin()
+			unpin(pinned)
 			return false, err
 		}
 	}
 	if err := s.BcastChunks(payload, l.Peer); err != nil {
 		return false, l.Errorf("broadcasting %d bytes of storage: %w", len(payload), err)
 	}
-	unpin()
+	unpin(pinned)
 	return false, nil
 }
 
@@ -156,16 +151,11 @@ func bcastSplitMessage(enc *initEncoding, total int) ([]byte, error) {
 // the caller to unpin), or while its bytes are copied into msg.
 func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, pinned *tensor.Storage, err error) {
 	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
+		st := pinPassedOn(td)
 		enc, _ := td.templateEncoding()
-		if enc == nil {
-			msg, _, _, err := firstInitFrame(op, td, true, nil, false)
-			return msg, nil, nil, err
-		}
-		st := td.cons.st
-		rawbytes.Pin(st)
-		if td.tmpl.stLen <= initInlineMax {
-			msg, _, _, err := firstInitFrame(op, td, true, nil, true)
-			rawbytes.Unpin(st) // copied into msg
+		if st == nil || enc == nil || td.tmpl.stLen <= initInlineMax {
+			msg, _, _, err := firstInitFrame(op, td, true, nil, st != nil)
+			unpin(st) // copied into msg, if it travels at all
 			return msg, nil, nil, err
 		}
 		if payload, ok := rawbytes.Of(st); ok {
@@ -175,7 +165,7 @@ func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, pinned *t
 		} else {
 			err = tensor.ErrReleased
 		}
-		rawbytes.Unpin(st)
+		unpin(st)
 		return nil, nil, nil, err
 	}
 	s, err := p2pStateOf(op, td)

@@ -223,9 +223,6 @@ func (p *pool) get(n int) ([]byte, error) {
 	if b := p.take(size, n); b != nil {
 		return b, nil
 	}
-	p.mu.Lock()
-	delete(p.givesBack, size) // none came back in time: collect after the next receive
-	p.mu.Unlock()
 	if p.shouldNudge(size) {
 		if b := p.nudge(size, n); b != nil {
 			return b, nil
@@ -294,12 +291,14 @@ func (p *pool) region(base *uint64, size int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(base)), off+size)[off:]
 }
 
-// take returns a free region of size bytes as a slice of n, or nil.
+// take returns a free region of size bytes as a slice of n, or nil, and
+// then forgets that regions of that size come back by release (givesBack).
 func (p *pool) take(size, n int) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rs := p.free[size]
 	if len(rs) == 0 {
+		delete(p.givesBack, size) // none came back in time: collect after the next receive
 		return nil
 	}
 	r := rs[len(rs)-1]
