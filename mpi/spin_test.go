@@ -133,18 +133,20 @@ func TestWaitSlices(t *testing.T) {
 }
 
 // checkSlices checks that a Wait that took waited returned to Go's
-// scheduler more than 10 times (n) on the way: one that waited 10 ms or
-// more polls in 10 us slices. A rank that reached its Wait only after its
-// peer had come (a rank started late on shared cores: np 4 across two
-// namespace nodes on two cores did once) waits too little to tell, and
-// says so.
+// scheduler on the way (n times): one that waits 10 ms or more polls in
+// slices of 10 us of wall time, so it returns many times on a core of its
+// own, but only a few where four polling ranks share two cores (np 4
+// across two namespace nodes: 10 returns in 123 ms once), each slice then
+// ending after the thread's time off the core. Without slices it would
+// return none. A rank that reached its Wait only after its peer had come
+// waits too little to tell, and says so.
 func checkSlices(t *testing.T, what string, waited time.Duration, n int64) {
 	t.Helper()
 	if waited < 10*time.Millisecond {
 		t.Logf("%s: Wait took only %v (the peer had come): %d slices, not checked", what, waited, n)
 		return
 	}
-	assert.Greater(t, n, int64(10), "%s: Wait took %v", what, waited)
+	assert.Greater(t, n, int64(2), "%s: Wait took %v", what, waited)
 }
 
 // TestWaitLockedThread: a goroutine locked to its thread waits in C
