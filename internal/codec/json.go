@@ -283,16 +283,21 @@ func (p *jsonParser) strEscaped(start int) (string, error) {
 				return "", p.errf("bad \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
+				// A surrogate pairs only with the escape right after it.
+				// When they do not form a pair, the first becomes U+FFFD
+				// and the second escape is decoded on its own, as
+				// encoding/json does: it may begin a pair of its own.
+				r1 := r
+				r = utf8.RuneError
+				if next := p.pos; next+1 < len(p.data) && p.data[next] == '\\' && p.data[next+1] == 'u' {
 					p.pos += 2
-					if r2, ok = p.hex4(); !ok {
+					r2, ok := p.hex4()
+					if !ok {
 						return "", p.errf("bad \\u escape")
 					}
-				}
-				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError && r2 >= 0 && !utf16.IsSurrogate(r2) {
-					out = utf8.AppendRune(out, utf8.RuneError)
-					r = r2
+					if r = utf16.DecodeRune(r1, r2); r == utf8.RuneError {
+						p.pos = next
+					}
 				}
 			}
 			out = utf8.AppendRune(out, r)
