@@ -47,13 +47,20 @@ func init() {
 	rawbytes.Of = func(st any) ([]byte, bool) { return st.(*Storage).view() }
 	rawbytes.Pin = func(st any) { st.(*Storage).pins.Add(1) }
 	rawbytes.Unpin = func(st any) { st.(*Storage).pins.Add(-1) }
+	rawbytes.InitAt = func(st any, b []byte) { st.(*Storage).init(b) }
 }
 
 // newStorage returns a Storage over b.
 func newStorage(b []byte) *Storage {
-	s := &Storage{n: len(b)}
-	s.data.Store(unsafe.SliceData(b))
+	s := new(Storage)
+	s.init(b)
 	return s
+}
+
+// init makes s, a zero Storage nothing uses yet, a Storage over b.
+func (s *Storage) init(b []byte) {
+	s.n = len(b)
+	s.data.Store(unsafe.SliceData(b))
 }
 
 // view returns the memory of s, or false once s is released.

@@ -13,6 +13,7 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -51,12 +52,12 @@ type treeTemplate struct {
 	views   *tensor.ViewSet
 	// block is the type of a copy's memory: its nodes, entries and
 	// tensors in one allocation, at offsets 0, entriesAt and viewsAt.
-	// blockData, for a storage of under copyMaxBytes, has the storage's
-	// bytes after them, at dataAt (instantiateCopy).
+	// blockData, for a storage of under copyMaxBytes, has the storage
+	// after them, at storageAt, and its bytes at dataAt (instantiateCopy).
 	block              reflect.Type
 	entriesAt, viewsAt uintptr
 	blockData          reflect.Type
-	dataAt             uintptr
+	storageAt, dataAt  uintptr
 	// plain: every non-tensor value of the tree is a scalar, so a copy
 	// whose nodes are unedited has the template's metadata.
 	plain bool
@@ -105,8 +106,10 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 		}
 		// The fields before are 8-byte aligned, and so is Data: every
 		// dtype's alignment (tensor.ViewSet checks it all the same).
-		tp.blockData = reflect.StructOf(append(fields, reflect.StructField{Name: "Data", Type: reflect.ArrayOf(stLen, reflect.TypeFor[byte]())}))
-		tp.dataAt = tp.blockData.Field(3).Offset
+		tp.blockData = reflect.StructOf(append(fields,
+			reflect.StructField{Name: "Storage", Type: reflect.TypeFor[tensor.Storage]()},
+			reflect.StructField{Name: "Data", Type: reflect.ArrayOf(stLen, reflect.TypeFor[byte]())}))
+		tp.storageAt, tp.dataAt = tp.blockData.Field(3).Offset, tp.blockData.Field(4).Offset
 	}
 	viewAt := make(map[*tensor.Tensor]int, len(views))
 	for i := range views {
@@ -148,9 +151,9 @@ func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
 }
 
 // instantiateCopy is instantiate over a copy of b, tp.stLen bytes, made
-// in the same allocation as the tree when tp.stLen is under copyMaxBytes:
-// one object, written in one run, in place of three (the storage's bytes,
-// then its tree). The copy lives as long as the tree's memory does, which
+// in the same allocation as the tree, with its tensor.Storage, when
+// tp.stLen is under copyMaxBytes: one object, written in one run, in
+// place of three (the storage's bytes, the storage, then the tree). The copy lives as long as the tree's memory does, which
 // its tensors keep alive anyway. Larger copies are copyStorage's.
 func (tp *treeTemplate) instantiateCopy(b []byte) (*TensorDict, error) {
 	if len(b) != tp.stLen {
@@ -166,7 +169,9 @@ func (tp *treeTemplate) instantiateCopy(b []byte) (*TensorDict, error) {
 	block := reflect.New(tp.blockData).UnsafePointer()
 	data := blockPart[byte](block, tp.dataAt, len(b))
 	copy(data, b)
-	return tp.instantiateIn(block, tensor.StorageOf(data))
+	st := (*tensor.Storage)(unsafe.Add(block, tp.storageAt))
+	rawbytes.InitAt(st, data)
+	return tp.instantiateIn(block, st)
 }
 
 // instantiateIn is instantiate in block, memory of type tp.block or

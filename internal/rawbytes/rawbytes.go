@@ -15,3 +15,10 @@ var Of func(st any) ([]byte, bool)
 // collector. A transfer that MPI may still read after its call (given up
 // at its context's end) never unpins. Package tensor sets them.
 var Pin, Unpin func(st any)
+
+// InitAt makes st, a pointer to a zero tensor.Storage, a storage over b,
+// as tensor.StorageOf makes a new one: the storage can then live in the
+// same allocation as what refers to it (package tensordict builds a small
+// received TensorDict, its storage and the storage's bytes in one). st
+// must not be in use: InitAt does not synchronise. Package tensor sets it.
+var InitAt func(st any, b []byte)
