@@ -79,11 +79,11 @@ type TensorDict struct {
 	// template.go) and must be copied before it is changed (ownIndex).
 	sharedIndex bool
 	locked      bool
+	initSent    atomic.Bool              // InitRemote was called (see initRemote); beside the bools, it fills their word
 	class       string                   // tensorclass name, "" for a plain TensorDict
-	savedPath   string                   // memmap prefix, kept for memmap.go
+	savedPath   *string                  // memmap prefix, kept for memmap.go; nil for none (most trees: half the bytes of a string)
 	cons        *consState               // set by Consolidate and FromConsolidated
 	p2p         atomic.Pointer[p2pState] // Send/Recv state, see p2p_state.go
-	initSent    atomic.Bool              // InitRemote was called (see initRemote)
 	edits       uint64                   // changes to this node (see edited)
 	tmpl        *treeTemplate            // on the root of a copy of a receive template (template.go)
 }
@@ -159,14 +159,19 @@ func (td *TensorDict) SetClassName(name string) {
 }
 
 // setSavedPath records the memmap prefix td was saved to or loaded from.
-func (td *TensorDict) setSavedPath(p string) { td.savedPath = p }
+func (td *TensorDict) setSavedPath(p string) {
+	td.savedPath = nil
+	if p != "" {
+		td.savedPath = &p
+	}
+}
 
 // savedPathValue returns the memmap prefix recorded by setSavedPath.
 func (td *TensorDict) savedPathValue() string {
-	if td == nil {
+	if td == nil || td.savedPath == nil {
 		return ""
 	}
-	return td.savedPath
+	return *td.savedPath
 }
 
 // validKey returns an error if k has no parts.
