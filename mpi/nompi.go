@@ -336,3 +336,13 @@ func SetSpinWait(d time.Duration) time.Duration {
 	spinWait = max(d, 0)
 	return old
 }
+
+var twoCopyMin, twoCopyMax int
+
+// SetTwoCopySends records the bounds lo and hi and returns the previous values;
+// without MPI there are no sends.
+func SetTwoCopySends(lo, hi int) (oldMin, oldMax int) {
+	oldMin, oldMax = twoCopyMin, twoCopyMax
+	twoCopyMin, twoCopyMax = max(lo, 0), max(hi, 0)
+	return oldMin, oldMax
+}

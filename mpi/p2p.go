@@ -6,6 +6,8 @@ package mpi
 // #include "shim.h"
 // #cgo noescape MPI_Send
 // #cgo nocallback MPI_Send
+// #cgo noescape tdmpi_send_two_copy
+// #cgo nocallback tdmpi_send_two_copy
 // #cgo noescape tdmpi_recv
 // #cgo nocallback tdmpi_recv
 // #cgo noescape tdmpi_sendrecv
@@ -81,6 +83,10 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 		return err
 	}
 	b := bufOf(buf)
+	if twoCopy(b) {
+		defer callSend.enter().leave()
+		return newError(op, C.tdmpi_send_two_copy(b.ptr, C.int(b.n), C.int(b.size), datatypes[b.k], C.int(dest), C.int(tag), h))
+	}
 	dt, n, derived, err := b.dtype(op)
 	if err != nil {
 		return err
