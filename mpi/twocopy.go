@@ -55,6 +55,12 @@ func init() {
 // little difference; MPICH's shared memory was slower with it up to 8 KiB
 // and faster from 16 KiB. Measure with tdmpi bench under both before
 // turning it on. Isend, Sendrecv and the collectives do not change.
+//
+// The two copies need sender and receiver on a core at once, fragment
+// after fragment. With more ranks than cores a large message then crawls:
+// with four ranks on two cores, 64 MiB receives that took under 4 s in
+// all took over a minute with no upper bound. Keep the upper bound small
+// (4 MiB: 128 fragments) and leave it off when ranks share cores.
 func SetTwoCopySends(min, maxBytes int) (oldMin, oldMax int) {
 	twoCopyMu.Lock()
 	defer twoCopyMu.Unlock()
