@@ -145,10 +145,9 @@
 // that is not contiguous with two copies through shared memory, made by
 // sender and receiver at once. On some machines the two copies are faster
 // (on tdmpi's development VM, sends of 32 KiB-2 MiB took 0.4-0.7 of the
-// time): SetTwoCopySends,
-// or TDMPI_TWO_COPY=4KiB-4MiB in the environment, makes Send describe
-// buffers in a size range as two blocks, so that they take that path. It
-// is off by default.
+// time): SetTwoCopySends, or TDMPI_TWO_COPY=4KiB-4MiB in the environment,
+// makes Send describe buffers in a size range as two blocks, so that they
+// take that path. It is off by default.
 //
 // # Errors
 //

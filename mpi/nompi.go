@@ -337,12 +337,15 @@ func SetSpinWait(d time.Duration) time.Duration {
 	return old
 }
 
-var twoCopyMin, twoCopyMax int
+var twoCopyLo, twoCopyHi int
 
-// SetTwoCopySends records the bounds lo and hi and returns the previous values;
-// without MPI there are no sends.
-func SetTwoCopySends(lo, hi int) (oldMin, oldMax int) {
-	oldMin, oldMax = twoCopyMin, twoCopyMax
-	twoCopyMin, twoCopyMax = max(lo, 0), max(hi, 0)
-	return oldMin, oldMax
+// SetTwoCopySends records the bounds lo and hi and returns the previous
+// ones; without MPI there are no sends.
+func SetTwoCopySends(lo, hi int) (oldLo, oldHi int) {
+	oldLo, oldHi = twoCopyLo, twoCopyHi
+	twoCopyLo, twoCopyHi = max(lo, 0), max(hi, 0)
+	if lo <= 0 {
+		twoCopyLo, twoCopyHi = 0, 0
+	}
+	return oldLo, oldHi
 }

@@ -10,18 +10,15 @@ import (
 	"math"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/internal/bytesize"
 )
 
-// twoCopyRange holds the sizes in bytes of the buffers Send passes as two
-// blocks (SetTwoCopySends): more than min, at most max; nil for none.
-var (
-	twoCopyRange atomic.Pointer[[2]int64]
-	twoCopyMu    sync.Mutex // serialises SetTwoCopySends
-)
+// twoCopyRange holds the bounds in bytes of the buffers Send passes as
+// two blocks (SetTwoCopySends): more than [0], at most [1] (0: no bound);
+// nil for none.
+var twoCopyRange atomic.Pointer[[2]int64]
 
 func init() {
 	if s := os.Getenv("TDMPI_TWO_COPY"); s != "" {
@@ -34,14 +31,14 @@ func init() {
 	}
 }
 
-// SetTwoCopySends makes Send pass a buffer of more than min and at most
-// maxBytes bytes (0 or less: no bound) to MPI as two blocks that are not
+// SetTwoCopySends makes Send pass a buffer of more than lo and at most hi
+// bytes (hi 0 or less: no bound) to MPI as two blocks that are not
 // adjacent in memory, its last element copied apart, and returns the
-// previous bounds; min 0 or less turns it off, the default. The
+// previous bounds; lo 0 or less turns it off, the default. The
 // environment variable TDMPI_TWO_COPY sets it at start ("4KiB-4MiB", or
-// "4KiB" for no upper bound). The message has the same
-// elements of the same datatype, and any receive takes it: this changes
-// only how the sender's MPI moves it.
+// "4KiB" for no upper bound). The message has the same elements of the
+// same datatype, and any receive takes it: this changes only how the
+// sender's MPI moves it.
 //
 // Open MPI's shared-memory transport sends a contiguous buffer above its
 // eager limit (4 KiB) with a single copy by the receiver through the
@@ -61,18 +58,15 @@ func init() {
 // with four ranks on two cores, 64 MiB receives that took under 4 s in
 // all took over a minute with no upper bound. Keep the upper bound small
 // (4 MiB: 128 fragments) and leave it off when ranks share cores.
-func SetTwoCopySends(min, maxBytes int) (oldMin, oldMax int) {
-	twoCopyMu.Lock()
-	defer twoCopyMu.Unlock()
-	if old := twoCopyRange.Load(); old != nil {
-		oldMin, oldMax = int(old[0]), int(old[1])
+func SetTwoCopySends(lo, hi int) (oldLo, oldHi int) {
+	var r *[2]int64
+	if lo > 0 {
+		r = &[2]int64{int64(lo), int64(max(hi, 0))}
 	}
-	if min <= 0 {
-		twoCopyRange.Store(nil)
-		return oldMin, oldMax
+	if old := twoCopyRange.Swap(r); old != nil {
+		return int(old[0]), int(old[1])
 	}
-	twoCopyRange.Store(&[2]int64{int64(min), int64(max(maxBytes, 0))})
-	return oldMin, oldMax
+	return 0, 0
 }
 
 // twoCopy reports whether Send passes b as two blocks: its last element

@@ -153,8 +153,9 @@ func (tp *treeTemplate) instantiate(st *tensor.Storage) (*TensorDict, error) {
 // instantiateCopy is instantiate over a copy of b, tp.stLen bytes, made
 // in the same allocation as the tree, with its tensor.Storage, when
 // tp.stLen is under copyMaxBytes: one object, written in one run, in
-// place of three (the storage's bytes, the storage, then the tree). The copy lives as long as the tree's memory does, which
-// its tensors keep alive anyway. Larger copies are copyStorage's.
+// place of three (the storage's bytes, the storage, then the tree). The
+// copy lives as long as the tree's memory does, which its tensors keep
+// alive anyway. Larger copies are copyStorage's.
 func (tp *treeTemplate) instantiateCopy(b []byte) (*TensorDict, error) {
 	if len(b) != tp.stLen {
 		return nil, fmt.Errorf("tensordict: template for %d bytes used for a storage of %d (a bug)", tp.stLen, len(b))

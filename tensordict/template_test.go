@@ -86,8 +86,8 @@ func TestTemplateSameAsBuild(t *testing.T) {
 // instantiateCopy makes the copy instantiate makes over a copy of the
 // bytes it is given: under copyMaxBytes, in the tree's own allocation
 // (the storage at storageAt and its bytes at dataAt from the root node,
-// which starts it),
-// above, in one of their own. Changing the bytes given changes nothing.
+// which starts it), above, in one of their own. Changing the bytes given
+// changes nothing.
 func TestTemplateCopyOfBytes(t *testing.T) {
 	small, smallRoot := templateSource(t)
 	big := New()
