@@ -15,24 +15,31 @@ import (
 
 func pattern(i int) int64 { return int64((i*7 + 3) % 5) }
 
+// sendToOdd sends data from each even rank to the next odd rank, which
+// receives it into a longer buffer and checks the status and the elements.
+func sendToOdd[T Scalar](t *testing.T, c *Comm, data []T, tag int) {
+	t.Helper()
+	r, s := c.Rank(), c.Size()
+	switch {
+	case r%2 == 0 && r+1 < s:
+		assert.NoError(t, Send(c, data, r+1, tag))
+	case r%2 == 1:
+		buf := make([]T, len(data)+5)
+		st, err := Recv(c, buf, r-1, tag)
+		assert.NoError(t, err)
+		assert.Equal(t, r-1, st.Source)
+		assert.Equal(t, tag, st.Tag)
+		assert.Equal(t, len(data), Count[T](st))
+		assert.Equal(t, data, buf[:len(data)])
+	}
+}
+
 // sendRecvCase sends from each even rank to the next odd rank, then runs a
 // Sendrecv ring over all ranks.
 func sendRecvCase[T Scalar](t *testing.T, c *Comm) {
 	const n, tag = 37, 11
 	r, s := c.Rank(), c.Size()
-	data := fill[T](n, pattern)
-	switch {
-	case r%2 == 0 && r+1 < s:
-		assert.NoError(t, Send(c, data, r+1, tag))
-	case r%2 == 1:
-		buf := make([]T, n+5)
-		st, err := Recv(c, buf, r-1, tag)
-		assert.NoError(t, err)
-		assert.Equal(t, r-1, st.Source)
-		assert.Equal(t, tag, st.Tag)
-		assert.Equal(t, n, Count[T](st))
-		assert.Equal(t, data, buf[:n])
-	}
+	sendToOdd(t, c, fill[T](n, pattern), tag)
 
 	mine := fill[T](n, func(i int) int64 { return pattern(i) + int64(r) })
 	got := make([]T, n)

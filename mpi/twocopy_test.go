@@ -12,23 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// twoCopyCase sends n elements from each even rank to the next odd rank,
-// which receives them into a contiguous buffer with room to spare.
+// twoCopyCase sends n elements from each even rank to the next odd rank
+// (sendToOdd), which receives them into a contiguous buffer.
 func twoCopyCase[T Scalar](n int) func(*testing.T, *Comm) {
 	return func(t *testing.T, c *Comm) {
-		const tag = 21
-		r, s := c.Rank(), c.Size()
-		data := fill[T](n, func(i int) int64 { return pattern(i) + int64(i%3) })
-		switch {
-		case r%2 == 0 && r+1 < s:
-			require.NoError(t, Send(c, data, r+1, tag))
-		case r%2 == 1:
-			buf := make([]T, n+3)
-			st, err := Recv(c, buf, r-1, tag)
-			require.NoError(t, err)
-			assert.Equal(t, n, Count[T](st))
-			assert.Equal(t, data, buf[:n])
-		}
+		sendToOdd(t, c, fill[T](n, func(i int) int64 { return pattern(i) + int64(i%3) }), 21)
 	}
 }
 
