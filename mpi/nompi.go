@@ -266,6 +266,9 @@ func Imrecv[T Scalar](m *Message, buf []T) (*Request, error) { return nil, ErrNo
 // Send returns ErrNoMPI: this build has no MPI.
 func Send[T Scalar](c *Comm, buf []T, dest, tag int) error { return ErrNoMPI }
 
+// SendConcat returns ErrNoMPI: this build has no MPI.
+func SendConcat(c *Comm, a, b []byte, dest, tag int) error { return ErrNoMPI }
+
 // Recv returns ErrNoMPI: this build has no MPI.
 func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) { return Status{}, ErrNoMPI }
 

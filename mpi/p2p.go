@@ -8,6 +8,8 @@ package mpi
 // #cgo nocallback MPI_Send
 // #cgo noescape tdmpi_send_two_copy
 // #cgo nocallback tdmpi_send_two_copy
+// #cgo noescape tdmpi_send_concat
+// #cgo nocallback tdmpi_send_concat
 // #cgo noescape tdmpi_recv
 // #cgo nocallback tdmpi_recv
 // #cgo noescape tdmpi_sendrecv
@@ -17,6 +19,11 @@ package mpi
 // #cgo noescape tdmpi_iprobe
 // #cgo nocallback tdmpi_iprobe
 import "C"
+
+import (
+	"math"
+	"unsafe"
+)
 
 // checkDest validates a destination rank of c.
 func (c *Comm) checkDest(op string, dest int) error {
@@ -95,6 +102,36 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 	err = newError(op, C.MPI_Send(b.ptr, n, dt, C.int(dest), C.int(tag), h))
 	freeType(dt, derived)
 	return err
+}
+
+// SendConcat sends the bytes of a followed by those of b to rank dest of
+// c as one message, as Send of their concatenation would, without building
+// it: the receiver cannot tell the difference. MPI reads the two buffers
+// in place, through a two-block datatype built and freed by the call
+// (about 0.1 us). An empty a or b makes it Send of the other. Each must
+// hold at most 2^31-1 bytes (ErrCount otherwise).
+//
+// A message in two blocks also moves differently: Open MPI's
+// shared-memory transport copies a buffer that is not contiguous through
+// shared-memory fragments, where it moves a contiguous one above its eager
+// limit with a single copy through the kernel (see SetTwoCopySends).
+func SendConcat(c *Comm, a, b []byte, dest, tag int) error {
+	const op = "MPI_Send"
+	if len(b) == 0 {
+		return Send(c, a, dest, tag)
+	}
+	if len(a) == 0 {
+		return Send(c, b, dest, tag)
+	}
+	h, err := c.sendArgs(op, dest, tag)
+	if err != nil {
+		return err
+	}
+	if len(a) > math.MaxInt32 || len(b) > math.MaxInt32 {
+		return argError(op, C.MPI_ERR_COUNT, "blocks of %d and %d bytes: each must be at most %d", len(a), len(b), math.MaxInt32)
+	}
+	defer callSend.enter().leave()
+	return newError(op, C.tdmpi_send_concat(unsafe.Pointer(&a[0]), C.int(len(a)), unsafe.Pointer(&b[0]), C.int(len(b)), C.int(dest), C.int(tag), h))
 }
 
 // Recv receives a message from rank src (or AnySource) of c with the given

@@ -19,10 +19,17 @@ func pattern(i int) int64 { return int64((i*7 + 3) % 5) }
 // receives it into a longer buffer and checks the status and the elements.
 func sendToOdd[T Scalar](t *testing.T, c *Comm, data []T, tag int) {
 	t.Helper()
+	sendToOddWith(t, c, data, tag, func(dest int) error { return Send(c, data, dest, tag) })
+}
+
+// sendToOddWith is sendToOdd with the even ranks sending data to dest by
+// calling send.
+func sendToOddWith[T Scalar](t *testing.T, c *Comm, data []T, tag int, send func(dest int) error) {
+	t.Helper()
 	r, s := c.Rank(), c.Size()
 	switch {
 	case r%2 == 0 && r+1 < s:
-		assert.NoError(t, Send(c, data, r+1, tag))
+		assert.NoError(t, send(r+1))
 	case r%2 == 1:
 		buf := make([]T, len(data)+5)
 		st, err := Recv(c, buf, r-1, tag)

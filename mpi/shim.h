@@ -89,6 +89,24 @@ static int tdmpi_send_two_copy(const void *buf, int n, int size, MPI_Datatype dt
 	return rc;
 }
 
+// tdmpi_send_concat is MPI_Send of na bytes at a followed by nb bytes at b
+// (both 1 to INT_MAX) as one message, described by a two-block datatype
+// built and freed here, addressed from MPI_BOTTOM (SendConcat).
+static int tdmpi_send_concat(const void *a, int na, const void *b, int nb, int dest, int tag, MPI_Comm c) {
+	int lens[2] = {na, nb};
+	MPI_Aint disps[2];
+	int rc = MPI_Get_address(a, &disps[0]);
+	if (rc == MPI_SUCCESS) rc = MPI_Get_address(b, &disps[1]);
+	if (rc != MPI_SUCCESS) return rc;
+	MPI_Datatype t;
+	rc = MPI_Type_create_hindexed(2, lens, disps, MPI_BYTE, &t);
+	if (rc != MPI_SUCCESS) return rc;
+	rc = MPI_Type_commit(&t);
+	if (rc == MPI_SUCCESS) rc = MPI_Send(MPI_BOTTOM, 1, t, dest, tag, c);
+	MPI_Type_free(&t);
+	return rc;
+}
+
 // tdmpi_type_big builds a committed datatype describing n consecutive
 // elements of base, for n beyond INT_MAX (the BigMPI recipe): q blocks of
 // chunk elements (at most INT_MAX) followed by r leftover elements, joined

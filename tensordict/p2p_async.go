@@ -492,7 +492,7 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 		return nil, l.Errorf("%w", err)
 	}
 	l.LogStart(int64(s.total), s.tag0)
-	msgs, tags, err := s.messages(l, true)
+	msgs, tags, _, err := s.messages(l, true, false)
 	if err != nil {
 		return nil, l.Errorf("%w", err)
 	}

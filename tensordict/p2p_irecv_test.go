@@ -387,7 +387,7 @@ func sendPaused(t *testing.T, td *TensorDict, dst, tag, n int, pause func()) {
 	require.NoError(t, err)
 	defer s.mu.Unlock()
 	require.NoError(t, s.prepare(l))
-	msgs, tags, err := s.messages(l, false)
+	msgs, tags, _, err := s.messages(l, false, false)
 	require.NoError(t, err)
 	require.Greater(t, len(msgs), n)
 	for i, m := range msgs {

@@ -120,6 +120,56 @@ func TestSendRecvConsolidatedNotConsolidated(t *testing.T) {
 	assert.True(t, td.EqScalar(7).All())
 }
 
+// TestSendRecvConsolidatedJoined sends consolidated storages on both
+// sides of the size from which Send leaves an inline storage in place
+// (p2pJoinAbove), from a consolidated TensorDict and from one it packs,
+// the first transfer with the metadata and the next ones without, and
+// checks every element on the receiver.
+func TestSendRecvConsolidatedJoined(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	build := func(t *testing.T, n int, round float64, consolidated bool) *TensorDict {
+		a, err := tensor.Arange(tensor.Float64, round*1e6, round*1e6+float64(n), 1)
+		require.NoError(t, err)
+		b, err := tensor.Arange(tensor.Uint8, 0, 7, 1)
+		require.NoError(t, err)
+		td := New()
+		require.NoError(t, td.Set(K("a"), a))
+		require.NoError(t, td.Set(K("b", "c"), b.AddScalar(round)))
+		if consolidated {
+			td, err = td.Consolidate()
+			require.NoError(t, err)
+		}
+		return td
+	}
+	for _, n := range []int{250, 500, 520, 1030, 2000} { // float64 elements of "a"
+		for _, consolidated := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d bytes consolidated %v", 8*n, consolidated), func(t *testing.T) {
+				src := build(t, n, 0, consolidated)
+				if g.Rank() == 1 {
+					dst := build(t, n, 0, false)
+					for round := 1.0; round <= 3; round++ {
+						_, err := dst.Recv(0, WithConsolidated(), WithTag(5), testCtx(t))
+						require.NoError(t, err)
+						eq, err := dst.Eq(build(t, n, round, false))
+						require.NoError(t, err)
+						assert.True(t, eq.All(), "round %v", round)
+					}
+					return
+				}
+				for round := 1.0; round <= 3; round++ {
+					for _, it := range build(t, n, round, false).Items(IncludeNested(), LeavesOnly()) {
+						require.NoError(t, src.SetInPlace(it.Key, it.Tensor))
+					}
+					require.NoError(t, src.Send(1, WithConsolidated(), WithTag(5)))
+				}
+			})
+		}
+	}
+}
+
 func TestSendRecvPerLeaf(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	if g.Rank() > 1 {
