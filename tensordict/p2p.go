@@ -46,21 +46,30 @@ func IntGenerator(seed int) int { return xfer.IntGenerator(seed) }
 // metadata message instead of a message of its own.
 const p2pInlineMax = 16 << 10
 
-// p2pJoinAbove returns the size of a header message with an inline
-// storage above which a blocking Send leaves the storage in place and
-// sends the message in two blocks (mpi.SendConcat) instead of copying the
-// storage after the header: the largest message the MPI library's
-// shared-memory transport sends eagerly (Open MPI's vader: 4 KiB,
-// MPICH's: 8 KiB, measured with tdmpi bench). Below it a message in two
-// blocks was as fast (Open MPI) or up to 2x slower (MPICH); above it, the
-// copy saved and the way MPI moves a message that is not contiguous made
-// consolidated Send/Recv of 4-16 KiB 1.7-1.9x faster (0.71-0.79x of a raw
-// mpi.Send of the same bytes, against 1.29-1.49x).
-func p2pJoinAbove() int {
+// eagerMax returns the largest message the MPI library's shared-memory
+// transport moves eagerly, through its own buffers, as measured on the
+// machine tdmpi is developed on: under Open MPI (vader) 4 KiB with its own
+// headers (wire.BcastFirst stays under it), under MPICH 8 KiB (8192 bytes
+// took 1.8 us one way, 8256 bytes 6.5 us). A longer message goes in a
+// rendezvous, which Open MPI makes a single copy by the kernel (CMA) when
+// the message is contiguous.
+//
+// A blocking consolidated Send whose header message with its inline
+// storage is longer leaves the storage in place and sends the message in
+// two blocks (mpi.SendConcat, see messages): that saves the copy, and
+// Open MPI moves a message that is not contiguous through shared-memory
+// fragments instead, 1.5-2x faster than CMA on this machine. Consolidated
+// Send/Recv of 4-16 KiB went from 1.29-1.49x the time of a raw mpi.Send
+// of the same bytes to 0.71-0.79x (tdmpi bench, both families). Up to
+// eagerMax a message in two blocks was as fast under Open MPI and up to 2x
+// slower under MPICH. (InitRemote sent the same way, its storage in the
+// header message up to 64 KiB, was slower: 1.6-8x raw at 8-64 KiB against
+// 1.2-1.6x for a separate storage message, which it keeps.)
+func eagerMax() int {
 	if mpi.Library() == mpi.FamilyMPICH {
 		return 8 << 10
 	}
-	return 4 << 10
+	return wire.BcastFirst
 }
 
 // Send sends td's tensor leaves to rank dst of the group, which receives
@@ -237,7 +246,7 @@ func (s *p2pState) send(l *link) error {
 // by the next call.
 //
 // With join, an inline storage that makes the header message larger than
-// p2pJoinAbove is not copied: msgs[0] is the header message without it,
+// eagerMax is not copied: msgs[0] is the header message without it,
 // msgs[1] the storage itself, and joined reports that the two are one
 // message (mpi.SendConcat).
 //
@@ -249,7 +258,7 @@ func (s *p2pState) send(l *link) error {
 func (s *p2pState) messages(l *link, own, join bool) (msgs [][]byte, tags []int, joined bool, err error) {
 	h := s.header(l)
 	inline, described := h.Flags&wire.FlagInline != 0, h.Flags&wire.FlagDescribed != 0
-	joined = inline && join && !own && wire.Size+int(h.MetaLen)+s.total > p2pJoinAbove()
+	joined = inline && join && !own && wire.Size+int(h.MetaLen)+s.total > eagerMax()
 	defer func() { s.msgs, s.mtags = msgs[:0], tags[:0] }()
 	// One header message: the header, the metadata (unless described)
 	// and, inline, the storage.
