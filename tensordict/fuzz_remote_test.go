@@ -70,7 +70,7 @@ func smallInitFrame(op string, td *TensorDict) ([]byte, error) {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	return s.initFrame(td, false, false, initRef{})
+	return s.initFrame(td, false, false, initRef{}, false)
 }
 
 // decodeInitFrame is what FromRemoteInit does with a received header

@@ -62,9 +62,9 @@ const p2pInlineMax = 16 << 10
 // Send/Recv of 4-16 KiB went from 1.29-1.49x the time of a raw mpi.Send
 // of the same bytes to 0.71-0.79x (tdmpi bench, both families). Up to
 // eagerMax a message in two blocks was as fast under Open MPI and up to 2x
-// slower under MPICH. (InitRemote sent the same way, its storage in the
-// header message up to 64 KiB, was slower: 1.6-8x raw at 8-64 KiB against
-// 1.2-1.6x for a separate storage message, which it keeps.)
+// slower under MPICH. A blocking InitRemote of a consolidated TensorDict
+// does the same up to initJoinMax, where it sent the storage as a message
+// of its own before.
 func eagerMax() int {
 	if mpi.Library() == mpi.FamilyMPICH {
 		return 8 << 10

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -468,6 +469,23 @@ func (s *p2pState) leafTags(initTag int, pseudoRand bool) ([]int, error) {
 		return nil, fmt.Errorf("%d leaves from tag %d need tags up to %d, beyond the last user tag %d", n, initTag, s.tags[n-1], MaxUserTag-1)
 	}
 	return s.tags, nil
+}
+
+// storageView returns the storage s views (s.st is not nil: td's
+// consolidated storage), its last byte read first: a mapping of a file
+// another process truncated gives an error wrapping memmap.ErrFault
+// instead of a fault inside MPI's C code.
+func (s *p2pState) storageView() (b []byte, err error) {
+	err = mem.CatchFault(func() (err error) {
+		if b, err = s.payload(true); err == nil {
+			mem.ReadLast(b)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the consolidated storage: %w", err)
+	}
+	return b, nil
 }
 
 // sendFrame returns the outgoing header message of a transfer: room for

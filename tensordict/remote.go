@@ -114,6 +114,13 @@ func (sp *sendPlan) bytes() ([]byte, error) {
 // message; larger ones follow in separate payload messages.
 const initInlineMax = 64 << 10
 
+// initJoinMax is the largest storage a point-to-point InitRemote sends in
+// its header message in two blocks (see eagerMax). The receiver copies the
+// storage out of the frame: at 4-8 KiB InitRemote took 0.80-0.93 of the
+// time of a frame and a storage message, at 16 KiB as long, at 64 KiB
+// 1.1-1.25x longer (tdmpi bench, 3 alternating runs).
+const initJoinMax = 8 << 10
+
 // InitRemote sends td to rank dst of the group, which builds a copy of it
 // with FromRemoteInit, as tensordict's init_remote. Options: WithGroup,
 // WithBroadcast, WithContext.
@@ -220,12 +227,21 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	}
 	reuse := l.Ctx.Done() == nil
 	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
-	if r.splits(td.class, s.meta[:s.metaLen], s.total) {
+	// Past the eager limit, a blocking InitRemote of a consolidated td of
+	// up to initJoinMax bytes leaves the storage in place and sends the
+	// frame in two blocks (see eagerMax); others send the storage apart.
+	split := r.splits(td.class, s.meta[:s.metaLen], s.total)
+	join := split && reuse && s.st != nil && s.total <= initJoinMax
+	if split && !join {
 		err := l.sendSplitInit(s, td, r)
 		l.initRefDone(r, err)
 		return true, err
 	}
-	frame, err := s.initFrame(td, reuse, false, r)
+	frame, err := s.initFrame(td, reuse, false, r, join)
+	var storage []byte
+	if join && err == nil {
+		storage, err = s.storageView()
+	}
 	// The send is made without td's lock, so that other transfers of td
 	// (a Recv the peer waits for first, say) are not held up by it.
 	s.mu.Unlock()
@@ -233,8 +249,15 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 		l.initRefDone(r, err)
 		return true, l.Errorf("%w", err)
 	}
-	msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
-	gone, err := l.SendMessages(msgs[:], tags[:], initMessageName)
+	var gone bool
+	if join {
+		if err = mpi.SendConcat(l.Comm, frame, storage, l.Peer, xfer.InitHeaderTag); err != nil {
+			err = fmt.Errorf("sending %s: %w", initMessageName(0), err)
+		}
+	} else {
+		msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
+		gone, err = l.SendMessages(msgs[:], tags[:], initMessageName)
+	}
 	if reuse {
 		s.mu.Lock()
 		if cap(s.iframe) < cap(frame) {
@@ -466,14 +489,19 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool)
 // whose state s is locked and whose storage travels inline: the header,
 // the class name, the metadata and the storage. With reuse (point to point
 // only), it is built in the buffer kept in s (taken from s: the caller
-// gives it back), else in a new one.
-func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef) ([]byte, error) {
+// gives it back), else in a new one. With head, it ends before the
+// storage, which the caller sends after it in the same message
+// (mpi.SendConcat).
+func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef, head bool) ([]byte, error) {
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		Hash: s.consHash, Leaves: int64(len(s.leaves))}
 	class, meta := r.apply(&h, td.class, s.meta[:s.metaLen])
 	pad := (8 - (wire.Size+len(class)+len(meta))%8) % 8
 	h.MetaLen, h.ClassLen = int64(len(meta)+pad), len(class)
-	n := wire.Size + len(class) + len(meta) + pad + s.total
+	n := wire.Size + len(class) + len(meta) + pad
+	if !head {
+		n += s.total
+	}
 	var msg, frame []byte
 	if reuse && !bcast && cap(s.iframe) >= n {
 		msg, s.iframe = s.iframe[:n], nil // every byte is written below
@@ -487,6 +515,9 @@ func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef) ([]by
 	for range pad {
 		frame[off] = ' '
 		off++
+	}
+	if head {
+		return msg, nil
 	}
 	// The storage may be a mapping of a file another process truncated.
 	err := mem.CatchFault(func() error {
@@ -566,13 +597,11 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 // recvInit is the point-to-point receiving side of InitRemote.
 func (l *link) recvInit() (*TensorDict, error) {
 	lim := l.o.limits()
-	frame, scratch, err := l.recvInitFrame(lim)
+	frame, err := l.recvInitFrame(lim)
 	if err != nil {
 		return nil, err
 	}
-	if scratch {
-		defer xfer.PutMsgBuf(frame)
-	}
+	defer xfer.PutMsgBuf(frame)
 	f, err := wire.ParseFrame(frame, lim)
 	if err != nil {
 		return nil, l.Errorf("%w", errors.Join(err, l.drainRefused(frame)))
@@ -590,9 +619,9 @@ func (l *link) recvInit() (*TensorDict, error) {
 			return nil, l.Errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
 		}
 	}
-	// With scratch, the frame goes back to its pool: the storage is a
-	// copy, and nothing else built from the frame refers to its bytes.
-	td, stor, finish, err := l.buildInit(&f, scratch)
+	// The frame goes back to its pool: the storage is a copy, and
+	// nothing else built from the frame refers to its bytes.
+	td, stor, finish, err := l.buildInit(&f, true)
 	if err != nil {
 		return nil, l.Errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
 	}
@@ -628,44 +657,39 @@ type initFrameSizes struct {
 	last map[int]int // by peer rank
 }
 
-// recvInitFrame receives the header message of an InitRemote, within lim.
-// A frame of mem.PoolMin bytes or more is received into a new buffer of
-// its size (memory of the receive pool), whose tail becomes the storage of
-// an inline transfer; a smaller one into a buffer from xfer.MsgBuf
-// (scratch true), which the caller hands back with xfer.PutMsgBuf once it
-// has copied the inline storage out: the result then holds a storage of
-// its own size, not the whole frame, and small receives make less garbage.
-// A message outside lim is consumed, with what its header announces, and
-// refused. The size of the last frame from each peer is the guess of
-// recvSized.
-func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, scratch bool, err error) {
+// recvInitFrame receives the header message of an InitRemote, within lim,
+// into a buffer from xfer.MsgBuf, which the caller hands back with
+// xfer.PutMsgBuf once it has copied the inline storage out: the result
+// then holds a storage of its own size, not the whole frame, which goes
+// back to the receive pool at once when the result is released (from
+// mem.PoolMin bytes, see copyStorage), and receives make no garbage.
+// (Receiving a large frame into memory of its own, its tail becoming the
+// storage, saved the copy but left a released result's memory to the
+// collector: new pages, 4-8x slower, for every InitRemote of 16-64 KiB
+// sent in one message.) A message outside lim is consumed, with what its
+// header announces, and refused. The size of the last frame from each
+// peer is the guess of recvSized.
+func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, err error) {
 	maxFrame := lim.MaxFrame(initInlineMax)
 	sizes := initFrames.Of(l.Group)
 	sizes.mu.Lock()
 	last := sizes.last[l.Peer]
 	sizes.mu.Unlock()
-	buffer := func(n int) ([]byte, error) {
-		if n < mem.PoolMin {
-			return xfer.MsgBuf(n), nil
-		}
-		return mem.Recv(n)
-	}
+	buffer := func(n int) ([]byte, error) { return xfer.MsgBuf(n), nil }
 	var guess []byte
 	if last > 0 && int64(last) <= maxFrame {
-		if guess, err = buffer(last); err != nil {
-			guess = nil
-		}
+		guess = xfer.MsgBuf(last)
 	}
 	frame, inGuess, err := l.recvSized(xfer.InitHeaderTag, maxFrame, keptFrameMax, guess, buffer,
 		func(head []byte, n int64) error { return l.refuseOversized(head, n, maxFrame) })
-	if !inGuess && len(guess) < mem.PoolMin {
+	if !inGuess {
 		xfer.PutMsgBuf(guess) // a blocking receive, or none: MPI is done with it
 	}
 	if err != nil {
-		if len(frame) < mem.PoolMin && !errors.Is(err, xfer.ErrAbandoned) {
+		if !errors.Is(err, xfer.ErrAbandoned) {
 			xfer.PutMsgBuf(frame) // MPI no longer writes it
 		}
-		return nil, false, l.Errorf("%w", err)
+		return nil, l.Errorf("%w", err)
 	}
 	if !inGuess {
 		sizes.mu.Lock()
@@ -675,7 +699,7 @@ func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, scratch bool, err e
 		sizes.last[l.Peer] = len(frame)
 		sizes.mu.Unlock()
 	}
-	return frame, len(frame) < mem.PoolMin, nil
+	return frame, nil
 }
 
 // recvSized receives the next header message on tag from l.Peer, whose

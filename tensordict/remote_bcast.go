@@ -174,7 +174,7 @@ func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, pinned *t
 	}
 	defer s.mu.Unlock()
 	if s.total <= initInlineMax {
-		msg, err = s.initFrame(td, false, true, initRef{})
+		msg, err = s.initFrame(td, false, true, initRef{}, false)
 		return msg, nil, nil, err
 	}
 	if s.st == nil {

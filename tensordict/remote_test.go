@@ -19,6 +19,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
@@ -208,6 +209,60 @@ func TestInitRemoteFrameSizes(t *testing.T) {
 		got, err := FromRemoteInit(0, opts...)
 		require.NoError(t, err, "transfer %d", i)
 		checkBigTD(t, got, 2, m, float64(i))
+	}
+}
+
+// TestInitRemoteJoined sends a consolidated TensorDict whose storage
+// travels in the header message (copied after the header, or past the
+// eager limit in two blocks, see eagerMax) or after it, four times each
+// (the metadata first, then a kept structure), with and without a context
+// on the receiver: every element arrives, and a result nobody read goes
+// back to the receive pool at its release from mem.PoolMin bytes.
+func TestInitRemoteJoined(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	build := func(t *testing.T, n int, round float64) *TensorDict {
+		a, err := tensor.Arange(tensor.Float64, round*1e6, round*1e6+float64(n), 1)
+		require.NoError(t, err)
+		td := New()
+		require.NoError(t, td.Set(K("a"), a))
+		require.NoError(t, td.Set(K("b", "c"), tensor.Full(tensor.Int32, round, 3)))
+		td, err = td.Consolidate()
+		require.NoError(t, err)
+		return td
+	}
+	for _, n := range []int{300, 520, 760, 1020, 1100, 2500} { // float64 elements of "a"
+		t.Run(fmt.Sprintf("%d bytes", 8*n), func(t *testing.T) {
+			src := build(t, n, 0)
+			for round := 1.0; round <= 4; round++ {
+				if g.Rank() == 0 {
+					// The same TensorDict, refilled: its first InitRemote
+					// encodes it for this call, the next ones reuse the
+					// encodings kept with it (sendStateInit).
+					for _, it := range build(t, n, round).Items(IncludeNested(), LeavesOnly()) {
+						require.NoError(t, src.SetInPlace(it.Key, it.Tensor))
+					}
+					require.NoError(t, src.InitRemote(1))
+					continue
+				}
+				var opts []RemoteOption
+				if round == 2 {
+					opts = append(opts, testCtx(t))
+				}
+				got, err := FromRemoteInit(0, opts...)
+				require.NoError(t, err, "round %v", round)
+				if round == 4 {
+					// Unread: its storage goes back to the pool at once.
+					assert.Equal(t, 8*n >= mem.PoolMin, releaseGivesBack(t, got), "given back")
+					continue
+				}
+				eq, err := got.Eq(build(t, n, round))
+				require.NoError(t, err)
+				assert.True(t, eq.All(), "round %v", round)
+			}
+		})
 	}
 }
 
