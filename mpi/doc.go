@@ -147,7 +147,9 @@
 // (on tdmpi's development VM, sends of 32 KiB-2 MiB took 0.4-0.7 of the
 // time): SetTwoCopySends, or TDMPI_TWO_COPY=4KiB-4MiB in the environment,
 // makes Send describe buffers in a size range as two blocks, so that they
-// take that path. It is off by default.
+// take that path. It is off by default. SendConcat sends two buffers as
+// one message that way, with no copy: package tensordict sends a header
+// and the storage after it so, past the eager limit.
 //
 // # Errors
 //
