@@ -8,8 +8,8 @@ package mpi
 // #cgo nocallback MPI_Send
 // #cgo noescape tdmpi_send_two_copy
 // #cgo nocallback tdmpi_send_two_copy
-// #cgo noescape tdmpi_send_concat
-// #cgo nocallback tdmpi_send_concat
+// #cgo noescape tdmpi_send_pair
+// #cgo nocallback tdmpi_send_pair
 // #cgo noescape tdmpi_recv
 // #cgo nocallback tdmpi_recv
 // #cgo noescape tdmpi_sendrecv
@@ -131,7 +131,7 @@ func SendConcat(c *Comm, a, b []byte, dest, tag int) error {
 		return argError(op, C.MPI_ERR_COUNT, "blocks of %d and %d bytes: each must be at most %d", len(a), len(b), math.MaxInt32)
 	}
 	defer callSend.enter().leave()
-	return newError(op, C.tdmpi_send_concat(unsafe.Pointer(&a[0]), C.int(len(a)), unsafe.Pointer(&b[0]), C.int(len(b)), C.int(dest), C.int(tag), h))
+	return newError(op, C.tdmpi_send_pair(unsafe.Pointer(&a[0]), C.int(len(a)), unsafe.Pointer(&b[0]), C.int(len(b)), C.MPI_BYTE, C.int(dest), C.int(tag), h))
 }
 
 // Recv receives a message from rank src (or AnySource) of c with the given

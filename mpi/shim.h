@@ -63,22 +63,19 @@ static inline MPI_Op tdmpi_op(int k) {
 	return MPI_OP_NULL;
 }
 
-// tdmpi_send_two_copy is MPI_Send of n elements of dt (2 to INT_MAX, each
-// of size bytes, 16 at most) at buf, described as two blocks that are not
-// adjacent in memory: the first n-1 elements in place and a copy of the
-// last on this function's stack. The message has the same type signature
-// and bytes, and any receive takes it, but Open MPI moves a buffer that is
-// not contiguous through shared-memory fragments that sender and receiver
-// copy at once, instead of the single copy (CMA) it uses for a contiguous
-// one above its eager limit (SetTwoCopySends). The datatype is built and
-// freed here (about 0.1 us).
-static int tdmpi_send_two_copy(const void *buf, int n, int size, MPI_Datatype dt, int dest, int tag, MPI_Comm c) {
-	_Alignas(16) unsigned char tail[16];
-	memcpy(tail, (const unsigned char *)buf + (size_t)(n - 1) * (size_t)size, (size_t)size);
-	int lens[2] = {n - 1, 1};
+// tdmpi_send_pair is MPI_Send of na elements of dt at a followed by nb at b
+// (both 1 to INT_MAX) as one message, described by a two-block datatype
+// built and freed here (about 0.1 us), addressed from MPI_BOTTOM. The
+// message has the type signature of na+nb elements, and any receive takes
+// it, but Open MPI moves a buffer that is not contiguous through
+// shared-memory fragments that sender and receiver copy at once, instead of
+// the single copy (CMA) it uses for a contiguous one above its eager limit
+// (SendConcat, SetTwoCopySends).
+static int tdmpi_send_pair(const void *a, int na, const void *b, int nb, MPI_Datatype dt, int dest, int tag, MPI_Comm c) {
+	int lens[2] = {na, nb};
 	MPI_Aint disps[2];
-	int rc = MPI_Get_address(buf, &disps[0]);
-	if (rc == MPI_SUCCESS) rc = MPI_Get_address(tail, &disps[1]);
+	int rc = MPI_Get_address(a, &disps[0]);
+	if (rc == MPI_SUCCESS) rc = MPI_Get_address(b, &disps[1]);
 	if (rc != MPI_SUCCESS) return rc;
 	MPI_Datatype t;
 	rc = MPI_Type_create_hindexed(2, lens, disps, dt, &t);
@@ -89,22 +86,14 @@ static int tdmpi_send_two_copy(const void *buf, int n, int size, MPI_Datatype dt
 	return rc;
 }
 
-// tdmpi_send_concat is MPI_Send of na bytes at a followed by nb bytes at b
-// (both 1 to INT_MAX) as one message, described by a two-block datatype
-// built and freed here, addressed from MPI_BOTTOM (SendConcat).
-static int tdmpi_send_concat(const void *a, int na, const void *b, int nb, int dest, int tag, MPI_Comm c) {
-	int lens[2] = {na, nb};
-	MPI_Aint disps[2];
-	int rc = MPI_Get_address(a, &disps[0]);
-	if (rc == MPI_SUCCESS) rc = MPI_Get_address(b, &disps[1]);
-	if (rc != MPI_SUCCESS) return rc;
-	MPI_Datatype t;
-	rc = MPI_Type_create_hindexed(2, lens, disps, MPI_BYTE, &t);
-	if (rc != MPI_SUCCESS) return rc;
-	rc = MPI_Type_commit(&t);
-	if (rc == MPI_SUCCESS) rc = MPI_Send(MPI_BOTTOM, 1, t, dest, tag, c);
-	MPI_Type_free(&t);
-	return rc;
+// tdmpi_send_two_copy is MPI_Send of n elements of dt (2 to INT_MAX, each
+// of size bytes, 16 at most) at buf as two blocks that are not adjacent in
+// memory (tdmpi_send_pair): the first n-1 elements in place and a copy of
+// the last on this function's stack (SetTwoCopySends).
+static int tdmpi_send_two_copy(const void *buf, int n, int size, MPI_Datatype dt, int dest, int tag, MPI_Comm c) {
+	_Alignas(16) unsigned char tail[16];
+	memcpy(tail, (const unsigned char *)buf + (size_t)(n - 1) * (size_t)size, (size_t)size);
+	return tdmpi_send_pair(buf, n - 1, tail, 1, dt, dest, tag, c);
 }
 
 // tdmpi_type_big builds a committed datatype describing n consecutive
