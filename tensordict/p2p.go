@@ -196,7 +196,7 @@ func (s *p2pState) header(l *link) wire.Header {
 	if l.o.consolidated {
 		h.Flags |= wire.FlagConsolidated
 		h.PayloadTag, h.Hash = l.o.tag, s.consHash
-		if s.total <= p2pInlineMax {
+		if s.inline(int(h.MetaLen)) {
 			h.Flags |= wire.FlagInline
 		} else {
 			h.Chunk = wire.MaxChunk
@@ -209,6 +209,22 @@ func (s *p2pState) header(l *link) wire.Header {
 		h.Flags |= wire.FlagPseudoRandTags
 	}
 	return h
+}
+
+// inline reports whether a consolidated transfer of s whose header
+// message carries metaLen bytes of metadata carries the storage too: up
+// to p2pInlineMax bytes, unless the storage is a message MPI moves eagerly
+// on its own (at most eagerMax bytes) and the header would push it past
+// that: under MPICH, consolidated Send/Recv of 8 KiB then took 2.3 us one
+// way, 1.3x raw, against 4.65 us (2.6x) as one message over the limit in
+// two blocks (see eagerMax); under Open MPI, at 3984 bytes, the same
+// either way.
+func (s *p2pState) inline(metaLen int) bool {
+	if s.total > p2pInlineMax {
+		return false
+	}
+	limit := eagerMax()
+	return s.total == 0 || s.total > limit || wire.Size+metaLen+s.total <= limit
 }
 
 // send runs a transfer bounded by l's context (see link.sendMessages);
