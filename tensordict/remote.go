@@ -118,7 +118,9 @@ const initInlineMax = 64 << 10
 // its header message in two blocks (see eagerMax). The receiver copies the
 // storage out of the frame: at 4-8 KiB InitRemote took 0.80-0.93 of the
 // time of a frame and a storage message, at 16 KiB as long, at 64 KiB
-// 1.1-1.25x longer (tdmpi bench, 3 alternating runs).
+// 1.1-1.25x longer (tdmpi bench, 3 alternating runs). Passing on each
+// received 6 KiB TensorDict (the first InitRemote of each) took 12.0-13.7
+// us one way against 15.6-19.1 (3 alternating runs).
 const initJoinMax = 8 << 10
 
 // InitRemote sends td to rank dst of the group, which builds a copy of it
@@ -349,7 +351,14 @@ func (l *link) sendInitOnce(td *TensorDict) error {
 		unpin(pinned)
 		return l.Errorf("%w", err)
 	}
-	gone, err := l.sendInitMessages(frame, payload, r.tag)
+	var gone bool
+	if r.joined {
+		if err = mpi.SendConcat(l.Comm, frame, payload, l.Peer, xfer.InitHeaderTag); err != nil {
+			err = l.Errorf("sending %s: %w", initMessageName(0), err)
+		}
+	} else {
+		gone, err = l.sendInitMessages(frame, payload, r.tag)
+	}
 	if !gone {
 		xfer.PutMsgBuf(frame) // MPI no longer reads it
 		unpin(pinned)         // nor the storage
@@ -409,7 +418,8 @@ func initKind(bcast bool) wire.Kind {
 // (l.initRef; none when l is nil, as in broadcast mode, where frame is nil
 // if td's storage is over initInlineMax). To l.Peer, a frame over
 // initEagerMax is the header message alone, and payload the storage that
-// follows it on r.tag; else payload is nil. A received TensorDict passed
+// follows it on r.tag, or with r.joined the storage that follows it in the
+// same message (mpi.SendConcat); else payload is nil. A received TensorDict passed
 // on unchanged (templateEncoding) reuses the encoding of the first copy of
 // its template that was: only its storage is new, read through rawbytes if
 // the caller pinned it (pinned).
@@ -451,8 +461,14 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool)
 		r = l.initRef(class, meta, h.Hash, h.Leaves, int64(total))
 		class, meta = r.apply(&h, class, meta)
 		if split = r.splits(class, meta, total); split {
-			h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, l.Group.PayloadTag()
-			r.tag = h.PayloadTag
+			// A blocking InitRemote of a small storage sends it in the
+			// header message all the same, in two blocks (see eagerMax).
+			if r.joined = l.Ctx.Done() == nil && total <= initJoinMax; r.joined {
+				h.Flags, h.Total = h.Flags|wire.FlagInline, int64(total)
+			} else {
+				h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, l.Group.PayloadTag()
+				r.tag = h.PayloadTag
+			}
 		}
 	}
 	// The storage may be a mapping of a file another process truncated.

@@ -113,6 +113,9 @@ type initRef struct {
 	ref       uint64
 	described bool
 	tag       int // the payload's tag, when the storage travels apart
+	// joined: the storage travels in the header message but apart from
+	// the frame's buffer, the two sent in two blocks (see eagerMax).
+	joined bool
 }
 
 // apply sets h's flags and ref for r, and returns the class name and
