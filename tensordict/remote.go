@@ -131,8 +131,8 @@ const initJoinMax = 8 << 10
 // depth first in insertion order) and travels as one header message (the
 // wire header, the tensorclass name and the consolidated metadata JSON)
 // followed by the storage: inside the same message when the whole fits in
-// about 4000 bytes (initEagerMax; for a consolidated td sent again without
-// a context, up to 8 KiB of storage, see eagerMax), else in messages of
+// about 4000 bytes (initEagerMax; without a context that can end, mostly
+// up to 8 KiB of storage, in two blocks, see eagerMax), else in messages of
 // at most 1 GiB on a tag unique to this transfer, so that concurrent InitRemote calls between
 // the same ranks never mix. Once dst has received a structure, later
 // InitRemotes of the same class name and metadata to it send a number in
