@@ -396,6 +396,12 @@ func BenchmarkRemoteSendContext16MiB(b *testing.B) {
 // mpi.Bcast of the same 1 KiB (ranks past 1 receive both).
 func BenchmarkRemoteSmall16(b *testing.B) { benchRemoteLeaves(b, 16, 64) }
 
+// BenchmarkRemote6KiB16 is BenchmarkRemoteSmall16 with leaves of 384
+// bytes (6 KiB in all): past Open MPI's eager limit, and within the size
+// InitRemote and consolidated Send send in the header message in two
+// blocks (initJoinMax, eagerMax).
+func BenchmarkRemote6KiB16(b *testing.B) { benchRemoteLeaves(b, 16, 384) }
+
 // BenchmarkRemoteMid16 is BenchmarkRemoteSmall16 with leaves of 1 KiB
 // (16 KiB in all), past Open MPI's eager limit (initEagerMax).
 func BenchmarkRemoteMid16(b *testing.B) { benchRemoteLeaves(b, 16, 1024) }
