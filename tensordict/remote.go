@@ -692,7 +692,14 @@ func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, err error) {
 	sizes.mu.Lock()
 	last := sizes.last[l.Peer]
 	sizes.mu.Unlock()
-	buffer := func(n int) ([]byte, error) { return xfer.MsgBuf(n), nil }
+	buffer := func(n int) ([]byte, error) {
+		// A frame with metadata of tens of MiB is checked against the
+		// memory available, as any receive of that size.
+		if err := mem.CheckAvailable(int64(n)); err != nil {
+			return nil, err
+		}
+		return xfer.MsgBuf(n), nil
+	}
 	var guess []byte
 	if last > 0 && int64(last) <= maxFrame {
 		guess = xfer.MsgBuf(last)
