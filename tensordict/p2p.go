@@ -62,14 +62,36 @@ const p2pInlineMax = 16 << 10
 // Send/Recv of 4-16 KiB went from 1.29-1.49x the time of a raw mpi.Send
 // of the same bytes to 0.71-0.79x (tdmpi bench, both families). Up to
 // eagerMax a message in two blocks was as fast under Open MPI and up to 2x
-// slower under MPICH. A blocking InitRemote of a consolidated TensorDict
-// does the same up to initJoinMax, where it sent the storage as a message
-// of its own before.
+// slower under MPICH. A blocking InitRemote does the same up to
+// initJoinMax, where it sent the storage as a message of its own before.
+// storageTravel holds the rule for both.
 func eagerMax() int {
 	if mpi.Library() == mpi.FamilyMPICH {
 		return 8 << 10
 	}
 	return wire.BcastFirst
+}
+
+// storageTravel reports how a storage of total bytes travels after a
+// header message of head bytes (the header, a class name, metadata):
+// copied into the header message when the whole is one eager message
+// (eagerMax); in the header message but read where it lies, the two sent
+// in two blocks (joined), when the whole is longer and the storage is over
+// eagerMax but at most most bytes; otherwise as a message of its own. A
+// storage that MPI moves eagerly on its own, but that the header would
+// push past the limit, so travels apart: under MPICH, consolidated
+// Send/Recv of 8 KiB then took 2.3 us one way, 1.3x raw, against 4.65 us
+// (2.6x) as one message in two blocks; under Open MPI, at 3968 bytes, the
+// same either way (1.34-1.40x).
+func storageTravel(head, total, most int) (copied, joined bool) {
+	limit := eagerMax()
+	switch {
+	case total == 0 || head+total <= limit:
+		return true, false
+	case total <= limit || total > most:
+		return false, false
+	}
+	return false, true
 }
 
 // Send sends td's tensor leaves to rank dst of the group, which receives
@@ -196,7 +218,7 @@ func (s *p2pState) header(l *link) wire.Header {
 	if l.o.consolidated {
 		h.Flags |= wire.FlagConsolidated
 		h.PayloadTag, h.Hash = l.o.tag, s.consHash
-		if s.inline(int(h.MetaLen)) {
+		if copied, joined := storageTravel(wire.Size+int(h.MetaLen), s.total, p2pInlineMax); copied || joined {
 			h.Flags |= wire.FlagInline
 		} else {
 			h.Chunk = wire.MaxChunk
@@ -211,22 +233,6 @@ func (s *p2pState) header(l *link) wire.Header {
 	return h
 }
 
-// inline reports whether a consolidated transfer of s whose header
-// message carries metaLen bytes of metadata carries the storage too: up
-// to p2pInlineMax bytes, unless the storage is a message MPI moves eagerly
-// on its own (at most eagerMax bytes) and the header would push it past
-// that: under MPICH, consolidated Send/Recv of 8 KiB then took 2.3 us one
-// way, 1.3x raw, against 4.65 us (2.6x) as one message over the limit in
-// two blocks (see eagerMax); under Open MPI, at 3968 bytes, the same
-// either way (1.34-1.40x).
-func (s *p2pState) inline(metaLen int) bool {
-	if s.total > p2pInlineMax {
-		return false
-	}
-	limit := eagerMax()
-	return s.total == 0 || s.total > limit || wire.Size+metaLen+s.total <= limit
-}
-
 // send runs a transfer bounded by l's context (see link.sendMessages);
 // the caller holds the send locks.
 func (s *p2pState) send(l *link) error {
@@ -237,12 +243,9 @@ func (s *p2pState) send(l *link) error {
 	}
 	if joined {
 		// One message in two blocks (see messages); never given up.
-		err = mpi.SendConcat(l.Comm, msgs[0], msgs[1], l.Peer, tags[0])
+		err = l.SendJoined(msgs[0], msgs[1], tags[0], s.messageName)
 		clear(msgs)
-		if err != nil {
-			return fmt.Errorf("sending %s: %w", s.messageName(0), err)
-		}
-		return nil
+		return err
 	}
 	gone, err := l.SendMessages(msgs, tags, s.messageName)
 	clear(msgs) // no reference to td's memory stays in s
@@ -261,8 +264,8 @@ func (s *p2pState) send(l *link) error {
 // otherwise they are the buffers of s. The slices returned are s's, reused
 // by the next call.
 //
-// With join, an inline storage that makes the header message larger than
-// eagerMax is not copied: msgs[0] is the header message without it,
+// With join, an inline storage that storageTravel joins is not copied:
+// msgs[0] is the header message without it,
 // msgs[1] the storage itself, and joined reports that the two are one
 // message (mpi.SendConcat).
 //
@@ -274,7 +277,9 @@ func (s *p2pState) send(l *link) error {
 func (s *p2pState) messages(l *link, own, join bool) (msgs [][]byte, tags []int, joined bool, err error) {
 	h := s.header(l)
 	inline, described := h.Flags&wire.FlagInline != 0, h.Flags&wire.FlagDescribed != 0
-	joined = inline && join && !own && wire.Size+int(h.MetaLen)+s.total > eagerMax()
+	if inline && join && !own {
+		_, joined = storageTravel(wire.Size+int(h.MetaLen), s.total, p2pInlineMax)
+	}
 	defer func() { s.msgs, s.mtags = msgs[:0], tags[:0] }()
 	// One header message: the header, the metadata (unless described)
 	// and, inline, the storage.

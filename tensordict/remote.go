@@ -131,8 +131,8 @@ const initJoinMax = 8 << 10
 // depth first in insertion order) and travels as one header message (the
 // wire header, the tensorclass name and the consolidated metadata JSON)
 // followed by the storage: inside the same message when the whole fits in
-// about 4000 bytes (initEagerMax; without a context that can end, mostly
-// up to 8 KiB of storage, in two blocks, see eagerMax), else in messages of
+// about 4000 bytes (eagerMax: 8 KiB under MPICH; without a context that
+// can end, up to 8 KiB of storage in two blocks), else in messages of
 // at most 1 GiB on a tag unique to this transfer, so that concurrent InitRemote calls between
 // the same ranks never mix. Once dst has received a structure, later
 // InitRemotes of the same class name and metadata to it send a number in
@@ -230,12 +230,10 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	}
 	reuse := l.Ctx.Done() == nil
 	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
-	// Past the eager limit, a blocking InitRemote of a consolidated td of
-	// up to initJoinMax bytes leaves the storage in place and sends the
-	// frame in two blocks (see eagerMax); others send the storage apart.
-	split := r.splits(td.class, s.meta[:s.metaLen], s.total)
-	join := split && reuse && s.st != nil && s.total <= initJoinMax
-	if split && !join {
+	// A storage joined to the header message is read after s is unlocked:
+	// td's own consolidated storage, not s's staging buffer.
+	split, join := r.layout(td.class, s.meta[:s.metaLen], s.total, reuse && s.st != nil)
+	if split {
 		err := l.sendSplitInit(s, td, r)
 		l.initRefDone(r, err)
 		return true, err
@@ -254,9 +252,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	}
 	var gone bool
 	if join {
-		if err = mpi.SendConcat(l.Comm, frame, storage, l.Peer, xfer.InitHeaderTag); err != nil {
-			err = fmt.Errorf("sending %s: %w", initMessageName(0), err)
-		}
+		err = l.SendJoined(frame, storage, xfer.InitHeaderTag, initMessageName)
 	} else {
 		msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
 		gone, err = l.SendMessages(msgs[:], tags[:], initMessageName)
@@ -276,15 +272,6 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	}
 	return true, nil
 }
-
-// initEagerMax is the largest header message of a point-to-point
-// InitRemote that carries the storage inline. Open MPI's shared memory
-// moves a message of up to about 4000 bytes eagerly, its own headers
-// included (see wire.BcastFirst), and a longer one in a rendezvous: the
-// storage of a longer frame travels as a message of its own, sent from the
-// TensorDict's storage and received into the result's, instead of being
-// copied into the frame and out of it.
-const initEagerMax = wire.BcastFirst
 
 // sendSplitInit sends td, whose state s is locked (sendSplitInit unlocks
 // it), as the header message of an InitRemote without inline storage,
@@ -353,8 +340,8 @@ func (l *link) sendInitOnce(td *TensorDict) error {
 	}
 	var gone bool
 	if r.joined {
-		if err = mpi.SendConcat(l.Comm, frame, payload, l.Peer, xfer.InitHeaderTag); err != nil {
-			err = l.Errorf("sending %s: %w", initMessageName(0), err)
+		if err = l.SendJoined(frame, payload, xfer.InitHeaderTag, initMessageName); err != nil {
+			err = l.Errorf("%w", err)
 		}
 	} else {
 		gone, err = l.sendInitMessages(frame, payload, r.tag)
@@ -416,8 +403,8 @@ func initKind(bcast bool) wire.Kind {
 // firstInitFrame returns the message of the first InitRemote of td (see
 // sendInitOnce and initMessage), and how it travels to l.Peer
 // (l.initRef; none when l is nil, as in broadcast mode, where frame is nil
-// if td's storage is over initInlineMax). To l.Peer, a frame over
-// initEagerMax is the header message alone, and payload the storage that
+// if td's storage is over initInlineMax). To l.Peer, a split frame (see
+// initRef.layout) is the header message alone, and payload the storage that
 // follows it on r.tag, or with r.joined the storage that follows it in the
 // same message (mpi.SendConcat); else payload is nil. A received TensorDict passed
 // on unchanged (templateEncoding) reuses the encoding of the first copy of
@@ -460,15 +447,13 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool)
 	if l != nil {
 		r = l.initRef(class, meta, h.Hash, h.Leaves, int64(total))
 		class, meta = r.apply(&h, class, meta)
-		if split = r.splits(class, meta, total); split {
-			// A blocking InitRemote of a small storage sends it in the
-			// header message all the same, in two blocks (see eagerMax).
-			if r.joined = l.Ctx.Done() == nil && total <= initJoinMax; r.joined {
-				h.Flags, h.Total = h.Flags|wire.FlagInline, int64(total)
-			} else {
-				h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, l.Group.PayloadTag()
-				r.tag = h.PayloadTag
-			}
+		split, r.joined = r.layout(class, meta, total, l.Ctx.Done() == nil)
+		switch {
+		case r.joined:
+			h.Flags, h.Total = h.Flags|wire.FlagInline, int64(total)
+		case split:
+			h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, l.Group.PayloadTag()
+			r.tag = h.PayloadTag
 		}
 	}
 	// The storage may be a mapping of a file another process truncated.
@@ -477,7 +462,7 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool)
 		if err != nil {
 			return err
 		}
-		if split {
+		if split || r.joined { // the header message alone, then the storage
 			frame = wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
 			payload = p
 			return mem.Readable(p)

@@ -403,7 +403,7 @@ func BenchmarkRemoteSmall16(b *testing.B) { benchRemoteLeaves(b, 16, 64) }
 func BenchmarkRemote6KiB16(b *testing.B) { benchRemoteLeaves(b, 16, 384) }
 
 // BenchmarkRemoteMid16 is BenchmarkRemoteSmall16 with leaves of 1 KiB
-// (16 KiB in all), past Open MPI's eager limit (initEagerMax).
+// (16 KiB in all), past the eager limit (eagerMax) and initJoinMax.
 func BenchmarkRemoteMid16(b *testing.B) { benchRemoteLeaves(b, 16, 1024) }
 
 // BenchmarkRemoteLarge16 is BenchmarkRemoteSmall16 with leaves of 4 KiB

@@ -132,14 +132,19 @@ func (r initRef) apply(h *wire.Header, class string, meta []byte) (string, []byt
 	return class, meta
 }
 
-// splits reports whether a point-to-point InitRemote frame of class name
-// class, metadata meta and total bytes of storage that travels as r sends
-// its storage apart from the header (see initEagerMax).
-func (r initRef) splits(class string, meta []byte, total int) bool {
+// layout reports how the storage of a point-to-point InitRemote frame of
+// class name class, metadata meta and total bytes of storage that travels
+// as r goes (storageTravel): apart from the header (split), in the header
+// message in two blocks (joined, up to initJoinMax bytes, only inPlace:
+// for a blocking send whose storage stays readable where it lies), or
+// copied into the header message (neither).
+func (r initRef) layout(class string, meta []byte, total int, inPlace bool) (split, joined bool) {
 	if r.described {
 		class, meta = "", nil
 	}
-	return wire.Size+len(class)+len(meta)+total > initEagerMax
+	copied, joined := storageTravel(wire.Size+len(class)+len(meta), total, initJoinMax)
+	joined = joined && inPlace
+	return !copied && !joined, joined
 }
 
 // initRef returns how a point-to-point InitRemote frame of class name

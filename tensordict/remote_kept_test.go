@@ -53,7 +53,7 @@ func TestInitRemoteKept(t *testing.T) {
 		require.NoError(t, td.Set(K("kept3"), tensor.Zeros(tensor.Float64, 2, initInlineMax/8)))
 		return td
 	}
-	mid := func() *TensorDict { // past initEagerMax: the storage follows the header
+	mid := func() *TensorDict { // past initJoinMax: the storage follows the header
 		td := New(2)
 		require.NoError(t, td.Set(K("kept4"), tensor.Zeros(tensor.Float64, 2, 1024)))
 		return td

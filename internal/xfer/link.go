@@ -102,6 +102,17 @@ func (l *Link) SendMessages(msgs [][]byte, tags []int, name func(int) string) (g
 	return n > 0, errors.Join(err, werr)
 }
 
+// SendJoined sends head followed by tail to l's peer on tag as one
+// message, MPI reading both where they lie (mpi.SendConcat), and returns
+// when both may be reused; an error names the message name(0), as
+// SendMessages does.
+func (l *Link) SendJoined(head, tail []byte, tag int, name func(int) string) error {
+	if err := mpi.SendConcat(l.Comm, head, tail, l.Peer, tag); err != nil {
+		return fmt.Errorf("sending %s: %w", name(0), err)
+	}
+	return nil
+}
+
 // PostSends posts msgs[i] on tags[i] to l's peer, in order (MPI_Isend).
 // If a post fails, it returns the requests of the messages already posted
 // with the error: they must still be completed.
