@@ -44,17 +44,23 @@ func smapsLine(t *testing.T, p uintptr, prefix string) string {
 	return ""
 }
 
-func TestHugeMarksInterior(t *testing.T) {
+func TestHugeMarksWindows(t *testing.T) {
 	if !hugeOn {
 		t.Skip("TDMPI_HUGEPAGES=0: Huge advises nothing")
 	}
-	for _, alloc := range []func(int) []byte{Alloc, AllocUninit} {
-		b := Huge(alloc(3 * HugeMin))
-		off, n := hugeSpan(b)
-		require.Positive(t, n)
-		// "hg" is the VM_HUGEPAGE flag that MADV_HUGEPAGE sets.
-		require.Contains(t, strings.Fields(vmaFlags(t, addr(b)+uintptr(off))), "hg")
-		sink = b
+	for _, size := range []int{int(aroundMin), 1 << 20, 3 * HugeMin} {
+		for _, alloc := range []func(int) []byte{Alloc, AllocUninit} {
+			b := Huge(alloc(size))
+			// "hg" is the VM_HUGEPAGE flag that MADV_HUGEPAGE sets: on the
+			// windows of b's first and last bytes, whole.
+			for _, p := range []uintptr{addr(b), addr(b) + uintptr(len(b)-1)} {
+				w := p &^ (hugePage - 1)
+				for _, q := range []uintptr{w, w + hugePage - 1} {
+					require.Contains(t, strings.Fields(vmaFlags(t, q)), "hg", "size %d, address %#x", size, q)
+				}
+			}
+			sink = b
+		}
 	}
 }
 

@@ -5,8 +5,8 @@
 
 package mem
 
-// adviseHuge does nothing: transparent huge pages are a Linux feature.
-func adviseHuge([]byte, bool) {}
+// adviseNoHuge does nothing: transparent huge pages are a Linux feature.
+func adviseNoHuge([]byte) {}
 
 // freshHuge does nothing: transparent huge pages are a Linux feature.
 func freshHuge([]byte) {}

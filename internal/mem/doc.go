@@ -44,7 +44,8 @@
 // walking the sender's pages when they are 4 KiB pages. On the machines of
 // docs/bench.txt a 256 MiB message moves about 1.3 times as fast from a
 // buffer backed by 2 MiB transparent huge pages. Huge asks for them
-// (madvise MADV_HUGEPAGE). It is worth it for a buffer that lives long and
+// (madvise MADV_HUGEPAGE) for the 2 MiB windows that a buffer of 256 KiB
+// or more lies in. It is worth it for a buffer that lives long and
 // is sent or received often: a consolidated storage, a region of the
 // receive pool. New memory of either kind is slow: on this project's VM
 // (load 10-20, Dec 2026) faulting in 256 MiB of fresh anonymous memory ran
