@@ -14,7 +14,10 @@ package mpi
 // #cgo nocallback tdmpi_recv_exact
 import "C"
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // Message is a message matched by Mprobe or Improbe and removed from the
 // matching queue: no other receive can take it. Receive it with Mrecv,
@@ -144,6 +147,44 @@ func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 	h := m.h
 	rc := C.tdmpi_mrecv(b.ptr, n, dt, b.bytes(), m.bytes, &h, datatypes[b.k], C.longlong(b.size), &st)
 	freeType(dt, derived)
+	m.h = messageNull
+	if err := newError(op, rc); err != nil {
+		return Status{}, err
+	}
+	return makeStatus(&st), nil
+}
+
+// MrecvConcat receives the matched message m, of exactly len(a)+len(b)
+// bytes, into a (its first len(a) bytes) and b (the rest), as Mrecv of
+// their concatenation would, without a buffer that holds both: MPI writes
+// the two in place, through a two-block datatype built and freed by the
+// call (see SendConcat). m is consumed. A message of another size is
+// refused with an ErrTruncate error (longer) or an ErrCount error
+// (shorter) before anything is received, and m stays unreceived, for
+// Mrecv. An empty a or b makes it Mrecv into the other; each must hold at
+// most 2^31-1 bytes (ErrCount otherwise).
+func MrecvConcat(m *Message, a, b []byte) (Status, error) {
+	const op = "MPI_Mrecv"
+	if m == nil || m.h == messageNull {
+		return Status{}, argError(op, C.MPI_ERR_REQUEST, "nil or already received message")
+	}
+	n := int64(len(a)) + int64(len(b))
+	switch {
+	case int64(m.bytes) > n:
+		return Status{}, argError(op, C.MPI_ERR_TRUNCATE, "message of %d bytes, buffers of %d and %d", int64(m.bytes), len(a), len(b))
+	case int64(m.bytes) < n:
+		return Status{}, argError(op, C.MPI_ERR_COUNT, "message of %d bytes, buffers of %d and %d: it must fill both", int64(m.bytes), len(a), len(b))
+	case len(b) == 0:
+		return Mrecv(m, a)
+	case len(a) == 0:
+		return Mrecv(m, b)
+	case len(a) > math.MaxInt32 || len(b) > math.MaxInt32:
+		return Status{}, argError(op, C.MPI_ERR_COUNT, "blocks of %d and %d bytes: each must be at most %d", len(a), len(b), math.MaxInt32)
+	}
+	defer callMrecv.enter().leave()
+	var st C.tdmpi_status
+	h := m.h
+	rc := C.tdmpi_mrecv_pair(unsafe.Pointer(&a[0]), C.int(len(a)), unsafe.Pointer(&b[0]), C.int(len(b)), &h, &st)
 	m.h = messageNull
 	if err := newError(op, rc); err != nil {
 		return Status{}, err

@@ -257,6 +257,9 @@ func ImprobeInto(m *Message, c *Comm, src, tag int) (bool, Status, error) {
 	return false, Status{}, ErrNoMPI
 }
 
+// MrecvConcat returns ErrNoMPI: this build has no MPI.
+func MrecvConcat(m *Message, a, b []byte) (Status, error) { return Status{}, ErrNoMPI }
+
 // Mrecv returns ErrNoMPI: this build has no MPI.
 func Mrecv[T Scalar](m *Message, buf []T) (Status, error) { return Status{}, ErrNoMPI }
 
