@@ -41,6 +41,29 @@ func FrameOf(h Header, body []byte) Frame {
 	return f
 }
 
+// ParseSplitFrame parses a message received in two parts, head and then
+// tail, as ParseFrame parses their concatenation, when tail is exactly the
+// inline storage: the header, checked against lim, announces FlagInline
+// and a storage of len(tail) bytes, and its class name and metadata fill
+// the rest of head. The frame's Inline is tail; nothing is copied. ok is
+// false when the message is not laid out so, for whatever reason (an
+// unreadable header too): the caller then joins the two parts and calls
+// ParseFrame, which says what is wrong, if anything.
+func ParseSplitFrame(head, tail []byte, lim Limits) (f Frame, ok bool) {
+	h, err := Parse(head, lim)
+	if err != nil || h.Flags&FlagInline == 0 || h.Total != int64(len(tail)) || Size+h.Body() != int64(len(head))+int64(len(tail)) {
+		return Frame{}, false
+	}
+	sections := h
+	sections.Flags &^= FlagInline
+	f = FrameOf(sections, head[Size:])
+	f.Header, f.Inline = h, tail[:len(tail):len(tail)]
+	if f.Inline == nil {
+		f.Inline = []byte{} // present, empty
+	}
+	return f, true
+}
+
 // AppendFrame appends a header for h followed by class, meta and inline to
 // b. It sets h.ClassLen and h.MetaLen from the sections, and FlagInline and
 // h.Total when inline is not nil.

@@ -5,6 +5,7 @@ package wire
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 )
 
@@ -25,12 +26,30 @@ func FuzzParseHeader(f *testing.F) {
 				t.Fatalf("round trip differs:\n%x\n%x", re, msg[:Size])
 			}
 		}
+		// A message split anywhere parses in two parts only as a whole
+		// (and then the same).
+		if len(msg) > 0 {
+			at := int(msg[0]) % (len(msg) + 1)
+			if sf, ok := ParseSplitFrame(msg[:at:at], msg[at:], lim); ok {
+				if fr, err := ParseFrame(msg, lim); err != nil || !reflect.DeepEqual(sf, fr) {
+					t.Fatalf("split at %d parses (%+v) but the whole does not the same: %v, %+v", at, sf, err, fr)
+				}
+			}
+		}
 		fr, err := ParseFrame(msg, lim)
 		if err != nil {
 			return
 		}
 		if int64(len(fr.Meta)) != fr.MetaLen || len(fr.Class) != fr.ClassLen {
 			t.Fatalf("sections %d/%d do not match header %+v", len(fr.Meta), len(fr.Class), fr.Header)
+		}
+		// Received in two parts, the storage apart, it parses the same.
+		if fr.Inline != nil {
+			at := len(msg) - len(fr.Inline)
+			sf, ok := ParseSplitFrame(msg[:at:at], msg[at:], lim)
+			if !ok || !reflect.DeepEqual(sf, fr) {
+				t.Fatalf("split at %d: ok %v, frame %+v, want %+v", at, ok, sf, fr)
+			}
 		}
 	})
 }

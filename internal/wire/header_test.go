@@ -4,6 +4,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -175,6 +176,38 @@ func TestFrame(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, f.Inline)
 	assert.Empty(t, f.Class)
+}
+
+func TestParseSplitFrame(t *testing.T) {
+	h := Header{Kind: KindInit, Hash: 42, Leaves: 1}
+	storage := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	msg := AppendFrame(nil, &h, "pkg.Point", []byte(`{"cls":"TensorDict"}`), storage)
+	at := len(msg) - len(storage)
+	f, ok := ParseSplitFrame(msg[:at:at], bytes.Clone(msg[at:]), Limits{})
+	require.True(t, ok)
+	whole, err := ParseFrame(msg, Limits{})
+	require.NoError(t, err)
+	assert.Equal(t, whole, f)
+
+	noInline := Header{Kind: KindInit, Chunk: MaxChunk, Total: 16}
+	apart := AppendFrame(nil, &noInline, "", []byte("{}"), nil)
+	for _, tc := range []struct {
+		name       string
+		head, tail []byte
+		lim        Limits
+	}{
+		{"split inside the storage", msg[:at+1], msg[at+1:], Limits{}},
+		{"split inside the metadata", msg[:at-1], msg[at-1:], Limits{}},
+		{"a byte missing", msg[:at], msg[at : len(msg)-1], Limits{}},
+		{"a byte more", msg[:at], append(bytes.Clone(msg[at:]), 0), Limits{}},
+		{"header cut", msg[:Size-1], msg[Size-1:], Limits{}},
+		{"over the limits", msg[:at], msg[at:], Limits{MaxInline: 8}},
+		{"no inline storage", apart, make([]byte, 16), Limits{}},
+		{"empty", nil, nil, Limits{}},
+	} {
+		_, ok := ParseSplitFrame(tc.head, tc.tail, tc.lim)
+		assert.False(t, ok, tc.name)
+	}
 }
 
 func TestChunks(t *testing.T) {
