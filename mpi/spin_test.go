@@ -82,8 +82,11 @@ func TestSpinWait(t *testing.T) {
 				assert.Equal(t, want, got, name)
 				if late > 0 {
 					// 30 ms of 10 us slices, fewer when the ranks share
-					// cores (np 4 on 2: 65-69 with spinning off).
-					assert.Greater(t, waitSlices.Load()-slices0, int64(10), name)
+					// cores (np 4 on 2: 65-69 with spinning off), and 2-4
+					// when other processes take both cores (a fuzz run
+					// beside the test): at least two, so that the wait
+					// has returned to Go and resumed.
+					assert.GreaterOrEqual(t, waitSlices.Load()-slices0, int64(2), name)
 				}
 			}
 		}

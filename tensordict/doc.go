@@ -165,10 +165,13 @@
 // (Open MPI's eager size), else as a message of its own, sent from the
 // TensorDict's storage and received straight into the result's. Past the
 // eager size, a header message with a storage after it (a consolidated
-// Send's of up to 16 KiB, an InitRemote's of up to 8 KiB) is sent without
+// Send's of up to 16 KiB, an InitRemote's of up to 64 KiB) is sent without
 // copying the storage into it: MPI reads the two parts where they lie, as
 // one message in two blocks (mpi.SendConcat), which Open MPI moves faster
-// than a contiguous one on the machine tdmpi is developed on.
+// than a contiguous one on the machine tdmpi is developed on. The
+// receiver of such an InitRemote, once it has seen one of that layout
+// from the sender, takes a storage of 16 KiB or more apart from the rest,
+// straight into the result's memory (mpi.MrecvConcat).
 //
 // # Communication and memory
 //

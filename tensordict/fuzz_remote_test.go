@@ -80,7 +80,7 @@ func decodeInitFrame(l *link, frame []byte) (*TensorDict, error) {
 	if err != nil {
 		return nil, err
 	}
-	td, stor, finish, err := l.buildInit(&fr, false)
+	td, stor, finish, err := l.buildInit(&fr, false, nil)
 	if err != nil {
 		return nil, err
 	}

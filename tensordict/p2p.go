@@ -63,7 +63,7 @@ const p2pInlineMax = 16 << 10
 // of the same bytes to 0.71-0.79x (tdmpi bench, both families). Up to
 // eagerMax a message in two blocks was as fast under Open MPI and up to 2x
 // slower under MPICH. A blocking InitRemote does the same up to
-// initJoinMax, where it sent the storage as a message of its own before.
+// initInlineMax, where it sent the storage as a message of its own before.
 // storageTravel holds the rule for both.
 func eagerMax() int {
 	if mpi.Library() == mpi.FamilyMPICH {
@@ -769,14 +769,14 @@ func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []
 		guess = *scratch
 	}
 	b, _, err := l.recvSized(tag, most, 0, guess,
-		func(n int) ([]byte, error) {
+		func(n int) ([]byte, []byte, error) {
 			if n == wire.Size {
-				return hdr, nil
+				return hdr, nil, nil
 			}
 			if cap(*scratch) < n {
 				*scratch = xfer.AlignedBuf(n)
 			}
-			return (*scratch)[:n], nil
+			return (*scratch)[:n], nil, nil
 		},
 		func(head []byte, n int64) error { return l.refuseHeaderMessage(head, tag, n, most) })
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
@@ -111,17 +112,18 @@ func (sp *sendPlan) bytes() ([]byte, error) {
 }
 
 // initInlineMax is the largest storage InitRemote sends inside its header
-// message; larger ones follow in separate payload messages.
+// message; larger ones follow in separate payload messages. A blocking
+// point-to-point InitRemote of a storage past the eager limit leaves it in
+// place and sends the two in two blocks (see eagerMax, storageTravel),
+// and the receiver takes a storage of splitRecvMin bytes or more apart
+// from the frame, in place, once it knows the layout (see recvInitFrame);
+// it copies a smaller one out of the frame. Sent so rather than as a frame
+// and a storage message, an InitRemote of 16-64 KiB took 9.9-12.1 us one
+// way against 12.8-18.6 (tdmpi bench, two alternating runs); at 4-8 KiB,
+// 0.80-0.93 of the time. Passing on each received 6 KiB TensorDict (the
+// first InitRemote of each) took 12.0-13.7 us one way against 15.6-19.1
+// (3 alternating runs).
 const initInlineMax = 64 << 10
-
-// initJoinMax is the largest storage a point-to-point InitRemote sends in
-// its header message in two blocks (see eagerMax). The receiver copies the
-// storage out of the frame: at 4-8 KiB InitRemote took 0.80-0.93 of the
-// time of a frame and a storage message, at 16 KiB as long, at 64 KiB
-// 1.1-1.25x longer (tdmpi bench, 3 alternating runs). Passing on each
-// received 6 KiB TensorDict (the first InitRemote of each) took 12.0-13.7
-// us one way against 15.6-19.1 (3 alternating runs).
-const initJoinMax = 8 << 10
 
 // InitRemote sends td to rank dst of the group, which builds a copy of it
 // with FromRemoteInit, as tensordict's init_remote. Options: WithGroup,
@@ -599,33 +601,44 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 // recvInit is the point-to-point receiving side of InitRemote.
 func (l *link) recvInit() (*TensorDict, error) {
 	lim := l.o.limits()
-	frame, err := l.recvInitFrame(lim)
+	frame, split, err := l.recvInitFrame(lim)
 	if err != nil {
 		return nil, err
 	}
 	defer xfer.PutMsgBuf(frame)
-	f, err := wire.ParseFrame(frame, lim)
-	if err != nil {
+	var f wire.Frame
+	var apart *tensor.Storage // the inline storage, received apart
+	if split != nil {
+		f, apart = split.f, split.st
+	} else if f, err = wire.ParseFrame(frame, lim); err != nil {
 		return nil, l.Errorf("%w", errors.Join(err, l.drainRefused(frame)))
+	}
+	// fail gives back a storage received apart that no result holds.
+	fail := func(err error) (*TensorDict, error) {
+		if apart != nil {
+			apart.Release()
+		}
+		return nil, l.Errorf("%w", err)
 	}
 	if f.Kind != wire.KindInit {
 		// Only InitRemote sends on this tag: what such a header announces
 		// cannot be trusted, so nothing is drained.
-		return nil, l.Errorf("header of a %v message, want %v", f.Kind, wire.KindInit)
+		return fail(fmt.Errorf("header of a %v message, want %v", f.Kind, wire.KindInit))
 	}
 	if f.Flags&wire.FlagKeep != 0 {
 		l.keepInit(&f)
 	}
 	if f.Flags&wire.FlagDescribed != 0 {
 		if err := l.describeInit(&f, lim); err != nil {
-			return nil, l.Errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
+			return fail(errors.Join(err, l.drainPayload(&f.Header)))
 		}
 	}
-	// The frame goes back to its pool: the storage is a copy, and
-	// nothing else built from the frame refers to its bytes.
-	td, stor, finish, err := l.buildInit(&f, true)
+	// The frame goes back to its pool: the storage is a copy (or was
+	// received apart), and nothing else built from the frame refers to
+	// its bytes.
+	td, stor, finish, err := l.buildInit(&f, true, apart)
 	if err != nil {
-		return nil, l.Errorf("%w", errors.Join(err, l.drainPayload(&f.Header)))
+		return fail(errors.Join(err, l.drainPayload(&f.Header)))
 	}
 	if f.Inline == nil && f.Total > 0 {
 		// The storage's bytes are received without marking them seen
@@ -647,47 +660,97 @@ func (l *link) recvInit() (*TensorDict, error) {
 	return td, nil
 }
 
-// initFrames holds, for each group, the size of the last InitRemote header
-// message received from each peer: the next one from that peer, often of
-// the same structure and size, is received into a buffer of that size in
-// one call into MPI (xfer.ProbeRecv).
+// initFrames holds, for each group, the layout of the last InitRemote
+// header message received from each peer: the next one from that peer,
+// often of the same structure and size, is received into a buffer of
+// that size in one call into MPI (xfer.ProbeRecv), or in two parts (see
+// recvInitFrame).
 var initFrames = group.Slot[initFrameSizes]{New: func() *initFrameSizes { return &initFrameSizes{} }}
 
 // initFrameSizes is a group's initFrames state.
 type initFrameSizes struct {
 	mu   sync.Mutex
-	last map[int]int // by peer rank
+	last map[int]initLayout // by peer rank
 }
 
-// recvInitFrame receives the header message of an InitRemote, within lim,
-// into a buffer from xfer.MsgBuf, which the caller hands back with
-// xfer.PutMsgBuf once it has copied the inline storage out: the result
-// then holds a storage of its own size, not the whole frame, which goes
-// back to the receive pool at once when the result is released (from
-// mem.PoolMin bytes, see copyStorage), and receives make no garbage.
+// initLayout is the layout of an InitRemote header message: n bytes, of
+// which the first head come before an inline storage of at least
+// splitRecvMin bytes (head 0: no such storage).
+type initLayout struct{ n, head int }
+
+// splitRecvMin is the smallest inline storage that recvInitFrame receives
+// apart from its frame. Below, a copy out of the frame costs less than a
+// receive in two blocks: an InitRemote of 4-8 KiB took 1.13-1.36x the time
+// of raw MPI received so, against 1.02-1.17x received whole (tdmpi
+// bench, three alternating runs); of 16 KiB, 8.1-8.3 us one way against
+// 10.3-12.3 (1.07-1.11x raw against 1.44-1.67x, two runs).
+const splitRecvMin = 16 << 10
+
+// splitCounts counts the InitRemote header messages that recvInitFrame
+// received in two parts: used (apart) and joined again because the header
+// did not announce the layout of the last one. The tests read them.
+var splitCounts struct{ apart, joined atomic.Int64 }
+
+// splitInit is an InitRemote header message received in two parts: the
+// frame f, whose Inline is the storage st, received in place.
+type splitInit struct {
+	f  wire.Frame
+	st *tensor.Storage
+}
+
+// recvInitFrame receives the header message of an InitRemote, within lim.
+//
+// When the last one from this peer had an inline storage of splitRecvMin
+// bytes or more and this one has the same size (a TensorDict of the same
+// structure sent again: the steady state), a blocking receive into memory
+// of its own (no WithMemmap, no WithAllocator) takes it in two parts
+// (mpi.MrecvConcat): the frame up to the storage into a buffer from
+// xfer.MsgBuf, the storage into a new storage from the receive pool, which
+// the result then views (split). Received so, a storage of 16-64 KiB
+// needs no copy, and the sender can send it in the header message, in
+// place (initInlineMax). If the header does not announce that layout after
+// all, the two parts are joined, as one message is received otherwise.
+//
+// Otherwise the whole message goes into a buffer from xfer.MsgBuf, and
+// the storage is copied out: the result then holds a storage of its own
+// size, not the whole frame, which goes back to the receive pool at once
+// when the result is released (from mem.PoolMin bytes, see copyStorage).
 // (Receiving a large frame into memory of its own, its tail becoming the
 // storage, saved the copy but left a released result's memory to the
 // collector: new pages, 4-8x slower, for every InitRemote of 16-64 KiB
-// sent in one message.) A message outside lim is consumed, with what its
-// header announces, and refused. The size of the last frame from each
-// peer is the guess of recvSized.
-func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, err error) {
+// sent in one message.) The size of the last frame from each peer is the
+// guess of recvSized.
+//
+// The caller hands frame back with xfer.PutMsgBuf once it has copied what
+// it needs out of it, and releases split.st unless a result holds it. A
+// message outside lim is consumed, with what its header announces, and
+// refused.
+func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, split *splitInit, err error) {
 	maxFrame := lim.MaxFrame(initInlineMax)
 	sizes := initFrames.Of(l.Group)
 	sizes.mu.Lock()
 	last := sizes.last[l.Peer]
 	sizes.mu.Unlock()
-	buffer := func(n int) ([]byte, error) {
+	apart := last.head > 0 && l.Ctx.Done() == nil && l.o.memmap == "" && l.o.alloc == nil
+	var st *tensor.Storage
+	buffer := func(n int) (head, tail []byte, err error) {
 		// A frame with metadata of tens of MiB is checked against the
 		// memory available, as any receive of that size.
 		if err := mem.CheckAvailable(int64(n)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return xfer.MsgBuf(n), nil
+		if !apart || n != last.n {
+			return xfer.MsgBuf(n), nil, nil
+		}
+		if st, _, err = newRecvStorage(int64(n - last.head)); err != nil {
+			return nil, nil, err
+		}
+		tail, _ = rawbytes.Of(st) // not seen by user code (see recvInit)
+		return xfer.MsgBuf(last.head), tail, nil
 	}
 	var guess []byte
-	if last > 0 && int64(last) <= maxFrame {
-		guess = xfer.MsgBuf(last)
+	if !apart && last.n > 0 && int64(last.n) <= maxFrame {
+		guess = xfer.MsgBuf(last.n)
 	}
 	frame, inGuess, err := l.recvSized(xfer.InitHeaderTag, maxFrame, keptFrameMax, guess, buffer,
 		func(head []byte, n int64) error { return l.refuseOversized(head, n, maxFrame) })
@@ -697,32 +760,63 @@ func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, err error) {
 	if err != nil {
 		if !errors.Is(err, xfer.ErrAbandoned) {
 			xfer.PutMsgBuf(frame) // MPI no longer writes it
+			if st != nil {
+				st.Release()
+			}
 		}
-		return nil, l.Errorf("%w", err)
+		return nil, nil, l.Errorf("%w", err)
+	}
+	if st != nil {
+		tail, _ := rawbytes.Of(st)
+		if f, ok := wire.ParseSplitFrame(frame, tail, lim); ok {
+			splitCounts.apart.Add(1)
+			return frame, &splitInit{f: f, st: st}, nil
+		}
+		splitCounts.joined.Add(1)
+		// Not the layout of the last frame: one buffer, as any other.
+		whole := xfer.MsgBuf(len(frame) + len(tail))
+		copy(whole[copy(whole, frame):], tail)
+		xfer.PutMsgBuf(frame)
+		st.Release()
+		frame = whole
 	}
 	if !inGuess {
 		sizes.mu.Lock()
 		if sizes.last == nil {
-			sizes.last = map[int]int{}
+			sizes.last = map[int]initLayout{}
 		}
-		sizes.last[l.Peer] = len(frame)
+		sizes.last[l.Peer] = layoutOf(frame, lim)
 		sizes.mu.Unlock()
 	}
-	return frame, nil
+	return frame, nil, nil
+}
+
+// layoutOf returns the layout of frame, an InitRemote header message
+// received whole, when it is a valid frame within lim; else only its size.
+func layoutOf(frame []byte, lim wire.Limits) initLayout {
+	n := len(frame)
+	h, err := wire.Parse(frame, lim)
+	if err != nil || h.Flags&wire.FlagInline == 0 || h.Total < splitRecvMin || wire.Size+h.Body() != int64(n) {
+		return initLayout{n: n}
+	}
+	return initLayout{n: n, head: n - int(h.Total)}
 }
 
 // recvSized receives the next header message on tag from l.Peer, whose
 // size this side learns only by probing it, into a buffer of exactly that
 // size: into guess, in the same call into MPI (xfer.ProbeRecv), when it is
 // guess's size (the steady state: the size of the last one), else, once
-// the probe found its size n within [wire.Size, most], into buffer(n). A
-// message outside that range is consumed and refused by refuse, given its
-// first bytes (at most a header, or all of it when it is at most whole
-// bytes), whose error it returns. inGuess reports that the message went into guess. When
-// the receive into buffer(n) fails, frame is that buffer: the caller gives
-// it back unless the error wraps xfer.ErrAbandoned (MPI may still write
-// it). InitRemote's and Send's receivers share it.
-func (l *link) recvSized(tag int, most, whole int64, guess []byte, buffer func(n int) ([]byte, error), refuse func(head []byte, n int64) error) (frame []byte, inGuess bool, err error) {
+// the probe found its size n within [wire.Size, most], into the buffers
+// buffer(n) returns: frame, or, when tail is not nil, frame followed by
+// tail, in place (mpi.MrecvConcat; only for a receive whose context cannot
+// end). A message outside that range is consumed and refused by refuse,
+// given its first bytes (at most a header, or all of it when it is at most
+// whole bytes), whose error it returns. inGuess reports that the message
+// went into guess. When the receive into buffer(n) fails, frame is its
+// first buffer: the caller gives it back unless the error wraps
+// xfer.ErrAbandoned (MPI may still write it). InitRemote's and Send's
+// receivers share it.
+func (l *link) recvSized(tag int, most, whole int64, guess []byte, buffer func(n int) (frame, tail []byte, err error), refuse func(head []byte, n int64) error) (frame []byte, inGuess bool, err error) {
 	var m mpi.Message
 	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, tag, &m, guess)
 	switch {
@@ -745,8 +839,15 @@ func (l *link) recvSized(tag int, most, whole int64, guess []byte, buffer func(n
 		}
 		return nil, false, refuse(head, n)
 	}
-	if frame, err = buffer(int(n)); err != nil {
+	frame, tail, err := buffer(int(n))
+	if err != nil {
 		return nil, false, errors.Join(err, xfer.Discard(&m, n, nil))
+	}
+	if tail != nil {
+		if _, err := mpi.MrecvConcat(&m, frame, tail); err != nil {
+			return frame, false, fmt.Errorf("receiving the header message: %w", err)
+		}
+		return frame, false, nil
 	}
 	if err := xfer.RecvMatched(l.Ctx, &m, frame, "the header message"); err != nil {
 		return frame, false, fmt.Errorf("receiving the header: %w", err)
@@ -775,11 +876,17 @@ func (l *link) abandonMemmap() error {
 // arrives; finish then completes or removes a memory-mapped storage. With
 // scratch, f's inline storage lies in a buffer the caller reuses: the
 // result gets a copy (in the same allocation as its tree when it is
-// built from a template, see treeTemplate.instantiateCopy). On error
-// nothing is left behind (finish has run).
-func (l *link) buildInit(f *wire.Frame, scratch bool) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, err error) {
-	if scratch && len(f.Inline) > 0 && l.o.memmap == "" && l.o.alloc == nil {
-		td, err = fromConsolidatedCached(l.Group, nil, f.Inline, f.Meta)
+// built from a template, see treeTemplate.instantiateCopy). apart, if not
+// nil, is a storage that holds f's inline storage (received apart, see
+// recvInitFrame): the result views it, and the caller releases it on
+// error. On error nothing else is left behind (finish has run).
+func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, err error) {
+	if apart != nil || scratch && len(f.Inline) > 0 && l.o.memmap == "" && l.o.alloc == nil {
+		if apart != nil {
+			td, err = fromConsolidatedCached(l.Group, apart, nil, f.Meta)
+		} else {
+			td, err = fromConsolidatedCached(l.Group, nil, f.Inline, f.Meta)
+		}
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -135,14 +135,14 @@ func (r initRef) apply(h *wire.Header, class string, meta []byte) (string, []byt
 // layout reports how the storage of a point-to-point InitRemote frame of
 // class name class, metadata meta and total bytes of storage that travels
 // as r goes (storageTravel): apart from the header (split), in the header
-// message in two blocks (joined, up to initJoinMax bytes, only inPlace:
+// message in two blocks (joined, up to initInlineMax bytes, only inPlace:
 // for a blocking send whose storage stays readable where it lies), or
 // copied into the header message (neither).
 func (r initRef) layout(class string, meta []byte, total int, inPlace bool) (split, joined bool) {
 	if r.described {
 		class, meta = "", nil
 	}
-	copied, joined := storageTravel(wire.Size+len(class)+len(meta), total, initJoinMax)
+	copied, joined := storageTravel(wire.Size+len(class)+len(meta), total, initInlineMax)
 	joined = joined && inPlace
 	return !copied && !joined, joined
 }

@@ -233,7 +233,9 @@ func TestInitRemoteJoined(t *testing.T) {
 		require.NoError(t, err)
 		return td
 	}
-	for _, n := range []int{300, 520, 760, 1020, 1100, 2500} { // float64 elements of "a"
+	// Float64 elements of "a": storages around each family's eager limit,
+	// around splitRecvMin, up to initInlineMax, and past it.
+	for _, n := range []int{300, 520, 760, 1020, 1100, 2040, 2500, 4000, 8180, 8200} {
 		t.Run(fmt.Sprintf("%d bytes", 8*n), func(t *testing.T) {
 			src := build(t, n, 0)
 			for round := 1.0; round <= 4; round++ {
@@ -251,8 +253,18 @@ func TestInitRemoteJoined(t *testing.T) {
 				if round == 2 {
 					opts = append(opts, testCtx(t))
 				}
+				apart := splitCounts.apart.Load()
 				got, err := FromRemoteInit(0, opts...)
 				require.NoError(t, err, "round %v", round)
+				if round >= 3 {
+					// The same layout as the round before: a storage from
+					// splitRecvMin up to initInlineMax is received apart.
+					want := int64(0)
+					if total := got.cons.st.Len(); total >= splitRecvMin && total <= initInlineMax {
+						want = 1
+					}
+					assert.Equal(t, want, splitCounts.apart.Load()-apart, "round %v: received apart", round)
+				}
 				if round == 4 {
 					// Unread: its storage goes back to the pool at once.
 					assert.Equal(t, 8*n >= mem.PoolMin, releaseGivesBack(t, got), "given back")
@@ -264,6 +276,67 @@ func TestInitRemoteJoined(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInitRemoteApartJoined: after two InitRemotes of a TensorDict whose
+// storage the receiver takes apart from the header (recvInitFrame), a
+// different TensorDict whose header message has the same size but not
+// the same layout (its metadata travels with it) arrives whole all the
+// same: the two parts are joined.
+func TestInitRemoteApartJoined(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	a, err := tensor.Arange(tensor.Float64, 0, 4096, 1)
+	require.NoError(t, err)
+	x := New()
+	require.NoError(t, x.Set(K("a"), a))
+	x, err = x.Consolidate()
+	require.NoError(t, err)
+	// Described by its kept structure after the first send, x's header
+	// message is a bare header and its storage; y's first one carries its
+	// metadata, and a storage shorter by as much.
+	n := wire.Size + x.cons.st.Len()
+	y := New()
+	ln := n - wire.Size
+	for range 10 {
+		require.NoError(t, y.Set(K("y"), tensor.Full(tensor.Uint8, 7, ln)))
+		p, err := planSend("InitRemote", y)
+		require.NoError(t, err)
+		head := wire.Size + len(p.class) + len(p.meta)
+		if head+p.total == n && p.total == ln {
+			break
+		}
+		ln = n - head
+	}
+	p, err := planSend("InitRemote", y)
+	require.NoError(t, err)
+	require.Equal(t, n, wire.Size+len(p.class)+len(p.meta)+p.total, "y's header message is as long as x's")
+	require.GreaterOrEqual(t, ln, splitRecvMin)
+	if g.Rank() == 0 {
+		for range 3 {
+			require.NoError(t, x.InitRemote(1))
+		}
+		require.NoError(t, y.InitRemote(1))
+		return
+	}
+	for i := range 3 {
+		apart := splitCounts.apart.Load()
+		got, err := FromRemoteInit(0)
+		require.NoError(t, err)
+		eq, err := got.Eq(x)
+		require.NoError(t, err)
+		assert.True(t, eq.All())
+		assert.Equal(t, int64(min(i, 2)/2), splitCounts.apart.Load()-apart, "send %d of x received apart", i)
+	}
+	joined := splitCounts.joined.Load()
+	got, err := FromRemoteInit(0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), splitCounts.joined.Load()-joined, "y taken apart, then joined")
+	eq, err := got.Eq(y)
+	require.NoError(t, err)
+	assert.True(t, eq.All())
 }
 
 // TestInitRemotePassedOn: rank 0 sends a TensorDict three times (its
