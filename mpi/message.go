@@ -12,6 +12,8 @@ package mpi
 // #cgo nocallback tdmpi_mrecv
 // #cgo noescape tdmpi_recv_exact
 // #cgo nocallback tdmpi_recv_exact
+// #cgo noescape tdmpi_mrecv_pair
+// #cgo nocallback tdmpi_mrecv_pair
 import "C"
 
 import (

@@ -606,11 +606,11 @@ func (l *link) recvInit() (*TensorDict, error) {
 		return nil, err
 	}
 	defer xfer.PutMsgBuf(frame)
-	var f wire.Frame
-	var apart *tensor.Storage // the inline storage, received apart
-	if split != nil {
-		f, apart = split.f, split.st
-	} else if f, err = wire.ParseFrame(frame, lim); err != nil {
+	f, apart := split.f, split.st // apart: the inline storage, received apart
+	if apart == nil {
+		f, err = wire.ParseFrame(frame, lim)
+	}
+	if err != nil {
 		return nil, l.Errorf("%w", errors.Join(err, l.drainRefused(frame)))
 	}
 	// fail gives back a storage received apart that no result holds.
@@ -692,7 +692,8 @@ const splitRecvMin = 16 << 10
 var splitCounts struct{ apart, joined atomic.Int64 }
 
 // splitInit is an InitRemote header message received in two parts: the
-// frame f, whose Inline is the storage st, received in place.
+// frame f, whose Inline is the storage st, received in place (st nil:
+// none).
 type splitInit struct {
 	f  wire.Frame
 	st *tensor.Storage
@@ -722,10 +723,11 @@ type splitInit struct {
 // guess of recvSized.
 //
 // The caller hands frame back with xfer.PutMsgBuf once it has copied what
-// it needs out of it, and releases split.st unless a result holds it. A
+// it needs out of it, and releases split.st (if not nil) unless a result
+// holds it. A
 // message outside lim is consumed, with what its header announces, and
 // refused.
-func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, split *splitInit, err error) {
+func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, split splitInit, err error) {
 	maxFrame := lim.MaxFrame(initInlineMax)
 	sizes := initFrames.Of(l.Group)
 	sizes.mu.Lock()
@@ -764,13 +766,13 @@ func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, split *splitInit, e
 				st.Release()
 			}
 		}
-		return nil, nil, l.Errorf("%w", err)
+		return nil, splitInit{}, l.Errorf("%w", err)
 	}
 	if st != nil {
 		tail, _ := rawbytes.Of(st)
 		if f, ok := wire.ParseSplitFrame(frame, tail, lim); ok {
 			splitCounts.apart.Add(1)
-			return frame, &splitInit{f: f, st: st}, nil
+			return frame, splitInit{f: f, st: st}, nil
 		}
 		splitCounts.joined.Add(1)
 		// Not the layout of the last frame: one buffer, as any other.
@@ -788,7 +790,7 @@ func (l *link) recvInitFrame(lim wire.Limits) (frame []byte, split *splitInit, e
 		sizes.last[l.Peer] = layoutOf(frame, lim)
 		sizes.mu.Unlock()
 	}
-	return frame, nil, nil
+	return frame, splitInit{}, nil
 }
 
 // layoutOf returns the layout of frame, an InitRemote header message
