@@ -167,13 +167,17 @@ func TestInitRemoteBroadcast(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		n, m int
+		path string // bcastPath
 	}{
-		{"inline", 2, 3}, // the whole frame in the first message: two steps
-		{"inline, frame over the first message", 1, 1 << 10}, // 8 KiB, inline, after the first message
-		{"separate", 3, 1 << 15},
-		{"separate, frame in the first message", 1, 1 << 14}, // 128 KiB
+		{"inline", 2, 3, "first"}, // the whole frame in the first message: two steps
+		{"inline, frame over the first message", 1, 1 << 10, "rest"}, // 8 KiB, inline, after the first message
+		{"separate", 3, 1 << 15, "first"},
+		{"separate, frame in the first message", 1, 1 << 14, "first"}, // 128 KiB
+		{"separate, frame over the first message", 200, 512, "rest"},
+		{"inline, metadata of 2500 leaves", 2500, 1, "rest"},
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
+			require.Equal(t, tc.path, bcastPath(t, bigTD(t, tc.n, tc.m, 7)))
 			root := g.Size() - 1
 			if g.Rank() == root {
 				require.NoError(t, bigTD(t, tc.n, tc.m, 7).InitRemote(-1, WithBroadcast()))
@@ -443,6 +447,23 @@ func TestInitRemoteBroadcastPassedOn(t *testing.T) {
 	}
 }
 
+// bcastPath tells how a broadcast-mode InitRemote of td sends its frame
+// (see remote_bcast.go): whole in the first message ("first") or not
+// ("rest"), so that a test case can check it takes the path it names.
+func bcastPath(t testing.TB, td *TensorDict) string {
+	t.Helper()
+	p, err := planSend("InitRemote", td)
+	require.NoError(t, err)
+	frame := wire.Size + len(p.class) + len(p.meta)
+	if p.total <= initInlineMax {
+		frame += p.total
+	}
+	if frame <= bcastFirst-bcastPrefix {
+		return "first"
+	}
+	return "rest"
+}
+
 // TestInitRemoteBroadcastRefused: a receiver refuses (over its
 // WithMaxBytes), on each path of the protocol; every rank returns an
 // error, and the next broadcast on the group works.
@@ -450,21 +471,25 @@ func TestInitRemoteBroadcastRefused(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	for _, tc := range []struct {
 		name string
-		m    int // float64 elements of the one leaf
+		n, m int // leaves, float64 elements of each
+		path string
 	}{
-		{"frame in the first message", 8},
-		{"inline, frame over the first message", 1 << 11},
-		{"separate", 1 << 14},
+		{"frame in the first message", 1, 8, "first"},
+		{"inline, frame over the first message", 1, 1 << 11, "rest"},
+		{"separate", 1, 1 << 14, "first"},
+		{"separate, frame over the first message", 200, 512, "rest"},
+		{"inline, metadata of 2500 leaves", 2500, 1, "rest"},
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
+			require.Equal(t, tc.path, bcastPath(t, bigTD(t, tc.n, tc.m, 1)))
 			if g.Rank() == 0 {
-				err := bigTD(t, 1, tc.m, 1).InitRemote(0, WithBroadcast())
+				err := bigTD(t, tc.n, tc.m, 1).InitRemote(0, WithBroadcast())
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "could not go on")
 				require.NoError(t, bigTD(t, 1, 2, 5).InitRemote(0, WithBroadcast()))
 				return
 			}
-			_, err := FromRemoteInit(0, WithBroadcast(), WithMaxBytes(int64(tc.m*8-1)), testCtx(t))
+			_, err := FromRemoteInit(0, WithBroadcast(), WithMaxBytes(int64(tc.n*tc.m*8-1)), testCtx(t))
 			require.ErrorIs(t, err, wire.ErrLimit)
 			got, err := FromRemoteInit(0, WithBroadcast(), testCtx(t))
 			require.NoError(t, err)
