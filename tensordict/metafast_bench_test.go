@@ -177,8 +177,10 @@ func BenchmarkMetaSeedBuild(b *testing.B) {
 // BenchmarkMetaSmall16Build times making the TensorDict of
 // BenchmarkRemoteSmall16 (16 leaves under one child) from decoded
 // metadata, the receiver's share of a small InitRemote whose metadata is
-// in the receive cache: built from the metadata (build), and copied from
-// the receive template (template, what a receive does).
+// in the receive cache: built from the metadata (build), copied from the
+// receive template over a given storage (template), and copied from the
+// template with the storage's bytes in the same allocation (copy, what a
+// receive of inline storage does).
 func BenchmarkMetaSmall16Build(b *testing.B) {
 	c := consolidatedTD(b, 16, 64)
 	meta, err := c.ConsolidatedMetadata()
@@ -194,6 +196,7 @@ func BenchmarkMetaSmall16Build(b *testing.B) {
 	}{
 		{"build", func() (*TensorDict, error) { return buildFromMeta(root, st) }},
 		{"template", func() (*TensorDict, error) { return tp.instantiate(st) }},
+		{"copy", func() (*TensorDict, error) { return tp.instantiateCopy(st.Bytes()) }},
 	} {
 		b.Run(m.name, func(b *testing.B) {
 			b.ReportAllocs()
