@@ -169,7 +169,7 @@ func TestInitRemoteBroadcast(t *testing.T) {
 		n, m int
 		path string // bcastPath
 	}{
-		{"inline", 2, 3, "first"}, // the whole frame in the first message: two steps
+		{"inline", 2, 3, "first"},                                    // the whole frame in the first message: two steps
 		{"inline, frame over the first message", 1, 1 << 10, "rest"}, // 8 KiB, inline, after the first message
 		{"separate", 3, 1 << 15, "first"},
 		{"separate, frame in the first message", 1, 1 << 14, "first"}, // 128 KiB
