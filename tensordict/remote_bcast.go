@@ -21,8 +21,8 @@ import (
 //     and, up to initInlineMax, the storage), or the frame's first part,
 //     or the root's error;
 //  2. every rank checks the header against its limits and, when the
-//     frame came whole, builds its TensorDict; the ranks agree (one
-//     Allreduce) that all could, else all return an error;
+//     frame came whole, builds its TensorDict; the ranks agree
+//     (xfer.Step.Agree) that all could, else all return an error;
 //  3. when the frame did not fit, the root broadcasts the rest of it;
 //  4. when the storage is separate: the ranks agree that all could decode
 //     the metadata and allocate the storage (unless step 2 did), then the
