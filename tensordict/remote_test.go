@@ -177,10 +177,11 @@ func TestInitRemoteBroadcast(t *testing.T) {
 		{"inline, metadata of 2500 leaves", 2500, 1, "rest"},
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
-			require.Equal(t, tc.path, bcastPath(t, bigTD(t, tc.n, tc.m, 7)))
+			src := bigTD(t, tc.n, tc.m, 7)
+			require.Equal(t, tc.path, bcastPath(t, src))
 			root := g.Size() - 1
 			if g.Rank() == root {
-				require.NoError(t, bigTD(t, tc.n, tc.m, 7).InitRemote(-1, WithBroadcast()))
+				require.NoError(t, src.InitRemote(-1, WithBroadcast()))
 				return
 			}
 			got, err := FromRemoteInit(root, WithBroadcast(), testCtx(t))
@@ -447,18 +448,22 @@ func TestInitRemoteBroadcastPassedOn(t *testing.T) {
 	}
 }
 
-// bcastPath tells how a broadcast-mode InitRemote of td sends its frame
-// (see remote_bcast.go): whole in the first message ("first") or not
-// ("rest"), so that a test case can check it takes the path it names.
+// bcastPath tells how a broadcast-mode InitRemote of td lays out its
+// first message, as the root's own code does (bcastPrepare): the whole
+// frame in it ("first") or not ("rest"), so that a test case can check it
+// takes the path it names. It lays out a copy of td: a TensorDict's first
+// InitRemote takes another path than the later ones.
 func bcastPath(t testing.TB, td *TensorDict) string {
 	t.Helper()
-	p, err := planSend("InitRemote", td)
+	l, err := newLink("InitRemote", 0, "to", resolve([]RemoteOption{WithBroadcast()}, usesInitSend))
 	require.NoError(t, err)
-	frame := wire.Size + len(p.class) + len(p.meta)
-	if p.total <= initInlineMax {
-		frame += p.total
-	}
-	if frame <= bcastFirst-bcastPrefix {
+	msg, _, pinned, err := bcastPrepare(&l, td.Clone())
+	require.NoError(t, err)
+	defer xfer.PutMsgBuf(msg)
+	unpin(pinned)
+	frameLen, _, err := parseBcastFirst(l.Op, 0, msg)
+	require.NoError(t, err)
+	if frameLen <= bcastFirst-bcastPrefix {
 		return "first"
 	}
 	return "rest"
@@ -481,9 +486,10 @@ func TestInitRemoteBroadcastRefused(t *testing.T) {
 		{"inline, metadata of 2500 leaves", 2500, 1, "rest"},
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
-			require.Equal(t, tc.path, bcastPath(t, bigTD(t, tc.n, tc.m, 1)))
+			src := bigTD(t, tc.n, tc.m, 1)
+			require.Equal(t, tc.path, bcastPath(t, src))
 			if g.Rank() == 0 {
-				err := bigTD(t, tc.n, tc.m, 1).InitRemote(0, WithBroadcast())
+				err := src.InitRemote(0, WithBroadcast())
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "could not go on")
 				require.NoError(t, bigTD(t, 1, 2, 5).InitRemote(0, WithBroadcast()))
