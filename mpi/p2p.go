@@ -165,12 +165,8 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 
 // Sendrecv sends send to dest and receives into recv from src in one call,
 // as MPI_Sendrecv; it cannot deadlock against a matching Sendrecv. The
-// buffers must not overlap. The receive is checked as in Recv.
-//
-// Known issue: between two nodes over TCP, with two ranks to a core,
-// exchanges of a few bytes among four ranks stalled for 5-50 s at a time,
-// where Isend and Irecv followed by Wait did not (docs/performance.md,
-// broadcast mode); the cause is not known yet.
+// buffers must not overlap. The receive is checked as in Recv, and waits
+// as Recv does (SetSpinWait).
 func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, recvTag int) (Status, error) {
 	const op = "MPI_Sendrecv"
 	h, err := c.sendArgs(op, dest, sendTag)

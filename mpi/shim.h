@@ -152,7 +152,7 @@ typedef struct {
 	long long bytes; // message size in bytes, -1 if unknown
 	int cancelled;
 	long long wait_start; // when the wait began to poll (ns), 0 before
-	int wait_yield;       // the wait yields the core after each poll
+	int wait_phase;       // TDMPI_SPIN, TDMPI_YIELD or TDMPI_NAP (tdmpi_wait_mprobe)
 	int sent;             // tdmpi_sendrecv: the send is posted, in req
 	MPI_Request req;
 } tdmpi_status;
@@ -228,31 +228,64 @@ static inline int tdmpi_slice_ended(long long now, long long *begin) {
 	return tdmpi_slice_ns > 0 && now - *begin >= tdmpi_slice_ns;
 }
 
+// A blocking wait of tdmpi_wait_mprobe goes through three phases, kept in
+// its status across the calls that resume it:
+//   - TDMPI_SPIN: it polls without pause, for tdmpi_spin_ns;
+//   - TDMPI_YIELD: it yields the core after each poll (sched_yield), up to
+//     TDMPI_NAP_AFTER_NS of waiting: a process whose cores are all busy
+//     polling, as MPI ranks on every core are, otherwise starves the Go
+//     runtime's own threads (the garbage collector's workers) of the core
+//     they need, for a scheduler time slice at a time;
+//   - TDMPI_NAP: it sleeps after each poll, 1/16 of the time waited so far
+//     (at least TDMPI_NAP_MIN_NS, at most TDMPI_NAP_MAX_NS), which adds at
+//     most about 6% to a long wait. Processes that call sched_yield in a
+//     loop can keep everything else off the cores for tens of seconds:
+//     with Linux 6.18 (EEVDF), four ranks on two cores in two Slurm job
+//     steps (two scheduling groups) starved each other's peers and the
+//     kernel's own threads (RCU stall and workqueue lockup reports) for
+//     5-72 s at a time, where sleeping ranks never stalled.
+// tdmpi_spin_ns 0 keeps a wait in the first phase.
+enum { TDMPI_SPIN, TDMPI_YIELD, TDMPI_NAP };
+#define TDMPI_NAP_AFTER_NS 1000000LL
+#define TDMPI_NAP_MIN_NS 5000LL
+#define TDMPI_NAP_MAX_NS 1000000LL
+
+// tdmpi_nap sleeps for 1/16 of waited nanoseconds, within the bounds above.
+static inline void tdmpi_nap(long long waited) {
+	long long d = waited / 16;
+	if (d < TDMPI_NAP_MIN_NS) d = TDMPI_NAP_MIN_NS;
+	if (d > TDMPI_NAP_MAX_NS) d = TDMPI_NAP_MAX_NS;
+	struct timespec ts = {0, (long)d};
+	nanosleep(&ts, NULL);
+}
+
 // tdmpi_wait_mprobe is MPI_Mprobe (probe is 0) or MPI_Probe (probe is 1,
-// m unused) as a loop of nonblocking probes that, once the wait (across
-// the calls that resume it) has lasted tdmpi_spin_ns, yields the core after
-// each (sched_yield): a process whose cores are all busy polling, as MPI
-// ranks on every core are, otherwise starves the Go runtime's own threads
-// (the garbage collector's workers) of the core they need, for a scheduler
-// time slice at a time. After tdmpi_slice_ns in one call it returns
-// TDMPI_AGAIN: the Go side then lets its scheduler run (runtime.Gosched)
-// and calls again with the same s, so that the goroutines and collector
-// workers waiting for this thread's processor (the only one of a rank
-// bound to one core) run in the time the rank waits anyway.
+// m unused) as a loop of nonblocking probes that pauses between them as
+// the phases above say. After tdmpi_slice_ns in one call (or one nap) it
+// returns TDMPI_AGAIN: the Go side then lets its scheduler run
+// (runtime.Gosched) and calls again with the same s, so that the
+// goroutines and collector workers waiting for this thread's processor
+// (the only one of a rank bound to one core) run in the time the rank
+// waits anyway.
 static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Message *m, tdmpi_status *s) {
 	long long spin = tdmpi_spin_ns, begin = 0;
 	int flag = 0;
 	for (unsigned i = 1;; i++) {
 		int rc = probe ? MPI_Iprobe(src, tag, c, &flag, &s->st) : MPI_Improbe(src, tag, c, &flag, m, &s->st);
 		if (rc != MPI_SUCCESS || flag) return rc;
-		if (s->wait_yield) sched_yield();
-		if (i % (s->wait_yield ? 4 : 64) != 0) continue;
-		long long now = tdmpi_now_ns();
-		if (s->wait_start == 0) {
-			s->wait_start = now;
-		} else if (spin > 0 && now - s->wait_start >= spin) {
-			s->wait_yield = 1;
+		if (s->wait_phase == TDMPI_SPIN && i % 64 != 0) continue;
+		if (s->wait_phase == TDMPI_YIELD) {
+			sched_yield();
+			if (i % 4 != 0) continue;
 		}
+		long long now = tdmpi_now_ns();
+		if (s->wait_start == 0) s->wait_start = now;
+		long long waited = now - s->wait_start;
+		if (s->wait_phase == TDMPI_NAP) {
+			tdmpi_nap(waited);
+			return TDMPI_AGAIN;
+		}
+		if (spin > 0 && waited >= spin) s->wait_phase = waited >= TDMPI_NAP_AFTER_NS ? TDMPI_NAP : TDMPI_YIELD;
 		if (tdmpi_slice_ended(now, &begin)) return TDMPI_AGAIN;
 	}
 }

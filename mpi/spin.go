@@ -53,16 +53,19 @@ func waiting(call func() C.int) C.int {
 var waitSlices atomic.Int64
 
 // SetSpinWait sets how long the blocking receives and probes of this
-// package (Recv, Probe, Mprobe, RecvExact) poll MPI without pause before
-// they yield their core to other threads after each poll (sched_yield),
-// and returns the previous value. 0 or less never yields: every wait polls
-// without pause, as MPI_Mprobe does. The default, DefaultSpinWait, leaves a
-// short wait as fast as a busy poll and lets a long one share its core:
-// MPI ranks polling on every core of a node otherwise keep the Go
-// runtime's own threads (the garbage collector's workers, other
-// goroutines) off them for a scheduler time slice at a time. Whatever the
-// value, a wait lets the Go scheduler run every 10 us of polling
-// (runtime.Gosched), and reads the value again then.
+// package (Recv, Probe, Mprobe, RecvExact, Sendrecv) poll MPI without
+// pause before they yield their core to other threads after each poll
+// (sched_yield), and returns the previous value. 0 or less never pauses:
+// every wait polls without pause, as MPI_Mprobe does. The default,
+// DefaultSpinWait, leaves a short wait as fast as a busy poll and lets a
+// long one share its core: MPI ranks polling on every core of a node
+// otherwise keep the Go runtime's own threads (the garbage collector's
+// workers, other goroutines) off them for a scheduler time slice at a
+// time. A wait that has lasted 1 ms, or d if longer, sleeps between polls
+// instead of yielding, for 1/16 of the time waited (5 us to 1 ms; see
+// "Waiting" in the package documentation). Whatever the value, a wait
+// lets the Go scheduler run every 10 us of polling (runtime.Gosched), and
+// reads the value again then.
 func SetSpinWait(d time.Duration) time.Duration {
 	spinMu.Lock()
 	defer spinMu.Unlock()

@@ -8,6 +8,7 @@ package mpi
 import (
 	"fmt"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,4 +185,58 @@ func TestWaitLockedThread(t *testing.T) {
 		assert.Equal(t, slices0, waitSlices.Load(), "a locked goroutine's wait handed its processor around")
 	}()
 	<-done
+}
+
+// TestWaitNaps: a blocking receive that waits long sleeps between its
+// polls instead of yielding its core in a loop (TDMPI_NAP in shim.h):
+// while rank 1 waits 300 ms for rank 0, it uses a small part of a core.
+// A wait that only yielded would use all of a core it has to itself, and
+// about half of one where four ranks share two cores.
+func TestWaitNaps(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	if c.Rank() > 1 {
+		return
+	}
+	old := SetSpinWait(DefaultSpinWait)
+	defer SetSpinWait(old)
+	const late = 300 * time.Millisecond
+	for i, op := range []string{"Recv", "Sendrecv"} {
+		want := []int64{int64(i), 1, 2}
+		if c.Rank() == 0 {
+			time.Sleep(late)
+			if op == "Sendrecv" {
+				_, err := Sendrecv(c, want, 1, 80+i, make([]int64, 3), 1, 90+i)
+				require.NoError(t, err, op)
+				continue
+			}
+			require.NoError(t, Send(c, want, 1, 80+i), op)
+			continue
+		}
+		got := make([]int64, 3)
+		cpu0, start := cpuTime(t), time.Now()
+		var err error
+		if op == "Sendrecv" {
+			_, err = Sendrecv(c, []int64{3, 4, 5}, 0, 90+i, got, 0, 80+i)
+		} else {
+			_, err = Recv(c, got, 0, 80+i)
+		}
+		cpu, waited := cpuTime(t)-cpu0, time.Since(start)
+		require.NoError(t, err, op)
+		assert.Equal(t, want, got, op)
+		if waited < late/2 {
+			t.Logf("%s: waited only %v (rank 0 came early): CPU time not checked", op, waited)
+			continue
+		}
+		t.Logf("%s: CPU time %v over a wait of %v", op, cpu, waited)
+		assert.Less(t, cpu, waited/4, "%s: CPU time %v over a wait of %v", op, cpu, waited)
+	}
+}
+
+// cpuTime returns the CPU time, user and system, the process has used.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // DefaultSpinWait is how long a blocking receive or probe polls MPI before
-// it starts to yield its core between polls (see SetSpinWait).
+// it starts to yield its core between polls (see SetSpinWait); from 1 ms of
+// waiting it sleeps between them instead.
 const DefaultSpinWait = 20 * time.Microsecond
 
 // Yield lets the Go scheduler run other goroutines on the caller's
