@@ -140,7 +140,7 @@ func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, e
 		fail = uint64(cl.size - cl.rank)
 	}
 	v = append(v, uint64(1-cl.unbounded()), fail) // MAX of bounded: MIN of unbounded
-	if err := xfer.Allreduce(cl.Step, v, mpi.OpMax); err != nil {
+	if err := xfer.Combine(cl.Step, v, mpi.OpMax); err != nil {
 		return nil, cl.errorf("comparing structures: %w", err)
 	}
 	cl.Agreed(int32(1 - v[len(v)-2]))

@@ -5,6 +5,7 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 	"github.com/tdmpi/tdmpi/tensordict"
@@ -359,7 +361,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 			// The receivers refuse and agree on it; take part as the
 			// protocol's root does.
 			worst := []int32{int32(size), 1} // the lowest failing rank; 1: this rank has no context (see agree)
-			require.NoError(t, libAllreduce(c, worst, mpi.OpMin))
+			require.NoError(t, libAgree(world, worst))
 			require.Less(t, int(worst[0]), size, "a receiver refused")
 			require.NoError(t, libBcast(c, make([]byte, maxReportedError), int(worst[0])))
 		}, wire.ErrLimit, ""},
@@ -416,7 +418,9 @@ func broadcastStillWorks(t *testing.T, me int, what string) {
 // libBcast and libAllreduce are the collective steps a crafted peer takes
 // on a group's library communicator: in MPI's nonblocking form, waited on,
 // as the library runs every step there (MPI pairs no blocking collective
-// with a nonblocking one).
+// with a nonblocking one). libAgree is the agreement step, in which the
+// ranks combine the lowest failing rank and whether all have no context
+// (xfer.Step.Agree) by point-to-point messages (xfer.Combine).
 func libBcast[T mpi.Scalar](c *mpi.Comm, buf []T, root int) error {
 	r, err := mpi.Ibcast(c, buf, root)
 	if err != nil {
@@ -424,6 +428,10 @@ func libBcast[T mpi.Scalar](c *mpi.Comm, buf []T, root int) error {
 	}
 	_, err = r.Wait()
 	return err
+}
+
+func libAgree(g *group.Group, worst []int32) error {
+	return xfer.Combine(xfer.NewStep(context.Background(), g), worst, mpi.OpMin)
 }
 
 func libAllreduce[T mpi.Scalar](c *mpi.Comm, buf []T, op mpi.Op) error {

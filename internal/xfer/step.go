@@ -263,7 +263,8 @@ func (s Step) BcastChunks(b []byte, root int) error {
 // come from ranks in the same collective (see Step.Agree).
 var ErrOutOfStep = errors.New("the ranks are not in the same collective")
 
-// Agree is the agreement step of a collective, one small allreduce: every
+// Agree is the agreement step of a collective, one small allreduce
+// (Combine): every
 // rank learns whether some rank failed before the payload moved, and the
 // ranks settle the form of the steps after it (see Unbounded and
 // Agreed). failed says whether this rank failed. Agree returns the lowest
@@ -275,7 +276,7 @@ func (s Step) Agree(failed bool) (int, error) {
 	if failed {
 		v[0] = int32(s.Comm.Rank())
 	}
-	if err := Allreduce(s, v, mpi.OpMin); err != nil {
+	if err := Combine(s, v, mpi.OpMin); err != nil {
 		return 0, err
 	}
 	s.Agreed(v[1])

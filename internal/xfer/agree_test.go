@@ -1,0 +1,87 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package xfer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/mpi"
+)
+
+func TestMain(m *testing.M) { mpitest.Main(m) }
+
+// TestCombine combines values that differ on every rank with MIN and MAX,
+// with and without a context, several times in a row: every rank gets the
+// combination of all, whatever the number of ranks (a power of two or
+// not).
+func TestCombine(t *testing.T) {
+	g := mpitest.Need(t, 1)
+	me, n := g.Rank(), g.Size()
+	for _, tc := range []struct {
+		name string
+		ctx  func(t *testing.T) context.Context
+	}{
+		{"no context", func(*testing.T) context.Context { return context.Background() }},
+		{"context", func(t *testing.T) context.Context { return mpitest.Ctx(t, 30*time.Second) }},
+	} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			for round := range 3 {
+				s := NewStep(tc.ctx(t), g)
+				// Rank r contributes 10+(r+round)%n and -r: the minimum
+				// and maximum come from different ranks each round.
+				v := []int64{int64(10 + (me+round)%n), int64(-me)}
+				require.NoError(t, Combine(s, v, mpi.OpMin))
+				assert.Equal(t, []int64{10, int64(1 - n)}, v, "round %d: MIN", round)
+				w := []uint8{uint8((me + round) % n), uint8(me)}
+				require.NoError(t, Combine(s, w, mpi.OpMax))
+				assert.Equal(t, []uint8{uint8(n - 1), uint8(n - 1)}, w, "round %d: MAX", round)
+			}
+		})
+	}
+}
+
+// TestCombineOutOfStep: ranks that combine values of different lengths are
+// not in the same step; the agreement fails on a rank that gets a message
+// of the wrong size, and that rank's group is broken. A rank whose wait
+// ends with its context returns too.
+func TestCombineOutOfStep(t *testing.T) {
+	world := mpitest.Need(t, 2)
+	if world.Rank() > 1 {
+		return
+	}
+	sub, err := world.New([]int{0, 1})
+	require.NoError(t, err)
+	defer sub.Free()
+	ctx := mpitest.Ctx(t, 2*time.Second)
+	s := NewStep(ctx, sub)
+	v := []int32{int32(sub.Rank()), 0}
+	if sub.Rank() == 1 {
+		v = v[:1] // rank 0 waits for two values, gets one
+	}
+	err = Combine(s, v, mpi.OpMin)
+	if sub.Rank() == 0 {
+		require.ErrorIs(t, err, ErrOutOfStep)
+		assert.ErrorIs(t, err, group.ErrBroken)
+	} else {
+		// Rank 1 got rank 0's two values into room for one: MPI's
+		// truncation, a failed step.
+		require.Error(t, err)
+		assert.ErrorIs(t, err, group.ErrBroken)
+	}
+}
+
+func TestCombineArgs(t *testing.T) {
+	g := mpitest.Need(t, 1)
+	s := NewStep(context.Background(), g)
+	assert.Error(t, Combine(s, []int32{1}, mpi.OpSum), "SUM")
+	s.Deferred = new(Deferred)
+	assert.Error(t, Combine(s, []int32{1}, mpi.OpMin), "deferred")
+}
