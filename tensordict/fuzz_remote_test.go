@@ -46,14 +46,29 @@ func FuzzInitFrame(f *testing.F) {
 	var before, after runtime.MemStats
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		frame := xfer.AlignedBuf(len(msg))
-		copy(frame, msg)
-		runtime.ReadMemStats(&before)
-		td, err := decodeInitFrame(l, frame)
-		runtime.ReadMemStats(&after)
 		// Everything the receiver allocated: the storage (at most the
 		// limit) and the decoding, which grows with the metadata's length.
-		if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(fuzzMaxBytes+512*len(msg)+64<<10); got > limit {
-			t.Fatalf("a %d-byte frame made the receiver allocate %d bytes (bound %d)", len(msg), got, limit)
+		limit := uint64(fuzzMaxBytes + 512*len(msg) + 64<<10)
+		var td *TensorDict
+		var err error
+		// The count is the process's: other goroutines (the fuzzing
+		// engine's, the receive pool's finalizers) may allocate at the
+		// same time, as they did once in a fuzz run (475 KB during a
+		// 24-byte frame that the header parser refused, 1 KB when run
+		// again). An input is at fault only if every one of three tries
+		// allocates over the bound.
+		for try := 1; ; try++ {
+			copy(frame, msg)
+			runtime.ReadMemStats(&before)
+			td, err = decodeInitFrame(l, frame)
+			runtime.ReadMemStats(&after)
+			got := after.TotalAlloc - before.TotalAlloc
+			if got <= limit {
+				break
+			}
+			if try == 3 {
+				t.Fatalf("a %d-byte frame made the receiver allocate %d bytes (bound %d), three times", len(msg), got, limit)
+			}
 		}
 		if err != nil {
 			return
