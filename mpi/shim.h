@@ -229,21 +229,12 @@ static inline int tdmpi_slice_ended(long long now, long long *begin) {
 }
 
 // A blocking wait of tdmpi_wait_mprobe goes through three phases, kept in
-// its status across the calls that resume it:
+// its status across the calls that resume it (why: "Waiting" in doc.go):
 //   - TDMPI_SPIN: it polls without pause, for tdmpi_spin_ns;
 //   - TDMPI_YIELD: it yields the core after each poll (sched_yield), up to
-//     TDMPI_NAP_AFTER_NS of waiting: a process whose cores are all busy
-//     polling, as MPI ranks on every core are, otherwise starves the Go
-//     runtime's own threads (the garbage collector's workers) of the core
-//     they need, for a scheduler time slice at a time;
+//     TDMPI_NAP_AFTER_NS of waiting;
 //   - TDMPI_NAP: it sleeps after each poll, 1/16 of the time waited so far
-//     (at least TDMPI_NAP_MIN_NS, at most TDMPI_NAP_MAX_NS), which adds at
-//     most about 6% to a long wait. Processes that call sched_yield in a
-//     loop can keep everything else off the cores for tens of seconds:
-//     with Linux 6.18 (EEVDF), four ranks on two cores in two Slurm job
-//     steps (two scheduling groups) starved each other's peers and the
-//     kernel's own threads (RCU stall and workqueue lockup reports) for
-//     5-72 s at a time, where sleeping ranks never stalled.
+//     (at least TDMPI_NAP_MIN_NS, at most TDMPI_NAP_MAX_NS).
 // tdmpi_spin_ns 0 keeps a wait in the first phase.
 enum { TDMPI_SPIN, TDMPI_YIELD, TDMPI_NAP };
 #define TDMPI_NAP_AFTER_NS 1000000LL
