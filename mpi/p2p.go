@@ -166,7 +166,9 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 // Sendrecv sends send to dest and receives into recv from src in one call,
 // as MPI_Sendrecv; it cannot deadlock against a matching Sendrecv. The
 // buffers must not overlap. The receive is checked as in Recv, and waits
-// as Recv does (SetSpinWait).
+// as Recv does (SetSpinWait), except that it lets the Go scheduler run
+// only once MPI is done with send: a send past the eager limit keeps the
+// call in C until the peer has matched it, as Send does.
 func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, recvTag int) (Status, error) {
 	const op = "MPI_Sendrecv"
 	h, err := c.sendArgs(op, dest, sendTag)

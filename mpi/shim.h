@@ -340,7 +340,11 @@ static int tdmpi_mrecv_pair(void *a, int na, void *b, int nb, MPI_Message *m, td
 	return tdmpi_finish(rc, s, MPI_BYTE, 1);
 }
 
-// tdmpi_sendrecv is MPI_Sendrecv with a checked receive.
+// tdmpi_sendrecv is MPI_Sendrecv with a checked receive. The send is posted
+// once (s->sent) and the receive waits as tdmpi_recv does, but the call
+// returns TDMPI_AGAIN only once MPI is done with sbuf: Go may move or free
+// a buffer it passed to C once the call returns, and a send past the eager
+// limit reads its buffer until the peer has matched it.
 static int tdmpi_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
 	void *rbuf, int rcount, MPI_Datatype rdt, long long cap, int src, int rtag, MPI_Comm c,
 	MPI_Datatype base, long long size, tdmpi_status *s) {
@@ -349,10 +353,16 @@ static int tdmpi_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int de
 		if (rc != MPI_SUCCESS) return rc;
 		s->sent = 1;
 	}
-	int rrc = tdmpi_recv(rbuf, rcount, rdt, cap, src, rtag, c, base, size, s);
-	if (rrc == TDMPI_AGAIN) return rrc;
-	int rc = MPI_Wait(&s->req, MPI_STATUS_IGNORE);
-	return rrc != MPI_SUCCESS ? rrc : rc;
+	for (;;) {
+		int rrc = tdmpi_recv(rbuf, rcount, rdt, cap, src, rtag, c, base, size, s);
+		if (rrc != TDMPI_AGAIN) {
+			int rc = MPI_Wait(&s->req, MPI_STATUS_IGNORE);
+			return rrc != MPI_SUCCESS ? rrc : rc;
+		}
+		int sent = 0;
+		int rc = MPI_Test(&s->req, &sent, MPI_STATUS_IGNORE);
+		if (rc != MPI_SUCCESS || sent) return rc != MPI_SUCCESS ? rc : TDMPI_AGAIN;
+	}
 }
 
 static inline int tdmpi_probe(int src, int tag, MPI_Comm c, tdmpi_status *s) {

@@ -22,13 +22,10 @@ import (
 // a wait of 30 ms returns to Go's scheduler (pollSlice) many times on the
 // way, and resumes where it was.
 func TestSpinWait(t *testing.T) {
-	needRanks(t, 2)
-	c := testComm(t)
-	if c.Rank() > 1 {
+	c := spinPeers(t)
+	if c == nil {
 		return
 	}
-	old := SetSpinWait(DefaultSpinWait)
-	defer SetSpinWait(old)
 	assert.Equal(t, DefaultSpinWait, SetSpinWait(DefaultSpinWait))
 	for _, spin := range []time.Duration{0, -time.Second, time.Microsecond, DefaultSpinWait} {
 		SetSpinWait(spin)
@@ -193,13 +190,10 @@ func TestWaitLockedThread(t *testing.T) {
 // A wait that only yielded would use all of a core it has to itself, and
 // about half of one where four ranks share two cores.
 func TestWaitNaps(t *testing.T) {
-	needRanks(t, 2)
-	c := testComm(t)
-	if c.Rank() > 1 {
+	c := spinPeers(t)
+	if c == nil {
 		return
 	}
-	old := SetSpinWait(DefaultSpinWait)
-	defer SetSpinWait(old)
 	const late = 300 * time.Millisecond
 	for i, op := range []string{"Recv", "Sendrecv"} {
 		want := []int64{int64(i), 1, 2}
@@ -231,6 +225,56 @@ func TestWaitNaps(t *testing.T) {
 		t.Logf("%s: CPU time %v over a wait of %v", op, cpu, waited)
 		assert.Less(t, cpu, waited/4, "%s: CPU time %v over a wait of %v", op, cpu, waited)
 	}
+}
+
+// TestSendrecvKeepsSend: a Sendrecv whose send is past the eager limit
+// stays in C until MPI is done with the send buffer (the peer comes 100 ms
+// late), instead of returning to Go every 10 us of waiting as it does
+// with a small send (TestSpinWait: hundreds of times in 100 ms, ten where
+// four ranks share two cores): Go may move or free what it passed to C
+// once the call returns. Once the send is done it may return while the
+// reply comes (once over TCP, where a send is done when the kernel has
+// its bytes), hence at most two returns. The data arrives whole both ways.
+func TestSendrecvKeepsSend(t *testing.T) {
+	c := spinPeers(t)
+	if c == nil {
+		return
+	}
+	const n = 1 << 17 // 1 MiB of int64
+	me, peer := c.Rank(), 1-c.Rank()
+	send := make([]int64, n)
+	for i := range send {
+		send[i] = int64(i*2 + me)
+	}
+	got := make([]int64, n)
+	if me == 1 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	slices0 := waitSlices.Load()
+	_, err := Sendrecv(c, send, peer, 100, got, peer, 100)
+	require.NoError(t, err)
+	for i, x := range got {
+		if x != int64(i*2+peer) {
+			t.Fatalf("element %d: got %d, want %d", i, x, i*2+peer)
+		}
+	}
+	if me == 0 {
+		assert.LessOrEqual(t, waitSlices.Load()-slices0, int64(2), "returned to Go with its send pending")
+	}
+}
+
+// spinPeers returns the test communicator on ranks 0 and 1, nil on the
+// others, with the spin period at DefaultSpinWait until the test ends.
+func spinPeers(t *testing.T) *Comm {
+	t.Helper()
+	needRanks(t, 2)
+	c := testComm(t)
+	if c.Rank() > 1 {
+		return nil
+	}
+	old := SetSpinWait(DefaultSpinWait)
+	t.Cleanup(func() { SetSpinWait(old) })
+	return c
 }
 
 // cpuTime returns the CPU time, user and system, the process has used.

@@ -53,9 +53,6 @@ func Combine[T ordered](s Step, v []T, op mpi.Op) error {
 		return fmt.Errorf("xfer: Combine in deferred steps (a bug)")
 	}
 	n, me := s.Comm.Size(), s.Comm.Rank()
-	// Heap memory, which stays where it is while a wait returns to Go
-	// between calls into MPI (see mpi.Sendrecv) or a step given up keeps
-	// it pinned.
 	b := make([]T, 2*len(v))
 	out, got := b[:len(v)], b[len(v):]
 	for d := 1; d < n; d *= 2 {
