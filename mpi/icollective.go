@@ -51,7 +51,7 @@ func iallreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) (*Reques
 	}
 	reap()
 	sb, rb := bufOf(send), bufOf(recv)
-	r := newRequest(name, k, rb.size, true, sb.ptr, rb.ptr)
+	r := newRequest(name, k, rb.size, true, max(sb.bytes(), rb.bytes()), sb.ptr, rb.ptr)
 	err = chunks(len(recv), func(off, m int) error {
 		return newError(name, r.post(func(q *C.MPI_Request) C.int {
 			return C.tdmpi_iallreduce(sb.at(off, m), cbool(inplace), rb.at(off, m), C.int(m), datatypes[k], ops[op], h, q)
@@ -83,7 +83,7 @@ func ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) (
 	}
 	reap()
 	sb, rb := bufOf(send), bufOf(recv)
-	r := newRequest(name, k, sb.size, true, sb.ptr, rb.ptr)
+	r := newRequest(name, k, sb.size, true, max(sb.bytes(), rb.bytes()), sb.ptr, rb.ptr)
 	err = chunks(n, func(off, m int) error {
 		s, rp := sb.at(off, m), unsafe.Pointer(nil)
 		if c.rank == root {
@@ -117,17 +117,18 @@ func iallgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, inplac
 		return nil, err
 	}
 	sb, rb := bufOf(send), bufOf(recv)
-	return vstart(op, rb, sb.ptr, cc, cd, func(q *C.MPI_Request) C.int {
+	return vstart(op, rb, sb, cc, cd, func(q *C.MPI_Request) C.int {
 		return C.tdmpi_iallgatherv(sb.ptr, cbool(inplace), C.int(len(send)), rb.ptr, cptr(cc), cptr(cd), datatypes[rb.k], h, q)
 	})
 }
 
-// vstart starts the nonblocking v-collective op on buffers b and other by
-// calling call. MPI reads the counts cc and displacements cd until the
-// operation completes, so they are pinned with the buffers.
-func vstart(op string, b buffer, other unsafe.Pointer, cc, cd []C.int, call func(q *C.MPI_Request) C.int) (*Request, error) {
+// vstart starts the nonblocking v-collective op on buffers b (whose
+// element kind the status counts) and other by calling call. MPI reads the
+// counts cc and displacements cd until the operation completes, so they
+// are pinned with the buffers.
+func vstart(op string, b, other buffer, cc, cd []C.int, call func(q *C.MPI_Request) C.int) (*Request, error) {
 	reap()
-	r := newRequest(op, b.k, b.size, true, b.ptr, other, unsafe.Pointer(cptr(cc)), unsafe.Pointer(cptr(cd)))
+	r := newRequest(op, b.k, b.size, true, max(b.bytes(), other.bytes()), b.ptr, other.ptr, unsafe.Pointer(cptr(cc)), unsafe.Pointer(cptr(cd)))
 	return r.start(newError(op, r.post(call)))
 }
 
@@ -151,7 +152,7 @@ func igatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, root int,
 		return nil, err
 	}
 	sb, rb := bufOf(send), bufOf(recv)
-	return vstart(op, sb, rb.ptr, cc, cd, func(q *C.MPI_Request) C.int {
+	return vstart(op, sb, rb, cc, cd, func(q *C.MPI_Request) C.int {
 		return C.tdmpi_igatherv(sb.ptr, cbool(inplace), sn, rb.ptr, cptr(cc), cptr(cd), datatypes[sb.k], C.int(root), h, q)
 	})
 }
@@ -177,7 +178,7 @@ func iscatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root
 		return nil, err
 	}
 	sb, rb := bufOf(send), bufOf(recv)
-	return vstart(op, rb, sb.ptr, cc, cd, func(q *C.MPI_Request) C.int {
+	return vstart(op, rb, sb, cc, cd, func(q *C.MPI_Request) C.int {
 		return C.tdmpi_iscatterv(sb.ptr, cptr(cc), cptr(cd), rb.ptr, cbool(inplace), rn, datatypes[rb.k], C.int(root), h, q)
 	})
 }

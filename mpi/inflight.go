@@ -22,13 +22,14 @@ import (
 // never unreachable while it pins (Go's runtime panics at the next
 // collection if it is), and MPI never writes into memory Go has freed.
 type inflight struct {
-	hs   []C.MPI_Request
-	pin  runtime.Pinner
-	op   string
-	k    kind
-	size int
-	coll bool // a collective: no message status
-	lost bool // its Request was collected before completion
+	hs    []C.MPI_Request
+	pin   runtime.Pinner
+	op    string
+	k     kind
+	size  int
+	coll  bool // a collective: no message status
+	pause bool // small enough for its wait to pause (see pauseMaxBytes)
+	lost  bool // its Request was collected before completion
 }
 
 var registry struct {

@@ -145,6 +145,8 @@ func TestAbandon(t *testing.T) {
 	assert.ErrorContains(t, err, "abandoned")
 	_, _, err = req.Test()
 	assert.ErrorContains(t, err, "abandoned")
+	_, _, err = req.Await()
+	assert.ErrorContains(t, err, "abandoned")
 	assert.ErrorContains(t, WaitAll(req), "abandoned")
 	idx, _, err := WaitAny(req)
 	assert.NoError(t, err)

@@ -316,6 +316,9 @@ func (r *Request) Wait() (Status, error) { return Status{}, ErrNoMPI }
 // Test returns ErrNoMPI: this build has no MPI.
 func (r *Request) Test() (done bool, st Status, err error) { return false, Status{}, ErrNoMPI }
 
+// Await returns ErrNoMPI: this build has no MPI.
+func (r *Request) Await() (done bool, st Status, err error) { return false, Status{}, ErrNoMPI }
+
 // Cancel returns ErrNoMPI: this build has no MPI.
 func (r *Request) Cancel() error { return ErrNoMPI }
 

@@ -44,10 +44,24 @@ type Request struct {
 	done bool
 	gone bool // abandoned (see Abandon)
 	st   Status
+	// Where the wait for the operation is, across the calls of Await and
+	// Wait (see tdmpi_wait_req).
+	waitStart C.longlong
+	waitPhase C.int
 }
 
-func newRequest(op string, k kind, size int, coll bool, bufs ...unsafe.Pointer) *Request {
-	f := &inflight{op: op, k: k, size: size, coll: coll}
+// pauseMaxBytes is the size of the largest operation (its largest buffer)
+// whose wait pauses between tests as a blocking receive's does, yielding
+// the core, then sleeping (see "Waiting" in the package documentation). A
+// long wait for a smaller one is spent waiting for a peer; the data of a
+// larger one may still be moving, in the tests themselves, so its wait
+// never pauses.
+const pauseMaxBytes = 64 << 10
+
+// newRequest returns the Request of operation op on elements of kind k and
+// size bytes, whose largest buffer holds bytes bytes, with bufs pinned.
+func newRequest(op string, k kind, size int, coll bool, bytes C.longlong, bufs ...unsafe.Pointer) *Request {
+	f := &inflight{op: op, k: k, size: size, coll: coll, pause: bytes <= pauseMaxBytes}
 	for _, p := range bufs {
 		if p != nil {
 			f.pin.Pin(p)
@@ -137,7 +151,7 @@ func istart(op string, b buffer, coll bool, call func(dt C.MPI_Datatype, n C.int
 	}
 	defer freeType(dt, derived) // MPI keeps the type alive until completion
 	reap()
-	r := newRequest(op, b.k, b.size, coll, b.ptr)
+	r := newRequest(op, b.k, b.size, coll, b.bytes(), b.ptr)
 	return r.start(newError(op, r.post(func(q *C.MPI_Request) C.int { return call(dt, n, b.ptr, q) })))
 }
 
@@ -163,7 +177,10 @@ func (f *inflight) status(st *C.tdmpi_status) C.int {
 
 // Wait blocks until r completes, as MPI_Wait, and returns the status of a
 // receive (for a send, only Cancelled is meaningful; for a collective, the
-// zero Status).
+// zero Status). It tests r in a loop, which pauses between tests as a
+// blocking receive's does when r's operation is at most 64 KiB: it yields
+// the core once it has waited 20 us, and sleeps once it has waited 1 ms
+// (see "Waiting" in the package documentation).
 func (r *Request) Wait() (Status, error) {
 	if r == nil {
 		return Status{}, argError("MPI_Wait", C.MPI_ERR_REQUEST, "nil request")
@@ -176,8 +193,8 @@ func (r *Request) Wait() (Status, error) {
 	}
 	defer callWait.enter().leave()
 	f := r.f
-	var st C.tdmpi_status
-	rc := waiting(func() C.int { return C.tdmpi_wait_req(&f.hs[0], &st.st) })
+	st := C.tdmpi_status{wait_start: r.waitStart, wait_phase: r.waitPhase}
+	rc := waiting(func() C.int { return C.tdmpi_wait_req(&f.hs[0], &st, cbool(f.pause)) })
 	if rc == C.MPI_SUCCESS && len(f.hs) > 1 {
 		rc = C.MPI_Waitall(C.int(len(f.hs)-1), &f.hs[1], nil)
 	}
@@ -191,6 +208,50 @@ func (r *Request) Wait() (Status, error) {
 		return Status{}, err
 	}
 	return r.st, nil
+}
+
+// Await waits for r as Wait does, for one slice of the wait: it returns
+// done false, r still pending, after 10 us of testing, or after one sleep
+// once the wait has lasted 1 ms (counted from the first Await). A loop
+// that waits for r while it watches something else, a context, calls Await
+// rather than Test, which returns at once and never pauses. Once r
+// completes, Await returns its status, as Wait.
+func (r *Request) Await() (done bool, st Status, err error) {
+	if r == nil {
+		return false, Status{}, argError("MPI_Wait", C.MPI_ERR_REQUEST, "nil request")
+	}
+	if r.done {
+		return true, r.st, nil
+	}
+	if r.gone {
+		return false, Status{}, r.errGone("MPI_Wait")
+	}
+	defer callWait.enter().leave()
+	f := r.f
+	cst := C.tdmpi_status{wait_start: r.waitStart, wait_phase: r.waitPhase}
+	rc := C.int(C.MPI_SUCCESS)
+	for i := range f.hs {
+		if f.hs[i] == requestNull {
+			continue
+		}
+		if rc = C.tdmpi_wait_req(&f.hs[i], &cst, cbool(f.pause)); rc != C.MPI_SUCCESS {
+			break
+		}
+	}
+	r.waitStart, r.waitPhase = cst.wait_start, cst.wait_phase
+	if rc == C.TDMPI_AGAIN {
+		return false, Status{}, nil
+	}
+	if rc == C.MPI_SUCCESS {
+		rc = f.status(&cst)
+	}
+	if f.complete() {
+		r.finish(&cst) // MPI frees a failed request too
+	}
+	if err := newError(r.op, rc); err != nil {
+		return r.done, Status{}, err
+	}
+	return true, r.st, nil
 }
 
 // Abandon hands r's operation to the package: the caller will neither wait

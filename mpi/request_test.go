@@ -169,3 +169,37 @@ func TestRequestsConcurrent(t *testing.T) {
 		assert.NoError(t, <-errs)
 	}
 }
+
+// TestAwait waits for a receive in slices: before its message comes,
+// Await returns not done (after polling for a slice); after, done with the
+// receive's status, again on every later call. A nil request is an error.
+func TestAwait(t *testing.T) {
+	s := Self()
+	got := make([]int16, 8)
+	req, err := Irecv(s, got, 0, 77)
+	require.NoError(t, err)
+	for range 3 {
+		done, _, err := req.Await()
+		require.NoError(t, err)
+		require.False(t, done, "no message was sent")
+	}
+	require.NoError(t, Send(s, []int16{1, 2, 3}, 0, 77))
+	done := false
+	var st Status
+	for !done {
+		done, st, err = req.Await()
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []int16{1, 2, 3, 0, 0, 0, 0, 0}, got)
+	assert.Equal(t, 0, st.Source)
+	assert.Equal(t, 77, st.Tag)
+	assert.EqualValues(t, 3, Count[int16](st))
+	done, again, err := req.Await()
+	assert.True(t, done)
+	assert.NoError(t, err)
+	assert.Equal(t, st, again)
+
+	var nilReq *Request
+	_, _, err = nilReq.Await()
+	assert.ErrorIs(t, err, ErrRequest)
+}

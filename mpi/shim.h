@@ -228,8 +228,9 @@ static inline int tdmpi_slice_ended(long long now, long long *begin) {
 	return tdmpi_slice_ns > 0 && now - *begin >= tdmpi_slice_ns;
 }
 
-// A blocking wait of tdmpi_wait_mprobe goes through three phases, kept in
-// its status across the calls that resume it (why: "Waiting" in doc.go):
+// A blocking wait of tdmpi_wait_mprobe, or of tdmpi_wait_req with pause,
+// goes through three phases, kept in its status across the calls that
+// resume it (why: "Waiting" in doc.go):
 //   - TDMPI_SPIN: it polls without pause, for tdmpi_spin_ns;
 //   - TDMPI_YIELD: it yields the core after each poll (sched_yield), up to
 //     TDMPI_NAP_AFTER_NS of waiting;
@@ -250,6 +251,28 @@ static inline void tdmpi_nap(long long waited) {
 	nanosleep(&ts, NULL);
 }
 
+// tdmpi_pause pauses a wait (its status s, its call's slice begin) after
+// its i-th poll that found nothing, as the phases above say. It returns
+// TDMPI_AGAIN when the wait is to return to Go (after one nap, or once the
+// call has polled for tdmpi_slice_ns), 0 when it is to poll again.
+static inline int tdmpi_pause(tdmpi_status *s, unsigned i, long long *begin) {
+	if (s->wait_phase == TDMPI_SPIN && i % 64 != 0) return 0;
+	if (s->wait_phase == TDMPI_YIELD) {
+		sched_yield();
+		if (i % 4 != 0) return 0;
+	}
+	long long now = tdmpi_now_ns();
+	if (s->wait_start == 0) s->wait_start = now;
+	long long waited = now - s->wait_start;
+	if (s->wait_phase == TDMPI_NAP) {
+		tdmpi_nap(waited);
+		return TDMPI_AGAIN;
+	}
+	long long spin = tdmpi_spin_ns;
+	if (spin > 0 && waited >= spin) s->wait_phase = waited >= TDMPI_NAP_AFTER_NS ? TDMPI_NAP : TDMPI_YIELD;
+	return tdmpi_slice_ended(now, begin) ? TDMPI_AGAIN : 0;
+}
+
 // tdmpi_wait_mprobe is MPI_Mprobe (probe is 0) or MPI_Probe (probe is 1,
 // m unused) as a loop of nonblocking probes that pauses between them as
 // the phases above say. After tdmpi_slice_ns in one call (or one nap) it
@@ -259,39 +282,34 @@ static inline void tdmpi_nap(long long waited) {
 // (the only one of a rank bound to one core) run in the time the rank
 // waits anyway.
 static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Message *m, tdmpi_status *s) {
-	long long spin = tdmpi_spin_ns, begin = 0;
+	long long begin = 0;
 	int flag = 0;
 	for (unsigned i = 1;; i++) {
 		int rc = probe ? MPI_Iprobe(src, tag, c, &flag, &s->st) : MPI_Improbe(src, tag, c, &flag, m, &s->st);
 		if (rc != MPI_SUCCESS || flag) return rc;
-		if (s->wait_phase == TDMPI_SPIN && i % 64 != 0) continue;
-		if (s->wait_phase == TDMPI_YIELD) {
-			sched_yield();
-			if (i % 4 != 0) continue;
-		}
-		long long now = tdmpi_now_ns();
-		if (s->wait_start == 0) s->wait_start = now;
-		long long waited = now - s->wait_start;
-		if (s->wait_phase == TDMPI_NAP) {
-			tdmpi_nap(waited);
-			return TDMPI_AGAIN;
-		}
-		if (spin > 0 && waited >= spin) s->wait_phase = waited >= TDMPI_NAP_AFTER_NS ? TDMPI_NAP : TDMPI_YIELD;
-		if (tdmpi_slice_ended(now, &begin)) return TDMPI_AGAIN;
+		if (tdmpi_pause(s, i, &begin)) return TDMPI_AGAIN;
 	}
 }
 
-// tdmpi_wait_req is MPI_Wait on request *r as a loop of MPI_Test that
-// returns TDMPI_AGAIN after tdmpi_slice_ns, as tdmpi_wait_mprobe does. It
-// never yields the core: a long wait here is most often a large transfer
-// that MPI progresses in these calls.
-static int tdmpi_wait_req(MPI_Request *r, MPI_Status *st) {
+// tdmpi_wait_req is MPI_Wait on request *r as a loop of MPI_Test, which
+// returns TDMPI_AGAIN as tdmpi_wait_mprobe does and keeps where the wait
+// was in s. With pause (an operation small enough that a long wait is
+// spent waiting for a peer, not moving data), it pauses between tests as
+// tdmpi_wait_mprobe does. Without, it tests without pause, however long,
+// and returns every tdmpi_slice_ns: a large transfer may be moving in these
+// tests (MPICH moves large messages on shared memory in steps that need
+// both sides' polls).
+static int tdmpi_wait_req(MPI_Request *r, tdmpi_status *s, int pause) {
 	long long begin = 0;
 	for (unsigned i = 1;; i++) {
 		int flag = 0;
-		int rc = MPI_Test(r, &flag, st);
+		int rc = MPI_Test(r, &flag, &s->st);
 		if (rc != MPI_SUCCESS || flag) return rc;
-		if (i % 64 == 0 && tdmpi_slice_ended(tdmpi_now_ns(), &begin)) return TDMPI_AGAIN;
+		if (pause) {
+			if (tdmpi_pause(s, i, &begin)) return TDMPI_AGAIN;
+		} else if (i % 64 == 0 && tdmpi_slice_ended(tdmpi_now_ns(), &begin)) {
+			return TDMPI_AGAIN;
+		}
 	}
 }
 

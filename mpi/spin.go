@@ -53,9 +53,10 @@ func waiting(call func() C.int) C.int {
 var waitSlices atomic.Int64
 
 // SetSpinWait sets how long the blocking receives and probes of this
-// package (Recv, Probe, Mprobe, RecvExact, Sendrecv) poll MPI without
-// pause before they yield their core to other threads after each poll
-// (sched_yield), and returns the previous value. 0 or less never pauses:
+// package (Recv, Probe, Mprobe, RecvExact, Sendrecv), and the waits for
+// requests of at most 64 KiB (Request.Wait, Request.Await), poll MPI
+// without pause before they yield their core to other threads after each
+// poll (sched_yield), and returns the previous value. 0 or less never pauses:
 // every wait polls without pause, as MPI_Mprobe does. The default,
 // DefaultSpinWait, leaves a short wait as fast as a busy poll and lets a
 // long one share its core: MPI ranks polling on every core of a node

@@ -188,42 +188,78 @@ func TestWaitLockedThread(t *testing.T) {
 // polls instead of yielding its core in a loop (TDMPI_NAP in shim.h):
 // while rank 1 waits 300 ms for rank 0, it uses a small part of a core.
 // A wait that only yielded would use all of a core it has to itself, and
-// about half of one where four ranks share two cores.
+// about half of one where four ranks share two cores. Request.Wait and
+// Request.Await of a small receive pause as Recv does; those of a receive
+// over 64 KiB (pauseMaxBytes) test without pause all along, and use a
+// large part of a core (a quarter at least, where four ranks share two).
 func TestWaitNaps(t *testing.T) {
 	c := spinPeers(t)
 	if c == nil {
 		return
 	}
 	const late = 300 * time.Millisecond
-	for i, op := range []string{"Recv", "Sendrecv"} {
-		want := []int64{int64(i), 1, 2}
+	await := func(r *Request, err error) error {
+		for err == nil {
+			var done bool
+			if done, _, err = r.Await(); done {
+				break
+			}
+		}
+		return err
+	}
+	wait := func(r *Request, err error) error {
+		if err == nil {
+			_, err = r.Wait()
+		}
+		return err
+	}
+	for i, tc := range []struct {
+		op    string
+		n     int // int64 values
+		pause bool
+		recv  func(got []int64, tag int) error
+	}{
+		{"Recv", 3, true, func(got []int64, tag int) error { _, err := Recv(c, got, 0, tag); return err }},
+		{"Sendrecv", 3, true, func(got []int64, tag int) error {
+			_, err := Sendrecv(c, []int64{3, 4, 5}, 0, tag+10, got, 0, tag)
+			return err
+		}},
+		{"Irecv Wait", 3, true, func(got []int64, tag int) error { return wait(Irecv(c, got, 0, tag)) }},
+		{"Irecv Await", 3, true, func(got []int64, tag int) error { return await(Irecv(c, got, 0, tag)) }},
+		{"Irecv Wait 1 MiB", 1 << 17, false, func(got []int64, tag int) error { return wait(Irecv(c, got, 0, tag)) }},
+		{"Irecv Await 1 MiB", 1 << 17, false, func(got []int64, tag int) error { return await(Irecv(c, got, 0, tag)) }},
+	} {
+		tag := 80 + i
+		want := make([]int64, tc.n)
+		for k := range want {
+			want[k] = int64(i + k)
+		}
 		if c.Rank() == 0 {
 			time.Sleep(late)
-			if op == "Sendrecv" {
-				_, err := Sendrecv(c, want, 1, 80+i, make([]int64, 3), 1, 90+i)
-				require.NoError(t, err, op)
+			if tc.op == "Sendrecv" {
+				_, err := Sendrecv(c, want, 1, tag, make([]int64, 3), 1, tag+10)
+				require.NoError(t, err, tc.op)
 				continue
 			}
-			require.NoError(t, Send(c, want, 1, 80+i), op)
+			require.NoError(t, Send(c, want, 1, tag), tc.op)
 			continue
 		}
-		got := make([]int64, 3)
+		got := make([]int64, tc.n)
 		cpu0, start := cpuTime(t), time.Now()
-		var err error
-		if op == "Sendrecv" {
-			_, err = Sendrecv(c, []int64{3, 4, 5}, 0, 90+i, got, 0, 80+i)
-		} else {
-			_, err = Recv(c, got, 0, 80+i)
-		}
+		err := tc.recv(got, tag)
 		cpu, waited := cpuTime(t)-cpu0, time.Since(start)
-		require.NoError(t, err, op)
-		assert.Equal(t, want, got, op)
+		require.NoError(t, err, tc.op)
+		assert.Equal(t, want, got, tc.op)
 		if waited < late/2 {
-			t.Logf("%s: waited only %v (rank 0 came early): CPU time not checked", op, waited)
+			t.Logf("%s: waited only %v (rank 0 came early): CPU time not checked", tc.op, waited)
 			continue
 		}
-		t.Logf("%s: CPU time %v over a wait of %v", op, cpu, waited)
-		assert.Less(t, cpu, waited/4, "%s: CPU time %v over a wait of %v", op, cpu, waited)
+		t.Logf("%s: CPU time %v over a wait of %v", tc.op, cpu, waited)
+		if tc.pause {
+			assert.Less(t, cpu, waited/4, "%s: CPU time %v over a wait of %v", tc.op, cpu, waited)
+		} else {
+			assert.Greater(t, cpu, waited/4, "%s: CPU time %v over a wait of %v", tc.op, cpu, waited)
+		}
 	}
 }
 

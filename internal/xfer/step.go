@@ -108,12 +108,12 @@ func NewStep(ctx context.Context, g *group.Group) Step {
 
 // Wait completes the collective step r (err is the error of starting it),
 // or, when s's steps are deferred (s.Deferred), queues it and returns.
-// A context that can never end waits in MPI_Wait; otherwise Wait spins on
-// MPI_Test, as a blocking MPI call spins on its progress engine, yielding
-// the processor between tests, until the step completes or StepGrace after
-// the context ended. A step given up is abandoned to MPI, the group is
-// broken, and the error wraps the context's error and group.ErrBroken. A
-// step that MPI fails breaks the group too (see failed).
+// A context that can never end waits as Request.Wait; otherwise Wait
+// waits in slices (Request.Await), letting the Go scheduler run and
+// checking the context between them, until the step completes or
+// StepGrace after the context ended. A step given up is abandoned to MPI,
+// the group is broken, and the error wraps the context's error and
+// group.ErrBroken. A step that MPI fails breaks the group too (see failed).
 func (s Step) Wait(r *mpi.Request, err error) error {
 	if err != nil {
 		return s.failed(err)
@@ -127,23 +127,21 @@ func (s Step) Wait(r *mpi.Request, err error) error {
 		_, err := r.Wait()
 		return s.failed(err)
 	}
-	for i := 0; ; i++ {
-		ok, _, err := r.Test()
+	for {
+		ok, _, err := r.Await()
 		if err != nil || ok {
 			return s.failed(err)
 		}
-		if i%64 == 0 {
-			select {
-			case <-done:
-				if s.st.late.IsZero() {
-					s.st.late = time.Now().Add(StepGrace)
-				} else if time.Now().After(s.st.late) {
-					cause := fmt.Errorf("%s given up %v after the context ended: %w", r.Op(), StepGrace, s.Ctx.Err())
-					r.Abandon()
-					return s.breakGroup(cause)
-				}
-			default:
+		select {
+		case <-done:
+			if s.st.late.IsZero() {
+				s.st.late = time.Now().Add(StepGrace)
+			} else if time.Now().After(s.st.late) {
+				cause := fmt.Errorf("%s given up %v after the context ended: %w", r.Op(), StepGrace, s.Ctx.Err())
+				r.Abandon()
+				return s.breakGroup(cause)
 			}
+		default:
 		}
 		mpi.Yield()
 	}
