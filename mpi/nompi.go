@@ -358,3 +358,10 @@ func SetTwoCopySends(lo, hi int) (oldLo, oldHi int) {
 	}
 	return oldLo, oldHi
 }
+
+// A Pacer paces a loop that polls MPI; this build has no MPI, and Pause
+// only lets the Go scheduler run (Yield).
+type Pacer struct{}
+
+// Pause lets the Go scheduler run (Yield): this build has no MPI.
+func (p *Pacer) Pause() { Yield() }

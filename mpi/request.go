@@ -15,7 +15,6 @@ import "C"
 import (
 	"errors"
 	"runtime"
-	"time"
 	"unsafe"
 )
 
@@ -457,10 +456,11 @@ func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 	return int(idx), r.st, nil
 }
 
-// pollAny is WaitAny by polling each request with Test, backing off from
-// 10 µs to 1 ms between rounds.
+// pollAny is WaitAny by polling each request with Test, pausing between
+// rounds as a Pacer does.
 func pollAny(reqs []*Request) (int, Status, error) {
-	for pause := 10 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+	var p Pacer
+	for {
 		live := false
 		for i, r := range reqs {
 			if r == nil || r.done || r.gone {
@@ -475,7 +475,7 @@ func pollAny(reqs []*Request) (int, Status, error) {
 		if !live {
 			return Undefined, Status{}, nil
 		}
-		time.Sleep(pause)
+		p.Pause()
 	}
 }
 

@@ -221,8 +221,8 @@ func (op *irecvOp) end() {
 	}
 }
 
-// wait steps op until it ends, polling as xfer.Poll does, with the backoff
-// restarted whenever a message arrives.
+// wait steps op until it ends, polling as xfer.Poll does, with its pauses
+// started over whenever a message arrives.
 func (op *irecvOp) wait() {
 	for !op.over.Load() {
 		if err := xfer.Poll(op.l.Ctx, func() (bool, error) { return op.progress(), nil }); err != nil {

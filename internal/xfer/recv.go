@@ -14,14 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Polling of a receive bounded by a context: Improbe is tried spinAttempts
-// times, then between sleeps that double from minSleep up to maxSleep.
-const (
-	spinAttempts = 200
-	minSleep     = 2 * time.Microsecond
-	maxSleep     = time.Millisecond
-)
-
 // Probe matches the next message from src with tag on c into *m,
 // waiting for it until ctx ends: with a blocking MPI_Mprobe when ctx
 // cannot end and no background receive is pending, and otherwise by
@@ -56,29 +48,21 @@ func ProbeRecv(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message, g
 	return st, false, err
 }
 
-// Poll calls try until it reports done or fails, spinning spinAttempts
-// times, then sleeping between calls from minSleep, doubling up to
-// maxSleep. It returns ctx's error if ctx ends first.
+// Poll calls try until it reports done or fails, pausing between calls as
+// a blocking receive of package mpi does (mpi.Pacer): not at all for 20
+// us, then yielding the core, then, from 1 ms on, sleeping for 1/16 of the
+// time waited. It returns ctx's error if ctx ends first, within a sleep's
+// length (1 ms at most).
 func Poll(ctx context.Context, try func() (done bool, err error)) error {
-	sleep := minSleep
-	for i := 0; ; i++ {
+	var p mpi.Pacer
+	for {
 		if done, err := try(); err != nil || done {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if i < spinAttempts {
-			continue
-		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		sleep = min(2*sleep, maxSleep)
+		p.Pause()
 	}
 }
 
