@@ -97,7 +97,10 @@
 // with stalls of up to 1.6 s, to 140-220 us, as fast as with Sendrecv. The
 // wait for a larger operation tests without pause all along: its data may
 // still be moving in the tests themselves (MPICH moves large messages on
-// shared memory in steps that need both sides' polls).
+// shared memory in steps that need both sides' polls). A loop that polls
+// with checks of its own between (a context) paces itself the same way
+// with a Pacer: a sleep on a Go timer lasts a millisecond or more on
+// Linux, however short the sleep asked for.
 //
 // Every 10 us of polling, and after each sleep, a blocking receive or
 // probe, and Request.Wait on a request of one MPI operation, returns from
