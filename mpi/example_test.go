@@ -6,8 +6,10 @@
 package mpi_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -61,4 +63,40 @@ func ExampleMprobe() {
 	}
 	fmt.Println(st.Tag, buf)
 	// Output: 5 [7 8 9]
+}
+
+func ExampleRequest_Await() {
+	// Wait for a receive while watching a context: each Await polls for
+	// a slice of the wait (pausing as a blocking receive does) and
+	// returns, so that the loop can give up when the context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	self := mpi.Self()
+	got := make([]int32, 4)
+	req, err := mpi.Irecv(self, got, 0, 6)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := mpi.Send(self, []int32{4, 2}, 0, 6); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for {
+		done, st, err := req.Await()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if done {
+			fmt.Println(mpi.Count[int32](st), got)
+			return
+		}
+		if ctx.Err() != nil {
+			req.Abandon() // MPI still owns got until the message comes
+			fmt.Println("gave up:", ctx.Err())
+			return
+		}
+	}
+	// Output: 2 [4 2 0 0]
 }
