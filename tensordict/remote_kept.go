@@ -12,6 +12,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // Kept structures of point-to-point InitRemote.
@@ -219,6 +220,7 @@ func (l *link) keepInit(f *wire.Frame) {
 func (l *link) describeInit(f *wire.Frame, lim wire.Limits) error {
 	k := keptInits.Of(l.Group)
 	var deadline time.Time
+	var pace mpi.Pacer
 	for {
 		k.mu.Lock()
 		var rec keptRec
@@ -250,10 +252,9 @@ func (l *link) describeInit(f *wire.Frame, lim wire.Limits) error {
 			return fmt.Errorf("header described by structure %d, which this rank did not keep (it keeps %d; a receive from this rank failed?): %w",
 				f.Ref, rec.ref, wire.ErrHeader)
 		}
-		select {
-		case <-l.Ctx.Done():
+		if l.Ctx.Err() != nil {
 			return fmt.Errorf("waiting for kept structure %d: %w", f.Ref, context.Cause(l.Ctx))
-		case <-time.After(50 * time.Microsecond):
 		}
+		pace.Pause()
 	}
 }
