@@ -328,10 +328,17 @@ func (o option) apply(c *remoteOptions) {
 // It copies each option out of its interface rather than calling a method
 // through it, so that the options of a call stay on the caller's stack.
 func resolve[O any](opts []O, uses optMask) remoteOptions {
-	o := remoteOptions{ctx: context.Background()}
+	var o remoteOptions
+	resolveInto(&o, opts, uses)
+	return o
+}
+
+// resolveInto is resolve writing into *o, a zero remoteOptions.
+func resolveInto[O any](o *remoteOptions, opts []O, uses optMask) {
+	o.ctx = context.Background()
 	for _, p := range opts {
 		if v, ok := any(p).(option); ok {
-			v.apply(&o)
+			v.apply(o)
 		} else {
 			o.fail(errors.New("nil option"))
 		}
@@ -347,7 +354,6 @@ func resolve[O any](opts []O, uses optMask) remoteOptions {
 	if o.group == nil {
 		o.group = group.World()
 	}
-	return o
 }
 
 // notHere says where option kind k belongs, when a caller passed it to a

@@ -155,9 +155,10 @@ func (td *TensorDict) Send(dst int, opts ...SendOption) error {
 }
 
 func (td *TensorDict) send(dst int, opts []SendOption) error {
-	lv, err := newLink("Send", dst, "to", resolve(opts, usesSend))
+	var lv link // on the stack: see link.init
 	l := &lv
-	if err != nil {
+	resolveInto(&l.o, opts, usesSend)
+	if err := l.init("Send", dst, "to"); err != nil {
 		return err
 	}
 	if err := l.NotStarted(); err != nil {
@@ -423,9 +424,10 @@ func (td *TensorDict) Recv(src int, opts ...RecvOption) (int, error) {
 }
 
 func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
-	lv, err := newLink("Recv", src, "from", resolve(opts, usesRecv))
+	var lv link // on the stack: see link.init
 	l := &lv
-	if err != nil {
+	resolveInto(&l.o, opts, usesRecv)
+	if err := l.init("Recv", src, "from"); err != nil {
 		return 0, err
 	}
 	s, err := recvState(l, td)

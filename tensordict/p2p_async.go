@@ -475,9 +475,10 @@ func (td *TensorDict) ISend(dst int, opts ...SendOption) (*Pending, error) {
 }
 
 func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
-	lv, err := newLink("ISend", dst, "to", resolve(opts, usesSend))
+	var lv link // the Pending keeps it (see link.init)
 	l := &lv
-	if err != nil {
+	resolveInto(&l.o, opts, usesSend)
+	if err := l.init("ISend", dst, "to"); err != nil {
 		return nil, err
 	}
 	if err := l.NotStarted(); err != nil {
