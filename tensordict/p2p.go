@@ -293,7 +293,7 @@ func (s *p2pState) messages(l *link, own, join bool) (msgs [][]byte, tags []int,
 			lf := &s.leaves[j]
 			b, err := lf.t.Bytes()
 			if err == nil {
-				err = mem.Readable(b)
+				err = s.readable(b)
 			}
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("key %v: %w", lf.key, err)
@@ -311,7 +311,7 @@ func (s *p2pState) messages(l *link, own, join bool) (msgs [][]byte, tags []int,
 	// One fault check covers packing, the inline copy, or (when MPI reads
 	// the storage in C) a touch of its last byte, as mem.Readable does.
 	var payload []byte
-	err = mem.CatchFault(func() (err error) {
+	err = s.guard(func() (err error) {
 		if payload, err = s.payload(true); err != nil {
 			return err
 		}
@@ -719,7 +719,7 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 			lf := &s.leaves[s.sorted[r.i]]
 			b, err := lf.t.Bytes()
 			if err == nil {
-				err = mem.Readable(b) // MPI's C code writes it (see messages)
+				err = s.readable(b) // MPI's C code writes it (see messages)
 			}
 			if err != nil {
 				// Released or truncated storage, say: message i is still to come.
@@ -735,7 +735,7 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 		case phaseChunks:
 			if r.i >= len(r.dst) {
 				r.tag, r.phase, r.dst = s.tag0, phaseDone, nil
-				return true, mem.CatchFault(s.unstage) // into mapped leaves, maybe
+				return true, s.guard(s.unstage) // into mapped leaves, maybe
 			}
 			if !r.ready(s.tag0, block) {
 				return false, nil
@@ -821,7 +821,7 @@ func (r *recvOp) gotBody(body []byte) (done bool, err error) {
 	}
 	dst, err := s.payload(false)
 	if err == nil {
-		err = mem.Readable(dst) // MPI's C code writes it (see messages)
+		err = s.readable(dst) // MPI's C code writes it (see messages)
 	}
 	if err != nil {
 		// The sender's storage must still be taken, or it stays blocked.

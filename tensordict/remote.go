@@ -297,7 +297,7 @@ func (l *link) sendSplitInit(s *p2pState, td *TensorDict, r initRef) error {
 	frame := wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
 	var payload, copied []byte
 	// The storage may be a mapping of a file another process truncated.
-	err := mem.CatchFault(func() error {
+	err := s.guard(func() error {
 		p, err := s.payload(true)
 		if err != nil || s.st != nil {
 			payload = p
@@ -307,8 +307,9 @@ func (l *link) sendSplitInit(s *p2pState, td *TensorDict, r initRef) error {
 		payload = copied
 		return nil
 	})
+	external := s.external
 	s.mu.Unlock()
-	if err == nil {
+	if err == nil && external {
 		err = mem.Readable(payload)
 	}
 	if err != nil {
@@ -534,7 +535,7 @@ func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef, head 
 		return msg, nil
 	}
 	// The storage may be a mapping of a file another process truncated.
-	err := mem.CatchFault(func() error {
+	err := s.guard(func() error {
 		payload, err := s.payload(true)
 		copy(frame[off:off+s.total], payload)
 		return err
