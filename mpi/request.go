@@ -181,32 +181,8 @@ func (f *inflight) status(st *C.tdmpi_status) C.int {
 // the core once it has waited 20 us, and sleeps once it has waited 1 ms
 // (see "Waiting" in the package documentation).
 func (r *Request) Wait() (Status, error) {
-	if r == nil {
-		return Status{}, argError("MPI_Wait", C.MPI_ERR_REQUEST, "nil request")
-	}
-	if r.done {
-		return r.st, nil
-	}
-	if r.gone {
-		return Status{}, r.errGone("MPI_Wait")
-	}
-	defer callWait.enter().leave()
-	f := r.f
-	st := C.tdmpi_status{wait_start: r.waitStart, wait_phase: r.waitPhase}
-	rc := waiting(func() C.int { return C.tdmpi_wait_req(&f.hs[0], &st, cbool(f.pause)) })
-	if rc == C.MPI_SUCCESS && len(f.hs) > 1 {
-		rc = C.MPI_Waitall(C.int(len(f.hs)-1), &f.hs[1], nil)
-	}
-	if rc == C.MPI_SUCCESS {
-		rc = f.status(&st)
-	}
-	if f.complete() {
-		r.finish(&st) // MPI frees a failed request too
-	}
-	if err := newError(r.op, rc); err != nil {
-		return Status{}, err
-	}
-	return r.st, nil
+	_, st, err := r.wait(true)
+	return st, err
 }
 
 // Await waits for r as Wait does, for one slice of the wait: it returns
@@ -215,7 +191,11 @@ func (r *Request) Wait() (Status, error) {
 // that waits for r while it watches something else, a context, calls Await
 // rather than Test, which returns at once and never pauses. Once r
 // completes, Await returns its status, as Wait.
-func (r *Request) Await() (done bool, st Status, err error) {
+func (r *Request) Await() (done bool, st Status, err error) { return r.wait(false) }
+
+// wait is Wait (block) or Await: slices of tdmpi_wait_req over r's
+// pending handles, resumed where the last slice of r's wait ended.
+func (r *Request) wait(block bool) (done bool, st Status, err error) {
 	if r == nil {
 		return false, Status{}, argError("MPI_Wait", C.MPI_ERR_REQUEST, "nil request")
 	}
@@ -228,14 +208,22 @@ func (r *Request) Await() (done bool, st Status, err error) {
 	defer callWait.enter().leave()
 	f := r.f
 	cst := C.tdmpi_status{wait_start: r.waitStart, wait_phase: r.waitPhase}
-	rc := C.int(C.MPI_SUCCESS)
-	for i := range f.hs {
-		if f.hs[i] == requestNull {
-			continue
+	slice := func() C.int {
+		for i := range f.hs {
+			if f.hs[i] == requestNull {
+				continue
+			}
+			if rc := C.tdmpi_wait_req(&f.hs[i], &cst, cbool(f.pause)); rc != C.MPI_SUCCESS {
+				return rc
+			}
 		}
-		if rc = C.tdmpi_wait_req(&f.hs[i], &cst, cbool(f.pause)); rc != C.MPI_SUCCESS {
-			break
-		}
+		return C.MPI_SUCCESS
+	}
+	var rc C.int
+	if block {
+		rc = waiting(slice)
+	} else {
+		rc = slice()
 	}
 	r.waitStart, r.waitPhase = cst.wait_start, cst.wait_phase
 	if rc == C.TDMPI_AGAIN {
