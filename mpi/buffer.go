@@ -18,12 +18,13 @@ var ops [nOps]C.MPI_Op
 // and valid before MPI_Init.
 var (
 	datatypes   [nKinds]C.MPI_Datatype
+	typeWords   [nKinds]C.tdmpi_word // datatypes as words (see tdmpi_word in shim.h)
 	commWorld   = C.tdmpi_comm_world()
 	commSelf    = C.tdmpi_comm_self()
 	commNull    = C.tdmpi_comm_null()
 	groupNull   = C.tdmpi_group_null()
 	requestNull = C.tdmpi_request_null()
-	messageNull = C.tdmpi_message_null()
+	messageNull = C.tdmpi_message_word(C.tdmpi_message_null())
 	messageNone = C.tdmpi_message_no_proc()
 	errorsRet   = C.tdmpi_errors_return()
 )
@@ -31,6 +32,7 @@ var (
 func init() {
 	for k := kind(1); k < nKinds; k++ {
 		datatypes[k] = C.tdmpi_datatype(C.int(k))
+		typeWords[k] = C.tdmpi_type_word(datatypes[k])
 	}
 	for o := OpSum; o < nOps; o++ {
 		ops[o] = C.tdmpi_op(C.int(o))
@@ -94,6 +96,24 @@ func (b buffer) dtype(op string) (C.MPI_Datatype, C.int, bool, error) {
 	}
 	return t, 1, true, nil
 }
+
+// mem returns b's address as the C type that cgo does not check (see
+// tdmpi_word in shim.h).
+func (b buffer) mem() *C.tdmpi_mem { return (*C.tdmpi_mem)(b.ptr) }
+
+// typeWord returns the word of t (see tdmpi_word in shim.h), the datatype
+// dtype returned for b: the table's for a predefined type, a conversion
+// in C for a derived one.
+func (b buffer) typeWord(t C.MPI_Datatype, derived bool) C.tdmpi_word {
+	if derived {
+		return C.tdmpi_type_word(t)
+	}
+	return typeWords[b.k]
+}
+
+// bytesMem returns the address of p's first byte as the C type that cgo
+// does not check (see tdmpi_word in shim.h); p is not empty.
+func bytesMem(p []byte) *C.tdmpi_mem { return (*C.tdmpi_mem)(unsafe.Pointer(&p[0])) }
 
 func freeType(t C.MPI_Datatype, derived bool) {
 	if derived {

@@ -19,14 +19,15 @@ import (
 // except that Free must not run concurrently with any other use.
 type Comm struct {
 	h          C.MPI_Comm
+	w          C.tdmpi_word // h as a word (see tdmpi_word in shim.h)
 	rank, size int
 	tagUB      int
 	predefined bool
 }
 
 var (
-	world = Comm{h: commWorld, predefined: true}
-	self  = Comm{h: commSelf, predefined: true}
+	world = Comm{h: commWorld, w: C.tdmpi_comm_word(commWorld), predefined: true}
+	self  = Comm{h: commSelf, w: C.tdmpi_comm_word(commSelf), predefined: true}
 )
 
 // World returns MPI_COMM_WORLD. It is usable after Init.
@@ -61,7 +62,7 @@ func (c *Comm) setup() error {
 
 // newComm wraps a communicator MPI just created. On error it frees h.
 func newComm(h C.MPI_Comm) (*Comm, error) {
-	c := &Comm{h: h}
+	c := &Comm{h: h, w: C.tdmpi_comm_word(h)}
 	if err := c.setup(); err != nil {
 		C.MPI_Comm_free(&c.h)
 		return nil, err
@@ -248,7 +249,7 @@ func (c *Comm) Free() error {
 	}
 	defer callCommFree.enter().leave()
 	err := newError("MPI_Comm_free", C.MPI_Comm_free(&c.h))
-	c.h, c.size = commNull, 0
+	c.h, c.w, c.size = commNull, C.tdmpi_comm_word(commNull), 0
 	return err
 }
 

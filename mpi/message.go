@@ -25,7 +25,7 @@ import (
 // matching queue: no other receive can take it. Receive it with Mrecv,
 // exactly once.
 type Message struct {
-	h     C.MPI_Message
+	h     C.tdmpi_word // the MPI_Message handle, as a word (see tdmpi_word in shim.h)
 	bytes C.longlong // size from the probe, -1 if unknown
 }
 
@@ -51,7 +51,7 @@ func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) {
 		return Status{}, err
 	}
 	defer callMprobe.enter().leave()
-	var mh C.MPI_Message
+	var mh C.tdmpi_word
 	var st C.tdmpi_status
 	if err := newError(op, waiting(func() C.int { return C.tdmpi_mprobe(C.int(src), C.int(tag), h, &mh, &st) })); err != nil {
 		return Status{}, err
@@ -73,12 +73,12 @@ func RecvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, err
 		return Status{}, false, err
 	}
 	defer callMprobe.enter().leave()
-	var mh C.MPI_Message
+	var mh C.tdmpi_word
 	var st C.tdmpi_status
 	var got C.int
-	var p unsafe.Pointer
+	var p *C.tdmpi_mem
 	if len(buf) > 0 {
-		p = unsafe.Pointer(unsafe.SliceData(buf))
+		p = bytesMem(buf)
 	}
 	rc := waiting(func() C.int {
 		return C.tdmpi_recv_exact(p, C.longlong(len(buf)), C.int(src), C.int(tag), h, &mh, &got, &st)
@@ -117,7 +117,7 @@ func ImprobeInto(m *Message, c *Comm, src, tag int) (bool, Status, error) {
 		return false, Status{}, err
 	}
 	defer callImprobe.enter().leave()
-	var mh C.MPI_Message
+	var mh C.tdmpi_word
 	var st C.tdmpi_status
 	var flag C.int
 	if err := newError(op, C.tdmpi_improbe(C.int(src), C.int(tag), h, &flag, &mh, &st)); err != nil {
@@ -147,7 +147,7 @@ func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 	defer callMrecv.enter().leave()
 	var st C.tdmpi_status
 	h := m.h
-	rc := C.tdmpi_mrecv(b.ptr, n, dt, b.bytes(), m.bytes, &h, datatypes[b.k], C.longlong(b.size), &st)
+	rc := C.tdmpi_mrecv(b.mem(), n, b.typeWord(dt, derived), b.bytes(), m.bytes, &h, typeWords[b.k], C.longlong(b.size), &st)
 	freeType(dt, derived)
 	m.h = messageNull
 	if err := newError(op, rc); err != nil {
@@ -186,7 +186,7 @@ func MrecvConcat(m *Message, a, b []byte) (Status, error) {
 	defer callMrecv.enter().leave()
 	var st C.tdmpi_status
 	h := m.h
-	rc := C.tdmpi_mrecv_pair(unsafe.Pointer(&a[0]), C.int(len(a)), unsafe.Pointer(&b[0]), C.int(len(b)), &h, &st)
+	rc := C.tdmpi_mrecv_pair(bytesMem(a), C.int(len(a)), bytesMem(b), C.int(len(b)), &h, &st)
 	m.h = messageNull
 	if err := newError(op, rc); err != nil {
 		return Status{}, err
@@ -210,7 +210,7 @@ func Imrecv[T Scalar](m *Message, buf []T) (*Request, error) {
 	}
 	h := m.h
 	r, err := istart(op, b, false, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer, q *C.MPI_Request) C.int {
-		return C.MPI_Imrecv(p, n, dt, &h, q)
+		return C.tdmpi_imrecv(p, n, dt, &h, q)
 	})
 	if err == nil {
 		m.h = messageNull

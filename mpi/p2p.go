@@ -4,12 +4,12 @@
 package mpi
 
 // #include "shim.h"
-// #cgo noescape MPI_Send
-// #cgo nocallback MPI_Send
+// #cgo noescape tdmpi_send
+// #cgo nocallback tdmpi_send
 // #cgo noescape tdmpi_send_two_copy
 // #cgo nocallback tdmpi_send_two_copy
-// #cgo noescape tdmpi_send_pair
-// #cgo nocallback tdmpi_send_pair
+// #cgo noescape tdmpi_send_bytes
+// #cgo nocallback tdmpi_send_bytes
 // #cgo noescape tdmpi_recv
 // #cgo nocallback tdmpi_recv
 // #cgo noescape tdmpi_sendrecv
@@ -22,7 +22,6 @@ import "C"
 
 import (
 	"math"
-	"unsafe"
 )
 
 // checkDest validates a destination rank of c.
@@ -58,26 +57,27 @@ func (c *Comm) checkTag(op string, tag int, any bool) error {
 	return nil
 }
 
-func (c *Comm) sendArgs(op string, dest, tag int) (C.MPI_Comm, error) {
-	h, err := c.handle(op)
-	if err != nil {
-		return h, err
+// sendArgs checks c, dest and tag for a send, and returns c's handle as a
+// word (see tdmpi_word in shim.h); c.h is then valid too.
+func (c *Comm) sendArgs(op string, dest, tag int) (C.tdmpi_word, error) {
+	if _, err := c.handle(op); err != nil {
+		return 0, err
 	}
 	if err := c.checkDest(op, dest); err != nil {
-		return h, err
+		return 0, err
 	}
-	return h, c.checkTag(op, tag, false)
+	return c.w, c.checkTag(op, tag, false)
 }
 
-func (c *Comm) recvArgs(op string, src, tag int) (C.MPI_Comm, error) {
-	h, err := c.handle(op)
-	if err != nil {
-		return h, err
+// recvArgs is sendArgs for a receive or a probe from src.
+func (c *Comm) recvArgs(op string, src, tag int) (C.tdmpi_word, error) {
+	if _, err := c.handle(op); err != nil {
+		return 0, err
 	}
 	if err := c.checkSource(op, src); err != nil {
-		return h, err
+		return 0, err
 	}
-	return h, c.checkTag(op, tag, true)
+	return c.w, c.checkTag(op, tag, true)
 }
 
 // Send sends buf to rank dest of c with the given tag, as MPI_Send. It
@@ -92,14 +92,14 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 	b := bufOf(buf)
 	if twoCopy(b) {
 		defer callSend.enter().leave()
-		return newError(op, C.tdmpi_send_two_copy(b.ptr, C.int(b.n), C.int(b.size), datatypes[b.k], C.int(dest), C.int(tag), h))
+		return newError(op, C.tdmpi_send_two_copy(b.mem(), C.int(b.n), C.int(b.size), typeWords[b.k], C.int(dest), C.int(tag), h))
 	}
 	dt, n, derived, err := b.dtype(op)
 	if err != nil {
 		return err
 	}
 	defer callSend.enter().leave()
-	err = newError(op, C.MPI_Send(b.ptr, n, dt, C.int(dest), C.int(tag), h))
+	err = newError(op, C.tdmpi_send(b.mem(), n, b.typeWord(dt, derived), C.int(dest), C.int(tag), h))
 	freeType(dt, derived)
 	return err
 }
@@ -131,7 +131,7 @@ func SendConcat(c *Comm, a, b []byte, dest, tag int) error {
 		return argError(op, C.MPI_ERR_COUNT, "blocks of %d and %d bytes: each must be at most %d", len(a), len(b), math.MaxInt32)
 	}
 	defer callSend.enter().leave()
-	return newError(op, C.tdmpi_send_pair(unsafe.Pointer(&a[0]), C.int(len(a)), unsafe.Pointer(&b[0]), C.int(len(b)), C.MPI_BYTE, C.int(dest), C.int(tag), h))
+	return newError(op, C.tdmpi_send_bytes(bytesMem(a), C.int(len(a)), bytesMem(b), C.int(len(b)), C.int(dest), C.int(tag), h))
 }
 
 // Recv receives a message from rank src (or AnySource) of c with the given
@@ -151,10 +151,11 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	dtw := b.typeWord(dt, derived)
 	defer callRecv.enter().leave()
 	var st C.tdmpi_status
 	err = newError(op, waiting(func() C.int {
-		return C.tdmpi_recv(b.ptr, n, dt, b.bytes(), C.int(src), C.int(tag), h, datatypes[b.k], C.longlong(b.size), &st)
+		return C.tdmpi_recv(b.mem(), n, dtw, b.bytes(), C.int(src), C.int(tag), h, typeWords[b.k], C.longlong(b.size), &st)
 	}))
 	freeType(dt, derived)
 	if err != nil {
@@ -189,11 +190,12 @@ func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, rec
 		return Status{}, err
 	}
 	defer freeType(rdt, rderived)
+	sdtw, rdtw := sb.typeWord(sdt, sderived), rb.typeWord(rdt, rderived)
 	defer callSendrecv.enter().leave()
 	var st C.tdmpi_status
 	if err := newError(op, waiting(func() C.int {
-		return C.tdmpi_sendrecv(sb.ptr, sn, sdt, C.int(dest), C.int(sendTag),
-			rb.ptr, rn, rdt, rb.bytes(), C.int(src), C.int(recvTag), h, datatypes[rb.k], C.longlong(rb.size), &st)
+		return C.tdmpi_sendrecv(sb.mem(), sn, sdtw, C.int(dest), C.int(sendTag),
+			rb.mem(), rn, rdtw, rb.bytes(), C.int(src), C.int(recvTag), h, typeWords[rb.k], C.longlong(rb.size), &st)
 	})); err != nil {
 		return Status{}, err
 	}

@@ -11,6 +11,7 @@
 #include <mpi.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +25,24 @@ static inline MPI_Message tdmpi_message_null(void) { return MPI_MESSAGE_NULL; }
 static inline MPI_Message tdmpi_message_no_proc(void) { return MPI_MESSAGE_NO_PROC; }
 static inline MPI_Errhandler tdmpi_errors_return(void) { return MPI_ERRORS_RETURN; }
 static inline MPI_Datatype tdmpi_datatype_null(void) { return MPI_DATATYPE_NULL; }
+
+// Words. At every call into C, cgo checks each argument whose type may
+// hold a Go pointer: a void * buffer, an MPI handle (a pointer under Open
+// MPI), a pointer to a matched message or to a status holding a request.
+// Those checks cannot fail here (handles point to C memory; the buffers,
+// of Scalar elements, hold no pointers), and they cost 10-15 ns each, some
+// 60 ns of a small message's one-way time through Send and Recv. The
+// functions of the blocking point-to-point path therefore take handles as
+// tdmpi_word integers and buffers as tdmpi_mem pointers, which cgo leaves
+// alone: Go converts a handle to its word once, when it gets the handle.
+typedef uintptr_t tdmpi_word;
+typedef char tdmpi_mem;
+#define TDMPI_COMM(w) ((MPI_Comm)(w))
+#define TDMPI_TYPE(w) ((MPI_Datatype)(w))
+#define TDMPI_MESSAGE(w) ((MPI_Message)(w))
+static inline tdmpi_word tdmpi_comm_word(MPI_Comm c) { return (tdmpi_word)c; }
+static inline tdmpi_word tdmpi_type_word(MPI_Datatype t) { return (tdmpi_word)t; }
+static inline tdmpi_word tdmpi_message_word(MPI_Message m) { return (tdmpi_word)m; }
 
 // Datatype indices; must match the kind constants in types.go.
 static inline MPI_Datatype tdmpi_datatype(int k) {
@@ -100,10 +119,20 @@ static int tdmpi_send_pair(const void *a, int na, const void *b, int nb, MPI_Dat
 // of size bytes, 16 at most) at buf as two blocks that are not adjacent in
 // memory (tdmpi_send_pair): the first n-1 elements in place and a copy of
 // the last on this function's stack (SetTwoCopySends).
-static int tdmpi_send_two_copy(const void *buf, int n, int size, MPI_Datatype dt, int dest, int tag, MPI_Comm c) {
+static int tdmpi_send_two_copy(const tdmpi_mem *buf, int n, int size, tdmpi_word dt, int dest, int tag, tdmpi_word c) {
 	_Alignas(16) unsigned char tail[16];
-	memcpy(tail, (const unsigned char *)buf + (size_t)(n - 1) * (size_t)size, (size_t)size);
-	return tdmpi_send_pair(buf, n - 1, tail, 1, dt, dest, tag, c);
+	memcpy(tail, buf + (size_t)(n - 1) * (size_t)size, (size_t)size);
+	return tdmpi_send_pair(buf, n - 1, tail, 1, TDMPI_TYPE(dt), dest, tag, TDMPI_COMM(c));
+}
+
+// tdmpi_send is MPI_Send, taking words (see tdmpi_word).
+static inline int tdmpi_send(const tdmpi_mem *buf, int n, tdmpi_word dt, int dest, int tag, tdmpi_word c) {
+	return MPI_Send(buf, n, TDMPI_TYPE(dt), dest, tag, TDMPI_COMM(c));
+}
+
+// tdmpi_send_bytes is tdmpi_send_pair of bytes, taking words.
+static inline int tdmpi_send_bytes(const tdmpi_mem *a, int na, const tdmpi_mem *b, int nb, int dest, int tag, tdmpi_word c) {
+	return tdmpi_send_pair(a, na, b, nb, MPI_BYTE, dest, tag, TDMPI_COMM(c));
 }
 
 // tdmpi_type_big builds a committed datatype describing n consecutive
@@ -154,7 +183,7 @@ typedef struct {
 	long long wait_start; // when the wait began to poll (ns), 0 before
 	int wait_phase;       // TDMPI_SPIN, TDMPI_YIELD or TDMPI_NAP (tdmpi_wait_mprobe)
 	int sent;             // tdmpi_sendrecv: the send is posted, in req
-	MPI_Request req;
+	tdmpi_word req;       // a word (see tdmpi_word), so that cgo need not check the status
 } tdmpi_status;
 
 static inline int tdmpi_status_error(const MPI_Status *s) { return s->MPI_ERROR; }
@@ -319,8 +348,11 @@ static inline int tdmpi_waited(int rc, tdmpi_status *s) {
 	return rc == TDMPI_AGAIN ? rc : tdmpi_finish(rc, s, MPI_BYTE, 1);
 }
 
-// tdmpi_recv is MPI_Recv as a matched probe and a checked receive.
-static int tdmpi_recv(void *buf, int count, MPI_Datatype dt, long long cap, int src, int tag, MPI_Comm c,
+// The blocking receives and probes below take words (see tdmpi_word): a
+// matched message is the word at *m, MPI_MESSAGE_NULL's once received.
+
+// tdmpi_recv_typed is MPI_Recv as a matched probe and a checked receive.
+static int tdmpi_recv_typed(void *buf, int count, MPI_Datatype dt, long long cap, int src, int tag, MPI_Comm c,
 	MPI_Datatype base, long long size, tdmpi_status *s) {
 	MPI_Message m;
 	int rc = tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, c, &m, s), s);
@@ -329,31 +361,46 @@ static int tdmpi_recv(void *buf, int count, MPI_Datatype dt, long long cap, int 
 	return tdmpi_finish(rc, s, base, size);
 }
 
+// tdmpi_recv is tdmpi_recv_typed, taking words.
+static int tdmpi_recv(tdmpi_mem *buf, int count, tdmpi_word dt, long long cap, int src, int tag, tdmpi_word c,
+	tdmpi_word base, long long size, tdmpi_status *s) {
+	return tdmpi_recv_typed(buf, count, TDMPI_TYPE(dt), cap, src, tag, TDMPI_COMM(c), TDMPI_TYPE(base), size, s);
+}
+
 // tdmpi_recv_exact matches a message (MPI_Mprobe) and, if it is exactly n
 // bytes (n <= INT_MAX), receives it into buf in the same call, setting
 // *got; a message of another size stays matched in *m, unreceived.
-static int tdmpi_recv_exact(void *buf, long long n, int src, int tag, MPI_Comm c, MPI_Message *m, int *got,
+static int tdmpi_recv_exact(tdmpi_mem *buf, long long n, int src, int tag, tdmpi_word c, tdmpi_word *m, int *got,
 	tdmpi_status *s) {
+	MPI_Message mm = MPI_MESSAGE_NULL;
 	*got = 0;
-	int rc = tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, c, m, s), s);
-	if (rc != MPI_SUCCESS || s->bytes != n || n > 2147483647LL) return rc;
-	*got = 1;
-	return tdmpi_finish(MPI_Mrecv(buf, (int)n, MPI_BYTE, m, &s->st), s, MPI_BYTE, 1);
+	int rc = tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, TDMPI_COMM(c), &mm, s), s);
+	if (rc == MPI_SUCCESS && s->bytes == n && n <= 2147483647LL) {
+		*got = 1;
+		rc = tdmpi_finish(MPI_Mrecv(buf, (int)n, MPI_BYTE, &mm, &s->st), s, MPI_BYTE, 1);
+	}
+	if (rc != TDMPI_AGAIN) *m = (tdmpi_word)mm;
+	return rc;
 }
 
 // tdmpi_mrecv receives matched message *m, probed at msg_bytes bytes.
-static int tdmpi_mrecv(void *buf, int count, MPI_Datatype dt, long long cap, long long msg_bytes, MPI_Message *m,
-	MPI_Datatype base, long long size, tdmpi_status *s) {
-	return tdmpi_finish(tdmpi_mrecv_checked(buf, count, dt, cap, msg_bytes, m, &s->st), s, base, size);
+static int tdmpi_mrecv(tdmpi_mem *buf, int count, tdmpi_word dt, long long cap, long long msg_bytes, tdmpi_word *m,
+	tdmpi_word base, long long size, tdmpi_status *s) {
+	MPI_Message mm = TDMPI_MESSAGE(*m);
+	int rc = tdmpi_mrecv_checked(buf, count, TDMPI_TYPE(dt), cap, msg_bytes, &mm, &s->st);
+	*m = (tdmpi_word)mm;
+	return tdmpi_finish(rc, s, TDMPI_TYPE(base), size);
 }
 
 // tdmpi_mrecv_pair receives the matched message *m, na+nb bytes, into na
 // bytes at a followed by nb at b (tdmpi_type_pair; MrecvConcat).
-static int tdmpi_mrecv_pair(void *a, int na, void *b, int nb, MPI_Message *m, tdmpi_status *s) {
+static int tdmpi_mrecv_pair(tdmpi_mem *a, int na, tdmpi_mem *b, int nb, tdmpi_word *m, tdmpi_status *s) {
 	MPI_Datatype t;
 	int rc = tdmpi_type_pair(a, na, b, nb, MPI_BYTE, &t);
 	if (rc != MPI_SUCCESS) return rc;
-	rc = MPI_Mrecv(MPI_BOTTOM, 1, t, m, &s->st);
+	MPI_Message mm = TDMPI_MESSAGE(*m);
+	rc = MPI_Mrecv(MPI_BOTTOM, 1, t, &mm, &s->st);
+	*m = (tdmpi_word)mm;
 	MPI_Type_free(&t);
 	return tdmpi_finish(rc, s, MPI_BYTE, 1);
 }
@@ -363,42 +410,60 @@ static int tdmpi_mrecv_pair(void *a, int na, void *b, int nb, MPI_Message *m, td
 // returns TDMPI_AGAIN only once MPI is done with sbuf: Go may move or free
 // a buffer it passed to C once the call returns, and a send past the eager
 // limit reads its buffer until the peer has matched it.
-static int tdmpi_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
-	void *rbuf, int rcount, MPI_Datatype rdt, long long cap, int src, int rtag, MPI_Comm c,
-	MPI_Datatype base, long long size, tdmpi_status *s) {
+static int tdmpi_sendrecv(const tdmpi_mem *sbuf, int scount, tdmpi_word sdt, int dest, int stag,
+	tdmpi_mem *rbuf, int rcount, tdmpi_word rdt, long long cap, int src, int rtag, tdmpi_word c,
+	tdmpi_word base, long long size, tdmpi_status *s) {
+	MPI_Request req = MPI_REQUEST_NULL;
 	if (!s->sent) {
-		int rc = MPI_Isend(sbuf, scount, sdt, dest, stag, c, &s->req);
+		int rc = MPI_Isend(sbuf, scount, TDMPI_TYPE(sdt), dest, stag, TDMPI_COMM(c), &req);
 		if (rc != MPI_SUCCESS) return rc;
 		s->sent = 1;
+	} else {
+		req = (MPI_Request)s->req;
 	}
 	for (;;) {
 		int rrc = tdmpi_recv(rbuf, rcount, rdt, cap, src, rtag, c, base, size, s);
 		if (rrc != TDMPI_AGAIN) {
-			int rc = MPI_Wait(&s->req, MPI_STATUS_IGNORE);
+			int rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+			s->req = (tdmpi_word)req;
 			return rrc != MPI_SUCCESS ? rrc : rc;
 		}
 		int sent = 0;
-		int rc = MPI_Test(&s->req, &sent, MPI_STATUS_IGNORE);
+		int rc = MPI_Test(&req, &sent, MPI_STATUS_IGNORE);
+		s->req = (tdmpi_word)req;
 		if (rc != MPI_SUCCESS || sent) return rc != MPI_SUCCESS ? rc : TDMPI_AGAIN;
 	}
 }
 
-static inline int tdmpi_probe(int src, int tag, MPI_Comm c, tdmpi_status *s) {
-	return tdmpi_waited(tdmpi_wait_mprobe(1, src, tag, c, NULL, s), s);
+static inline int tdmpi_probe(int src, int tag, tdmpi_word c, tdmpi_status *s) {
+	return tdmpi_waited(tdmpi_wait_mprobe(1, src, tag, TDMPI_COMM(c), NULL, s), s);
 }
 
-static inline int tdmpi_iprobe(int src, int tag, MPI_Comm c, int *flag, tdmpi_status *s) {
-	int rc = MPI_Iprobe(src, tag, c, flag, &s->st);
+static inline int tdmpi_iprobe(int src, int tag, tdmpi_word c, int *flag, tdmpi_status *s) {
+	int rc = MPI_Iprobe(src, tag, TDMPI_COMM(c), flag, &s->st);
 	return *flag ? tdmpi_finish(rc, s, MPI_BYTE, 1) : rc;
 }
 
-static inline int tdmpi_mprobe(int src, int tag, MPI_Comm c, MPI_Message *m, tdmpi_status *s) {
-	return tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, c, m, s), s);
+static inline int tdmpi_mprobe(int src, int tag, tdmpi_word c, tdmpi_word *m, tdmpi_status *s) {
+	MPI_Message mm = MPI_MESSAGE_NULL;
+	int rc = tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, TDMPI_COMM(c), &mm, s), s);
+	if (rc != TDMPI_AGAIN) *m = (tdmpi_word)mm;
+	return rc;
 }
 
-static inline int tdmpi_improbe(int src, int tag, MPI_Comm c, int *flag, MPI_Message *m, tdmpi_status *s) {
-	int rc = MPI_Improbe(src, tag, c, flag, m, &s->st);
+static inline int tdmpi_improbe(int src, int tag, tdmpi_word c, int *flag, tdmpi_word *m, tdmpi_status *s) {
+	MPI_Message mm = MPI_MESSAGE_NULL;
+	int rc = MPI_Improbe(src, tag, TDMPI_COMM(c), flag, &mm, &s->st);
+	if (*flag) *m = (tdmpi_word)mm;
 	return *flag ? tdmpi_finish(rc, s, MPI_BYTE, 1) : rc;
+}
+
+// tdmpi_imrecv is MPI_Imrecv of the matched message *m (a word).
+static inline int tdmpi_imrecv(void *buf, int count, MPI_Datatype dt, tdmpi_word *m, MPI_Request *q) {
+	MPI_Message mm = TDMPI_MESSAGE(*m);
+	int rc = MPI_Imrecv(buf, count, dt, &mm, q);
+	*m = (tdmpi_word)mm;
+	return rc;
 }
 
 // Signals Go's runtime handles itself. MPI libraries (UCX inside them) may
