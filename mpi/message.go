@@ -26,7 +26,7 @@ import (
 // exactly once.
 type Message struct {
 	h     C.tdmpi_word // the MPI_Message handle, as a word (see tdmpi_word in shim.h)
-	bytes C.longlong // size from the probe, -1 if unknown
+	bytes C.longlong   // size from the probe, -1 if unknown
 }
 
 // Mprobe blocks until a message from src with tag arrives, matches it, and
