@@ -58,6 +58,7 @@ type p2pState struct {
 	stage []byte // consolidated bytes when st is nil
 
 	abandoned bool // a receive into the leaves was left to MPI (abandonRecv)
+	accepted  acceptedHeader
 	rlink     link // the link of the Recv in progress (see recv)
 
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
@@ -384,6 +385,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.consHash = signature(td)
 	s.sortedHash = s.hashSorted()
 	s.sbody, s.bare, s.rbody, s.stage, s.tags = nil, nil, nil, nil, nil
+	s.accepted = acceptedHeader{}
 	s.describedTo = s.describedTo[:0]
 	if s.hdr == nil {
 		s.hdr = xfer.AlignedBuf(wire.Size)
@@ -542,6 +544,28 @@ func (s *p2pState) sendFrame(inline, described bool) []byte {
 		return s.sbody[:n+s.total]
 	}
 	return s.sbody[:n]
+}
+
+// acceptedHeader is the last header a receive into s accepted (see
+// p2pState.parseKnown), with the options of that receive it depends on.
+type acceptedHeader struct {
+	raw  [wire.Size]byte
+	h    wire.Header
+	opts acceptOpts
+	ok   bool
+}
+
+// acceptOpts are the options of a receive that its checks of a header
+// depend on: the limits (parseHeader) and the mode and tags (check).
+type acceptOpts struct {
+	maxBytes     int64
+	tag          int
+	consolidated bool
+	pseudoRand   bool
+}
+
+func acceptOptsOf(l *link) acceptOpts {
+	return acceptOpts{maxBytes: l.o.maxBytes, tag: l.o.tag, consolidated: l.o.consolidated, pseudoRand: l.o.pseudoRand}
 }
 
 // describedKey is where a Send transfer goes: the communicator, the

@@ -523,3 +523,56 @@ func TestP2PStateAfterMemmapInPlace(t *testing.T) {
 		assert.Same(t, l.node.entries[l.idx].t, l.t, "%v", l.key)
 	}
 }
+
+// TestRecvKnownHeader: a receive whose header repeats the one the last
+// receive into the same TensorDict accepted skips parsing and checking it
+// (parseKnown), but only with the same options and the same structure:
+// a lower WithMaxBytes, another mode or a changed receiving TensorDict
+// still refuse the same bytes, and the steady state resumes after.
+func TestRecvKnownHeader(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	td, err := p2pTD(t).Consolidate()
+	require.NoError(t, err)
+	s, err := p2pStateOf("test", td)
+	require.NoError(t, err)
+	total := int64(s.total)
+	s.mu.Unlock()
+	into := p2pTD(t)
+	steps := []struct {
+		name string
+		opts []RecvOption
+		grow bool  // add a leaf to the receiving TensorDict first
+		want error // nil: received
+	}{
+		{name: "first", opts: []RecvOption{WithConsolidated()}},
+		{name: "accepted", opts: []RecvOption{WithConsolidated()}},
+		{name: "known", opts: []RecvOption{WithConsolidated()}},
+		{name: "lower limit", opts: []RecvOption{WithConsolidated(), WithMaxBytes(total - 1)}, want: ErrLimit},
+		{name: "after the limit", opts: []RecvOption{WithConsolidated()}},
+		{name: "per leaf", opts: nil, want: ErrMismatch},
+		{name: "after the mode", opts: []RecvOption{WithConsolidated()}},
+		{name: "changed receiver", opts: []RecvOption{WithConsolidated()}, grow: true, want: ErrMismatch},
+	}
+	for i, st := range steps {
+		if g.Rank() == 0 {
+			fill(t, td, float64(i))
+			require.NoError(t, td.Send(1, WithConsolidated()), st.name)
+			continue
+		}
+		if st.grow {
+			require.NoError(t, into.Set(K("extra"), tensor.Zeros(tensor.Float32, 3)))
+		}
+		fill(t, into, 99)
+		_, err := into.Recv(0, append(st.opts, testCtx(t))...)
+		if st.want != nil {
+			require.ErrorIs(t, err, st.want, st.name)
+			assert.True(t, into.EqScalar(99).All(), "%s: the refused transfer left the leaves alone", st.name)
+			continue
+		}
+		require.NoError(t, err, st.name)
+		assert.True(t, into.EqScalar(float64(i)).All(), st.name)
+	}
+}

@@ -82,11 +82,11 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 		}},
 		{"GotBody", func() error {
 			copy(s.hdr, frame)
-			h, err := s.parseHeader(l, false)
+			h, known, err := s.parseKnown(l, false)
 			if err != nil {
 				return err
 			}
-			r := recvOp{l: l, td: td, s: s, h: h}
+			r := recvOp{l: l, td: td, s: s, h: h, known: known}
 			_, err = r.gotBody(frame[wire.Size:])
 			return err
 		}},
