@@ -67,7 +67,9 @@
 //	group.go   Group: Rank, Size, Comm, LibComm (the private library
 //	           communicator), Env, Barrier, Lock and Exclusive, WorldRank
 //	new.go     New and Split: subgroups over new communicators
-//	option.go  Option: WithThreadLevel, WithEnv, WithoutLaunchCheck, WithLogger
+//	option.go  Option: WithThreadLevel, WithEnv, WithoutLaunchCheck, WithLogger,
+//	           WithAllProcs
+//	procs.go   GOMAXPROCS: each unbound rank's share of its node's CPUs
 //	errors.go  ErrFreed, ErrNotMember, ErrNotInitialized, and the error
 //	           text that names the group
 package group

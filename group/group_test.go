@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -510,4 +511,26 @@ func TestSlot(t *testing.T) {
 	assert.NotSame(t, c, slot.Of(sub), "a freed group keeps none")
 	assert.Same(t, b, slot.Of(other), "freeing one group leaves the others'")
 	require.NoError(t, other.Free())
+}
+
+// TestInitSharesProcs: ranks started without binding on one node get
+// their share of its CPUs (see group.WithAllProcs), unless the user set
+// GOMAXPROCS. Under make test's mpirun --bind-to none on a machine with
+// fewer CPUs than ranks, that is 1.
+func TestInitSharesProcs(t *testing.T) {
+	mpitest.Need(t, 1)
+	env := hpc.Detect()
+	online, err := hpc.OnlineCPUs()
+	require.NoError(t, err)
+	_, explicit := os.LookupEnv("GOMAXPROCS")
+	switch {
+	case explicit:
+		t.Skip("GOMAXPROCS is set: Init leaves it alone")
+	case env.LocalSize < 2:
+		t.Skipf("one rank on this node (local size %d): nothing to share", env.LocalSize)
+	case runtime.NumCPU() < online:
+		t.Skipf("bound to %d of the %d CPUs: Go already counts only those", runtime.NumCPU(), online)
+	}
+	share := max(1, online/env.LocalSize)
+	assert.LessOrEqual(t, runtime.GOMAXPROCS(0), share, "GOMAXPROCS of one of %d unbound ranks on %d CPUs", env.LocalSize, online)
 }

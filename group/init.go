@@ -53,6 +53,12 @@ func unregister(g *Group) {
 // stopping MPI, if the launcher started several ranks but MPI sees a world
 // of one (a PMI mismatch; see hpc.LaunchError).
 //
+// A rank that may run on every CPU of its node beside other ranks of the
+// job (started without binding, as by mpirun --bind-to none) gets its share
+// of the node's CPUs: Init lowers GOMAXPROCS to the CPUs divided by the
+// job's ranks on the node, unless the GOMAXPROCS environment variable is
+// set or WithAllProcs is given (see WithAllProcs).
+//
 // A second Init returns the same world group; its options are ignored.
 // Init after Finalize returns an error: MPI cannot start twice in a
 // process. If MPI was started before, by mpi.Init, Init uses it and
@@ -109,6 +115,9 @@ func Init(opts ...Option) (*Group, error) {
 		}
 	}
 	log.SetRankSize(rank, size)
+	if !cfg.allProcs {
+		shareProcs(env)
+	}
 	var g *Group
 	var err error
 	if cfg.torch != nil {

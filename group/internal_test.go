@@ -133,3 +133,28 @@ func TestPayloadTag(t *testing.T) {
 	assert.Len(t, seen, smallPayloadEnd-smallPayloadBase, "every tag of the range once")
 	assert.Equal(t, first, g.PayloadTag(), "the range cycles")
 }
+
+func TestProcsShare(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		cur, numCPU, online, loc int
+		explicit                 bool
+		want                     int
+	}{
+		{"two unbound ranks on 2 CPUs", 2, 2, 2, 2, false, 1},
+		{"four unbound ranks on 2 CPUs", 2, 2, 2, 4, false, 1},
+		{"two unbound ranks on 64 CPUs", 64, 64, 64, 2, false, 32},
+		{"three unbound ranks on 8 CPUs", 8, 8, 8, 3, false, 2},
+		{"alone on the node", 8, 8, 8, 1, false, 8},
+		{"local size unknown", 8, 8, 8, -1, false, 8},
+		{"bound to a core each", 1, 1, 2, 2, false, 1},
+		{"bound to 4 of 16 CPUs", 4, 4, 16, 4, false, 4},
+		{"GOMAXPROCS set by the user", 2, 2, 2, 2, true, 2},
+		{"already lower (a CPU quota)", 3, 64, 64, 2, false, 3},
+		{"online CPUs unknown", 8, 8, 0, 2, false, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, procsShare(tc.cur, tc.numCPU, tc.online, tc.loc, tc.explicit))
+		})
+	}
+}

@@ -14,11 +14,12 @@ import (
 type Option func(*config)
 
 type config struct {
-	level   mpi.ThreadLevel
-	env     *hpc.Env
-	noCheck bool
-	logger  *zerolog.Logger
-	torch   *torchConfig // WithTorchPeers
+	level    mpi.ThreadLevel
+	env      *hpc.Env
+	noCheck  bool
+	logger   *zerolog.Logger
+	torch    *torchConfig // WithTorchPeers
+	allProcs bool         // WithAllProcs
 }
 
 // WithThreadLevel asks MPI for thread support level l instead of
@@ -39,6 +40,20 @@ func WithEnv(env hpc.Env) Option {
 // launcher's environment promised more.
 func WithoutLaunchCheck() Option {
 	return func(c *config) { c.noCheck = true }
+}
+
+// WithAllProcs makes Init leave GOMAXPROCS as Go set it. By default, a
+// rank that may run on every CPU of its node, beside other ranks of the
+// job that may too (started without binding, as by mpirun --bind-to none),
+// gets its share of the CPUs: GOMAXPROCS becomes the node's CPUs divided
+// by the job's ranks on it (at least 1), unless the GOMAXPROCS environment
+// variable is set. Without that, n such ranks would run n times as many Go
+// processors as the node has CPUs, and their collectors and goroutines
+// would contend with the ranks' own threads for the cores, which slows
+// small transfers most. Use WithAllProcs when the ranks of a node take
+// turns to compute, each on all the cores.
+func WithAllProcs() Option {
+	return func(c *config) { c.allProcs = true }
 }
 
 // WithLogger makes tdmpi log through l, at l's level (TDMPI_LOG is then

@@ -215,9 +215,7 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 	fmt.Fprintf(progress, "bench: %d ranks, %d sizes from %s to %s, methods %s, %d leaves, >= %d repetitions and >= %v per method and size\n",
 		np, len(cfg.sizes), bytesize.Format(cfg.sizes[0]), bytesize.Format(cfg.sizes[len(cfg.sizes)-1]),
 		strings.Join(names, ","), cfg.leaves, cfg.iters, cfg.time)
-	if runtime.GOMAXPROCS(0) == 1 && runtime.NumCPU() > 1 {
-		fmt.Fprintf(progress, "bench: note: GOMAXPROCS is 1; run mpirun with --bind-to none\n")
-	}
+	fmt.Fprintf(progress, "bench: GOMAXPROCS %d, NumCPU %d\n", runtime.GOMAXPROCS(0), runtime.NumCPU())
 
 	tm := timing{
 		minReps: cfg.iters,

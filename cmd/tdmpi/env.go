@@ -75,12 +75,11 @@ func runEnv(sio *stdio) (err error) {
 		}
 	}()
 	info := envInfo{
-		Level:      level,
-		Library:    mpi.LibraryName(),
-		Family:     mpi.Library(),
-		GoMaxProcs: runtime.GOMAXPROCS(0),
-		NumCPU:     runtime.NumCPU(),
-		PID:        os.Getpid(),
+		Level:   level,
+		Library: mpi.LibraryName(),
+		Family:  mpi.Library(),
+		NumCPU:  runtime.NumCPU(),
+		PID:     os.Getpid(),
 	}
 	// group.Init runs the launch check; since MPI is already started, it
 	// leaves MPI running when the check fails, and a second Init without
@@ -103,6 +102,7 @@ func runEnv(sio *stdio) (err error) {
 	}()
 	info.Env = g.Env()
 	info.Rank, info.Size = g.Rank(), g.Size()
+	info.GoMaxProcs = runtime.GOMAXPROCS(0) // as group.Init left it
 
 	blocks, err := gatherStrings(g.Comm(), formatEnv(info), 0)
 	if err != nil {
@@ -189,8 +189,8 @@ func formatEnv(info envInfo) string {
 	line("pmi", "%s", pmi)
 	line("scratch", "%s", orUnknown(e.Scratch))
 	line("GOMAXPROCS", "%d (NumCPU %d)", info.GoMaxProcs, info.NumCPU)
-	if info.GoMaxProcs == 1 && info.NumCPU > 1 {
-		line("", "note: one thread; mpirun binds ranks to one core unless run with --bind-to none")
+	if info.GoMaxProcs < info.NumCPU {
+		line("", "note: fewer Go processors than CPUs: set by GOMAXPROCS, or group.Init's share of the node for ranks not bound to CPUs (group.WithAllProcs keeps them all)")
 	}
 	line("go", "%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	if info.Warning != "" {

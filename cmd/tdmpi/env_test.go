@@ -51,7 +51,7 @@ func TestFormatEnv(t *testing.T) {
 			not: []string{"WARNING", "note:"},
 		},
 		{
-			name: "singleton bound to one core",
+			name: "a share of the node's CPUs",
 			info: envInfo{
 				Env:  hpc.DetectFrom(func(string) string { return "" }),
 				Rank: 0, Size: 1, Level: mpi.ThreadSerialized, GoMaxProcs: 1, NumCPU: 8,
@@ -59,7 +59,7 @@ func TestFormatEnv(t *testing.T) {
 			want: []string{
 				"  launcher    singleton", "MPI_THREAD_SERIALIZED", "  library     ?\n",
 				"  slurm       none (not in a Slurm job)\n", "  pmi         none\n",
-				"note: one thread; mpirun binds ranks to one core unless run with --bind-to none",
+				"note: fewer Go processors than CPUs",
 			},
 			not: []string{"WARNING"},
 		},

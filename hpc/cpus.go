@@ -1,0 +1,50 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package hpc
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// OnlineCPUs returns the number of CPUs online on this machine, as Linux
+// lists them in /sys/devices/system/cpu/online. Compared with
+// runtime.NumCPU, the CPUs this process may run on, it tells whether the
+// launcher bound the process to some of them.
+func OnlineCPUs() (int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return 0, err
+	}
+	n, err := parseCPUList(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("hpc: online CPUs %q: %w", b, err)
+	}
+	return n, nil
+}
+
+// parseCPUList counts the CPUs of a Linux CPU list, such as "0-3,8,10-11".
+func parseCPUList(s string) (int, error) {
+	n := 0
+	for part := range strings.SplitSeq(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0, err
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return 0, err
+			}
+		}
+		if a < 0 || b < a {
+			return 0, fmt.Errorf("range %q", part)
+		}
+		n += b - a + 1
+	}
+	return n, nil
+}
