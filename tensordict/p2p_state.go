@@ -83,9 +83,10 @@ type p2pState struct {
 	sendHeld []*xfer.TagLock
 	recvHeld []*xfer.TagLock
 
-	// What refresh last checked td at: the edit count of each node, depth
-	// first (see TensorDict.edited), and whether td's non-tensor values
-	// are all scalars, which nobody can change in place.
+	// What refresh last checked td at: its nodes, depth first, and the
+	// edit count of each (see TensorDict.edited), and whether td's
+	// non-tensor values are all scalars, which nobody can change in place.
+	nodes []*TensorDict
 	edits []uint64
 	plain bool
 
@@ -178,7 +179,7 @@ func (s *p2pState) refresh(op string, td *TensorDict) error {
 	}
 	if s.leaves != nil && s.valid(td) {
 		if s.current(op, td) {
-			s.edits = appendEdits(s.edits[:0], td)
+			s.recordEdits(td)
 			return nil
 		}
 	}
@@ -187,36 +188,43 @@ func (s *p2pState) refresh(op string, td *TensorDict) error {
 		s.mu.Unlock()
 		return err
 	}
-	s.edits, s.plain = appendEdits(s.edits[:0], td), plainValues(td)
+	s.recordEdits(td)
+	s.plain = plainValues(td)
 	return nil
 }
 
 // unedited reports whether no node of td was edited since s recorded
-// their counts (and td has the same number of nodes).
+// their counts. It reads the nodes s recorded, not td's entries: a node
+// that gained, lost or replaced a child was edited itself, so while no
+// count has moved, the recorded nodes are still td's tree (16 leaves in
+// one node: one comparison, not a walk of 16 entries).
 func (s *p2pState) unedited(td *TensorDict) bool {
-	k := 0
-	return s.sameEdits(td, &k) && k == len(s.edits)
-}
-
-func (s *p2pState) sameEdits(td *TensorDict, k *int) bool {
-	if *k >= len(s.edits) || s.edits[*k] != td.edits {
+	if len(s.nodes) == 0 || s.nodes[0] != td {
 		return false
 	}
-	*k++
-	for i := range td.entries {
-		if e := &td.entries[i]; e.kind == kindTD && !s.sameEdits(e.td, k) {
+	for i, n := range s.nodes {
+		if n.edits != s.edits[i] {
 			return false
 		}
 	}
 	return true
 }
 
-// appendEdits appends the edit count of each node of td, depth first.
-func appendEdits(dst []uint64, td *TensorDict) []uint64 {
-	dst = append(dst, td.edits)
+// recordEdits records td's nodes, depth first, and their edit counts.
+func (s *p2pState) recordEdits(td *TensorDict) {
+	clear(s.nodes[:cap(s.nodes)]) // no stale node stays reachable from s
+	s.nodes, s.edits = appendNodes(s.nodes[:0], td), s.edits[:0]
+	for _, n := range s.nodes {
+		s.edits = append(s.edits, n.edits)
+	}
+}
+
+// appendNodes appends td and its nodes, depth first.
+func appendNodes(dst []*TensorDict, td *TensorDict) []*TensorDict {
+	dst = append(dst, td)
 	for i := range td.entries {
 		if e := &td.entries[i]; e.kind == kindTD {
-			dst = appendEdits(dst, e.td)
+			dst = appendNodes(dst, e.td)
 		}
 	}
 	return dst
