@@ -102,13 +102,13 @@ func (b buffer) dtype(op string) (C.MPI_Datatype, C.int, bool, error) {
 func (b buffer) mem() *C.tdmpi_mem { return (*C.tdmpi_mem)(b.ptr) }
 
 // typeWord returns the word of t (see tdmpi_word in shim.h), the datatype
-// dtype returned for b: the table's for a predefined type, a conversion
+// dtype returned for b: the table's for b's predefined type, a conversion
 // in C for a derived one.
-func (b buffer) typeWord(t C.MPI_Datatype, derived bool) C.tdmpi_word {
-	if derived {
-		return C.tdmpi_type_word(t)
+func (b buffer) typeWord(t C.MPI_Datatype) C.tdmpi_word {
+	if t == datatypes[b.k] {
+		return typeWords[b.k]
 	}
-	return typeWords[b.k]
+	return C.tdmpi_type_word(t)
 }
 
 // bytesMem returns the address of p's first byte as the C type that cgo

@@ -147,7 +147,7 @@ func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 	defer callMrecv.enter().leave()
 	var st C.tdmpi_status
 	h := m.h
-	rc := C.tdmpi_mrecv(b.mem(), n, b.typeWord(dt, derived), b.bytes(), m.bytes, &h, typeWords[b.k], C.longlong(b.size), &st)
+	rc := C.tdmpi_mrecv(b.mem(), n, b.typeWord(dt), b.bytes(), m.bytes, &h, typeWords[b.k], C.longlong(b.size), &st)
 	freeType(dt, derived)
 	m.h = messageNull
 	if err := newError(op, rc); err != nil {

@@ -99,7 +99,7 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 		return err
 	}
 	defer callSend.enter().leave()
-	err = newError(op, C.tdmpi_send(b.mem(), n, b.typeWord(dt, derived), C.int(dest), C.int(tag), h))
+	err = newError(op, C.tdmpi_send(b.mem(), n, b.typeWord(dt), C.int(dest), C.int(tag), h))
 	freeType(dt, derived)
 	return err
 }
@@ -151,7 +151,7 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	dtw := b.typeWord(dt, derived)
+	dtw := b.typeWord(dt)
 	defer callRecv.enter().leave()
 	var st C.tdmpi_status
 	err = newError(op, waiting(func() C.int {
@@ -190,7 +190,7 @@ func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, rec
 		return Status{}, err
 	}
 	defer freeType(rdt, rderived)
-	sdtw, rdtw := sb.typeWord(sdt, sderived), rb.typeWord(rdt, rderived)
+	sdtw, rdtw := sb.typeWord(sdt), rb.typeWord(rdt)
 	defer callSendrecv.enter().leave()
 	var st C.tdmpi_status
 	if err := newError(op, waiting(func() C.int {

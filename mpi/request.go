@@ -114,12 +114,13 @@ func (r *Request) dropped() {
 // request to complete with Wait or Test. buf must not be modified until then.
 func Isend[T Scalar](c *Comm, buf []T, dest, tag int) (*Request, error) {
 	const op = "MPI_Isend"
-	if _, err := c.sendArgs(op, dest, tag); err != nil {
+	w, err := c.sendArgs(op, dest, tag)
+	if err != nil {
 		return nil, err
 	}
-	h := c.h
-	return istart(op, bufOf(buf), false, func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer, q *C.MPI_Request) C.int {
-		return C.MPI_Isend(b, n, dt, C.int(dest), C.int(tag), h, q)
+	b := bufOf(buf)
+	return istart(op, b, false, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer, q *C.MPI_Request) C.int {
+		return C.tdmpi_isend(b.mem(), n, b.typeWord(dt), C.int(dest), C.int(tag), w, q)
 	})
 }
 
@@ -131,12 +132,13 @@ func Isend[T Scalar](c *Comm, buf []T, dest, tag int) (*Request, error) {
 // documentation). Use Mprobe and Mrecv when the size is not known.
 func Irecv[T Scalar](c *Comm, buf []T, src, tag int) (*Request, error) {
 	const op = "MPI_Irecv"
-	if _, err := c.recvArgs(op, src, tag); err != nil {
+	w, err := c.recvArgs(op, src, tag)
+	if err != nil {
 		return nil, err
 	}
-	h := c.h
-	return istart(op, bufOf(buf), false, func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer, q *C.MPI_Request) C.int {
-		return C.MPI_Irecv(b, n, dt, C.int(src), C.int(tag), h, q)
+	b := bufOf(buf)
+	return istart(op, b, false, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer, q *C.MPI_Request) C.int {
+		return C.tdmpi_irecv(b.mem(), n, b.typeWord(dt), C.int(src), C.int(tag), w, q)
 	})
 }
 

@@ -130,6 +130,17 @@ static inline int tdmpi_send(const tdmpi_mem *buf, int n, tdmpi_word dt, int des
 	return MPI_Send(buf, n, TDMPI_TYPE(dt), dest, tag, TDMPI_COMM(c));
 }
 
+// tdmpi_isend and tdmpi_irecv are MPI_Isend and MPI_Irecv, taking words
+// (the request stays MPI's: package mpi keeps requests in arrays that
+// MPI_Waitall reads).
+static inline int tdmpi_isend(const tdmpi_mem *buf, int n, tdmpi_word dt, int dest, int tag, tdmpi_word c, MPI_Request *q) {
+	return MPI_Isend(buf, n, TDMPI_TYPE(dt), dest, tag, TDMPI_COMM(c), q);
+}
+
+static inline int tdmpi_irecv(tdmpi_mem *buf, int n, tdmpi_word dt, int src, int tag, tdmpi_word c, MPI_Request *q) {
+	return MPI_Irecv(buf, n, TDMPI_TYPE(dt), src, tag, TDMPI_COMM(c), q);
+}
+
 // tdmpi_send_bytes is tdmpi_send_pair of bytes, taking words.
 static inline int tdmpi_send_bytes(const tdmpi_mem *a, int na, const tdmpi_mem *b, int nb, int dest, int tag, tdmpi_word c) {
 	return tdmpi_send_pair(a, na, b, nb, MPI_BYTE, dest, tag, TDMPI_COMM(c));
