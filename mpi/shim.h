@@ -32,9 +32,10 @@ static inline MPI_Datatype tdmpi_datatype_null(void) { return MPI_DATATYPE_NULL;
 // Those checks cannot fail here (handles point to C memory; the buffers,
 // of Scalar elements, hold no pointers), and they cost 10-15 ns each, some
 // 60 ns of a small message's one-way time through Send and Recv. The
-// functions of the blocking point-to-point path therefore take handles as
-// tdmpi_word integers and buffers as tdmpi_mem pointers, which cgo leaves
-// alone: Go converts a handle to its word once, when it gets the handle.
+// functions of the point-to-point path (blocking, and Isend and Irecv but
+// for their request) therefore take handles as tdmpi_word integers and
+// buffers as tdmpi_mem pointers, which cgo leaves alone: Go converts a
+// handle to its word once, when it gets the handle.
 typedef uintptr_t tdmpi_word;
 typedef char tdmpi_mem;
 #define TDMPI_COMM(w) ((MPI_Comm)(w))
