@@ -26,20 +26,18 @@ import (
 
 // shareProcs lowers GOMAXPROCS to this rank's share of the node's CPUs
 // when the ranks of the job on the node (env.LocalSize) are not bound to
-// CPUs of their own, as procsShare decides, and logs it. It returns the
-// GOMAXPROCS it set, or 0 when it left it alone.
-func shareProcs(env hpc.Env) int {
+// CPUs of their own, as procsShare decides, and logs it.
+func shareProcs(env hpc.Env) {
 	_, explicit := os.LookupEnv("GOMAXPROCS")
 	cur := runtime.GOMAXPROCS(0)
 	online, _ := hpc.OnlineCPUs()
 	n := procsShare(cur, runtime.NumCPU(), online, env.LocalSize, explicit)
 	if n == cur {
-		return 0
+		return
 	}
 	runtime.GOMAXPROCS(n)
 	log.Logger().Info().Int("from", cur).Int("to", n).Int("local_ranks", env.LocalSize).Int("cpus", online).
 		Msg("group: Init: GOMAXPROCS lowered to this rank's share of the node's CPUs (set GOMAXPROCS, or use WithAllProcs, to keep it)")
-	return n
 }
 
 // procsShare returns the GOMAXPROCS of a rank that runs cur Go processors

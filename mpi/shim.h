@@ -363,20 +363,14 @@ static inline int tdmpi_waited(int rc, tdmpi_status *s) {
 // The blocking receives and probes below take words (see tdmpi_word): a
 // matched message is the word at *m, MPI_MESSAGE_NULL's once received.
 
-// tdmpi_recv_typed is MPI_Recv as a matched probe and a checked receive.
-static int tdmpi_recv_typed(void *buf, int count, MPI_Datatype dt, long long cap, int src, int tag, MPI_Comm c,
-	MPI_Datatype base, long long size, tdmpi_status *s) {
-	MPI_Message m;
-	int rc = tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, c, &m, s), s);
-	if (rc != MPI_SUCCESS) return rc;
-	rc = tdmpi_mrecv_checked(buf, count, dt, cap, s->bytes, &m, &s->st);
-	return tdmpi_finish(rc, s, base, size);
-}
-
-// tdmpi_recv is tdmpi_recv_typed, taking words.
+// tdmpi_recv is MPI_Recv as a matched probe and a checked receive.
 static int tdmpi_recv(tdmpi_mem *buf, int count, tdmpi_word dt, long long cap, int src, int tag, tdmpi_word c,
 	tdmpi_word base, long long size, tdmpi_status *s) {
-	return tdmpi_recv_typed(buf, count, TDMPI_TYPE(dt), cap, src, tag, TDMPI_COMM(c), TDMPI_TYPE(base), size, s);
+	MPI_Message m;
+	int rc = tdmpi_waited(tdmpi_wait_mprobe(0, src, tag, TDMPI_COMM(c), &m, s), s);
+	if (rc != MPI_SUCCESS) return rc;
+	rc = tdmpi_mrecv_checked(buf, count, TDMPI_TYPE(dt), cap, s->bytes, &m, &s->st);
+	return tdmpi_finish(rc, s, TDMPI_TYPE(base), size);
 }
 
 // tdmpi_recv_exact matches a message (MPI_Mprobe) and, if it is exactly n
