@@ -40,6 +40,18 @@ func p2pTD(t testing.TB) *TensorDict {
 	return td
 }
 
+// consolidatedP2PTD returns p2pTD consolidated, with the length of its
+// metadata as Send sends it and the size of its storage.
+func consolidatedP2PTD(t testing.TB) (td *TensorDict, metaLen, total int) {
+	t.Helper()
+	td, err := p2pTD(t).Consolidate()
+	require.NoError(t, err)
+	s, err := p2pStateOf("test", td)
+	require.NoError(t, err)
+	defer s.mu.Unlock()
+	return td, len(s.meta), s.total
+}
+
 func TestSendRecvConsolidatedSteadyState(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	if g.Rank() > 1 {
@@ -291,12 +303,7 @@ func TestSendDescribedOnce(t *testing.T) {
 	if g.Rank() > 1 {
 		return
 	}
-	td, err := p2pTD(t).Consolidate()
-	require.NoError(t, err)
-	s, err := p2pStateOf("test", td)
-	require.NoError(t, err)
-	metaLen, total := len(s.meta), s.total
-	s.mu.Unlock()
+	td, metaLen, total := consolidatedP2PTD(t)
 	full, bare := int64(wire.Size+metaLen+total), int64(wire.Size+total)
 	steps := []struct {
 		opts []any
@@ -534,12 +541,7 @@ func TestRecvKnownHeader(t *testing.T) {
 	if g.Rank() > 1 {
 		return
 	}
-	td, err := p2pTD(t).Consolidate()
-	require.NoError(t, err)
-	s, err := p2pStateOf("test", td)
-	require.NoError(t, err)
-	total := int64(s.total)
-	s.mu.Unlock()
+	td, _, total := consolidatedP2PTD(t)
 	into := p2pTD(t)
 	steps := []struct {
 		name string
@@ -550,7 +552,7 @@ func TestRecvKnownHeader(t *testing.T) {
 		{name: "first", opts: []RecvOption{WithConsolidated()}},
 		{name: "accepted", opts: []RecvOption{WithConsolidated()}},
 		{name: "known", opts: []RecvOption{WithConsolidated()}},
-		{name: "lower limit", opts: []RecvOption{WithConsolidated(), WithMaxBytes(total - 1)}, want: ErrLimit},
+		{name: "lower limit", opts: []RecvOption{WithConsolidated(), WithMaxBytes(int64(total) - 1)}, want: ErrLimit},
 		{name: "after the limit", opts: []RecvOption{WithConsolidated()}},
 		{name: "per leaf", opts: nil, want: ErrMismatch},
 		{name: "after the mode", opts: []RecvOption{WithConsolidated()}},
