@@ -73,9 +73,12 @@ func (v *ViewSet) Over(dst []Tensor, st *Storage) error {
 			return fmt.Errorf("tensor: ViewSet.Over: tensor %d: %w", i, err)
 		}
 	}
+	// Field by field rather than dst[i] = v.like[i]: while the collector
+	// marks, each pointer written costs a write barrier, and like's
+	// storage pointer would be written only to be replaced.
 	for i := range v.like {
-		dst[i] = v.like[i]
-		dst[i].st = st
+		l, d := &v.like[i], &dst[i]
+		d.dims, d.nd, d.dtype, d.offset, d.st = l.dims, l.nd, l.dtype, l.offset, st
 	}
 	return nil
 }
