@@ -47,6 +47,10 @@ func NewViewSet(like []Tensor) (*ViewSet, error) {
 // Len returns the number of views of v.
 func (v *ViewSet) Len() int { return len(v.like) }
 
+// HasBools reports whether a view is of dtype Bool, whose bytes Over
+// checks.
+func (v *ViewSet) HasBools() bool { return len(v.bools) > 0 }
+
 // Over sets each dst[i] to a view of st laid out as v's view i: its dtype,
 // shape, strides (shared with v's) and byte offset. It checks what
 // FromStorage checks, in one step for all the views: that st is not

@@ -380,7 +380,7 @@ func (cl *coll) rebuild(from int, st *tensor.Storage, meta []byte, class string)
 	if st.Released() {
 		return nil, cl.errorf("from rank %d: %w", from, tensor.ErrReleased)
 	}
-	td, err := fromConsolidatedCached(cl.Group, st, nil, meta)
+	td, _, err := fromConsolidatedCached(cl.Group, st, nil, meta, nil)
 	if err != nil {
 		return nil, cl.errorf("from rank %d: %w", from, err)
 	}

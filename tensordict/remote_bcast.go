@@ -258,7 +258,7 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	var st *tensor.Storage
 	if err == nil && fits {
 		f := wire.FrameOf(h, first[bcastPrefix+wire.Size:])
-		td, st, finish, err = l.buildInit(&f, true, nil)
+		td, st, finish, _, err = l.buildInit(&f, true, nil, nil)
 	}
 	if err == nil && busy() {
 		err = errBusy
@@ -285,7 +285,7 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 			return false, l.Errorf("receiving the metadata: %w", err)
 		}
 		f := wire.FrameOf(h, frame[wire.Size:])
-		td, st, finish, err = l.buildInit(&f, true, nil)
+		td, st, finish, _, err = l.buildInit(&f, true, nil, nil)
 		mem.GiveBack(frame) // nothing built refers to its bytes
 		if !inline {
 			if err := l.agree(s, err); err != nil {

@@ -303,22 +303,8 @@ func TestInitRemoteApartJoined(t *testing.T) {
 	// message is a bare header and its storage; y's first one carries its
 	// metadata, and a storage shorter by as much.
 	n := wire.Size + x.cons.st.Len()
-	y := New()
-	ln := n - wire.Size
-	for range 10 {
-		require.NoError(t, y.Set(K("y"), tensor.Full(tensor.Uint8, 7, ln)))
-		p, err := planSend("InitRemote", y)
-		require.NoError(t, err)
-		head := wire.Size + len(p.class) + len(p.meta)
-		if head+p.total == n && p.total == ln {
-			break
-		}
-		ln = n - head
-	}
-	p, err := planSend("InitRemote", y)
-	require.NoError(t, err)
-	require.Equal(t, n, wire.Size+len(p.class)+len(p.meta)+p.total, "y's header message is as long as x's")
-	require.GreaterOrEqual(t, ln, splitRecvMin)
+	y := frameOfSize(t, n)
+	require.GreaterOrEqual(t, y.cons.st.Len(), splitRecvMin)
 	if g.Rank() == 0 {
 		for range 3 {
 			require.NoError(t, x.InitRemote(1))
@@ -342,6 +328,28 @@ func TestInitRemoteApartJoined(t *testing.T) {
 	eq, err := got.Eq(y)
 	require.NoError(t, err)
 	assert.True(t, eq.All())
+}
+
+// frameOfSize returns a consolidated TensorDict of one uint8 leaf whose
+// first InitRemote's header message (with its metadata) is n bytes.
+func frameOfSize(t *testing.T, n int) *TensorDict {
+	t.Helper()
+	y := New()
+	ln := n - wire.Size
+	for range 10 {
+		require.NoError(t, y.Set(K("y"), tensor.Full(tensor.Uint8, 7, ln)))
+		p, err := planSend("InitRemote", y)
+		require.NoError(t, err)
+		head := wire.Size + len(p.class) + len(p.meta)
+		if head+p.total == n && p.total == ln {
+			c, err := y.Consolidate()
+			require.NoError(t, err)
+			return c
+		}
+		ln = n - head
+	}
+	t.Fatalf("no TensorDict of one uint8 leaf has a header message of %d bytes", n)
+	return nil
 }
 
 // TestInitRemotePassedOn: rank 0 sends a TensorDict three times (its

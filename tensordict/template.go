@@ -52,12 +52,14 @@ type treeTemplate struct {
 	views   *tensor.ViewSet
 	// block is the type of a copy's memory: its nodes, entries and
 	// tensors in one allocation, at offsets 0, entriesAt and viewsAt.
-	// blockData, for a storage of under copyMaxBytes, has the storage
-	// after them, at storageAt, and its bytes at dataAt (instantiateCopy).
+	// copyBlock, for a storage of under copyMaxBytes, has the storage
+	// after them, and its bytes (instantiateCopy).
 	block              reflect.Type
 	entriesAt, viewsAt uintptr
-	blockData          reflect.Type
-	storageAt, dataAt  uintptr
+	copyBlock          dataBlock // data of stLen bytes; no type when stLen >= copyMaxBytes
+	// frameBlock is the block of a prepared receive (prepareFrame), made
+	// for the frame layout it was asked for last.
+	frameBlock atomic.Pointer[dataBlock]
 	// plain: every non-tensor value of the tree is a scalar, so a copy
 	// whose nodes are unedited has the template's metadata.
 	plain bool
@@ -100,16 +102,7 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 	})
 	tp.entriesAt, tp.viewsAt = tp.block.Field(1).Offset, tp.block.Field(2).Offset
 	if stLen < copyMaxBytes {
-		fields := make([]reflect.StructField, 0, 4)
-		for i := range tp.block.NumField() {
-			fields = append(fields, tp.block.Field(i))
-		}
-		// The fields before are 8-byte aligned, and so is Data: every
-		// dtype's alignment (tensor.ViewSet checks it all the same).
-		tp.blockData = reflect.StructOf(append(fields,
-			reflect.StructField{Name: "Storage", Type: reflect.TypeFor[tensor.Storage]()},
-			reflect.StructField{Name: "Data", Type: reflect.ArrayOf(stLen, reflect.TypeFor[byte]())}))
-		tp.storageAt, tp.dataAt = tp.blockData.Field(3).Offset, tp.blockData.Field(4).Offset
+		tp.copyBlock = tp.dataBlock(0)
 	}
 	viewAt := make(map[*tensor.Tensor]int, len(views))
 	for i := range views {
@@ -160,23 +153,82 @@ func (tp *treeTemplate) instantiateCopy(b []byte) (*TensorDict, error) {
 	if len(b) != tp.stLen {
 		return nil, fmt.Errorf("tensordict: template for %d bytes used for a storage of %d (a bug)", tp.stLen, len(b))
 	}
-	if tp.blockData == nil || len(b) == 0 {
+	if tp.copyBlock.typ == nil || len(b) == 0 {
 		st, err := copyStorage(b)
 		if err != nil {
 			return nil, err
 		}
 		return tp.instantiate(st)
 	}
-	block := reflect.New(tp.blockData).UnsafePointer()
-	data := blockPart[byte](block, tp.dataAt, len(b))
-	copy(data, b)
-	st := (*tensor.Storage)(unsafe.Add(block, tp.storageAt))
-	rawbytes.InitAt(st, data)
-	return tp.instantiateIn(block, st)
+	td, _, err := tp.instantiateData(&tp.copyBlock, b)
+	return td, err
 }
 
-// instantiateIn is instantiate in block, memory of type tp.block or
-// tp.blockData.
+// A dataBlock is the type of a copy's memory that holds its storage's
+// bytes too: tp.block's fields, then the tensor.Storage, at storageAt,
+// then head bytes and the storage's, at dataAt.
+type dataBlock struct {
+	typ               reflect.Type
+	head              int
+	storageAt, dataAt uintptr
+}
+
+// dataBlock returns the dataBlock of tp with head bytes before the
+// storage, a multiple of 8.
+func (tp *treeTemplate) dataBlock(head int) dataBlock {
+	fields := make([]reflect.StructField, 0, 5)
+	for i := range tp.block.NumField() {
+		fields = append(fields, tp.block.Field(i))
+	}
+	// The fields before are 8-byte aligned, and so is Data (head is a
+	// multiple of 8): every dtype's alignment (tensor.ViewSet checks it
+	// all the same).
+	typ := reflect.StructOf(append(fields,
+		reflect.StructField{Name: "Storage", Type: reflect.TypeFor[tensor.Storage]()},
+		reflect.StructField{Name: "Data", Type: reflect.ArrayOf(head+tp.stLen, reflect.TypeFor[byte]())}))
+	return dataBlock{typ: typ, head: head, storageAt: typ.Field(3).Offset, dataAt: typ.Field(4).Offset}
+}
+
+// instantiateData returns a copy of tp's tree in a new block of type
+// db.typ, over the storage the block holds, a copy of b (zeros for nil
+// b), and the block's data: db.head zero bytes, then the storage's.
+func (tp *treeTemplate) instantiateData(db *dataBlock, b []byte) (td *TensorDict, data []byte, err error) {
+	block := reflect.New(db.typ).UnsafePointer()
+	data = blockPart[byte](block, db.dataAt, db.head+tp.stLen)
+	copy(data[db.head:], b) // before the views check the storage's bools
+	st := (*tensor.Storage)(unsafe.Add(block, db.storageAt))
+	rawbytes.InitAt(st, data[db.head:])
+	if td, err = tp.instantiateIn(block, st); err != nil {
+		return nil, nil, err
+	}
+	return td, data, nil
+}
+
+// prepareFrame returns a copy of tp's tree made before its storage's bytes
+// arrive, and the memory a whole InitRemote frame of head bytes then the
+// storage is to be received in: the copy's storage is its last tp.stLen
+// bytes. The receive then costs no copy, and the copy is made while the
+// receiver waits (see preparedInit). ok is false when tp's storages are
+// not copied into their tree's memory (copyMaxBytes) or head is not a
+// multiple of 8 (the storage's alignment), and when a leaf is of dtype
+// Bool: the views check a storage's bools when they are laid over it,
+// which would be before they arrive.
+func (tp *treeTemplate) prepareFrame(head int) (td *TensorDict, frame []byte, ok bool) {
+	if tp.copyBlock.typ == nil || tp.stLen == 0 || head <= 0 || head%8 != 0 || tp.views.HasBools() {
+		return nil, nil, false
+	}
+	db := tp.frameBlock.Load()
+	if db == nil || db.head != head {
+		b := tp.dataBlock(head)
+		db = &b
+		tp.frameBlock.Store(db)
+	}
+	td, frame, err := tp.instantiateData(db, nil)
+	return td, frame, err == nil
+}
+
+// instantiateIn is instantiate in block, memory of type tp.block or of a
+// dataBlock's type.
 func (tp *treeTemplate) instantiateIn(block unsafe.Pointer, st *tensor.Storage) (*TensorDict, error) {
 	nodes := blockPart[builtNode](block, 0, len(tp.nodes))
 	entries := blockPart[entry](block, tp.entriesAt, len(tp.entries))

@@ -85,7 +85,7 @@ func TestTemplateSameAsBuild(t *testing.T) {
 
 // instantiateCopy makes the copy instantiate makes over a copy of the
 // bytes it is given: under copyMaxBytes, in the tree's own allocation
-// (the storage at storageAt and its bytes at dataAt from the root node,
+// (the storage at copyBlock.storageAt and its bytes at copyBlock.dataAt from the root node,
 // which starts it), above, in one of their own. Changing the bytes given
 // changes nothing.
 func TestTemplateCopyOfBytes(t *testing.T) {
@@ -120,8 +120,8 @@ func TestTemplateCopyOfBytes(t *testing.T) {
 			requireSameTD(t, want, got)
 			data := unsafe.Pointer(unsafe.SliceData(got.ConsolidatedStorage().Bytes()))
 			if tt.inTree {
-				assert.Equal(t, tp.dataAt, uintptr(data)-uintptr(unsafe.Pointer(got)), "the bytes are not in the tree's allocation")
-				assert.Equal(t, tp.storageAt, uintptr(unsafe.Pointer(got.ConsolidatedStorage()))-uintptr(unsafe.Pointer(got)), "the storage is not in the tree's allocation")
+				assert.Equal(t, tp.copyBlock.dataAt, uintptr(data)-uintptr(unsafe.Pointer(got)), "the bytes are not in the tree's allocation")
+				assert.Equal(t, tp.copyBlock.storageAt, uintptr(unsafe.Pointer(got.ConsolidatedStorage()))-uintptr(unsafe.Pointer(got)), "the storage is not in the tree's allocation")
 			}
 			assert.NotEqual(t, unsafe.Pointer(unsafe.SliceData(b)), data)
 			assert.Zero(t, uintptr(data)%8, "storage not 8-byte aligned")
