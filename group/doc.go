@@ -69,7 +69,7 @@
 //	new.go     New and Split: subgroups over new communicators
 //	option.go  Option: WithThreadLevel, WithEnv, WithoutLaunchCheck, WithLogger,
 //	           WithAllProcs
-//	procs.go   GOMAXPROCS: each unbound rank's share of its node's CPUs
+//	procs.go   GOMAXPROCS: each rank's fair share of the CPUs it shares
 //	errors.go  ErrFreed, ErrNotMember, ErrNotInitialized, and the error
 //	           text that names the group
 package group

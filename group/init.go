@@ -53,11 +53,13 @@ func unregister(g *Group) {
 // stopping MPI, if the launcher started several ranks but MPI sees a world
 // of one (a PMI mismatch; see hpc.LaunchError).
 //
-// A rank that may run on every CPU of its node beside other ranks of the
-// job (started without binding, as by mpirun --bind-to none) gets its share
-// of the node's CPUs: Init lowers GOMAXPROCS to the CPUs divided by the
-// job's ranks on the node, unless the GOMAXPROCS environment variable is
-// set or WithAllProcs is given (see WithAllProcs).
+// A rank that shares the CPUs it may run on with other ranks of the job
+// (started without binding, as by mpirun --bind-to none, or bound to a
+// socket) gets its fair share of them: Init lowers GOMAXPROCS to it,
+// unless the GOMAXPROCS environment variable is set or WithAllProcs is
+// given (see WithAllProcs). To know it, the ranks of each node exchange
+// their affinity masks: Init is collective over the world, as MPI's own
+// initialisation is.
 //
 // A second Init returns the same world group; its options are ignored.
 // Init after Finalize returns an error: MPI cannot start twice in a
@@ -115,9 +117,7 @@ func Init(opts ...Option) (*Group, error) {
 		}
 	}
 	log.SetRankSize(rank, size)
-	if !cfg.allProcs {
-		shareProcs(env)
-	}
+	shareProcs(w, cfg.allProcs)
 	var g *Group
 	var err error
 	if cfg.torch != nil {

@@ -134,27 +134,53 @@ func TestPayloadTag(t *testing.T) {
 	assert.Equal(t, first, g.PayloadTag(), "the range cycles")
 }
 
+// fairShare shares each CPU of a rank's mask out among the ranks that
+// may run on it, and procsShare keeps GOMAXPROCS between 1 and its value.
 func TestProcsShare(t *testing.T) {
+	cpus := func(list ...int) []uint64 {
+		m := make([]uint64, 2)
+		for _, c := range list {
+			m[c/64] |= 1 << (c % 64)
+		}
+		return m
+	}
+	span := func(lo, hi int) []uint64 { // CPUs lo to hi-1
+		var l []int
+		for c := lo; c < hi; c++ {
+			l = append(l, c)
+		}
+		return cpus(l...)
+	}
+	rep := func(m []uint64, n int) [][]uint64 {
+		ms := make([][]uint64, n)
+		for i := range ms {
+			ms[i] = m
+		}
+		return ms
+	}
 	for _, tc := range []struct {
-		name                     string
-		cur, numCPU, online, loc int
-		explicit                 bool
-		want                     int
+		name  string
+		masks [][]uint64
+		me    int
+		cur   int
+		want  int
 	}{
-		{"two unbound ranks on 2 CPUs", 2, 2, 2, 2, false, 1},
-		{"four unbound ranks on 2 CPUs", 2, 2, 2, 4, false, 1},
-		{"two unbound ranks on 64 CPUs", 64, 64, 64, 2, false, 32},
-		{"three unbound ranks on 8 CPUs", 8, 8, 8, 3, false, 2},
-		{"alone on the node", 8, 8, 8, 1, false, 8},
-		{"local size unknown", 8, 8, 8, -1, false, 8},
-		{"bound to a core each", 1, 1, 2, 2, false, 1},
-		{"bound to 4 of 16 CPUs", 4, 4, 16, 4, false, 4},
-		{"GOMAXPROCS set by the user", 2, 2, 2, 2, true, 2},
-		{"already lower (a CPU quota)", 3, 64, 64, 2, false, 3},
-		{"online CPUs unknown", 8, 8, 0, 2, false, 8},
+		{"two unbound ranks on 2 CPUs", rep(span(0, 2), 2), 1, 2, 1},
+		{"four unbound ranks on 2 CPUs", rep(span(0, 2), 4), 0, 2, 1},
+		{"two unbound ranks on 64 CPUs", rep(span(0, 64), 2), 0, 64, 32},
+		{"three unbound ranks on 8 CPUs", rep(span(0, 8), 3), 2, 8, 2},
+		{"alone on the node", rep(span(0, 8), 1), 0, 8, 8},
+		{"bound to a core each", [][]uint64{cpus(0), cpus(1)}, 1, 1, 1},
+		{"bound to 4 of 16 CPUs each", [][]uint64{span(0, 4), span(4, 8), span(8, 12), span(12, 16)}, 2, 4, 4},
+		{"four ranks a socket of 16 CPUs", append(rep(span(0, 16), 4), rep(span(16, 32), 4)...), 5, 16, 4},
+		{"CPUs past 64", append(rep(span(64, 128), 2), rep(span(0, 64), 2)...), 0, 64, 32},
+		{"overlapping masks, the middle one", [][]uint64{span(0, 4), span(2, 6), span(4, 8)}, 1, 4, 2},
+		{"overlapping masks, an end one", [][]uint64{span(0, 4), span(2, 6), span(4, 8)}, 0, 4, 3},
+		{"already lower (a CPU quota)", rep(span(0, 64), 2), 0, 3, 3},
+		{"own mask unknown", [][]uint64{cpus(), span(0, 8)}, 0, 8, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, procsShare(tc.cur, tc.numCPU, tc.online, tc.loc, tc.explicit))
+			assert.Equal(t, tc.want, procsShare(tc.cur, fairShare(tc.masks, tc.me)))
 		})
 	}
 }

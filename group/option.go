@@ -43,15 +43,17 @@ func WithoutLaunchCheck() Option {
 }
 
 // WithAllProcs makes Init leave GOMAXPROCS as Go set it. By default, a
-// rank that may run on every CPU of its node, beside other ranks of the
-// job that may too (started without binding, as by mpirun --bind-to none),
-// gets its share of the CPUs: GOMAXPROCS becomes the node's CPUs divided
-// by the job's ranks on it (at least 1), unless the GOMAXPROCS environment
-// variable is set. Without that, n such ranks would run n times as many Go
-// processors as the node has CPUs, and their collectors and goroutines
-// would contend with the ranks' own threads for the cores, which slows
-// small transfers most. Use WithAllProcs when the ranks of a node take
-// turns to compute, each on all the cores.
+// rank that shares the CPUs it may run on with other ranks of the job on
+// its node (started without binding, as by mpirun --bind-to none, or bound
+// to a socket, as Open MPI's mpirun binds three ranks or more) gets its
+// fair share of them: each CPU counts 1/n for each of the n ranks that may
+// run on it, and GOMAXPROCS becomes the sum, rounded down, at least 1,
+// unless the GOMAXPROCS environment variable is set. Without that, n such
+// ranks would run n times as many Go processors as they have CPUs, and
+// their collectors and goroutines would contend with the ranks' own
+// threads for the cores, which slows small transfers most. Use
+// WithAllProcs when the ranks of a node take turns to compute, each on all
+// the cores.
 func WithAllProcs() Option {
 	return func(c *config) { c.allProcs = true }
 }

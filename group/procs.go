@@ -4,53 +4,134 @@
 package group
 
 import (
+	"math/bits"
 	"os"
 	"runtime"
 
 	"github.com/tdmpi/tdmpi/hpc"
 	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/mpi"
 )
 
-// Go sets GOMAXPROCS to the CPUs a process may run on. Ranks started
-// without binding (mpirun --bind-to none, MPICH's mpiexec by default) may
-// each run on every CPU of the node, so n such ranks run n times as many
-// Go processors as there are CPUs: the collector's workers and the rank's
-// other goroutines then contend for the cores with the ranks' polling
-// threads, and the kernel's time slices stall a small transfer for a
-// millisecond at a time. Init therefore gives each such rank its share of
-// the node's CPUs (shareProcs), as a rank bound to its cores gets by
-// itself. On the 2-core VM of this project, with two unbound ranks, a
-// fresh InitRemote of 16 small leaves took 2.0-2.6 us one way with
-// GOMAXPROCS=1 against 2.9-3.5 us with 2 (three alternating runs), and
-// transfers of 256 MiB moved at the same speed either way.
+// Go sets GOMAXPROCS to the CPUs a process may run on. Ranks that share
+// CPUs run more Go processors than those CPUs: n unbound ranks
+// (mpirun --bind-to none, MPICH's mpiexec by default) n times as many as
+// the node has, and Open MPI's default binding from three ranks up (to a
+// socket or NUMA domain) as many times as ranks share a domain. The
+// collector's workers and the rank's other goroutines then contend for the
+// cores with the ranks' polling threads, and the kernel's time slices
+// stall a small transfer for a millisecond at a time. Init therefore gives
+// each rank its fair share of the CPUs it may run on (shareProcs), as a
+// rank bound to cores of its own gets by itself. On the 2-core VM of this
+// project, with two unbound ranks, a fresh InitRemote of 16 small leaves
+// took 2.0-2.6 us one way with GOMAXPROCS=1 against 2.9-3.5 us with 2
+// (three alternating runs), and transfers of 256 MiB moved at the same
+// speed either way.
 
-// shareProcs lowers GOMAXPROCS to this rank's share of the node's CPUs
-// when the ranks of the job on the node (env.LocalSize) are not bound to
-// CPUs of their own, as procsShare decides, and logs it.
-func shareProcs(env hpc.Env) {
+// shareProcs lowers GOMAXPROCS to this rank's fair share of the CPUs it
+// may run on (fairShare), among the ranks of w on its node, unless keep
+// (WithAllProcs) or the user set GOMAXPROCS; it logs the change. Every
+// rank of w takes part in the exchange of affinity masks all the same, so
+// that all make the same collective calls: a rank that skipped them would
+// leave the others waiting. An exchange that fails changes nothing.
+func shareProcs(w *mpi.Comm, keep bool) {
+	masks, me, err := nodeMasks(w)
+	if err != nil {
+		log.Logger().Warn().Err(err).Msg("group: Init: GOMAXPROCS left as it is: the CPUs of this node's ranks are unknown")
+		return
+	}
 	_, explicit := os.LookupEnv("GOMAXPROCS")
+	if keep || explicit {
+		return
+	}
 	cur := runtime.GOMAXPROCS(0)
-	online, _ := hpc.OnlineCPUs()
-	n := procsShare(cur, runtime.NumCPU(), online, env.LocalSize, explicit)
+	n := procsShare(cur, fairShare(masks, me))
 	if n == cur {
 		return
 	}
 	runtime.GOMAXPROCS(n)
-	log.Logger().Info().Int("from", cur).Int("to", n).Int("local_ranks", env.LocalSize).Int("cpus", online).
-		Msg("group: Init: GOMAXPROCS lowered to this rank's share of the node's CPUs (set GOMAXPROCS, or use WithAllProcs, to keep it)")
+	log.Logger().Info().Int("from", cur).Int("to", n).Int("local_ranks", len(masks)).Int("cpus", cpuCount(masks[me])).
+		Msg("group: Init: GOMAXPROCS lowered to this rank's share of its CPUs (set GOMAXPROCS, or use WithAllProcs, to keep it)")
+}
+
+// nodeMasks returns the affinity masks (hpc.AffinityMask) of the ranks of
+// w on this node (mpi.Comm.SplitShared), in their order in w, and the index
+// of this rank's. It is collective over w. A rank whose mask is unknown
+// sends an empty one.
+func nodeMasks(w *mpi.Comm) (masks [][]uint64, me int, err error) {
+	mine, merr := hpc.AffinityMask()
+	if merr != nil || len(mine) > maskWords {
+		mine = nil
+	}
+	local, err := w.SplitShared()
+	if err != nil {
+		return nil, 0, err
+	}
+	send := make([]uint64, maskWords)
+	copy(send, mine)
+	n := local.Size()
+	all := make([]uint64, maskWords*n)
+	err = mpi.Allgather(local, send, all)
+	me = local.Rank()
+	if ferr := local.Free(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	masks = make([][]uint64, n)
+	for i := range masks {
+		masks[i] = all[i*maskWords : (i+1)*maskWords]
+	}
+	return masks, me, nil
+}
+
+// maskWords is the length of the masks nodeMasks exchanges: 1024 CPUs,
+// Linux's default CPU set.
+const maskWords = 16
+
+// fairShare returns the CPUs of masks[me] shared out among the ranks
+// whose masks hold each: the sum over those CPUs of one over the number of
+// ranks that may run on it, rounded down, at least 1 (0 for an empty
+// mask: unknown). Ranks bound to CPUs of their own get them all; n ranks
+// that share the same CPUs (unbound, or bound to one socket) get 1/n of
+// them each.
+func fairShare(masks [][]uint64, me int) int {
+	if cpuCount(masks[me]) == 0 {
+		return 0
+	}
+	var share float64
+	for w, word := range masks[me] {
+		for word != 0 {
+			bit := uint64(1) << bits.TrailingZeros64(word)
+			word &^= bit
+			n := 0
+			for _, m := range masks {
+				if w < len(m) && m[w]&bit != 0 {
+					n++
+				}
+			}
+			share += 1 / float64(n)
+		}
+	}
+	return max(1, int(share+1e-9))
+}
+
+// cpuCount returns the number of CPUs in mask.
+func cpuCount(mask []uint64) int {
+	n := 0
+	for _, w := range mask {
+		n += bits.OnesCount64(w)
+	}
+	return n
 }
 
 // procsShare returns the GOMAXPROCS of a rank that runs cur Go processors
-// on numCPU CPUs (its affinity mask, runtime.NumCPU) of a node with online
-// CPUs, among local ranks of its job on the node: cur itself when the user
-// set GOMAXPROCS (explicit), when the rank is alone on the node or its
-// count is unknown (local < 2), or when the rank is bound to some of the
-// CPUs (numCPU < online: the launcher gave each rank CPUs of its own, and
-// Go already counts only those); otherwise numCPU/local, at least 1 and
-// never more than cur.
-func procsShare(cur, numCPU, online, local int, explicit bool) int {
-	if explicit || local < 2 || online < 1 || numCPU != online {
+// and whose fair share of its CPUs is share: share, never more than cur;
+// cur when share is unknown (0).
+func procsShare(cur, share int) int {
+	if share < 1 {
 		return cur
 	}
-	return max(1, min(cur, numCPU/local))
+	return min(cur, share)
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // OnlineCPUs returns the number of CPUs online on this machine, as Linux
@@ -47,4 +49,19 @@ func parseCPUList(s string) (int, error) {
 		n += b - a + 1
 	}
 	return n, nil
+}
+
+// AffinityMask returns the CPUs this process may run on, its affinity mask
+// (sched_getaffinity): CPU i is bit i%64 of word i/64. It holds
+// runtime.NumCPU CPUs, unless the mask changed since the process started.
+func AffinityMask() ([]uint64, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("hpc: affinity mask: %w", err)
+	}
+	words := make([]uint64, len(set))
+	for i, w := range set {
+		words[i] = uint64(w)
+	}
+	return words, nil
 }

@@ -4,6 +4,7 @@
 package hpc
 
 import (
+	"math/bits"
 	"runtime"
 	"testing"
 
@@ -39,4 +40,14 @@ func TestOnlineCPUs(t *testing.T) {
 	n, err := OnlineCPUs()
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, n, runtime.NumCPU(), "this process runs on some of the online CPUs")
+}
+
+func TestAffinityMask(t *testing.T) {
+	mask, err := AffinityMask()
+	require.NoError(t, err)
+	n := 0
+	for _, w := range mask {
+		n += bits.OnesCount64(w)
+	}
+	assert.Equal(t, runtime.NumCPU(), n, "CPUs in the mask")
 }

@@ -48,7 +48,7 @@
 //	launcher.go   Launcher: Singleton, Mpirun, Srun, SlurmBatch
 //	check.go      CheckSize, LaunchError: the wrong-PMI check
 //	tasks.go      ParseTasksPerNode: Slurm's "2(x3),1" notation
-//	cpus.go       OnlineCPUs: the CPUs online, to tell bound ranks from unbound ones
+//	cpus.go       OnlineCPUs and AffinityMask: the CPUs online, and those this process may run on
 //	slurm/        sbatch job scripts to copy (srun-pmix, mpirun, test-suite)
 //	scripts/      the shell behind the Makefile: deps.sh (apt packages),
 //	              examples.sh (build, run and check examples/), fuzz.sh,

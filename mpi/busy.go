@@ -56,6 +56,7 @@ var (
 	callCommDup         = newCallCount("MPI_Comm_dup")
 	callCommFree        = newCallCount("MPI_Comm_free")
 	callCommSplit       = newCallCount("MPI_Comm_split")
+	callCommSplitType   = newCallCount("MPI_Comm_split_type")
 	callGather          = newCallCount("MPI_Gather")
 	callGatherv         = newCallCount("MPI_Gatherv")
 	callImprobe         = newCallCount("MPI_Improbe")

@@ -155,6 +155,24 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 
 const maxInt32 = 1<<31 - 1
 
+// SplitShared partitions c into the processes that can share memory, as
+// MPI_Comm_split_type with MPI_COMM_TYPE_SHARED: the ranks of c on each
+// node (as the MPI library sees nodes), in their order in c. It is
+// collective over c.
+func (c *Comm) SplitShared() (*Comm, error) {
+	const op = "MPI_Comm_split_type"
+	h, err := c.handle(op)
+	if err != nil {
+		return nil, err
+	}
+	defer callCommSplitType.enter().leave()
+	var n C.MPI_Comm
+	if err := newError(op, C.MPI_Comm_split_type(h, C.MPI_COMM_TYPE_SHARED, C.int(c.rank), C.MPI_INFO_NULL, &n)); err != nil {
+		return nil, err
+	}
+	return newComm(n)
+}
+
 // CreateGroup makes a communicator of the processes of c with the given
 // ranks (in c), as MPI_Comm_create_group: rank i of the result is ranks[i].
 // Only those processes call it, all with the same ranks and tag; tag tells

@@ -6,6 +6,8 @@
 package mpi
 
 import (
+	"hash/fnv"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +130,33 @@ func TestSplit(t *testing.T) {
 	}
 	_, err = w.Split(-5, 0)
 	assert.ErrorIs(t, err, ErrArg)
+}
+
+// SplitShared groups the ranks by node: here, by host name, in their
+// order in the world.
+func TestSplitShared(t *testing.T) {
+	w := World()
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	h := fnv.New64a()
+	h.Write([]byte(host))
+	hosts := make([]uint64, w.Size())
+	require.NoError(t, Allgather(w, []uint64{h.Sum64()}, hosts))
+	var same []int // the world ranks on this node
+	for r, x := range hosts {
+		if x == hosts[w.Rank()] {
+			same = append(same, r)
+		}
+	}
+	c, err := w.SplitShared()
+	require.NoError(t, err)
+	require.Equal(t, len(same), c.Size(), "ranks on host %s", host)
+	for i, want := range same {
+		got, err := c.TranslateRank(i, w)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "rank %d on the node", i)
+	}
+	require.NoError(t, c.Free())
 }
 
 func TestCreateGroup(t *testing.T) {

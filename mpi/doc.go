@@ -67,7 +67,8 @@
 // or a nonblocking operation is incomplete; Busy tells beforehand.
 //
 // Init sets MPI_ERRORS_RETURN on World and Self, and every communicator the
-// package creates (Comm.Dup, Comm.Split, Comm.CreateGroup) gets it too, so
+// package creates (Comm.Dup, Comm.Split, Comm.SplitShared, Comm.CreateGroup)
+// gets it too, so
 // MPI reports errors instead of aborting the job. Communicators are released
 // with Comm.Free, explicitly and collectively, never by finalizers; free them
 // before Finalize. A program that must stop the whole job calls Abort; the
@@ -202,7 +203,7 @@
 //
 //	env.go         Init, InitThread, Finalize, Abort, Wtime, LibraryVersion,
 //	               ThreadLevel; the goroutine locked to MPI's main thread
-//	comm.go        Comm: World, Self, Rank, Size, TagUB, Dup, Split,
+//	comm.go        Comm: World, Self, Rank, Size, TagUB, Dup, Split, SplitShared,
 //	               CreateGroup, TranslateRank, Barrier, Free
 //	types.go       Scalar, the element kinds and their MPI datatypes, buffers
 //	               and the big-count datatype of long buffers

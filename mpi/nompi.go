@@ -172,6 +172,9 @@ func (c *Comm) Dup() (*Comm, error) { return nil, ErrNoMPI }
 // Split returns ErrNoMPI: this build has no MPI.
 func (c *Comm) Split(color, key int) (*Comm, error) { return nil, ErrNoMPI }
 
+// SplitShared returns ErrNoMPI: this build has no MPI.
+func (c *Comm) SplitShared() (*Comm, error) { return nil, ErrNoMPI }
+
 // CreateGroup returns ErrNoMPI: this build has no MPI.
 func (c *Comm) CreateGroup(ranks []int, tag int) (*Comm, error) { return nil, ErrNoMPI }
 

@@ -190,7 +190,7 @@ func formatEnv(info envInfo) string {
 	line("scratch", "%s", orUnknown(e.Scratch))
 	line("GOMAXPROCS", "%d (NumCPU %d)", info.GoMaxProcs, info.NumCPU)
 	if info.GoMaxProcs < info.NumCPU {
-		line("", "note: fewer Go processors than CPUs: set by GOMAXPROCS, or group.Init's share of the node for ranks not bound to CPUs (group.WithAllProcs keeps them all)")
+		line("", "note: fewer Go processors than CPUs: set by GOMAXPROCS, or group.Init's fair share of CPUs this rank shares with others of the job (group.WithAllProcs keeps them all)")
 	}
 	line("go", "%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	if info.Warning != "" {
