@@ -67,9 +67,9 @@
 // or a nonblocking operation is incomplete; Busy tells beforehand.
 //
 // Init sets MPI_ERRORS_RETURN on World and Self, and every communicator the
-// package creates (Comm.Dup, Comm.Split, Comm.SplitShared, Comm.CreateGroup)
-// gets it too, so
-// MPI reports errors instead of aborting the job. Communicators are released
+// package creates (Comm.Dup, Comm.Split, Comm.SplitShared,
+// Comm.CreateGroup) gets it too, so MPI reports errors instead of aborting
+// the job. Communicators are released
 // with Comm.Free, explicitly and collectively, never by finalizers; free them
 // before Finalize. A program that must stop the whole job calls Abort; the
 // package never does.
