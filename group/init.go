@@ -59,7 +59,9 @@ func unregister(g *Group) {
 // unless the GOMAXPROCS environment variable is set or WithAllProcs is
 // given (see WithAllProcs). To know it, the ranks of each node exchange
 // their affinity masks: Init is collective over the world, as MPI's own
-// initialisation is.
+// initialisation is (with WithTorchPeers there is no exchange, and a rank
+// that may run on every CPU assumes the job's other ranks on its node may
+// too).
 //
 // A second Init returns the same world group; its options are ignored.
 // Init after Finalize returns an error: MPI cannot start twice in a
@@ -117,7 +119,7 @@ func Init(opts ...Option) (*Group, error) {
 		}
 	}
 	log.SetRankSize(rank, size)
-	shareProcs(w, cfg.allProcs)
+	shareProcs(w, env, cfg.allProcs, cfg.torch != nil)
 	var g *Group
 	var err error
 	if cfg.torch != nil {

@@ -5,6 +5,7 @@ package group
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -183,4 +184,24 @@ func TestProcsShare(t *testing.T) {
 			assert.Equal(t, tc.want, procsShare(tc.cur, fairShare(tc.masks, tc.me)))
 		})
 	}
+}
+
+// assumedMasks (ranks with torch peers, which exchange no masks) counts
+// the job's local ranks as sharing this rank's CPUs when it may run on
+// every online CPU, and as bound elsewhere otherwise.
+func TestAssumedMasks(t *testing.T) {
+	online, err := hpc.OnlineCPUs()
+	require.NoError(t, err)
+	masks, err := assumedMasks(3)
+	require.NoError(t, err)
+	require.NotEmpty(t, masks)
+	assert.Equal(t, runtime.NumCPU(), cpuCount(masks[0]), "this rank's mask first")
+	if runtime.NumCPU() == online {
+		assert.Len(t, masks, 3, "unbound: three ranks on every CPU")
+	} else {
+		assert.Len(t, masks, 1, "bound: only its own CPUs")
+	}
+	masks, err = assumedMasks(-1) // the local size unknown
+	require.NoError(t, err)
+	assert.Len(t, masks, 1)
 }

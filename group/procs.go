@@ -34,8 +34,21 @@ import (
 // rank of w takes part in the exchange of affinity masks all the same, so
 // that all make the same collective calls: a rank that skipped them would
 // leave the others waiting. An exchange that fails changes nothing.
-func shareProcs(w *mpi.Comm, keep bool) {
-	masks, me, err := nodeMasks(w)
+//
+// With torch peers (torch), whose initialisation makes no such call, there
+// is no exchange: each rank assumes the env.LocalSize ranks of the job on
+// its node (Go's and torch's) run on the same CPUs as itself when it may
+// run on every online CPU (unbound), and on CPUs of their own otherwise
+// (assumedMasks).
+func shareProcs(w *mpi.Comm, env hpc.Env, keep, torch bool) {
+	var masks [][]uint64
+	var me int
+	var err error
+	if torch {
+		masks, err = assumedMasks(env.LocalSize)
+	} else {
+		masks, me, err = nodeMasks(w)
+	}
 	if err != nil {
 		log.Logger().Warn().Err(err).Msg("group: Init: GOMAXPROCS left as it is: the CPUs of this node's ranks are unknown")
 		return
@@ -84,6 +97,27 @@ func nodeMasks(w *mpi.Comm) (masks [][]uint64, me int, err error) {
 		masks[i] = all[i*maskWords : (i+1)*maskWords]
 	}
 	return masks, me, nil
+}
+
+// assumedMasks returns the masks shareProcs assumes, this rank's first,
+// for local ranks of the job on this node: local copies of this rank's
+// mask when it holds every online CPU, else only its own.
+func assumedMasks(local int) ([][]uint64, error) {
+	mine, err := hpc.AffinityMask()
+	if err != nil {
+		return nil, err
+	}
+	online, err := hpc.OnlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	masks := [][]uint64{mine}
+	if cpuCount(mine) == online {
+		for len(masks) < local {
+			masks = append(masks, mine)
+		}
+	}
+	return masks, nil
 }
 
 // maskWords is the length of the masks nodeMasks exchanges: 1024 CPUs,
