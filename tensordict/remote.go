@@ -569,6 +569,13 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // arrives as an ordinary leaf; a tensorclass keeps its class name (see
 // FromRemoteInitAs).
 //
+// A small TensorDict (under 4 KiB of storage) whose structure and size
+// repeat those of the last two from the same peer is received into its
+// result: without WithContext, WithMemmap or WithAllocator, the receiver
+// makes the result before it waits, and the frame, once it is found to
+// fit, needs no copy. A frame that does not fit is received as any other
+// (the result made for it, a few KiB, is left to the collector).
+//
 // With WithContext, a receive still waiting for the header, or for the
 // storage, when the context ends returns an error wrapping ctx.Err(). If
 // MPI was already writing the storage (a large chunk of it), that receive
