@@ -752,11 +752,11 @@ type preparedInit struct {
 }
 
 // prepareInit prepares p, and returns it, for the next InitRemote frame
-// from l.Peer, whose last frames laid out as last, or returns nil when
-// there is none to make: unless the last prepareStreak receives from that peer were
-// copies of one template over frames of one size within lim, or the
-// receive could be abandoned in MPI (a context), or builds its storage
-// elsewhere (WithMemmap, WithAllocator).
+// from l.Peer, whose last frames laid out as last. It returns nil, with
+// nothing made, unless the last prepareStreak receives from that peer
+// were copies of one template over frames of one size within lim, and
+// when the receive could be abandoned in MPI (a context) or builds its
+// storage elsewhere (WithMemmap, WithAllocator).
 func (l *link) prepareInit(p *preparedInit, last initLayout, lim wire.Limits) *preparedInit {
 	if last.tp == nil || last.streak < prepareStreak || last.head > 0 || l.Ctx.Done() != nil || l.o.memmap != "" || l.o.alloc != nil ||
 		int64(last.n) > lim.MaxFrame(initInlineMax) {
