@@ -625,9 +625,10 @@ func (l *link) recvInit() (*TensorDict, error) {
 	sizes.mu.Lock()
 	last := sizes.last[l.Peer]
 	sizes.mu.Unlock()
+	maxFrame := lim.MaxFrame(initInlineMax)
 	var prepared preparedInit // on the stack
-	pre := l.prepareInit(&prepared, last, lim)
-	frame, split, err := l.recvInitFrame(lim, last, pre)
+	pre := l.prepareInit(&prepared, last, maxFrame)
+	frame, split, err := l.recvInitFrame(lim, maxFrame, last, pre)
 	if err != nil {
 		return nil, err
 	}
@@ -754,12 +755,13 @@ type preparedInit struct {
 // prepareInit prepares p, and returns it, for the next InitRemote frame
 // from l.Peer, whose last frames laid out as last. It returns nil, with
 // nothing made, unless the last prepareStreak receives from that peer
-// were copies of one template over frames of one size within lim, and
-// when the receive could be abandoned in MPI (a context) or builds its
-// storage elsewhere (WithMemmap, WithAllocator).
-func (l *link) prepareInit(p *preparedInit, last initLayout, lim wire.Limits) *preparedInit {
+// were copies of one template over frames of one size of at most
+// maxFrame bytes (this receive's limits), and when the receive could be
+// abandoned in MPI (a context) or builds its storage elsewhere
+// (WithMemmap, WithAllocator).
+func (l *link) prepareInit(p *preparedInit, last initLayout, maxFrame int64) *preparedInit {
 	if last.tp == nil || last.streak < prepareStreak || last.head > 0 || l.Ctx.Done() != nil || l.o.memmap != "" || l.o.alloc != nil ||
-		int64(last.n) > lim.MaxFrame(initInlineMax) {
+		int64(last.n) > maxFrame {
 		return nil
 	}
 	td, frame, ok := last.tp.prepareFrame(last.n - last.tp.stLen)
@@ -872,7 +874,8 @@ type splitInit struct {
 	st *tensor.Storage
 }
 
-// recvInitFrame receives the header message of an InitRemote, within lim.
+// recvInitFrame receives the header message of an InitRemote, within lim
+// (maxFrame: the longest header message lim allows).
 //
 // When the last one from this peer had an inline storage of splitRecvMin
 // bytes or more and this one has the same size (a TensorDict of the same
@@ -901,8 +904,7 @@ type splitInit struct {
 // once it has copied what it needs out of it. It releases split.st (if not
 // nil) unless a result holds it. A message outside lim is consumed, with
 // what its header announces, and refused.
-func (l *link) recvInitFrame(lim wire.Limits, last initLayout, pre *preparedInit) (frame []byte, split splitInit, err error) {
-	maxFrame := lim.MaxFrame(initInlineMax)
+func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64, last initLayout, pre *preparedInit) (frame []byte, split splitInit, err error) {
 	sizes := initFrames.Of(l.Group)
 	apart := last.head > 0 && l.Ctx.Done() == nil && l.o.memmap == "" && l.o.alloc == nil
 	var st *tensor.Storage
