@@ -14,7 +14,6 @@ import (
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
-	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // TestInitRemotePrepared: after two InitRemotes in a row of one small
@@ -31,16 +30,7 @@ func TestInitRemotePrepared(t *testing.T) {
 	if g.Rank() > 1 {
 		return
 	}
-	build := func(t *testing.T, round float64) *TensorDict {
-		a, err := tensor.Arange(tensor.Float64, round*1e3, round*1e3+100, 1)
-		require.NoError(t, err)
-		td := New()
-		require.NoError(t, td.Set(K("a"), a))
-		require.NoError(t, td.Set(K("b", "c"), tensor.Full(tensor.Int32, round, 3)))
-		td, err = td.Consolidate()
-		require.NoError(t, err)
-		return td
-	}
+	build := func(t *testing.T, round float64) *TensorDict { return countedTD(t, 100, round) }
 	src := build(t, 0)
 	// Described by its kept structure from the second send on, x's frame
 	// is a bare header and the storage.

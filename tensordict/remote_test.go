@@ -217,6 +217,20 @@ func TestInitRemoteFrameSizes(t *testing.T) {
 	}
 }
 
+// countedTD returns a consolidated TensorDict whose values tell round apart:
+// "a", n float64 counting from round*1e6, and "b", "c", three int32 of round.
+func countedTD(t *testing.T, n int, round float64) *TensorDict {
+	t.Helper()
+	a, err := tensor.Arange(tensor.Float64, round*1e6, round*1e6+float64(n), 1)
+	require.NoError(t, err)
+	td := New()
+	require.NoError(t, td.Set(K("a"), a))
+	require.NoError(t, td.Set(K("b", "c"), tensor.Full(tensor.Int32, round, 3)))
+	td, err = td.Consolidate()
+	require.NoError(t, err)
+	return td
+}
+
 // TestInitRemoteJoined sends a consolidated TensorDict whose storage
 // travels in the header message (copied after the header, or past the
 // eager limit in two blocks, see eagerMax) or after it, four times each
@@ -228,16 +242,7 @@ func TestInitRemoteJoined(t *testing.T) {
 	if g.Rank() > 1 {
 		return
 	}
-	build := func(t *testing.T, n int, round float64) *TensorDict {
-		a, err := tensor.Arange(tensor.Float64, round*1e6, round*1e6+float64(n), 1)
-		require.NoError(t, err)
-		td := New()
-		require.NoError(t, td.Set(K("a"), a))
-		require.NoError(t, td.Set(K("b", "c"), tensor.Full(tensor.Int32, round, 3)))
-		td, err = td.Consolidate()
-		require.NoError(t, err)
-		return td
-	}
+	build := countedTD
 	// Float64 elements of "a": storages around each family's eager limit,
 	// around splitRecvMin, up to initInlineMax, and past it.
 	for _, n := range []int{300, 520, 760, 1020, 1100, 2040, 2500, 4000, 8180, 8200} {
