@@ -192,6 +192,13 @@ func TestWaitLockedThread(t *testing.T) {
 // Request.Await of a small receive pause as Recv does; those of a receive
 // over 64 KiB (pauseMaxBytes) test without pause all along, and use a
 // large part of a core (a quarter at least, where four ranks share two).
+//
+// The bounds leave room for the machine: CPU time is the whole process's
+// (the collector and the runtime's threads count), a napping wait uses
+// 3-7% of its wait here and a spinning one over 100%, and a CI run once
+// measured 26% for a napping Await. So a napping wait fails only past half
+// of its wait, which a wait that yields in a loop on a core of its own
+// passes by far.
 func TestWaitNaps(t *testing.T) {
 	c := spinPeers(t)
 	if c == nil {
@@ -256,7 +263,7 @@ func TestWaitNaps(t *testing.T) {
 		}
 		t.Logf("%s: CPU time %v over a wait of %v", tc.op, cpu, waited)
 		if tc.pause {
-			assert.Less(t, cpu, waited/4, "%s: CPU time %v over a wait of %v", tc.op, cpu, waited)
+			assert.Less(t, cpu, waited/2, "%s: CPU time %v over a wait of %v", tc.op, cpu, waited)
 		} else {
 			assert.Greater(t, cpu, waited/4, "%s: CPU time %v over a wait of %v", tc.op, cpu, waited)
 		}
