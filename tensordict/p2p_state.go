@@ -64,6 +64,11 @@ type p2pState struct {
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags
 
+	// Where the header message in s.bare may be sent again as it is, with
+	// the storage copied in anew (see sendSteady); ok is false when no
+	// such message is there.
+	steady steadySend
+
 	iframe []byte // the message of a blocking small InitRemote (see sendStateInit)
 
 	// Where a transfer has carried the metadata since s was built (see
@@ -395,6 +400,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.sbody, s.bare, s.rbody, s.stage, s.tags = nil, nil, nil, nil, nil
 	s.accepted = acceptedHeader{}
 	s.describedTo = s.describedTo[:0]
+	s.steady = steadySend{}
 	if s.hdr == nil {
 		s.hdr = xfer.AlignedBuf(wire.Size)
 	}
@@ -576,6 +582,20 @@ func acceptOptsOf(l *link) acceptOpts {
 	return acceptOpts{maxBytes: l.o.maxBytes, tag: l.o.tag, consolidated: l.o.consolidated, pseudoRand: l.o.pseudoRand}
 }
 
+// steadySend records the header message of the last blocking
+// consolidated Send of a p2pState when that message is the whole transfer
+// and carries no metadata: its storage copied in (storageTravel), its
+// place described. The next Send to the same place from the unchanged
+// state has the same header byte for byte (the state's structure, size
+// and hash, the place's tag, the same flags), so it copies the storage in
+// and sends, without building the header and the message list again.
+// The state's build, detach and markDescribed's restart drop the record,
+// and every other transfer that builds a message (see messages) remakes it.
+type steadySend struct {
+	to describedKey
+	ok bool
+}
+
 // describedKey is where a Send transfer goes: the communicator, the
 // peer, the tag of its header and whether it is per leaf.
 type describedKey struct {
@@ -604,6 +624,7 @@ func (s *p2pState) described(l *link) bool {
 func (s *p2pState) markDescribed(l *link) {
 	if len(s.describedTo) == maxDescribed {
 		s.describedTo = s.describedTo[:0]
+		s.steady.ok = false // its place is no longer described
 	}
 	s.describedTo = append(s.describedTo, s.describedKey(l))
 }

@@ -80,6 +80,10 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 			clear(msgs)
 			return err
 		}},
+		{"SteadyFrame", func() error {
+			_, err := s.steadyFrame()
+			return err
+		}},
 		{"GotBody", func() error {
 			copy(s.hdr, frame)
 			h, known, err := s.parseKnown(l, false)

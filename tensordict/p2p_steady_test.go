@@ -1,0 +1,91 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// steadyOf reports whether td's state records a header message that the
+// next blocking consolidated Send to rank 1 on tag may send again as it is
+// (see steadySend).
+func steadyOf(t *testing.T, td *TensorDict, tag int) bool {
+	t.Helper()
+	s, err := p2pStateOf("test", td)
+	require.NoError(t, err)
+	defer s.mu.Unlock()
+	return s.steady.ok && s.steady.to.peer == 1 && s.steady.to.tag == tag && !s.steady.to.perLeaf
+}
+
+// TestSendSteady walks a consolidated Send through the record of its
+// steady header message (sendSteady), from a consolidated TensorDict and
+// from one whose leaves Send packs: the record appears with the second
+// transfer to a place (the first carries the metadata), serves the third,
+// follows the place, is dropped by an ISend (which writes the same buffer)
+// and by a rebuilt state, and never by a change of the values, which every
+// transfer copies anew. The receiver checks every element of every
+// transfer.
+func TestSendSteady(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	steps := []struct {
+		name   string
+		tag    int
+		isend  bool
+		grow   bool // add a leaf first: the state is rebuilt
+		steady bool // the record holds for tag after the step
+	}{
+		{name: "first, with the metadata", tag: 0},
+		{name: "second, described", tag: 0, steady: true},
+		{name: "third, from the record", tag: 0, steady: true},
+		{name: "another tag, with the metadata", tag: 5},
+		{name: "another tag, described", tag: 5, steady: true},
+		{name: "back to the first tag", tag: 0, steady: true},
+		{name: "ISend", tag: 0, isend: true},
+		{name: "after the ISend", tag: 0, steady: true},
+		{name: "a leaf more", tag: 0, grow: true},
+		{name: "a leaf more, described", tag: 0, steady: true},
+		{name: "a leaf more, from the record", tag: 0, steady: true},
+	}
+	for _, packed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("packed=%v", packed), func(t *testing.T) {
+			td := bigTD(t, 3, 4, 0)
+			if !packed {
+				var err error
+				td, err = td.Consolidate()
+				require.NoError(t, err)
+			}
+			for i, st := range steps {
+				round := float64(10*i + 1)
+				if st.grow {
+					require.NoError(t, td.Set(K("x", "more"), tensor.Zeros(tensor.Float64, 4)))
+				}
+				fill(t, td, round)
+				if g.Rank() == 1 {
+					_, err := td.Recv(0, WithConsolidated(), WithTag(st.tag), testCtx(t))
+					require.NoError(t, err, st.name)
+					assert.True(t, td.EqScalar(round).All(), st.name)
+					continue
+				}
+				if st.isend {
+					p, err := td.ISend(1, WithConsolidated(), WithTag(st.tag))
+					require.NoError(t, err, st.name)
+					require.NoError(t, p.Wait(), st.name)
+				} else {
+					require.NoError(t, td.Send(1, WithConsolidated(), WithTag(st.tag)), st.name)
+				}
+				assert.Equal(t, st.steady, steadyOf(t, td, st.tag), st.name)
+			}
+		})
+	}
+}
