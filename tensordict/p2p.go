@@ -173,11 +173,11 @@ func (td *TensorDict) send(dst int, opts []SendOption) error {
 		return l.Errorf("%w", err)
 	}
 	l.LogStart(int64(s.total), s.tag0)
-	if s.sendHeld, err = xfer.LockTagsCtx(&l.Link, s.sendHeld, false, s.tagSet); err != nil {
+	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
 		return l.Errorf("%w", err)
 	}
 	err = s.send(l)
-	xfer.UnlockAll(s.sendHeld)
+	s.sendHeld.Unlock()
 	if err != nil {
 		return l.Errorf("%w", err)
 	}
@@ -475,7 +475,7 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	}
 	defer s.mu.Unlock()
 	l.LogStart(int64(s.total), s.tag0)
-	s.recvHeld = xfer.LockTags(s.recvHeld, l.Group, l.Peer, true, s.tagSet)
+	s.recvHeld.Lock(l.Group, l.Peer, true, s.tagSet)
 	// The receive runs on a copy of the link kept in s, so that lv stays
 	// on the stack: a large receive with a context hands its buffer (r.dst)
 	// to MPI, which escape analysis takes as r's whole content.
@@ -483,7 +483,7 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	r := recvOp{l: &s.rlink, td: td, s: s}
 	_, err = r.advance(true)
 	s.rlink = link{}
-	xfer.UnlockAll(s.recvHeld)
+	s.recvHeld.Unlock()
 	if err != nil {
 		return 0, l.Errorf("%w", err)
 	}

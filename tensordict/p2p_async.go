@@ -152,7 +152,7 @@ func (op *irecvOp) step(free bool) bool {
 			op.finish(err)
 			return true
 		}
-		if s.recvHeld, ok = xfer.TryLockTags(s.recvHeld, l.Group, l.Peer, true, s.tagSet); !ok {
+		if !s.recvHeld.TryLock(l.Group, l.Peer, true, s.tagSet) {
 			s.mu.Unlock()
 			return false
 		}
@@ -181,7 +181,7 @@ func (op *irecvOp) step(free bool) bool {
 func (op *irecvOp) release() {
 	if op.started {
 		s := op.r.s
-		xfer.UnlockAll(s.recvHeld)
+		s.recvHeld.Unlock()
 		s.mu.Unlock()
 		op.r, op.started = recvOp{}, false
 	}
@@ -502,10 +502,10 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	if len(s.cur) > 0 {
 		p.tag = s.cur[len(s.cur)-1]
 	}
-	if s.sendHeld, err = xfer.LockTagsCtx(&l.Link, s.sendHeld, false, s.tagSet); err != nil {
+	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
 		return nil, l.Errorf("%w", err)
 	}
-	defer xfer.UnlockAll(s.sendHeld)
+	defer s.sendHeld.Unlock()
 	if p.reqs, err = xfer.PostSends(&l.Link, msgs, tags, s.messageName); err != nil {
 		// The messages already posted must still complete.
 		return nil, p.fail(err)

@@ -54,7 +54,7 @@ func settle(start int) int {
 func noTransferState(t *testing.T) {
 	t.Helper()
 	assert.Zero(t, xfer.Pending(), "IRecvs still queued")
-	held, _ := xfer.TagLocksInUse(group.World())
+	held, _, _ := xfer.TagLocksInUse(group.World())
 	assert.Zero(t, held, "tag locks still held")
 	assert.NoError(t, mpi.Busy())
 }

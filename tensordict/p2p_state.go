@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -84,9 +85,10 @@ type p2pState struct {
 	tag0   int   // tag of the header and metadata messages
 	tagSet []int // distinct tags, sorted
 	// The tag locks of the transfer in progress; after it, those of the
-	// last one, which the next finds again (see xfer.LockTags).
-	sendHeld []*xfer.TagLock
-	recvHeld []*xfer.TagLock
+	// last one, referenced for the next (see xfer.Held). Allocations of
+	// their own, which the cleanup newP2PState registers releases.
+	sendHeld *xfer.Held
+	recvHeld *xfer.Held
 
 	// What refresh last checked td at: its nodes, depth first, and the
 	// edit count of each (see TensorDict.edited), and whether td's
@@ -161,10 +163,24 @@ func stateOf(td *TensorDict) (*p2pState, error) {
 	if s == nil {
 		// A concurrent first call may install its state first; both
 		// then use that one.
-		td.p2p.CompareAndSwap(nil, &p2pState{})
+		td.p2p.CompareAndSwap(nil, newP2PState())
 		s = td.p2p.Load()
 	}
 	return s, nil
+}
+
+// newP2PState returns an empty state whose tag locks are released once
+// it is unreachable.
+func newP2PState() *p2pState {
+	s := &p2pState{sendHeld: new(xfer.Held), recvHeld: new(xfer.Held)}
+	runtime.AddCleanup(s, releaseHeld, [2]*xfer.Held{s.sendHeld, s.recvHeld})
+	return s
+}
+
+// releaseHeld releases the tag locks of a state that is gone.
+func releaseHeld(h [2]*xfer.Held) {
+	h[0].Release()
+	h[1].Release()
 }
 
 // refresh rebuilds s, locked, if td changed since it was built. On error

@@ -5,12 +5,15 @@ package tensordict
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -88,4 +91,49 @@ func TestSendSteady(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTagLocksGoWithTheTensorDict: a TensorDict keeps the tag locks of its
+// last Send and Recv referenced for the next (xfer.Held), and gives them
+// back once it is collected. 2,100 TensorDicts, each sent once on a tag of
+// its own and dropped, would otherwise leave 2,100 locks in the group's
+// table for good; once they are collected, the locks are idle, and the
+// table sweeps them out at its next new lock.
+func TestTagLocksGoWithTheTensorDict(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	const n, base = 2100, 20000
+	transfer := func(tag int) {
+		td := bigTD(t, 1, 2, float64(tag))
+		if g.Rank() == 0 {
+			require.NoError(t, td.Send(1, WithConsolidated(), WithTag(tag)))
+			return
+		}
+		_, err := td.Recv(0, WithConsolidated(), WithTag(tag), testCtx(t))
+		require.NoError(t, err)
+		checkBigTD(t, td, 1, 2, float64(tag))
+	}
+	_, before, _ := xfer.TagLocksInUse(g) // other tests' TensorDicts
+	for i := range n {
+		transfer(base + i)
+	}
+	held, kept, idle := xfer.TagLocksInUse(g)
+	require.Zero(t, held)
+	t.Logf("rank %d: after %d transfers, %d locks kept, %d idle", g.Rank(), n, kept, idle)
+	// The TensorDicts are garbage: collect them, and let their cleanups run.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		if _, kept, _ = xfer.TagLocksInUse(g); kept <= before {
+			break
+		}
+	}
+	assert.LessOrEqual(t, kept, before, "the collected TensorDicts' locks are released")
+	transfer(base + n) // a new lock: a table of 2048 locks or more sweeps
+	held, kept, idle = xfer.TagLocksInUse(g)
+	assert.Zero(t, held)
+	assert.Less(t, kept+idle, 2048, "the released locks are swept out")
 }

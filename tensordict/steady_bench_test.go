@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/internal/wire"
-	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // BenchmarkRemoteSteadyParts times, on rank 0 alone, the steps of a
@@ -70,9 +69,8 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 			return err
 		}},
 		{"TagLocks", func() error {
-			held, err := xfer.LockTagsCtx(&l.Link, s.sendHeld, false, s.tagSet)
-			xfer.UnlockAll(held)
-			s.sendHeld = held
+			err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet)
+			s.sendHeld.Unlock()
 			return err
 		}},
 		{"Messages", func() error {

@@ -32,22 +32,15 @@ type tagKey struct {
 }
 
 // TagLock is the lock of one tag of one group. It stays in its group's
-// table while some call holds or waits for it (refs > 0), and after that
-// until the table has 2*tagLockIdle locks and sweeps the idle ones out: the
-// steady state of Send and Recv, which takes the same tags call after call,
-// finds its locks again, and a table is bounded by the transfers in
-// progress plus 2*tagLockIdle, not by every tag ever used.
-//
-// A call finds its locks through the table (its mutex and map), or, in
-// the steady state, as the locks its previous call held (LockTags' held
-// slice keeps them): it then takes a reference with one atomic operation,
-// unless a sweep removed the lock meanwhile (refs -1), and never touches
-// the table.
+// table while some owner references it (refs > 0: a Held that holds it,
+// waits for it or keeps it for its next transfer), and after that until
+// the table has 2*tagLockIdle locks and sweeps the idle ones out. A table
+// is bounded by the locks its owners reference plus 2*tagLockIdle, not by
+// every tag ever used.
 type TagLock struct {
 	mu   sync.Mutex
-	t    *tagTable
 	key  tagKey
-	refs atomic.Int32 // calls holding or waiting for mu; -1 once swept out of t
+	refs atomic.Int32 // Helds referencing the lock; -1 once swept out of its table
 }
 
 // tryRef takes a reference to l unless l was swept out of its table.
@@ -86,13 +79,13 @@ func (t *tagTable) ref(k tagKey) *TagLock {
 	if len(t.m) >= 2*tagLockIdle {
 		t.sweep()
 	}
-	l := &TagLock{t: t, key: k}
+	l := &TagLock{key: k}
 	l.refs.Store(1)
 	t.m[k] = l
 	return l
 }
 
-// sweep removes the locks nobody holds or waits for. t.mu must be held.
+// sweep removes the locks nobody references. t.mu must be held.
 func (t *tagTable) sweep() {
 	for k, l := range t.m {
 		if l.refs.CompareAndSwap(0, -1) {
@@ -101,61 +94,138 @@ func (t *tagTable) sweep() {
 	}
 }
 
-// refAll appends to held a reference to the lock of each of tags, in
-// order: the lock at the same place of held's spare capacity (the
-// previous call's) when it is that tag's and still in the table, else
-// the table's.
-func (t *tagTable) refAll(held []*TagLock, peer int, recv bool, tags []int) []*TagLock {
-	n := len(held)
-	prev := held[n:cap(held)]
-	locked := false
-	for i, tag := range tags {
-		k := tagKey{peer: peer, tag: tag, recv: recv}
-		if i < len(prev) {
-			if l := prev[i]; l != nil && l.t == t && l.key == k && l.tryRef() {
-				held = append(held, l)
-				continue
-			}
-		}
-		if !locked {
-			t.mu.Lock()
-			locked = true
-		}
-		held = append(held, t.ref(k))
-	}
-	if locked {
-		t.mu.Unlock()
-	}
-	return held
+// Held is the tag locks of one direction of one owner's transfers (a
+// TensorDict's sends, or its receives): Lock takes the locks of a
+// transfer's tags, Unlock gives them back. Between transfers it keeps
+// them referenced, so that the next transfer on the same tags of the same
+// group and peer takes their mutexes alone, without the table (the steady
+// state: 2 atomic operations a transfer instead of 4 and a lookup); a
+// transfer on other tags drops the references and takes new ones.
+//
+// The owner serializes its transfers (a Held is not safe for concurrent
+// use) and calls Release when it goes away: runtime.AddCleanup on the
+// owner, with the Held (which must not reach the owner) as the argument.
+// A Held that is never released keeps its locks in the table, but no
+// transfer waits for them.
+type Held struct {
+	locks  []*TagLock // referenced, in the order of the tags
+	g      *group.Group
+	t      *tagTable // g's, where locks are
+	locked bool
 }
 
-// lockAll takes the locks of tags, in their order, appending them to held.
-func (t *tagTable) lockAll(held []*TagLock, peer int, recv bool, tags []int) []*TagLock {
-	n := len(held)
-	held = t.refAll(held, peer, recv, tags)
-	for _, l := range held[n:] {
+// Lock takes the locks of tags (sorted and distinct, so that two
+// transfers cannot deadlock) for a transfer with peer on g, waiting for
+// the transfers that hold them.
+func (h *Held) Lock(g *group.Group, peer int, recv bool, tags []int) {
+	h.lock(h.table(g), peer, recv, tags)
+}
+
+// TryLock is Lock without waiting: if another transfer holds one of the
+// locks, it takes none and reports false.
+func (h *Held) TryLock(g *group.Group, peer int, recv bool, tags []int) bool {
+	return h.tryLock(h.table(g), peer, recv, tags)
+}
+
+// LockCtx is Lock for l's transfer bounded by its context: while another
+// transfer holds one of the locks, it polls (TryLock, Poll) until the
+// context ends, and then returns an error wrapping the context's error,
+// holding nothing.
+func (h *Held) LockCtx(l *Link, recv bool, tags []int) error {
+	if l.Ctx.Done() == nil {
+		h.Lock(l.Group, l.Peer, recv, tags)
+		return nil
+	}
+	err := Poll(l.Ctx, func() (bool, error) {
+		return h.TryLock(l.Group, l.Peer, recv, tags), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for another transfer on tags %v: %w", tags, err)
+	}
+	return nil
+}
+
+// Unlock gives back the locks Lock or TryLock took, keeping them
+// referenced for the next transfer.
+func (h *Held) Unlock() {
+	for i := len(h.locks) - 1; i >= 0; i-- {
+		h.locks[i].mu.Unlock()
+	}
+	h.locked = false
+}
+
+// Release drops h's references, for the table to sweep the locks once no
+// other Held references them. h must not be locked.
+func (h *Held) Release() {
+	if h.locked {
+		panic("xfer: Release of a locked Held")
+	}
+	for _, l := range h.locks {
+		l.refs.Add(-1)
+	}
+	clear(h.locks)
+	h.locks, h.g, h.t = h.locks[:0], nil, nil
+}
+
+// table returns g's table of locks: the one h's locks are in when they
+// are g's (no lookup), else the group's.
+func (h *Held) table(g *group.Group) *tagTable {
+	if h.g == g && h.t != nil {
+		return h.t
+	}
+	h.Release()
+	h.g, h.t = g, tagLocks.Of(g)
+	return h.t
+}
+
+// lock is Lock on table t.
+func (h *Held) lock(t *tagTable, peer int, recv bool, tags []int) {
+	h.refer(t, peer, recv, tags)
+	for _, l := range h.locks {
 		l.mu.Lock()
 	}
-	return held
+	h.locked = true
 }
 
-// tryLockAll is lockAll without waiting: if any lock is held elsewhere, it
-// takes none and reports false.
-func (t *tagTable) tryLockAll(held []*TagLock, peer int, recv bool, tags []int) ([]*TagLock, bool) {
-	n := len(held)
-	held = t.refAll(held, peer, recv, tags)
-	for i, l := range held[n:] {
+// tryLock is TryLock on table t.
+func (h *Held) tryLock(t *tagTable, peer int, recv bool, tags []int) bool {
+	h.refer(t, peer, recv, tags)
+	for i, l := range h.locks {
 		if !l.mu.TryLock() {
-			for _, h := range held[n : n+i] {
-				h.mu.Unlock()
+			for _, taken := range h.locks[:i] {
+				taken.mu.Unlock()
 			}
-			for _, h := range held[n:] {
-				h.refs.Add(-1)
-			}
-			return held[:n], false
+			return false
 		}
 	}
-	return held, true
+	h.locked = true
+	return true
+}
+
+// refer makes h.locks the locks of tags for peer in t, referenced: the
+// ones it references already when they are those (no lookup), else the
+// table's.
+func (h *Held) refer(t *tagTable, peer int, recv bool, tags []int) {
+	if h.t == t && len(h.locks) == len(tags) {
+		same := true
+		for i, l := range h.locks {
+			if l.key != (tagKey{peer: peer, tag: tags[i], recv: recv}) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return
+		}
+	}
+	g := h.g
+	h.Release()
+	h.g, h.t = g, t
+	t.mu.Lock()
+	for _, tag := range tags {
+		h.locks = append(h.locks, t.ref(tagKey{peer: peer, tag: tag, recv: recv}))
+	}
+	t.mu.Unlock()
 }
 
 // TagSet returns the distinct tags of tags, sorted, in dst.
@@ -165,64 +235,29 @@ func TagSet(dst, tags []int) []int {
 	return slices.Compact(dst)
 }
 
-// LockTags takes the locks of the sorted distinct tags (in order, so that
-// two calls cannot deadlock) and returns them in held. Pass the held of
-// the caller's previous call, released: when it was on the same tags, its
-// locks are taken again without a lookup. (Keep one held per direction.)
-func LockTags(held []*TagLock, g *group.Group, peer int, recv bool, tags []int) []*TagLock {
-	return tagLocks.Of(g).lockAll(held[:0], peer, recv, tags)
-}
-
-// LockTagsCtx is LockTags bounded by l's context: while another transfer
-// holds one of the tags, it polls (TryLockTags, Poll) until the context
-// ends, and then returns an error wrapping the context's error, holding
-// nothing.
-func LockTagsCtx(l *Link, held []*TagLock, recv bool, tags []int) ([]*TagLock, error) {
-	if l.Ctx.Done() == nil {
-		return LockTags(held, l.Group, l.Peer, recv, tags), nil
-	}
-	var ok bool
-	err := Poll(l.Ctx, func() (bool, error) {
-		held, ok = TryLockTags(held, l.Group, l.Peer, recv, tags)
-		return ok, nil
-	})
-	if err != nil {
-		return held[:0], fmt.Errorf("waiting for another transfer on tags %v: %w", tags, err)
-	}
-	return held, nil
-}
-
-// TryLockTags is LockTags without waiting: if any lock is held elsewhere,
-// it takes none and reports false.
-func TryLockTags(held []*TagLock, g *group.Group, peer int, recv bool, tags []int) ([]*TagLock, bool) {
-	return tagLocks.Of(g).tryLockAll(held[:0], peer, recv, tags)
-}
-
-// UnlockAll releases the locks LockTags or TryLockTags took. held keeps
-// them, for the next call with the same tags to find.
-func UnlockAll(held []*TagLock) {
-	for i := len(held) - 1; i >= 0; i-- {
-		held[i].mu.Unlock()
-		held[i].refs.Add(-1)
-	}
-}
-
-// TagLocksInUse returns how many tag locks of g are held or waited for,
-// and how many idle ones its table keeps for reuse (fewer than 2048):
-// after every transfer on g has ended, held is zero. Tests check it.
-func TagLocksInUse(g *group.Group) (held, idle int) {
+// TagLocksInUse returns how many tag locks of g's table are locked (held
+// by a transfer), kept (referenced by a Held for its next transfer) and
+// idle (which the table keeps for reuse, fewer than 2048): after every
+// transfer on g has ended, held is zero, and kept is zero once the owners
+// of the Helds are gone. Tests check it.
+func TagLocksInUse(g *group.Group) (held, kept, idle int) {
 	return tagLocks.Of(g).inUse()
 }
 
-func (t *tagTable) inUse() (held, idle int) {
+func (t *tagTable) inUse() (held, kept, idle int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, l := range t.m {
-		if l.refs.Load() > 0 {
+		switch {
+		case !l.mu.TryLock():
 			held++
-		} else {
+			continue
+		case l.refs.Load() > 0:
+			kept++
+		default:
 			idle++
 		}
+		l.mu.Unlock()
 	}
-	return held, idle
+	return held, kept, idle
 }
