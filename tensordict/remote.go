@@ -49,17 +49,19 @@ func (l *link) init(op string, peer int, dir string) error {
 	if err := l.o.check(op); err != nil {
 		return err
 	}
-	l.Link = xfer.Link{Op: op, Group: l.o.group, Comm: l.o.group.LibComm(), Peer: peer, Dir: dir, Ctx: l.o.ctx}
+	g := l.o.group
+	// Field by field: a composite literal is built aside and copied.
+	l.Op, l.Group, l.Comm, l.Peer, l.Dir, l.Ctx = op, g, g.LibComm(), peer, dir, l.o.ctx
 	if l.o.broadcast {
-		if peer < 0 || peer >= l.Group.Size() {
-			return l.Errorf("root rank %d is out of range [0, %d) of %s", peer, l.Group.Size(), xfer.DescribeGroup(l.Group))
+		if peer < 0 || peer >= g.Size() {
+			return l.Errorf("root rank %d is out of range [0, %d) of %s", peer, g.Size(), xfer.DescribeGroup(g))
 		}
 		return nil
 	}
 	switch {
-	case peer < 0 || peer >= l.Group.Size():
-		return l.Errorf("rank %d is out of range [0, %d) of %s", peer, l.Group.Size(), xfer.DescribeGroup(l.Group))
-	case peer == l.Group.Rank():
+	case peer < 0 || peer >= g.Size():
+		return l.Errorf("rank %d is out of range [0, %d) of %s", peer, g.Size(), xfer.DescribeGroup(g))
+	case peer == g.Rank():
 		return l.Errorf("rank %d is the caller itself", peer)
 	}
 	return nil
