@@ -802,7 +802,7 @@ type knownInit struct {
 // repeats k's header (k may be nil: no known header).
 func (k *knownInit) accepts(frame []byte, pre *preparedInit, lim wire.Limits) bool {
 	return k != nil && k.tp == pre.tp && k.lim == lim && len(frame) == wire.Size+k.tp.stLen &&
-		[wire.Size]byte(frame) == k.raw && k.mark.unchanged()
+		wire.Same(&k.raw, frame) && k.mark.unchanged()
 }
 
 // noteKnown records k as the known header of the frames from l.Peer of

@@ -84,11 +84,12 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 		}},
 		{"GotBody", func() error {
 			copy(s.hdr, frame)
-			h, known, err := s.parseKnown(l, false)
+			r := recvOp{l: l, td: td, s: s}
+			known, err := s.parseKnown(l, false, &r.h)
 			if err != nil {
 				return err
 			}
-			r := recvOp{l: l, td: td, s: s, h: h, known: known}
+			r.known = known
 			_, err = r.gotBody(frame[wire.Size:])
 			return err
 		}},
