@@ -789,7 +789,7 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 		case phaseChunks:
 			if r.i >= len(r.dst) {
 				r.tag, r.phase, r.dst = s.tag0, phaseDone, nil
-				return true, s.guard(s.unstage) // into mapped leaves, maybe
+				return true, s.unstaged()
 			}
 			if !r.ready(s.tag0, block) {
 				return false, nil
@@ -885,12 +885,13 @@ func (r *recvOp) gotBody(body []byte) (done bool, err error) {
 		return true, errors.Join(err, l.drainUnlessDone(h, s.tag0, 0))
 	}
 	if h.Flags&wire.FlagInline != 0 {
+		// The whole storage came in the header message: the receive
+		// ends here.
 		copy(dst, body[int64(h.ClassLen)+h.MetaLen:])
-		r.i = len(dst)
-	} else {
-		r.i = 0
+		r.tag, r.phase = s.tag0, phaseDone
+		return true, s.unstaged()
 	}
-	r.dst, r.phase = dst, phaseChunks
+	r.dst, r.phase, r.i = dst, phaseChunks, 0
 	return false, nil
 }
 

@@ -453,11 +453,18 @@ func (s *p2pState) payload(pack bool) ([]byte, error) {
 	return s.stage, nil
 }
 
-// unstage copies the staging buffer into the leaves.
-func (s *p2pState) unstage() error {
+// unstaged ends a consolidated receive into s: when the storage was
+// received into the staging buffer, it copies it into the leaves
+// (unstage), under guard, since a leaf may be a mapping.
+func (s *p2pState) unstaged() error {
 	if s.st != nil {
 		return nil
 	}
+	return s.guard(s.unstage)
+}
+
+// unstage copies the staging buffer into the leaves.
+func (s *p2pState) unstage() error {
 	for i := range s.leaves {
 		if err := s.copyLeaf(i, false); err != nil {
 			return err
