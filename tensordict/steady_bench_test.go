@@ -25,8 +25,8 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 		return
 	}
 	td := consolidatedTD(b, 16, 64)
-	sendOpts := []SendOption{WithConsolidated()}
-	recvOpts := []RecvOption{WithConsolidated()}
+	sendOpts := []SendOption{WithGroup(g), WithConsolidated()} // as tdmpi bench passes them
+	recvOpts := []RecvOption{WithGroup(g), WithConsolidated()}
 	l := new(link)
 	resolveInto(&l.o, sendOpts, usesSend)
 	if err := l.init("Send", 1, "to"); err != nil {
