@@ -70,7 +70,8 @@ type p2pState struct {
 	// such message is there.
 	steady steadySend
 
-	iframe []byte // the message of a blocking small InitRemote (see sendStateInit)
+	iframe   []byte   // the message of a blocking small InitRemote (see sendStateInit)
+	initKept initKept // the kept structure that described the last InitRemote
 
 	// Where a transfer has carried the metadata since s was built (see
 	// described).
@@ -417,6 +418,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.accepted = acceptedHeader{}
 	s.describedTo = s.describedTo[:0]
 	s.steady = steadySend{}
+	s.initKept = initKept{}
 	if s.hdr == nil {
 		s.hdr = xfer.AlignedBuf(wire.Size)
 	}

@@ -244,7 +244,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 		return false, nil
 	}
 	reuse := l.Ctx.Done() == nil
-	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
+	r := l.stateInitRef(s, td.class)
 	// A storage joined to the header message is read after s is unlocked:
 	// td's own consolidated storage, not s's staging buffer.
 	split, join := r.layout(td.class, s.meta[:s.metaLen], s.total, reuse && s.st != nil)

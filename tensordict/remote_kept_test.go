@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -248,4 +249,83 @@ func pairGroup(t *testing.T) *group.Group {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, g.Free()) })
 	return g
+}
+
+// TestInitRemoteKeptRecord: a TensorDict sent again and again to one rank
+// is described by the structure kept there under the ref its state
+// records (stateInitRef), and travels in full, to be kept again, as soon
+// as that ref no longer holds it: another eight structures took its place
+// (wire.KeptRefs), its class name changed, or keptRenew passed. The
+// receiver checks the size of each header message and every element.
+func TestInitRemoteKeptRecord(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	defer func(d time.Duration) { keptRenew = d }(keptRenew)
+	keptRenew = time.Hour
+	a := New(2)
+	require.NoError(t, a.Set(K("record", "a"), tensor.Zeros(tensor.Float32, 2, 3)))
+	require.NoError(t, a.Set(K("record", "b"), tensor.Zeros(tensor.Int64, 2)))
+	others := make([]*TensorDict, wire.KeptRefs)
+	for i := range others {
+		others[i] = New()
+		require.NoError(t, others[i].Set(K(fmt.Sprintf("record%d", i)), tensor.Zeros(tensor.Uint8, 8)))
+	}
+	const (
+		full = iota // with the metadata, to be kept
+		bare        // described by a kept structure
+	)
+	type step struct {
+		name   string
+		td     *TensorDict
+		travel int
+		before func() // on both ranks
+	}
+	steps := []step{
+		{name: "first", td: a, travel: full},
+		{name: "again", td: a, travel: bare},
+		{name: "from the record", td: a, travel: bare},
+	}
+	for i, o := range others {
+		steps = append(steps, step{name: fmt.Sprintf("other structure %d", i), td: o, travel: full})
+	}
+	steps = append(steps,
+		step{name: "its ref taken by another", td: a, travel: full},
+		step{name: "kept again", td: a, travel: bare},
+		step{name: "from the new record", td: a, travel: bare},
+		step{name: "class name", td: a, travel: full, before: func() { a.SetClassName("tdmpi.test.Record") }},
+		step{name: "class name again", td: a, travel: bare},
+		step{name: "renewal due", td: a, travel: full, before: func() { keptRenew = time.Millisecond; time.Sleep(5 * time.Millisecond) }},
+		step{name: "renewed", td: a, travel: bare, before: func() { keptRenew = time.Hour }},
+		step{name: "from the renewed record", td: a, travel: bare},
+	)
+	for i, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		if g.Rank() == 0 {
+			fill(t, st.td, float64(i))
+			require.NoError(t, st.td.InitRemote(1), st.name)
+			continue
+		}
+		s, err := p2pStateOf("test", st.td)
+		require.NoError(t, err)
+		want := int64(wire.Size + s.total) // bare
+		if st.travel == full {
+			class := st.td.ClassName()
+			pad := (8 - (wire.Size+len(class)+s.metaLen)%8) % 8
+			want = int64(wire.Size + len(class) + s.metaLen + pad + s.total)
+		}
+		s.mu.Unlock()
+		status, err := mpi.Probe(g.LibComm(), 0, xfer.InitHeaderTag)
+		require.NoError(t, err)
+		assert.Equal(t, want, status.Bytes(), "%s: header message", st.name)
+		got, err := FromRemoteInit(0, testCtx(t))
+		require.NoError(t, err, st.name)
+		assert.Equal(t, st.td.ClassName(), got.ClassName(), st.name)
+		for _, it := range got.Items(IncludeNested(), LeavesOnly()) {
+			assert.True(t, it.Tensor.Equal(tensor.Full(it.Tensor.DType(), float64(i), it.Tensor.Shape()...)), "%s: %v", st.name, it.Key)
+		}
+	}
 }

@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -82,6 +83,18 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 			_, err := s.steadyFrame()
 			return err
 		}},
+		{"InitRefLookup", func() error {
+			s.mu.Lock()
+			r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
+			s.mu.Unlock()
+			return keptOrDescribed(l, r)
+		}},
+		{"InitRefRecord", func() error {
+			s.mu.Lock()
+			r := l.stateInitRef(s, td.class)
+			s.mu.Unlock()
+			return keptOrDescribed(l, r)
+		}},
 		{"GotBody", func() error {
 			copy(s.hdr, frame)
 			r := recvOp{l: l, td: td, s: s}
@@ -127,4 +140,15 @@ func steadyRecvLink(opts []RecvOption) error {
 	var lv link
 	resolveInto(&lv.o, opts, usesRecv)
 	return lv.init("Recv", 1, "from")
+}
+
+// keptOrDescribed completes r as a sent frame would (initRefDone), so that
+// the next InitRemote of its structure is described by it, and says
+// whether r was described.
+func keptOrDescribed(l *link, r initRef) error {
+	l.initRefDone(r, nil)
+	if !r.described && r.ref == 0 {
+		return errors.New("neither kept nor described")
+	}
+	return nil
 }
