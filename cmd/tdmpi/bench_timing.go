@@ -20,6 +20,7 @@ type timing struct {
 	maxReps int           // at most this many repetitions
 	batch   time.Duration // a repetition runs enough steps to last about this long
 	warmup  int           // untimed steps first
+	idle    time.Duration // every rank idles this long before each repetition
 }
 
 // sample is the measurement of one point: one-way times in seconds of
@@ -93,7 +94,13 @@ func measure(g *group.Group, steps []func() error, tm timing) ([]sample, error) 
 			// The collections the receive pool started for the method
 			// before end first, on every rank, so that they are not timed
 			// here: they would take a core from a rank waiting for a message.
+			// Then the rank idles, so that what else the method before left
+			// running in the background (the collector's cycle its
+			// allocations started, cleanups) ends too: at GOMAXPROCS=1 it
+			// took a quarter of the core from the next method's batch, and
+			// only from the methods that follow one that allocates.
 			mem.Settle()
+			time.Sleep(tm.idle)
 			if err := g.Comm().Barrier(); err != nil {
 				return nil, fmt.Errorf("method %d: round %d: barrier: %w", i, round, err)
 			}
