@@ -87,12 +87,8 @@ type PayloadOption interface {
 // constructor declares it returns decides where it compiles.
 type option struct {
 	kind optKind
-	g    *group.Group
-	ctx  context.Context
-	s    string
-	n    int64
-	err  error
-	fn   Allocator
+	n    int64 // WithMaxBytes, WithTag
+	v    any   // the kind's *group.Group, context.Context, string, Allocator or error
 }
 
 func (option) remoteOption()     {}
@@ -169,7 +165,7 @@ type remoteOptions struct {
 	err          error     // the first invalid option
 }
 
-func invalid(err error) option { return option{kind: optInvalid, err: err} }
+func invalid(err error) option { return option{kind: optInvalid, v: err} }
 
 // WithGroup makes the operation run on group g instead of the world group.
 // Ranks given to the operation (dst, src, root) are then ranks of g.
@@ -177,7 +173,7 @@ func WithGroup(g *group.Group) CommOption {
 	if g == nil {
 		return invalid(errors.New("WithGroup: nil group"))
 	}
-	return option{kind: optGroup, g: g}
+	return option{kind: optGroup, v: g}
 }
 
 // WithBroadcast makes InitRemote and FromRemoteInit use a broadcast over
@@ -203,7 +199,7 @@ func WithContext(ctx context.Context) CommOption {
 	if ctx == nil {
 		return invalid(errors.New("WithContext: nil context"))
 	}
-	return option{kind: optContext, ctx: ctx}
+	return option{kind: optContext, v: ctx}
 }
 
 // WithDevice names the device of received storage, as tensordict's device
@@ -213,7 +209,7 @@ func WithDevice(device string) RemoteOption {
 	if device != "" && device != "cpu" {
 		return invalid(fmt.Errorf("WithDevice: device %q is not supported, tdmpi keeps tensors on the cpu", device))
 	}
-	return option{kind: optDevice, s: "cpu"}
+	return option{kind: optDevice, v: "cpu"}
 }
 
 // WithMemmap makes FromRemoteInit receive the storage straight into a
@@ -223,7 +219,7 @@ func WithMemmap(prefix string) RemoteOption {
 	if prefix == "" {
 		return invalid(errors.New("WithMemmap: empty prefix"))
 	}
-	return option{kind: optMemmap, s: prefix}
+	return option{kind: optMemmap, v: prefix}
 }
 
 // WithAllocator makes FromRemoteInit (both modes) build the TensorDict it
@@ -245,7 +241,7 @@ func WithAllocator(alloc Allocator) RemoteOption {
 	if alloc == nil {
 		return invalid(errors.New("WithAllocator: nil allocator"))
 	}
-	return option{kind: optAllocator, fn: alloc}
+	return option{kind: optAllocator, v: alloc}
 }
 
 // WithMaxBytes sets the largest storage, in bytes, that a receive accepts
@@ -290,19 +286,19 @@ func (o *remoteOptions) fail(err error) {
 }
 
 // apply records o in c.
-func (o option) apply(c *remoteOptions) {
+func (o *option) apply(c *remoteOptions) {
 	c.seen |= 1 << o.kind
 	switch o.kind {
 	case optGroup:
-		c.group = o.g
+		c.group = o.v.(*group.Group)
 	case optBroadcast:
 		c.broadcast = true
 	case optContext:
-		c.ctx = o.ctx
+		c.ctx = o.v.(context.Context)
 	case optDevice:
-		c.device = o.s
+		c.device = o.v.(string)
 	case optMemmap:
-		c.memmap = o.s
+		c.memmap = o.v.(string)
 	case optMaxBytes:
 		c.maxBytes = o.n
 	case optTag:
@@ -312,11 +308,11 @@ func (o option) apply(c *remoteOptions) {
 	case optConsolidated:
 		c.consolidated = true
 	case optAllocator:
-		c.alloc = o.fn
+		c.alloc = o.v.(Allocator)
 	case optTorch:
 		c.torch = true
 	case optInvalid:
-		c.fail(o.err)
+		c.fail(o.v.(error))
 	}
 }
 
