@@ -49,9 +49,9 @@ bytes) that share the payload. The methods of one size are timed in rounds,
 one repetition of each method in turn, so that noise from other processes
 hits a method and its baseline alike; before each repetition the ranks
 wait for the collections the receive pool started in the method before
-(whose results were released) to end, then idle for 3 ms, so that the
-collector's work and the cleanups the method before left running are not
-timed in this one. Rounds go on until every method has at least -iters
+(whose results were released) to end, then for the collector's cycle in
+progress and the cleanups queued, so that what the method before left
+running is not timed in this one. Rounds go on until every method has at least -iters
 repetitions and the size has run for -time per method. A figure is the
 median one-way time of a method's repetitions. Each method's
 ratio compares it with the raw baseline of the same size and pattern: 2.00x
@@ -224,7 +224,6 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 		maxReps: 100000,
 		batch:   2 * time.Millisecond,
 		warmup:  2,
-		idle:    3 * time.Millisecond,
 	}
 	var rs []result
 	total, done := len(cfg.sizes)*len(cfg.ms), 0

@@ -5,6 +5,9 @@ package main
 
 import (
 	"fmt"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"time"
 
@@ -20,7 +23,6 @@ type timing struct {
 	maxReps int           // at most this many repetitions
 	batch   time.Duration // a repetition runs enough steps to last about this long
 	warmup  int           // untimed steps first
-	idle    time.Duration // every rank idles this long before each repetition
 }
 
 // sample is the measurement of one point: one-way times in seconds of
@@ -94,13 +96,8 @@ func measure(g *group.Group, steps []func() error, tm timing) ([]sample, error) 
 			// The collections the receive pool started for the method
 			// before end first, on every rank, so that they are not timed
 			// here: they would take a core from a rank waiting for a message.
-			// Then the rank idles, so that what else the method before left
-			// running in the background (the collector's cycle its
-			// allocations started, cleanups) ends too: at GOMAXPROCS=1 it
-			// took a quarter of the core from the next method's batch, and
-			// only from the methods that follow one that allocates.
 			mem.Settle()
-			time.Sleep(tm.idle)
+			quiesce()
 			if err := g.Comm().Barrier(); err != nil {
 				return nil, fmt.Errorf("method %d: round %d: barrier: %w", i, round, err)
 			}
@@ -141,4 +138,24 @@ func batchSteps(one, target time.Duration) int {
 		return 1 << 16
 	}
 	return int(min(max(int64(target/one), 1), 1<<16))
+}
+
+// quiesce waits until the collector's cycle in progress, if any, has
+// ended, and the cleanups queued so far have run, without starting a
+// cycle: what a method left running in the background would otherwise
+// run in the next method's repetition (at GOMAXPROCS=1 the collector's
+// worker takes a quarter of the core while it marks), and only in the
+// methods that follow one that allocates. Disabling the collector waits
+// for the cycle in progress to end (runtime/debug.SetGCPercent: it
+// returns with none running); the setting is restored at once.
+func quiesce() {
+	debug.SetGCPercent(debug.SetGCPercent(-1))
+	s := []metrics.Sample{{Name: "/gc/cleanups/queued:cleanups"}, {Name: "/gc/cleanups/executed:cleanups"}}
+	for range 1000 {
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Uint64() >= s[0].Value.Uint64() {
+			return
+		}
+		runtime.Gosched()
+	}
 }
