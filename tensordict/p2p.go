@@ -161,8 +161,12 @@ func (td *TensorDict) send(dst int, opts []SendOption) error {
 	if err := l.init("Send", dst, "to"); err != nil {
 		return err
 	}
-	if err := l.NotStarted(); err != nil {
-		return err
+	// A context that cannot end (the default) is not asked again.
+	blocking := l.Ctx.Done() == nil
+	if !blocking {
+		if err := l.NotStarted(); err != nil {
+			return err
+		}
 	}
 	s, err := lockState(l, td)
 	if err != nil {
@@ -173,10 +177,12 @@ func (td *TensorDict) send(dst int, opts []SendOption) error {
 		return l.Errorf("%w", err)
 	}
 	l.LogStart(int64(s.total), s.tag0)
-	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
+	if blocking {
+		s.sendHeld.Lock(l.Group, l.Peer, false, s.tagSet)
+	} else if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
 		return l.Errorf("%w", err)
 	}
-	err = s.send(l)
+	err = s.send(l, blocking)
 	s.sendHeld.Unlock()
 	if err != nil {
 		return l.Errorf("%w", err)
@@ -234,10 +240,9 @@ func (s *p2pState) header(l *link) wire.Header {
 	return h
 }
 
-// send runs a transfer bounded by l's context (see link.sendMessages);
-// the caller holds the send locks.
-func (s *p2pState) send(l *link) error {
-	blocking := l.Ctx.Done() == nil
+// send runs a transfer bounded by l's context (see link.sendMessages),
+// blocking when that context cannot end; the caller holds the send locks.
+func (s *p2pState) send(l *link, blocking bool) error {
 	if blocking && s.steady.ok && s.steady.to == s.describedKey(l) {
 		return s.sendSteady(l)
 	}
