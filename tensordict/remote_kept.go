@@ -119,6 +119,11 @@ type keptRec struct {
 	class, meta []byte
 }
 
+// current reports whether a sender's kept structure r, whose keeping
+// frame was sent, still describes frames: until keptRenew after that
+// frame, when it is kept again.
+func (r *keptRec) current() bool { return time.Since(r.sentAt) < keptRenew }
+
 func (r *keptRec) matches(class string, meta []byte, hash uint64, leaves, total int64) bool {
 	return r.ref != 0 && r.hash == hash && r.leaves == leaves && r.total == total && string(r.class) == class && bytes.Equal(r.meta, meta)
 }
@@ -186,7 +191,7 @@ func (l *link) initRef(class string, meta []byte, hash uint64, leaves, total int
 		if !r.sent {
 			return initRef{} // another goroutine is sending the frame that keeps it
 		}
-		if time.Since(r.sentAt) < keptRenew {
+		if r.current() {
 			return initRef{ref: r.ref, described: true}
 		}
 		r.ref = 0 // keep it again, under a new ref
@@ -228,8 +233,7 @@ func (l *link) describedBy(ref uint64) (initRef, bool) {
 	if p == nil {
 		return initRef{}, false
 	}
-	r := &p.recs[ref%wire.KeptRefs]
-	if r.ref != ref || !r.sent || time.Since(r.sentAt) >= keptRenew {
+	if r := &p.recs[ref%wire.KeptRefs]; r.ref != ref || !r.sent || !r.current() {
 		return initRef{}, false
 	}
 	return initRef{ref: ref, described: true}, true

@@ -160,11 +160,17 @@ func (h *Held) Release() {
 	if h.locked {
 		panic("xfer: Release of a locked Held")
 	}
+	h.drop()
+	h.g, h.t = nil, nil
+}
+
+// drop drops h's references to its locks.
+func (h *Held) drop() {
 	for _, l := range h.locks {
 		l.refs.Add(-1)
 	}
 	clear(h.locks)
-	h.locks, h.g, h.t = h.locks[:0], nil, nil
+	h.locks = h.locks[:0]
 }
 
 // table returns g's table of locks: the one h's locks are in when they
@@ -173,7 +179,7 @@ func (h *Held) table(g *group.Group) *tagTable {
 	if h.g == g && h.t != nil {
 		return h.t
 	}
-	h.Release()
+	h.drop()
 	h.g, h.t = g, tagLocks.Of(g)
 	return h.t
 }
@@ -218,9 +224,8 @@ func (h *Held) refer(t *tagTable, peer int, recv bool, tags []int) {
 			return
 		}
 	}
-	g := h.g
-	h.Release()
-	h.g, h.t = g, t
+	h.drop()
+	h.t = t
 	t.mu.Lock()
 	for _, tag := range tags {
 		h.locks = append(h.locks, t.ref(tagKey{peer: peer, tag: tag, recv: recv}))
