@@ -637,9 +637,10 @@ func (l *link) recvInit() (*TensorDict, error) {
 	if pre != nil && !pre.in(frame) {
 		pre = nil // another size: received apart from it
 	}
-	if pre == nil {
+	if pre == nil || pre.alloc != nil {
 		defer xfer.PutMsgBuf(frame)
-	} else if last.known.accepts(frame, pre, lim) {
+	}
+	if pre != nil && last.known.accepts(frame, pre, lim) && pre.fill(frame[wire.Size:]) {
 		prepCounts.known.Add(1)
 		td := pre.td
 		td.cons.base, td.cons.end = 0, pre.tp.stLen
@@ -740,31 +741,42 @@ type initLayout struct {
 const prepareStreak = 2
 
 // A preparedInit is the result of an InitRemote receive made before its
-// frame arrives, from the template the last receives from that peer used
-// (treeTemplate.prepareFrame): frame, the memory the whole message is
-// received in, ends with the storage of td. In a ping-pong the receiver
-// makes it while the peer works, out of the time a transfer takes: a
-// small InitRemote's receive then only checks the frame against it, where
-// it would copy the storage and the tree (0.4-0.6 us for 16 leaves). When
-// the frame does not fit it (another structure or size), the receive
-// goes on as if it had not been made.
+// frame arrives, from the template the last receives from that peer used:
+// frame is the memory the whole message is received in. In a ping-pong
+// the receiver makes it while the peer works, out of the time a transfer
+// takes: a small InitRemote's receive then only checks the frame against
+// it, where it would copy the storage and the tree (0.4-0.6 us for 16
+// leaves). When the frame does not fit it (another structure or size),
+// the receive goes on as if it had not been made.
+//
+// Without WithAllocator, frame ends with the storage of td
+// (treeTemplate.prepareFrame), and the receive copies nothing. With it,
+// td views alloc, a storage the allocator returned for the expected size,
+// frame is a buffer from xfer.MsgBuf, and the receive copies the frame's
+// storage into alloc (fill): a copy of at most initInlineMax bytes, in
+// place of the tree's (see WithAllocator).
 type preparedInit struct {
 	tp    *treeTemplate
 	td    *TensorDict
 	frame []byte
+	alloc *tensor.Storage
 }
 
 // prepareInit prepares p, and returns it, for the next InitRemote frame
 // from l.Peer, whose last frames laid out as last. It returns nil, with
 // nothing made, unless the last prepareStreak receives from that peer
-// were copies of one template over frames of one size of at most
-// maxFrame bytes (this receive's limits), and when the receive could be
-// abandoned in MPI (a context) or builds its storage elsewhere
-// (WithMemmap, WithAllocator).
+// were copies of one template over frames of one size, of at most
+// maxFrame bytes and with a storage within this receive's limits; and
+// when the receive could be abandoned in MPI (a context) or builds its
+// storage in a file (WithMemmap). With WithAllocator, see
+// prepareAllocated.
 func (l *link) prepareInit(p *preparedInit, last initLayout, maxFrame int64) *preparedInit {
-	if last.tp == nil || last.streak < prepareStreak || last.head > 0 || l.Ctx.Done() != nil || l.o.memmap != "" || l.o.alloc != nil ||
-		int64(last.n) > maxFrame {
+	if last.tp == nil || last.streak < prepareStreak || last.head > 0 || l.Ctx.Done() != nil || l.o.memmap != "" ||
+		int64(last.n) > maxFrame || l.o.maxBytes > 0 && int64(last.tp.stLen) > l.o.maxBytes {
 		return nil
+	}
+	if l.o.alloc != nil {
+		return l.prepareAllocated(p, last)
 	}
 	td, frame, ok := last.tp.prepareFrame(last.n - last.tp.stLen)
 	if !ok {
@@ -773,6 +785,53 @@ func (l *link) prepareInit(p *preparedInit, last initLayout, maxFrame int64) *pr
 	prepCounts.made.Add(1)
 	*p = preparedInit{tp: last.tp, td: td, frame: frame}
 	return p
+}
+
+// prepareAllocated is prepareInit with WithAllocator: the result is made
+// over a storage from the allocator, of the size of the last frames'
+// storage, which the frame's is copied into. A template with Bool leaves
+// is not prepared (a view checks a storage's bools when laid over it,
+// and the allocator's storage holds old bytes), nor one whose frame has
+// no room for a header; an allocator that fails is left to the receive
+// itself, which calls it again and reports its error.
+func (l *link) prepareAllocated(p *preparedInit, last initLayout) *preparedInit {
+	tp := last.tp
+	if tp.stLen == 0 || last.n-tp.stLen < wire.Size || tp.views.HasBools() {
+		return nil
+	}
+	st, err := allocatorStorage(l.o.alloc, int64(tp.stLen))
+	if err != nil {
+		return nil
+	}
+	td, err := tp.instantiate(st)
+	if err != nil {
+		return nil
+	}
+	prepCounts.made.Add(1)
+	*p = preparedInit{tp: tp, td: td, frame: xfer.MsgBuf(last.n), alloc: st}
+	return p
+}
+
+// fill copies b, the storage of the frame received in p's memory, into
+// p's result, when the result views a storage of the allocator's (no copy
+// is needed otherwise). It reports false when that storage was released
+// since it was allocated: the result cannot be p's.
+func (p *preparedInit) fill(b []byte) bool {
+	if p.alloc == nil {
+		return true
+	}
+	dst, ok := rawbytes.Of(p.alloc)
+	if !ok || len(dst) != len(b) {
+		return false
+	}
+	copy(dst, b)
+	return true
+}
+
+// takes reports whether inline, the inline storage of the frame received
+// in p's memory, is copied into p's allocator storage (p may be nil).
+func (p *preparedInit) takes(inline []byte) bool {
+	return p != nil && p.alloc != nil && len(inline) == p.tp.stLen && len(inline) > 0 && p.fill(inline)
 }
 
 // prepCounts counts the prepared InitRemote results made (prepareInit),
@@ -826,7 +885,7 @@ func (p *preparedInit) in(frame []byte) bool {
 // holds, is p's result's storage, and tp, the template the frame's
 // metadata names, p's: then p's result is the receive's.
 func (p *preparedInit) fits(tp *treeTemplate, inline []byte) bool {
-	return p != nil && p.tp == tp && len(inline) == tp.stLen && len(inline) > 0 &&
+	return p != nil && p.alloc == nil && p.tp == tp && len(inline) == tp.stLen && len(inline) > 0 &&
 		unsafe.SliceData(inline) == &p.frame[len(p.frame)-len(inline)]
 }
 
@@ -934,7 +993,7 @@ func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64, last initLayout, p
 	}
 	frame, inGuess, err := l.recvSized(xfer.InitHeaderTag, maxFrame, keptFrameMax, guess, buffer,
 		func(head []byte, n int64) error { return l.refuseOversized(head, n, maxFrame) })
-	if !inGuess && pre == nil {
+	if !inGuess && (pre == nil || pre.alloc != nil) {
 		xfer.PutMsgBuf(guess) // a blocking receive, or none: MPI is done with it
 	}
 	if err != nil {
@@ -1083,18 +1142,22 @@ func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage, pre
 	if scratch && len(inline) == 0 && inline != nil {
 		inline = []byte{} // not a view of the caller's buffer, even empty
 	}
-	stor, finish, err = l.storageFor(f.Total, inline, f.Meta)
-	if err != nil {
+	if pre.takes(inline) {
+		stor, finish = pre.alloc, func(bool) error { return nil }
+	} else if stor, finish, err = l.storageFor(f.Total, inline, f.Meta); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	td, _, err = fromConsolidatedCached(l.Group, stor, nil, f.Meta, nil)
+	td, tp, err = fromConsolidatedCached(l.Group, stor, nil, f.Meta, pre)
 	if err != nil {
 		return nil, nil, nil, nil, errors.Join(err, finish(false))
 	}
 	if len(f.Class) > 0 {
 		td.class = string(f.Class)
 	}
-	return td, stor, finish, nil, nil
+	if len(inline) == 0 {
+		tp = nil // no storage at the frame's end for a prepared result
+	}
+	return td, stor, finish, tp, nil
 }
 
 // refuseOversized refuses an InitRemote header message of n bytes,
@@ -1266,11 +1329,12 @@ var metaCaches = group.Slot[codec.Cache]{New: func() *codec.Cache { return new(c
 // metadata, over st, or, when st is nil, over a copy of inline that it
 // makes (in the same allocation as the tree, when a template builds it).
 // The result is the same: views of the storage, consolidated, with
-// non-tensor values of its own. With inline, copied names the template
-// the result was copied from, if one was; and when pre (if not nil) is a
-// result prepared from that template whose storage inline is, in place
-// (preparedInit.fits), the result is pre's, and nothing is copied.
-func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte, pre *preparedInit) (td *TensorDict, copied *treeTemplate, err error) {
+// non-tensor values of its own. tp names the template the result was
+// made from, if one was. When pre (if not nil) is a result prepared from
+// that template, the result is pre's: with inline, when inline is pre's
+// storage, in place (preparedInit.fits), and nothing is copied; with st,
+// when st is the allocator's storage pre views.
+func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte, pre *preparedInit) (td *TensorDict, tp *treeTemplate, err error) {
 	n := len(inline)
 	if st != nil {
 		n = st.Len()
@@ -1282,17 +1346,18 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 	}
 	if cache.Keeps(meta) && n <= templateMaxBytes {
 		// root is in the receive cache: so is its template (template.go).
-		var tp *treeTemplate
 		if tp, err = templateCaches.Of(g).template(root, n); err == nil {
 			switch {
+			case st != nil && pre != nil && pre.alloc == st && pre.tp == tp:
+				prepCounts.used.Add(1)
+				td = pre.td
 			case st != nil:
 				td, err = tp.instantiate(st)
 			case pre.fits(tp, inline):
 				prepCounts.used.Add(1)
-				td, copied = pre.td, tp
+				td = pre.td
 			default:
 				td, err = tp.instantiateCopy(inline)
-				copied = tp
 			}
 		}
 	} else {
@@ -1310,7 +1375,7 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 	}
 	td.cons.base, td.cons.end = 0, n
 	td.class = class
-	return td, copied, nil
+	return td, tp, nil
 }
 
 // cloneNonTensors gives td's non-tensor values copies of their own.

@@ -5,15 +5,19 @@ package tensordict
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // TestInitRemotePrepared: after two InitRemotes in a row of one small
@@ -24,20 +28,37 @@ import (
 // frame of the same size that does not fit the prepared result (garbage,
 // another structure) is refused or built as any other, and the streak
 // starts again after another structure; a lower limit, or a structure
-// kept since, makes the checks run again.
+// kept since, makes the checks run again. With WithAllocator, the result
+// is prepared over the allocator's storage, and a receive whose limit
+// its size passes does not call the allocator.
 func TestInitRemotePrepared(t *testing.T) {
-	g := mpitest.Need(t, 2)
-	if g.Rank() > 1 {
-		return
+	world := mpitest.Need(t, 2)
+	for _, withAlloc := range []bool{false, true} {
+		mpitest.Run(t, fmt.Sprintf("allocator=%v", withAlloc), func(t *testing.T) {
+			// A group of its own for each variant (ranks 0 and 1 in one),
+			// which starts with nothing learnt from the peer.
+			g, err := world.Split(world.Rank()/2, world.Rank())
+			require.NoError(t, err)
+			defer func() { require.NoError(t, g.Free()) }()
+			if world.Rank() > 1 {
+				return
+			}
+			testInitRemotePrepared(t, g, withAlloc)
+		})
 	}
+}
+
+// testInitRemotePrepared is TestInitRemotePrepared's walk on g, with or
+// without an allocator on the receiver.
+func testInitRemotePrepared(t *testing.T, g *group.Group, withAlloc bool) {
 	build := func(t *testing.T, round float64) *TensorDict { return countedTD(t, 100, round) }
 	src := build(t, 0)
 	// Described by its kept structure from the second send on, x's frame
 	// is a bare header and the storage.
-	n := wire.Size + src.cons.st.Len()
-	// y: another structure whose first frame (with its metadata) is n
+	size := wire.Size + src.cons.st.Len()
+	// y: another structure whose first frame (with its metadata) is size
 	// bytes too.
-	y := frameOfSize(t, n)
+	y := frameOfSize(t, size)
 
 	// What each receive of rank 1 gets, with which options, and the
 	// prepared results it makes, uses after every check, and takes with
@@ -58,7 +79,7 @@ func TestInitRemotePrepared(t *testing.T) {
 		{name: "fifth: a known header", x: 4, made: 1, known: 1},
 		{name: "garbage of the same size", x: -1, garbage: true, err: wire.ErrHeader, made: 1},
 		{name: "x after garbage", x: 5, made: 1, known: 1},
-		{name: "x over a lower limit", x: 6, opts: []RemoteOption{WithMaxBytes(16)}, err: wire.ErrLimit, made: 1},
+		{name: "x over a lower limit", x: 6, opts: []RemoteOption{WithMaxBytes(16)}, err: wire.ErrLimit},
 		{name: "x within the limit again", x: 7, made: 1, known: 1},
 		{name: "y of the same size", x: -1, y: true, made: 1},
 		{name: "x after y", x: 8},
@@ -70,19 +91,28 @@ func TestInitRemotePrepared(t *testing.T) {
 		for _, s := range steps {
 			switch {
 			case s.garbage:
-				require.NoError(t, mpi.Send(g.LibComm(), bytes.Repeat([]byte{0xff}, n), 1, xfer.InitHeaderTag))
+				require.NoError(t, mpi.Send(g.LibComm(), bytes.Repeat([]byte{0xff}, size), 1, xfer.InitHeaderTag))
 			case s.y:
-				require.NoError(t, y.InitRemote(1))
+				require.NoError(t, y.InitRemote(1, WithGroup(g)))
 			default:
 				// The same TensorDict, refilled: sent from its state.
 				for _, it := range build(t, s.x).Items(IncludeNested(), LeavesOnly()) {
 					require.NoError(t, src.SetInPlace(it.Key, it.Tensor))
 				}
-				require.NoError(t, src.InitRemote(1))
+				require.NoError(t, src.InitRemote(1, WithGroup(g)))
 			}
 		}
 		return
 	}
+	// The allocator hands out a new storage each call, and remembers it.
+	handed := map[*tensor.Storage]bool{}
+	calls := 0
+	alloc := WithAllocator(func(n int) (*tensor.Storage, error) {
+		calls++
+		st := tensor.NewStorage(n)
+		handed[st] = true
+		return st, nil
+	})
 	type result struct {
 		td    *TensorDict
 		round float64
@@ -90,15 +120,26 @@ func TestInitRemotePrepared(t *testing.T) {
 	var kept []result // x's results, checked again at the end
 	for _, s := range steps {
 		made, used, known := prepCounts.made.Load(), prepCounts.used.Load(), prepCounts.known.Load()
-		got, err := FromRemoteInit(0, s.opts...)
+		opts := append(s.opts[:len(s.opts):len(s.opts)], WithGroup(g))
+		if withAlloc {
+			opts = append(opts[:len(opts):len(opts)], alloc)
+		}
+		before := calls
+		got, err := FromRemoteInit(0, opts...)
 		assert.Equal(t, s.made, prepCounts.made.Load()-made, "%s: prepared", s.name)
 		assert.Equal(t, s.used, prepCounts.used.Load()-used, "%s: used", s.name)
 		assert.Equal(t, s.known, prepCounts.known.Load()-known, "%s: known", s.name)
 		if s.err != nil {
 			require.ErrorIs(t, err, s.err, s.name)
+			if errors.Is(s.err, wire.ErrLimit) {
+				assert.Equal(t, before, calls, "%s: the allocator was called", s.name)
+			}
 			continue
 		}
 		require.NoError(t, err, s.name)
+		if withAlloc {
+			assert.True(t, handed[got.ConsolidatedStorage()], "%s: the result is not in the allocator's storage", s.name)
+		}
 		want := y
 		if !s.y {
 			want = build(t, s.x)
