@@ -171,6 +171,13 @@
 // one message that way, with no copy: package tensordict sends a header
 // and the storage after it so, past the eager limit.
 //
+// Open MPI's shared-memory transport also completes a send of more than
+// 256 bytes only once the receiving process has entered MPI and taken the
+// message, however small: a blocking Send waits for a receiver busy
+// outside MPI. SendCopy sends a message of up to CopySendMax bytes from a
+// copy in C memory and returns without waiting; the package completes it
+// in a later SendCopy, Busy or Finalize.
+//
 // # Errors
 //
 // Every MPI return code is checked. Failures are returned as *Error, which

@@ -128,7 +128,9 @@ func ucxSignals() {
 // running, while another goroutine is inside an MPI call (blocked in Probe
 // or Recv, say) or a nonblocking operation is incomplete, dropped Requests
 // included (see InFlight): MPI_Finalize would free memory those use. The
-// program completes or cancels them, and calls Finalize again.
+// program completes or cancels them, and calls Finalize again. It first
+// waits up to CopyDrain for the sends of copies (SendCopy) to complete,
+// and refuses as well if some do not, or reports one that failed.
 func Finalize() error {
 	envMu.Lock()
 	defer envMu.Unlock()
@@ -139,6 +141,9 @@ func Finalize() error {
 		return argError("MPI_Finalize", C.MPI_ERR_OTHER, "MPI is already finalised")
 	}
 	reap()
+	if err := drainCopies("MPI_Finalize"); err != nil {
+		return err
+	}
 	if !closeCalls() {
 		return busyError("MPI_Finalize")
 	}
@@ -156,9 +161,13 @@ func Finalize() error {
 // Busy returns nil if no goroutine is inside an MPI call and no
 // nonblocking operation is in flight, and otherwise an error wrapping
 // ErrBusy that names them: what makes Finalize refuse. It is a snapshot:
-// calls may start or end right after.
+// calls may start or end right after. Sends of copies (SendCopy) in flight
+// are waited for first, as Finalize does.
 func Busy() error {
 	reap()
+	if err := drainCopies("MPI_Finalize"); err != nil {
+		return err
+	}
 	if !closeCalls() {
 		return busyError("MPI_Finalize")
 	}

@@ -275,6 +275,9 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error { return ErrNoMPI }
 // SendConcat returns ErrNoMPI: this build has no MPI.
 func SendConcat(c *Comm, a, b []byte, dest, tag int) error { return ErrNoMPI }
 
+// SendCopy returns ErrNoMPI: this build has no MPI.
+func SendCopy(c *Comm, buf []byte, dest, tag int) (bool, error) { return false, ErrNoMPI }
+
 // Recv returns ErrNoMPI: this build has no MPI.
 func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) { return Status{}, ErrNoMPI }
 

@@ -142,6 +142,36 @@ static inline int tdmpi_irecv(tdmpi_mem *buf, int n, tdmpi_word dt, int src, int
 	return MPI_Irecv(buf, n, TDMPI_TYPE(dt), src, tag, TDMPI_COMM(c), q);
 }
 
+// tdmpi_copy_send is a send of a copy (package mpi's SendCopy): its
+// request, then room for the copied bytes, 16-byte aligned.
+typedef struct {
+	union {
+		MPI_Request q;
+		_Alignas(16) unsigned char room[16];
+	} h;
+} tdmpi_copy_send;
+
+// tdmpi_copy_send_new allocates a tdmpi_copy_send with room for cap bytes
+// (NULL when the C heap has none).
+static inline tdmpi_copy_send *tdmpi_copy_send_new(int cap) {
+	tdmpi_copy_send *s = malloc(sizeof *s + (size_t)cap);
+	if (s != NULL) s->h.q = MPI_REQUEST_NULL;
+	return s;
+}
+
+// tdmpi_copy_send_start copies the n bytes at buf into s and starts their
+// send (MPI_Isend) from there.
+static inline int tdmpi_copy_send_start(tdmpi_copy_send *s, const tdmpi_mem *buf, int n, int dest, int tag, tdmpi_word c) {
+	unsigned char *d = (unsigned char *)(s + 1);
+	if (n > 0) memcpy(d, buf, (size_t)n);
+	return MPI_Isend(d, n, MPI_BYTE, dest, tag, TDMPI_COMM(c), &s->h.q);
+}
+
+// tdmpi_copy_send_test is MPI_Test of s's send.
+static inline int tdmpi_copy_send_test(tdmpi_copy_send *s, int *done) {
+	return MPI_Test(&s->h.q, done, MPI_STATUS_IGNORE);
+}
+
 // tdmpi_send_bytes is tdmpi_send_pair of bytes, taking words.
 static inline int tdmpi_send_bytes(const tdmpi_mem *a, int na, const tdmpi_mem *b, int nb, int dest, int tag, tdmpi_word c) {
 	return tdmpi_send_pair(a, na, b, nb, MPI_BYTE, dest, tag, TDMPI_COMM(c));

@@ -1,0 +1,153 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+//go:build cgo
+
+package mpi
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSendCopy: each even rank sends messages of several sizes to the
+// next odd rank with SendCopy, overwriting its buffer as soon as each call
+// returns, and more than copySendSlots of them before the receiver, asleep
+// outside MPI, takes any. Every message SendCopy started arrives whole and
+// in order; one it declined (too long, or no slot free) never does; the
+// sends in flight never pass copySendSlots; Busy then waits for them.
+func TestSendCopy(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	r, s := c.Rank(), c.Size()
+	const tag, endTag = 5, 6
+	sizes := []int{0, 1, 256, 257, 1000, CopySendMax, CopySendMax + 1}
+	const rounds = 12 // 7 sizes: 84 messages, past copySendSlots
+	content := func(i, n int) []byte { return bytes.Repeat([]byte{byte(i*31 + 7)}, n) }
+	switch {
+	case r%2 == 0 && r+1 < s:
+		buf := make([]byte, CopySendMax+1)
+		var started []int // the messages SendCopy started, by number
+		most := 0
+		for i := range rounds * len(sizes) {
+			n := sizes[i%len(sizes)]
+			copy(buf, content(i, n))
+			sent, err := SendCopy(c, buf[:n], r+1, tag)
+			require.NoError(t, err, "message %d", i)
+			// Overwritten at once: what arrives is the copy.
+			copy(buf, content(i+1, n))
+			if n > CopySendMax {
+				assert.False(t, sent, "message %d of %d bytes: sent", i, n)
+			}
+			if sent {
+				started = append(started, i)
+			}
+			copySends.mu.Lock()
+			most = max(most, len(copySends.out))
+			copySends.mu.Unlock()
+		}
+		assert.LessOrEqual(t, most, copySendSlots, "sends of copies in flight")
+		t.Logf("%d of %d messages sent from copies, at most %d in flight", len(started), rounds*len(sizes), most)
+		ends := []int64{int64(len(started))}
+		require.NoError(t, Send(c, ends, r+1, endTag))
+		for _, i := range started {
+			require.NoError(t, Send(c, []int64{int64(i)}, r+1, endTag))
+		}
+		require.NoError(t, Busy(), "once the receiver took every message")
+	case r%2 == 1:
+		time.Sleep(100 * time.Millisecond) // outside MPI: the sends pile up
+		var count [1]int64
+		_, err := Recv(c, count[:], r-1, endTag)
+		require.NoError(t, err)
+		for k := range count[0] {
+			var which [1]int64
+			_, err := Recv(c, which[:], r-1, endTag)
+			require.NoError(t, err)
+			i := int(which[0])
+			n := sizes[i%len(sizes)]
+			got := make([]byte, CopySendMax+8)
+			st, err := Recv(c, got, r-1, tag)
+			require.NoError(t, err, "message %d (%d of those sent)", i, k)
+			assert.Equal(t, n, Count[byte](st), "message %d: bytes", i)
+			assert.True(t, bytes.Equal(content(i, n), got[:Count[byte](st)]), "message %d: content", i)
+		}
+		ok, _, err := Iprobe(c, r-1, tag)
+		require.NoError(t, err)
+		assert.False(t, ok, "a message SendCopy declined arrived")
+	}
+}
+
+// TestSendCopyArgs: SendCopy checks its arguments as Send does, and sends
+// nothing then.
+func TestSendCopyArgs(t *testing.T) {
+	c := testComm(t)
+	for _, tc := range []struct {
+		name      string
+		dest, tag int
+	}{
+		{"negative destination", -5, 0},
+		{"destination past the size", c.Size(), 0},
+		{"negative tag", 0, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent, err := SendCopy(c, []byte("x"), tc.dest, tc.tag)
+			assert.Error(t, err)
+			assert.False(t, sent)
+		})
+	}
+	var freed Comm
+	sent, err := SendCopy(&freed, []byte("x"), 0, 0)
+	assert.Error(t, err, "a communicator never made")
+	assert.False(t, sent)
+}
+
+// TestSendCopyDrain: Busy waits up to CopyDrain for a send of a copy that
+// its receiver takes late, and reports, wrapping ErrBusy, one that it
+// does not take in time; once taken, Busy is clear again. A transport
+// that completes sends without the receiver (TCP) has nothing to report.
+func TestSendCopyDrain(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	r, s := c.Rank(), c.Size()
+	msg := bytes.Repeat([]byte{9}, 1000)
+	for _, late := range []time.Duration{CopyDrain / 4, CopyDrain + time.Second} {
+		t.Run(fmt.Sprintf("taken after %v", late), func(t *testing.T) {
+			switch {
+			case r%2 == 0 && r+1 < s:
+				sent, err := SendCopy(c, msg, r+1, 3)
+				require.NoError(t, err)
+				require.True(t, sent)
+				err = Busy()
+				copySends.mu.Lock()
+				inFlight := len(copySends.out)
+				copySends.mu.Unlock()
+				if late > CopyDrain && err != nil {
+					assert.ErrorIs(t, err, ErrBusy)
+					assert.ErrorContains(t, err, "SendCopy")
+				} else {
+					assert.NoError(t, err)
+					assert.Zero(t, inFlight, "Busy is clear with sends of copies in flight")
+				}
+				t.Logf("Busy: %v", err)
+				require.NoError(t, Send(c, []byte{1}, r+1, 4)) // go on
+				_, err = Recv(c, []byte{0}, r+1, 4)            // it took the message
+				require.NoError(t, err)
+				assert.NoError(t, Busy(), "after the receiver took it")
+			case r%2 == 1:
+				time.Sleep(late)
+				got := make([]byte, len(msg))
+				_, err := Recv(c, got, r-1, 3)
+				require.NoError(t, err)
+				assert.Equal(t, msg, got)
+				_, err = Recv(c, []byte{0}, r-1, 4)
+				require.NoError(t, err)
+				require.NoError(t, Send(c, []byte{1}, r-1, 4))
+			}
+		})
+	}
+}
