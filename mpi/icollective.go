@@ -28,6 +28,24 @@ func Ibcast[T Scalar](c *Comm, buf []T, root int) (*Request, error) {
 	})
 }
 
+// IbcastWait is Ibcast followed by Request.Wait, in one call: it matches
+// the other processes' Ibcast (MPI does not match a nonblocking collective
+// with a blocking one), for a caller that waits for it at once. It keeps
+// no Request: its buffer is pinned and the operation waited for within the
+// call (which pauses as Wait does), so it costs no allocation, finalizer
+// or registration. The wait cannot be given up; with a deadline, use
+// Ibcast and Request.Await.
+func IbcastWait[T Scalar](c *Comm, buf []T, root int) error {
+	const op = "MPI_Ibcast"
+	h, err := c.rootArgs(op, root)
+	if err != nil {
+		return err
+	}
+	return startWait(op, bufOf(buf), func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer, q *C.MPI_Request) C.int {
+		return C.MPI_Ibcast(b, n, dt, C.int(root), h, q)
+	})
+}
+
 // Iallreduce starts combining send from every process of c with op into
 // recv on every process, as MPI_Iallreduce. Any length works: beyond 2^30
 // elements it starts one MPI_Iallreduce per piece, all completed by the

@@ -148,3 +148,37 @@ func TestNonblockingGathers(t *testing.T) {
 	_, err = q.Wait()
 	require.NoError(t, err)
 }
+
+// TestIbcastWait: IbcastWait on some ranks matches Ibcast on the others
+// (odd ranks wait through a Request, even ones within the call), for every
+// root, sizes from none to past a paused wait's limit, and a derived
+// datatype for complex elements; it leaves nothing in flight, and checks
+// its root as Ibcast does.
+func TestIbcastWait(t *testing.T) {
+	c := testComm(t)
+	r, s := c.Rank(), c.Size()
+	for _, n := range []int{0, 1, 4000, pauseMaxBytes/8 + 1} {
+		for root := range s {
+			want := fill[int64](n, func(i int) int64 { return int64(7*i + root) })
+			buf := make([]int64, n)
+			if r == root {
+				copy(buf, want)
+			}
+			if r%2 == 0 {
+				require.NoError(t, IbcastWait(c, buf, root))
+			} else {
+				q, err := Ibcast(c, buf, root)
+				require.NoError(t, err)
+				_, err = q.Wait()
+				require.NoError(t, err)
+			}
+			assert.Equal(t, want, buf, "n=%d root=%d", n, root)
+		}
+	}
+	z := []complex128{complex(float64(r), 1), 2}
+	require.NoError(t, IbcastWait(c, z, s-1))
+	assert.Equal(t, []complex128{complex(float64(s-1), 1), 2}, z)
+	assert.Zero(t, InFlight())
+	assert.ErrorIs(t, IbcastWait(c, []int{1}, s), ErrRoot)
+	assert.ErrorIs(t, IbcastWait(c, []int{1}, -1), ErrRoot)
+}

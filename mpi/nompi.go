@@ -193,6 +193,9 @@ func Abort(c *Comm, code int) error { return ErrNoMPI }
 // Ibcast returns ErrNoMPI: this build has no MPI.
 func Ibcast[T Scalar](c *Comm, buf []T, root int) (*Request, error) { return nil, ErrNoMPI }
 
+// IbcastWait returns ErrNoMPI: this build has no MPI.
+func IbcastWait[T Scalar](c *Comm, buf []T, root int) error { return ErrNoMPI }
+
 // Iallreduce returns ErrNoMPI: this build has no MPI.
 func Iallreduce[T Scalar](c *Comm, send, recv []T, op Op) (*Request, error) { return nil, ErrNoMPI }
 

@@ -34,6 +34,7 @@ func TestNoMPI(t *testing.T) {
 		{"Recv", func() error { _, err := Recv(w, []int{1}, 0, 0); return err }()},
 		{"Isend", func() error { _, err := Isend(w, []int{1}, 0, 0); return err }()},
 		{"Bcast", Bcast(w, []byte{1}, 0)},
+		{"IbcastWait", IbcastWait(w, []byte{1}, 0)},
 		{"AllreduceInPlace", AllreduceInPlace(w, []float64{1}, OpSum)},
 		{"Iallreduce", func() error { _, err := Iallreduce(w, []int{1}, []int{1}, OpSum); return err }()},
 		{"Dup", func() error { _, err := w.Dup(); return err }()},

@@ -156,6 +156,30 @@ func istart(op string, b buffer, coll bool, call func(dt C.MPI_Datatype, n C.int
 	return r.start(newError(op, r.post(func(q *C.MPI_Request) C.int { return call(dt, n, b.ptr, q) })))
 }
 
+// startWait starts a collective on b with call, as istart does, and waits
+// for it within the call, as Request.Wait does, with no Request: b is
+// pinned until it completes.
+func startWait(op string, b buffer, call func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer, q *C.MPI_Request) C.int) error {
+	dt, n, derived, err := b.dtype(op)
+	if err != nil {
+		return err
+	}
+	defer freeType(dt, derived)
+	var pin runtime.Pinner // MPI holds b.ptr between the slices of the wait
+	if b.ptr != nil {
+		pin.Pin(b.ptr)
+		defer pin.Unpin()
+	}
+	defer callWait.enter().leave()
+	q := requestNull
+	if err := newError(op, call(dt, n, b.ptr, &q)); err != nil {
+		return err
+	}
+	var cst C.tdmpi_status
+	pause := cbool(b.bytes() <= pauseMaxBytes)
+	return newError(op, waiting(func() C.int { return C.tdmpi_wait_req(&q, &cst, pause) }))
+}
+
 // finish records the completion of r's operation, whose status st was
 // filled in by the C call that completed it.
 func (r *Request) finish(st *C.tdmpi_status) {

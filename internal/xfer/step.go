@@ -169,10 +169,17 @@ func (s Step) breakGroup(cause error) error {
 	return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
 }
 
-// Bcast broadcasts buf from root.
+// Bcast broadcasts buf from root. In the nonblocking form, when this
+// rank's context cannot end and the step is not deferred, it waits within
+// one call (mpi.IbcastWait), which matches the other ranks' Ibcast without
+// a Request: a 4000-byte first message of Broadcast took 0.76-1.0 us
+// against 1.12-1.45 with Ibcast and Wait (np 2, alternating roots).
 func Bcast[T mpi.Scalar](s Step, buf []T, root int) error {
-	if s.Blocking() {
+	switch {
+	case s.Blocking():
 		return s.failed(mpi.Bcast(s.Comm, buf, root))
+	case s.Deferred == nil && s.Ctx.Done() == nil:
+		return s.failed(mpi.IbcastWait(s.Comm, buf, root))
 	}
 	return s.Wait(mpi.Ibcast(s.Comm, buf, root))
 }
