@@ -3,6 +3,8 @@
 
 package mpi
 
+// #cgo noescape tdmpi_ibcast
+// #cgo nocallback tdmpi_ibcast
 // #include "shim.h"
 import "C"
 
@@ -41,8 +43,10 @@ func IbcastWait[T Scalar](c *Comm, buf []T, root int) error {
 	if err != nil {
 		return err
 	}
-	return startWait(op, bufOf(buf), func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer, q *C.MPI_Request) C.int {
-		return C.MPI_Ibcast(b, n, dt, C.int(root), h, q)
+	return startWait(op, bufOf(buf), func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer) (C.MPI_Request, C.int) {
+		q := requestNull
+		rc := C.tdmpi_ibcast(b, n, dt, C.int(root), h, &q)
+		return q, rc
 	})
 }
 

@@ -156,10 +156,12 @@ func istart(op string, b buffer, coll bool, call func(dt C.MPI_Datatype, n C.int
 	return r.start(newError(op, r.post(func(q *C.MPI_Request) C.int { return call(dt, n, b.ptr, q) })))
 }
 
-// startWait starts a collective on b with call, as istart does, and waits
-// for it within the call, as Request.Wait does, with no Request: b is
-// pinned until it completes.
-func startWait(op string, b buffer, call func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer, q *C.MPI_Request) C.int) error {
+// startWait starts a collective on b with start, which returns its
+// request, and waits for it within the call, as Request.Wait does, with
+// no Request: b is pinned until it completes. start's C function must be
+// declared noescape, so that nothing here is allocated (the request would
+// escape through a pointer handed to C).
+func startWait(op string, b buffer, start func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) (C.MPI_Request, C.int)) error {
 	dt, n, derived, err := b.dtype(op)
 	if err != nil {
 		return err
@@ -171,8 +173,8 @@ func startWait(op string, b buffer, call func(dt C.MPI_Datatype, n C.int, p unsa
 		defer pin.Unpin()
 	}
 	defer callWait.enter().leave()
-	q := requestNull
-	if err := newError(op, call(dt, n, b.ptr, &q)); err != nil {
+	q, rc := start(dt, n, b.ptr)
+	if err := newError(op, rc); err != nil {
 		return err
 	}
 	var cst C.tdmpi_status

@@ -5,6 +5,8 @@ package mpi
 
 // #cgo noescape tdmpi_copy_send_start
 // #cgo nocallback tdmpi_copy_send_start
+// #cgo noescape tdmpi_copy_send_test
+// #cgo nocallback tdmpi_copy_send_test
 // #include "shim.h"
 import "C"
 

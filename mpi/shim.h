@@ -172,6 +172,12 @@ static inline int tdmpi_copy_send_test(tdmpi_copy_send *s, int *done) {
 	return MPI_Test(&s->h.q, done, MPI_STATUS_IGNORE);
 }
 
+// tdmpi_ibcast is MPI_Ibcast, for package mpi's IbcastWait, which pins
+// buf until the operation completes (MPI keeps it after the call).
+static inline int tdmpi_ibcast(void *buf, int n, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *q) {
+	return MPI_Ibcast(buf, n, dt, root, c, q);
+}
+
 // tdmpi_send_bytes is tdmpi_send_pair of bytes, taking words.
 static inline int tdmpi_send_bytes(const tdmpi_mem *a, int na, const tdmpi_mem *b, int nb, int dest, int tag, tdmpi_word c) {
 	return tdmpi_send_pair(a, na, b, nb, MPI_BYTE, dest, tag, TDMPI_COMM(c));
