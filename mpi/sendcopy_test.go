@@ -151,3 +151,31 @@ func TestSendCopyDrain(t *testing.T) {
 		})
 	}
 }
+
+// TestSendCopyNoAlloc: a SendCopy, and an IbcastWait, allocate nothing
+// (each had allocated what it handed to C, before its C functions were
+// declared noescape). The sends, to Self, are received afterwards.
+func TestSendCopyNoAlloc(t *testing.T) {
+	const runs = copySendSlots / 2 // every send is started
+	c := Self()
+	buf, got := bytes.Repeat([]byte{4}, 1000), make([]byte, 1000)
+	sent := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		ok, err := SendCopy(c, buf, 0, 12)
+		require.NoError(t, err)
+		if ok {
+			sent++
+		}
+	})
+	assert.Equal(t, runs+1, sent) // AllocsPerRun runs f once more, first
+	for range sent {
+		_, err := Recv(c, got, 0, 12)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, buf, got)
+	assert.Zero(t, allocs, "allocations per SendCopy")
+	require.NoError(t, Busy())
+
+	allocs = testing.AllocsPerRun(runs, func() { require.NoError(t, IbcastWait(c, buf, 0)) })
+	assert.Zero(t, allocs, "allocations per IbcastWait")
+}
