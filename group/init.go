@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tdmpi/tdmpi/hpc"
 	"github.com/tdmpi/tdmpi/internal/log"
@@ -161,7 +162,10 @@ func finalizeMPI() error {
 // Every goroutine must have finished its MPI work: while one is inside an
 // MPI call, or a nonblocking operation is incomplete, Finalize frees
 // nothing and returns an error wrapping mpi.ErrBusy that names them, and
-// may be called again once they are done. Finalize without Init, and a
+// may be called again once they are done. It first waits for the small
+// messages tdmpi sent from copies (mpi.SendCopy) to be taken by their
+// receivers, however long that takes, as a blocking send would have, and
+// logs a warning every 10 s while it waits. Finalize without Init, and a
 // second Finalize, do nothing.
 func Finalize() error {
 	state.mu.Lock()
@@ -170,6 +174,7 @@ func Finalize() error {
 		return nil
 	}
 	if state.owned {
+		waitCopies()
 		// Refuse before freeing anything, so that the program can finish
 		// what is in progress and call Finalize again.
 		if err := mpi.Busy(); err != nil {
@@ -197,6 +202,28 @@ func Finalize() error {
 	}
 	state.done = true
 	return errors.Join(errs...)
+}
+
+// copyWaitReport is how often Finalize reports that it still waits for
+// sends of copies in flight (waitCopies).
+const copyWaitReport = 10 * time.Second
+
+// waitCopies waits for the sends of copies in flight (mpi.SendCopy: the
+// small messages of tdmpi's transfers) to complete, as mpi.Finalize would,
+// and logs every copyWaitReport that it still does (their receivers have
+// not taken them: a peer busy elsewhere, or gone), and a send that failed.
+func waitCopies() {
+	for waited := time.Duration(0); ; waited += copyWaitReport {
+		n, err := mpi.WaitCopies(copyWaitReport)
+		if err != nil {
+			log.Logger().Error().Err(err).Msg("group: Finalize")
+		}
+		if n == 0 {
+			return
+		}
+		log.Logger().Warn().Int("sends", n).Dur("waited", waited+copyWaitReport).
+			Msg("group: Finalize: waiting for the receivers of sends in flight to take them")
+	}
 }
 
 // World returns the world group, or nil before Init and after Finalize.

@@ -176,7 +176,7 @@
 // message, however small: a blocking Send waits for a receiver busy
 // outside MPI. SendCopy sends a message of up to CopySendMax bytes from a
 // copy in C memory and returns without waiting; the package completes it
-// in a later SendCopy, Busy or Finalize.
+// in a later SendCopy, WaitCopies or Finalize.
 //
 // # Errors
 //

@@ -7,6 +7,7 @@ package mpi
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -129,8 +130,9 @@ func ucxSignals() {
 // or Recv, say) or a nonblocking operation is incomplete, dropped Requests
 // included (see InFlight): MPI_Finalize would free memory those use. The
 // program completes or cancels them, and calls Finalize again. It first
-// waits up to CopyDrain for the sends of copies (SendCopy) to complete,
-// and refuses as well if some do not, or reports one that failed.
+// waits for the sends of copies (SendCopy) to complete, however long
+// their receivers take (see WaitCopies), and reports one that failed
+// (MPI is finalised all the same).
 func Finalize() error {
 	envMu.Lock()
 	defer envMu.Unlock()
@@ -141,33 +143,28 @@ func Finalize() error {
 		return argError("MPI_Finalize", C.MPI_ERR_OTHER, "MPI is already finalised")
 	}
 	reap()
-	if err := drainCopies("MPI_Finalize"); err != nil {
-		return err
-	}
+	copyErr := drainCopies()
 	if !closeCalls() {
-		return busyError("MPI_Finalize")
+		return errors.Join(busyError("MPI_Finalize"), copyErr)
 	}
 	defer openCalls()
 	if err := inFlightError("MPI_Finalize"); err != nil {
-		return err
+		return errors.Join(err, copyErr)
 	}
 	var err error
 	onMainThread(func() {
 		err = newError("MPI_Finalize", C.MPI_Finalize())
 	})
-	return err
+	return errors.Join(copyErr, err)
 }
 
 // Busy returns nil if no goroutine is inside an MPI call and no
 // nonblocking operation is in flight, and otherwise an error wrapping
 // ErrBusy that names them: what makes Finalize refuse. It is a snapshot:
 // calls may start or end right after. Sends of copies (SendCopy) in flight
-// are waited for first, as Finalize does.
+// do not count: Finalize waits for them.
 func Busy() error {
 	reap()
-	if err := drainCopies("MPI_Finalize"); err != nil {
-		return err
-	}
 	if !closeCalls() {
 		return busyError("MPI_Finalize")
 	}

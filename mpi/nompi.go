@@ -93,6 +93,9 @@ func InitThread(level ThreadLevel) (ThreadLevel, error) { return 0, ErrNoMPI }
 // Finalize returns ErrNoMPI.
 func Finalize() error { return ErrNoMPI }
 
+// WaitCopies returns 0: nothing is ever in flight.
+func WaitCopies(d time.Duration) (int, error) { return 0, nil }
+
 // Busy returns nil: nothing is ever in progress.
 func Busy() error { return nil }
 

@@ -47,7 +47,7 @@ var callCopySend = newCallCount("MPI_Isend (SendCopy)")
 // longer than the message's transfer. The send of a copy moves all the
 // same (it is under the eager limit, CopySendMax), and package mpi
 // completes it in a later call: SendCopy tests the sends it started
-// before, oldest first, and Busy and Finalize wait up to CopyDrain for
+// before, oldest first, WaitCopies waits for them, and Finalize waits for
 // those still in flight.
 //
 // sent is false, with a nil error, when buf is longer than CopySendMax,
@@ -122,27 +122,40 @@ func reapCopies() {
 	copySends.out = copySends.out[:n]
 }
 
-// drainCopies waits up to CopyDrain for the sends of copies in flight to
-// complete, and returns an error wrapping ErrBusy, for op, naming those
-// that did not, or the error of one that failed and was not reported.
-func drainCopies(op string) error {
+// WaitCopies waits up to d for the sends of copies (SendCopy) in flight to
+// complete, and returns how many have not; d <= 0 only tests them. err is
+// the error of one that completed in error, not reported before. A
+// program that lets its receivers take their messages late (after long
+// work) can call it before Finalize, which waits for them however long it
+// takes, as a blocking send would have.
+func WaitCopies(d time.Duration) (n int, err error) {
 	defer callTest.enter().leave() // before the lock, as reap
 	copySends.mu.Lock()
 	defer copySends.mu.Unlock()
 	var p Pacer
-	deadline := time.Now().Add(CopyDrain)
+	deadline := time.Now().Add(d)
 	for reapCopies(); len(copySends.out) > 0 && time.Now().Before(deadline); reapCopies() {
 		copySends.mu.Unlock()
 		p.Pause()
 		copySends.mu.Lock()
 	}
-	var err error
-	if n := len(copySends.out); n > 0 {
-		err = fmt.Errorf("mpi: %s: %w: sends of copies (SendCopy) not received within %v: %d", op, ErrBusy, CopyDrain, n)
-	}
 	if failed := copySends.failed; failed != nil {
 		copySends.failed = nil
-		err = errors.Join(err, fmt.Errorf("mpi: %s: an earlier SendCopy failed: %w", op, failed))
+		err = fmt.Errorf("mpi: an earlier SendCopy failed: %w", failed)
 	}
-	return err
+	return len(copySends.out), err
+}
+
+// drainCopies waits for every send of a copy in flight to complete, for
+// as long as it takes (MPI_Finalize would wait for the peers anyway), and
+// returns the error of one that failed, not reported before.
+func drainCopies() error {
+	var errs []error
+	for {
+		n, err := WaitCopies(time.Second)
+		errs = append(errs, err)
+		if n == 0 {
+			return errors.Join(errs...)
+		}
+	}
 }

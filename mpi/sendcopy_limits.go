@@ -3,14 +3,8 @@
 
 package mpi
 
-import "time"
-
 // CopySendMax is the largest message SendCopy sends: under the 4 KiB
 // eager limit of Open MPI's shared-memory transport (which counts its own
 // headers too), so that a send it starts moves without the receiver's
 // answer.
 const CopySendMax = 4000
-
-// CopyDrain is how long Finalize and Busy wait for the sends of copies
-// still in flight (SendCopy) to complete before they report them.
-const CopyDrain = 2 * time.Second

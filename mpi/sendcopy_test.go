@@ -20,7 +20,7 @@ import (
 // returns, and more than copySendSlots of them before the receiver, asleep
 // outside MPI, takes any. Every message SendCopy started arrives whole and
 // in order; one it declined (too long, or no slot free) never does; the
-// sends in flight never pass copySendSlots; Busy then waits for them.
+// sends in flight never pass copySendSlots.
 func TestSendCopy(t *testing.T) {
 	needRanks(t, 2)
 	c := testComm(t)
@@ -58,7 +58,9 @@ func TestSendCopy(t *testing.T) {
 		for _, i := range started {
 			require.NoError(t, Send(c, []int64{int64(i)}, r+1, endTag))
 		}
-		require.NoError(t, Busy(), "once the receiver took every message")
+		n, err := WaitCopies(time.Minute)
+		require.NoError(t, err)
+		assert.Zero(t, n, "in flight once the receiver took every message")
 	case r%2 == 1:
 		time.Sleep(100 * time.Millisecond) // outside MPI: the sends pile up
 		var count [1]int64
@@ -106,38 +108,37 @@ func TestSendCopyArgs(t *testing.T) {
 	assert.False(t, sent)
 }
 
-// TestSendCopyDrain: Busy waits up to CopyDrain for a send of a copy that
-// its receiver takes late, and reports, wrapping ErrBusy, one that it
-// does not take in time; once taken, Busy is clear again. A transport
-// that completes sends without the receiver (TCP) has nothing to report.
+// TestSendCopyDrain: WaitCopies waits for a send of a copy that its
+// receiver takes late, and, when the receiver takes it after the wait,
+// returns with it still in flight (over shared memory; a transport that
+// completes sends without the receiver, TCP, has none left); once taken,
+// none is. Busy does not count them: Finalize waits for them.
 func TestSendCopyDrain(t *testing.T) {
 	needRanks(t, 2)
 	c := testComm(t)
 	r, s := c.Rank(), c.Size()
 	msg := bytes.Repeat([]byte{9}, 1000)
-	for _, late := range []time.Duration{CopyDrain / 4, CopyDrain + time.Second} {
+	const wait = 500 * time.Millisecond
+	for _, late := range []time.Duration{wait / 5, 3 * wait} {
 		t.Run(fmt.Sprintf("taken after %v", late), func(t *testing.T) {
 			switch {
 			case r%2 == 0 && r+1 < s:
 				sent, err := SendCopy(c, msg, r+1, 3)
 				require.NoError(t, err)
 				require.True(t, sent)
-				err = Busy()
-				copySends.mu.Lock()
-				inFlight := len(copySends.out)
-				copySends.mu.Unlock()
-				if late > CopyDrain && err != nil {
-					assert.ErrorIs(t, err, ErrBusy)
-					assert.ErrorContains(t, err, "SendCopy")
-				} else {
-					assert.NoError(t, err)
-					assert.Zero(t, inFlight, "Busy is clear with sends of copies in flight")
+				assert.NoError(t, Busy(), "a send of a copy in flight")
+				n, err := WaitCopies(wait)
+				require.NoError(t, err)
+				if late < wait {
+					assert.Zero(t, n, "in flight after the receiver took it")
 				}
-				t.Logf("Busy: %v", err)
+				t.Logf("in flight after %v: %d", wait, n)
 				require.NoError(t, Send(c, []byte{1}, r+1, 4)) // go on
 				_, err = Recv(c, []byte{0}, r+1, 4)            // it took the message
 				require.NoError(t, err)
-				assert.NoError(t, Busy(), "after the receiver took it")
+				n, err = WaitCopies(0)
+				assert.NoError(t, err)
+				assert.Zero(t, n, "in flight once the receiver took it")
 			case r%2 == 1:
 				time.Sleep(late)
 				got := make([]byte, len(msg))
@@ -174,7 +175,9 @@ func TestSendCopyNoAlloc(t *testing.T) {
 	}
 	assert.Equal(t, buf, got)
 	assert.Zero(t, allocs, "allocations per SendCopy")
-	require.NoError(t, Busy())
+	n, err := WaitCopies(0)
+	require.NoError(t, err)
+	assert.Zero(t, n)
 
 	allocs = testing.AllocsPerRun(runs, func() { require.NoError(t, IbcastWait(c, buf, 0)) })
 	assert.Zero(t, allocs, "allocations per IbcastWait")

@@ -198,3 +198,31 @@ func TestReceiveDeadline(t *testing.T) {
 	assert.Contains(t, j.rankLog(0), `"message":"stalling"`)
 	assert.Empty(t, left, "processes of %s left after the job", bin)
 }
+
+// TestFinalizeLateReceiver: rank 0 of a 2-rank job sends one small
+// InitRemote, whose header message goes from a copy (mpi.SendCopy), and
+// finalizes at once; rank 1 takes it only 3 s later. Rank 0's Finalize
+// waits for it, as a blocking send would have, and the job succeeds:
+// the send from a copy does not turn a late receiver into a failure.
+func TestFinalizeLateReceiver(t *testing.T) {
+	world := mpitest.Need(t, 1)
+	needOwnJobs(t, world)
+	mpitest.Expect(t, jobLimit+30*time.Second) // rank 0 alone runs a job of its own
+	if world.Rank() != 0 {
+		return
+	}
+	const late = 3 * time.Second
+	bin := helperBinary(t, "tdmpi-late")
+	start := time.Now()
+	j := startJob(t, bin, helperLoop, 2, jobLimit, nil, envOp+"=InitRemote", envBytes+"=1024", envIters+"=1",
+		fmt.Sprintf("%s=%d", envLate, late.Milliseconds()), "TDMPI_LOG=info")
+	require.True(t, j.wait(40*time.Second), "the job did not end; mpirun:\n%s", j.out.String())
+	took := time.Since(start)
+	t.Logf("job: %v", took.Round(time.Millisecond))
+	require.NoError(t, j.err, "mpirun:\n%s\nrank 0:\n%s\nrank 1:\n%s", j.out.String(), j.rankLog(0), j.rankLog(1))
+	for r := range 2 {
+		_, ok := find(logLines(j.rankLog(r)), "iteration done", 0)
+		assert.True(t, ok, "rank %d did not finish its call:\n%s", r, j.rankLog(r))
+	}
+	assert.GreaterOrEqual(t, took, late, "the job ended before the receiver took the message")
+}

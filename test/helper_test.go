@@ -29,6 +29,7 @@ const (
 	envIters    = "TDMPI_TEST_ITERS"       // helperLoop: iterations before a clean exit; unset: until killed
 	envSender   = "TDMPI_TEST_SENDER"      // helperLoop: the rank (0 or 1) that sends InitRemote; unset: 0
 	envPause    = "TDMPI_TEST_PAUSE_MS"    // helperLoop: the sender's pause before each InitRemote but the first
+	envLate     = "TDMPI_TEST_LATE_MS"     // helperLoop: the receiver's pause before each FromRemoteInit
 	envCase     = "TDMPI_TEST_CASE"        // helperMisuse: the misuse case (see misuseCases)
 )
 
@@ -110,7 +111,8 @@ func startRank() (*group.Group, int) {
 // deadline (the first at least firstCallDeadline: on a loaded machine the
 // first 512 MiB transfer, which faults in fresh memory, can take longer
 // than the deadline the tests interrupt later calls with); with envPause, the sender of InitRemote sleeps that long
-// before each send but the first. Rank r's leaf holds r+1, so every result is known: a
+// before each send but the first, and with envLate its receiver before
+// each receive. Rank r's leaf holds r+1, so every result is known: a
 // received InitRemote holds envSender+1 everywhere, a Broadcast 1, an
 // AllReduce the group size; each is checked element by element. It logs (info) "iteration start", then
 // "iteration done", "iteration failed" (the call's error) or "iteration
@@ -132,6 +134,7 @@ func runLoop() int {
 	deadline, _ := strconv.Atoi(os.Getenv(envDeadline))
 	iters, _ := strconv.Atoi(os.Getenv(envIters))
 	pause, _ := strconv.Atoi(os.Getenv(envPause))
+	late, _ := strconv.Atoi(os.Getenv(envLate))
 	sender, _ := strconv.Atoi(os.Getenv(envSender))
 	if sender != 0 && sender != 1 {
 		fmt.Fprintf(os.Stderr, "helper: %s=%q\n", envSender, os.Getenv(envSender))
@@ -174,6 +177,7 @@ func runLoop() int {
 				}
 				err = td.InitRemote(1-sender, tensordict.WithContext(ctx))
 			case 1 - sender:
+				time.Sleep(time.Duration(late) * time.Millisecond)
 				got, err = tensordict.FromRemoteInit(sender, tensordict.WithContext(ctx))
 				want = float32(sender + 1)
 			}
