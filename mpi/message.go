@@ -45,19 +45,35 @@ func Mprobe(c *Comm, src, tag int) (*Message, Status, error) {
 // Message, for receive loops that must not allocate. *m must not hold a
 // message still to be received.
 func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) {
+	st, _, err := MprobeUntil(m, c, src, tag, nil)
+	return st, err
+}
+
+// MprobeUntil is MprobeInto whose wait ends once done is closed (nil: it
+// never does), with nothing matched: ended is then true and *m is left as
+// it was. done is checked each time the wait returns to Go, after 10 us
+// of polling or one of its naps once it has waited 1 ms (see "Waiting" in
+// the package documentation), so the wait ends within about a millisecond
+// of done's closing: a receive bounded by a context then costs no more
+// than a blocking one while its message comes in time.
+func MprobeUntil(m *Message, c *Comm, src, tag int, done <-chan struct{}) (st Status, ended bool, err error) {
 	const op = "MPI_Mprobe"
 	h, err := c.recvArgs(op, src, tag)
 	if err != nil {
-		return Status{}, err
+		return Status{}, false, err
 	}
 	defer callMprobe.enter().leave()
 	var mh C.tdmpi_word
-	var st C.tdmpi_status
-	if err := newError(op, waiting(func() C.int { return C.tdmpi_mprobe(C.int(src), C.int(tag), h, &mh, &st) })); err != nil {
-		return Status{}, err
+	var cst C.tdmpi_status
+	rc, ended := waitingUntil(done, func() C.int { return C.tdmpi_mprobe(C.int(src), C.int(tag), h, &mh, &cst) })
+	if ended {
+		return Status{}, true, nil
 	}
-	*m = Message{h: mh, bytes: st.bytes}
-	return makeStatus(&st), nil
+	if err := newError(op, rc); err != nil {
+		return Status{}, false, err
+	}
+	*m = Message{h: mh, bytes: cst.bytes}
+	return makeStatus(&cst), false, nil
 }
 
 // RecvExact matches a message from src with tag (MPI_Mprobe) and, if it
@@ -67,34 +83,45 @@ func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) {
 // and RecvExact reports false with its status: the caller receives or
 // discards it with Mrecv. *m must not hold a message still to be received.
 func RecvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, error) {
+	st, got, _, err := RecvExactUntil(m, c, buf, src, tag, nil)
+	return st, got, err
+}
+
+// RecvExactUntil is RecvExact whose wait ends once done is closed (nil:
+// it never does), with nothing matched, as MprobeUntil's does: ended is
+// then true and *m is left as it was.
+func RecvExactUntil(m *Message, c *Comm, buf []byte, src, tag int, done <-chan struct{}) (st Status, got, ended bool, err error) {
 	const op = "MPI_Mprobe"
 	h, err := c.recvArgs(op, src, tag)
 	if err != nil {
-		return Status{}, false, err
+		return Status{}, false, false, err
 	}
 	defer callMprobe.enter().leave()
 	var mh C.tdmpi_word
-	var st C.tdmpi_status
-	var got C.int
+	var cst C.tdmpi_status
+	var cgot C.int
 	var p *C.tdmpi_mem
 	if len(buf) > 0 {
 		p = bytesMem(buf)
 	}
-	rc := waiting(func() C.int {
-		return C.tdmpi_recv_exact(p, C.longlong(len(buf)), C.int(src), C.int(tag), h, &mh, &got, &st)
+	rc, ended := waitingUntil(done, func() C.int {
+		return C.tdmpi_recv_exact(p, C.longlong(len(buf)), C.int(src), C.int(tag), h, &mh, &cgot, &cst)
 	})
-	if got != 0 {
+	switch {
+	case ended:
+		return Status{}, false, true, nil
+	case cgot != 0:
 		*m = Message{h: messageNull}
 		if err := newError("MPI_Mrecv", rc); err != nil {
-			return Status{}, true, err
+			return Status{}, true, false, err
 		}
-		return makeStatus(&st), true, nil
+		return makeStatus(&cst), true, false, nil
 	}
 	if err := newError(op, rc); err != nil {
-		return Status{}, false, err
+		return Status{}, false, false, err
 	}
-	*m = Message{h: mh, bytes: st.bytes}
-	return makeStatus(&st), false, nil
+	*m = Message{h: mh, bytes: cst.bytes}
+	return makeStatus(&cst), false, false, nil
 }
 
 // Improbe matches a message from src with tag if one has arrived, as

@@ -279,3 +279,66 @@ func TestRecvExact(t *testing.T) {
 	_, _, err = RecvExact(&m, c, buf, 5, 9)
 	assert.ErrorIs(t, err, ErrRank)
 }
+
+// TestProbeUntil: MprobeUntil and RecvExactUntil give up once their done
+// channel is closed, within a few milliseconds, matching nothing and
+// leaving *m as it was, whether done closes before the call or during its
+// wait; a message that comes before is matched (and received) as by
+// MprobeInto and RecvExact, and the one left for the probe is still there
+// for the next.
+func TestProbeUntil(t *testing.T) {
+	c := Self()
+	closed := make(chan struct{})
+	close(closed)
+	var m Message
+	buf := make([]byte, 4)
+	for name, wait := range map[string]func(done <-chan struct{}) (bool, error){
+		"MprobeUntil": func(done <-chan struct{}) (bool, error) {
+			_, ended, err := MprobeUntil(&m, c, 0, 21, done)
+			return ended, err
+		},
+		"RecvExactUntil": func(done <-chan struct{}) (bool, error) {
+			_, got, ended, err := RecvExactUntil(&m, c, buf, 0, 21, done)
+			assert.False(t, got, "RecvExactUntil received")
+			return ended, err
+		},
+	} {
+		ended, err := wait(closed)
+		require.NoError(t, err, name)
+		assert.True(t, ended, "%s: done closed before the call", name)
+		assert.Equal(t, Message{}, m, "%s: matched something", name)
+
+		done := make(chan struct{})
+		time.AfterFunc(20*time.Millisecond, func() { close(done) })
+		start := time.Now()
+		ended, err = wait(done)
+		took := time.Since(start)
+		require.NoError(t, err, name)
+		assert.True(t, ended, "%s: done closed during the wait", name)
+		assert.Less(t, took, time.Second, "%s: gave up %v after done closed", name, took-20*time.Millisecond)
+		assert.Equal(t, Message{}, m, "%s: matched something", name)
+	}
+
+	r, err := Isend(c, []byte{1, 2, 3, 4}, 0, 21)
+	require.NoError(t, err)
+	st, got, ended, err := RecvExactUntil(&m, c, buf, 0, 21, make(chan struct{}))
+	require.NoError(t, err)
+	assert.True(t, got)
+	assert.False(t, ended)
+	assert.Equal(t, int64(4), st.Bytes())
+	assert.Equal(t, []byte{1, 2, 3, 4}, buf)
+	_, err = r.Wait()
+	require.NoError(t, err)
+
+	r, err = Isend(c, []byte{5, 6}, 0, 21)
+	require.NoError(t, err)
+	st, ended, err = MprobeUntil(&m, c, 0, 21, closed) // a message there is matched all the same
+	require.NoError(t, err)
+	assert.False(t, ended)
+	assert.Equal(t, int64(2), st.Bytes())
+	_, err = Mrecv(&m, buf[:2])
+	require.NoError(t, err)
+	assert.Equal(t, []byte{5, 6}, buf[:2])
+	_, err = r.Wait()
+	require.NoError(t, err)
+}

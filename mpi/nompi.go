@@ -258,8 +258,18 @@ func RecvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, err
 	return Status{}, false, ErrNoMPI
 }
 
+// RecvExactUntil returns ErrNoMPI: this build has no MPI.
+func RecvExactUntil(m *Message, c *Comm, buf []byte, src, tag int, done <-chan struct{}) (Status, bool, bool, error) {
+	return Status{}, false, false, ErrNoMPI
+}
+
 // MprobeInto returns ErrNoMPI: this build has no MPI.
 func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) { return Status{}, ErrNoMPI }
+
+// MprobeUntil returns ErrNoMPI: this build has no MPI.
+func MprobeUntil(m *Message, c *Comm, src, tag int, done <-chan struct{}) (Status, bool, error) {
+	return Status{}, false, ErrNoMPI
+}
 
 // ImprobeInto returns ErrNoMPI: this build has no MPI.
 func ImprobeInto(m *Message, c *Comm, src, tag int) (bool, Status, error) {

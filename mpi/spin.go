@@ -41,14 +41,28 @@ func init() {
 // again with the same status (which holds where the wait was) for as long
 // as it returns TDMPI_AGAIN, with Yield between (see pollSlice).
 func waiting(call func() C.int) C.int {
-	rc := call()
+	rc, _ := waitingUntil(nil, call)
+	return rc
+}
+
+// waitingUntil is waiting that gives up once done is closed (nil: never),
+// checked each time call returns TDMPI_AGAIN: ended is then true. call
+// must return TDMPI_AGAIN only where the wait can stop, nothing started
+// (a probe that matched nothing).
+func waitingUntil(done <-chan struct{}, call func() C.int) (rc C.int, ended bool) {
+	rc = call()
 	for rc == C.TDMPI_AGAIN {
+		select {
+		case <-done:
+			return rc, true
+		default:
+		}
 		if Yield() {
 			waitSlices.Add(1)
 		}
 		rc = call()
 	}
-	return rc
+	return rc, false
 }
 
 // waitSlices counts the times a wait returned to Go (for tests).
