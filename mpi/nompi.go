@@ -291,6 +291,11 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error { return ErrNoMPI }
 // SendConcat returns ErrNoMPI: this build has no MPI.
 func SendConcat(c *Comm, a, b []byte, dest, tag int) error { return ErrNoMPI }
 
+// SendUntil returns ErrNoMPI: this build has no MPI.
+func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (bool, error) {
+	return false, ErrNoMPI
+}
+
 // SendCopy returns ErrNoMPI: this build has no MPI.
 func SendCopy(c *Comm, buf []byte, dest, tag int) (bool, error) { return false, ErrNoMPI }
 

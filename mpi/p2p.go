@@ -4,6 +4,7 @@
 package mpi
 
 // #include "shim.h"
+// #cgo nocallback tdmpi_isend_start
 // #cgo noescape tdmpi_send
 // #cgo nocallback tdmpi_send
 // #cgo noescape tdmpi_send_two_copy
@@ -22,6 +23,7 @@ import "C"
 
 import (
 	"math"
+	"runtime"
 )
 
 // checkDest validates a destination rank of c.
@@ -238,4 +240,58 @@ func Iprobe(c *Comm, src, tag int) (bool, Status, error) {
 		return false, Status{}, nil
 	}
 	return true, makeStatus(&st), nil
+}
+
+// SendUntil sends the bytes of buf to rank dest of c with tag, as Send
+// does, and returns once the send has completed, or once done is closed
+// (nil: never) with ended true. It starts an MPI_Isend and waits for it
+// in C, in slices between which it checks done, as Request.Await would,
+// with no Request while the send completes in time: no allocation,
+// finalizer or registration. A send given up that way is abandoned as
+// Request.Abandon abandons one (see InFlight): MPI completes it whenever
+// the receiver takes it, buf stays pinned until then, and the caller must
+// not change buf.
+func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
+	const op = "MPI_Isend"
+	w, err := c.sendArgs(op, dest, tag)
+	if err != nil {
+		return false, err
+	}
+	n, err := count32(op, len(buf))
+	if err != nil {
+		return false, err
+	}
+	var p *C.tdmpi_mem
+	var pin runtime.Pinner // MPI reads buf between the slices of the wait
+	if len(buf) > 0 {
+		p = bytesMem(buf)
+		pin.Pin(p)
+	}
+	defer callWait.enter().leave()
+	s := C.tdmpi_isend_start(p, n, C.int(dest), C.int(tag), w)
+	if err := newError(op, s.rc); err != nil {
+		pin.Unpin()
+		return false, err
+	}
+	q := s.q
+	var cst C.tdmpi_status
+	pause := cbool(len(buf) <= pauseMaxBytes)
+	rc, ended := waitingUntil(done, func() C.int { return C.tdmpi_wait_req(&q, &cst, pause) })
+	if ended {
+		var flag C.int
+		if rc := C.MPI_Test(&q, &flag, &cst.st); rc != C.MPI_SUCCESS || flag != 0 {
+			pin.Unpin()
+			return false, newError(op, rc) // it completed (or failed) as done closed
+		}
+		f := &inflight{op: op, k: kindOf[byte](), size: 1, pause: pause != 0, hs: []C.MPI_Request{q}}
+		if p != nil {
+			f.pin.Pin(p) // before the wait's own pin goes
+		}
+		pin.Unpin()
+		register(f)
+		orphan(f) // reap completes it
+		return true, nil
+	}
+	pin.Unpin()
+	return false, newError(op, rc)
 }

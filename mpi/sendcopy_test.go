@@ -182,3 +182,69 @@ func TestSendCopyNoAlloc(t *testing.T) {
 	allocs = testing.AllocsPerRun(runs, func() { require.NoError(t, IbcastWait(c, buf, 0)) })
 	assert.Zero(t, allocs, "allocations per IbcastWait")
 }
+
+// TestSendUntil: a send that completes before done closes returns with
+// ended false and leaves nothing in flight; one that its receiver, asleep,
+// does not take before done closes (a message past every eager limit) is
+// abandoned, in flight until the receiver takes it, whole; and one to
+// Self allocates nothing.
+func TestSendUntil(t *testing.T) {
+	needRanks(t, 2)
+	c := testComm(t)
+	r, s := c.Rank(), c.Size()
+	small, big := bytes.Repeat([]byte{3}, 100), bytes.Repeat([]byte{5}, 4<<20)
+	switch {
+	case r%2 == 0 && r+1 < s:
+		ended, err := SendUntil(c, small, r+1, 7, make(chan struct{}))
+		require.NoError(t, err)
+		assert.False(t, ended)
+		done := make(chan struct{})
+		time.AfterFunc(50*time.Millisecond, func() { close(done) })
+		ended, err = SendUntil(c, big, r+1, 8, done)
+		require.NoError(t, err)
+		assert.True(t, ended, "a 4 MiB send its receiver took only after done closed")
+		if ended {
+			assert.Equal(t, 1, InFlight(), "the abandoned send")
+		}
+		_, err = Recv(c, []byte{0}, r+1, 9) // the receiver took both
+		require.NoError(t, err)
+		for limit := time.Now().Add(10 * time.Second); InFlight() > 0 && time.Now().Before(limit); {
+			time.Sleep(time.Millisecond)
+		}
+		assert.Zero(t, InFlight(), "the abandoned send completed once received")
+	case r%2 == 1:
+		got := make([]byte, len(small))
+		_, err := Recv(c, got, r-1, 7)
+		require.NoError(t, err)
+		assert.Equal(t, small, got)
+		time.Sleep(300 * time.Millisecond) // outside MPI
+		got = make([]byte, len(big))
+		_, err = Recv(c, got, r-1, 8)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(big, got), "the abandoned send arrived whole")
+		require.NoError(t, Send(c, []byte{1}, r-1, 9))
+	}
+
+	// The receives to Self are posted first: a send to Self may complete
+	// only once received (MPICH's does).
+	self := Self()
+	const runs = 20
+	bufs := make([][]byte, runs+1) // AllocsPerRun runs f once more, first
+	var reqs []*Request
+	for i := range bufs {
+		bufs[i] = make([]byte, len(small))
+		q, err := Irecv(self, bufs[i], 0, 10)
+		require.NoError(t, err)
+		reqs = append(reqs, q)
+	}
+	allocs := testing.AllocsPerRun(runs, func() {
+		ended, err := SendUntil(self, small, 0, 10, nil)
+		require.NoError(t, err)
+		require.False(t, ended)
+	})
+	require.NoError(t, WaitAll(reqs...))
+	for _, b := range bufs {
+		assert.Equal(t, small, b)
+	}
+	assert.Zero(t, allocs, "allocations per SendUntil")
+}

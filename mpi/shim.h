@@ -178,6 +178,21 @@ static inline int tdmpi_ibcast(void *buf, int n, MPI_Datatype dt, int root, MPI_
 	return MPI_Ibcast(buf, n, dt, root, c, q);
 }
 
+// tdmpi_started is a nonblocking operation just started: its request and
+// the code MPI returned, by value, so that the Go side passes no pointer.
+typedef struct {
+	MPI_Request q;
+	int rc;
+} tdmpi_started;
+
+// tdmpi_isend_start is MPI_Isend of n bytes (package mpi's SendUntil).
+static inline tdmpi_started tdmpi_isend_start(const tdmpi_mem *buf, int n, int dest, int tag, tdmpi_word c) {
+	tdmpi_started s;
+	s.q = MPI_REQUEST_NULL;
+	s.rc = MPI_Isend(buf, n, MPI_BYTE, dest, tag, TDMPI_COMM(c), &s.q);
+	return s;
+}
+
 // tdmpi_send_bytes is tdmpi_send_pair of bytes, taking words.
 static inline int tdmpi_send_bytes(const tdmpi_mem *a, int na, const tdmpi_mem *b, int nb, int dest, int tag, tdmpi_word c) {
 	return tdmpi_send_pair(a, na, b, nb, MPI_BYTE, dest, tag, TDMPI_COMM(c));
