@@ -6,6 +6,7 @@ package mpi
 // #include "shim.h"
 // #cgo noescape tdmpi_mprobe
 // #cgo nocallback tdmpi_mprobe
+// #cgo nocallback tdmpi_imrecv_start
 // #cgo noescape tdmpi_improbe
 // #cgo nocallback tdmpi_improbe
 // #cgo noescape tdmpi_mrecv
@@ -18,6 +19,7 @@ import "C"
 
 import (
 	"math"
+	"runtime"
 	"unsafe"
 )
 
@@ -219,6 +221,74 @@ func MrecvConcat(m *Message, a, b []byte) (Status, error) {
 		return Status{}, err
 	}
 	return makeStatus(&st), nil
+}
+
+// MrecvUntil receives the matched message *m into buf as Mrecv does, and
+// returns once the receive has completed, or once done is closed (nil:
+// never) with ended true. It starts an MPI_Imrecv and waits for it in C,
+// as SendUntil waits for its send, with no Request while the receive
+// completes in time. A receive given up that way is abandoned as
+// Request.Abandon abandons one (see InFlight): MPI completes it into buf
+// whenever the data comes, buf stays pinned until then, and the caller
+// must not use buf. *m is received either way.
+func MrecvUntil(m *Message, buf []byte, done <-chan struct{}) (st Status, ended bool, err error) {
+	const op = "MPI_Imrecv"
+	if m == nil || m.h == messageNull {
+		return Status{}, false, argError(op, C.MPI_ERR_REQUEST, "nil or already received message")
+	}
+	if int64(m.bytes) > int64(len(buf)) {
+		return Status{}, false, argError(op, C.MPI_ERR_TRUNCATE, "message of %d bytes, buffer of %d", int64(m.bytes), len(buf))
+	}
+	n, err := count32(op, len(buf))
+	if err != nil {
+		return Status{}, false, err
+	}
+	var p *C.tdmpi_mem
+	var pin runtime.Pinner // MPI writes buf between the slices of the wait
+	if len(buf) > 0 {
+		p = bytesMem(buf)
+		pin.Pin(p)
+	}
+	defer callWait.enter().leave()
+	s := C.tdmpi_imrecv_start(p, n, m.h)
+	if err := newError(op, s.rc); err != nil {
+		pin.Unpin()
+		return Status{}, false, err
+	}
+	m.h = messageNull
+	q := s.q
+	var cst C.tdmpi_status
+	// Paused at any size, as the polling waits bounded by a context were
+	// (xfer.Poll). Without pause at 64 MiB, TestReceiveStallMidPayload,
+	// whose sender trickles its payload out over TCP so that the receive
+	// is still under way at its deadline, hung once (run beside a make
+	// test): the receive ended without being given up, most likely
+	// whole, the unpaused tests draining the socket as fast as the
+	// sender filled it.
+	const pause = 1
+	rc, ended := waitingUntil(done, func() C.int { return C.tdmpi_wait_req(&q, &cst, pause) })
+	if ended {
+		var flag C.int
+		if rc = C.MPI_Test(&q, &flag, &cst.st); rc == C.MPI_SUCCESS && flag == 0 {
+			f := &inflight{op: op, k: kindOf[byte](), size: 1, pause: true, hs: []C.MPI_Request{q}}
+			if p != nil {
+				f.pin.Pin(p) // before the wait's own pin goes
+			}
+			pin.Unpin()
+			register(f)
+			orphan(f) // reap completes it
+			return Status{}, true, nil
+		}
+		// It completed (or failed) as done closed.
+	}
+	pin.Unpin()
+	if rc == C.MPI_SUCCESS {
+		rc = C.tdmpi_finish(C.MPI_SUCCESS, &cst, datatypes[kindOf[byte]()], 1)
+	}
+	if err := newError(op, rc); err != nil {
+		return Status{}, false, err
+	}
+	return makeStatus(&cst), false, nil
 }
 
 // Imrecv starts receiving the matched message m into buf, as MPI_Imrecv,

@@ -342,3 +342,53 @@ func TestProbeUntil(t *testing.T) {
 	_, err = r.Wait()
 	require.NoError(t, err)
 }
+
+// TestMrecvUntil: MrecvUntil receives a matched message as Mrecv does,
+// refuses a buffer too short or a message already received, and
+// allocates nothing; a receive given up mid-payload is
+// TestReceiveStallMidPayload's (package test), which needs a stalled
+// sender.
+func TestMrecvUntil(t *testing.T) {
+	c := Self()
+	const runs = 20
+	out := []byte{1, 2, 3, 4, 5}
+	var reqs []*Request
+	for range runs + 3 { // AllocsPerRun runs f once more, first
+		r, err := Isend(c, out, 0, 23)
+		require.NoError(t, err)
+		reqs = append(reqs, r)
+	}
+	var m Message
+	_, err := MprobeInto(&m, c, 0, 23)
+	require.NoError(t, err)
+	_, _, err = MrecvUntil(&m, make([]byte, 4), nil)
+	assert.ErrorIs(t, err, ErrTruncate)
+	buf := make([]byte, 8)
+	st, ended, err := MrecvUntil(&m, buf, make(chan struct{}))
+	require.NoError(t, err, "the message stayed matched after the refusal")
+	assert.False(t, ended)
+	assert.Equal(t, int64(5), st.Bytes())
+	assert.Equal(t, out, buf[:5])
+	_, _, err = MrecvUntil(&m, buf, nil)
+	assert.ErrorIs(t, err, ErrRequest, "a message received already")
+
+	_, err = MprobeInto(&m, c, 0, 23)
+	require.NoError(t, err)
+	closed := make(chan struct{})
+	close(closed)
+	st, ended, err = MrecvUntil(&m, buf, closed) // its bytes are there: it completes all the same
+	require.NoError(t, err)
+	assert.False(t, ended)
+	assert.Equal(t, int64(5), st.Bytes())
+
+	allocs := testing.AllocsPerRun(runs, func() {
+		_, err := MprobeInto(&m, c, 0, 23)
+		require.NoError(t, err)
+		_, ended, err := MrecvUntil(&m, buf, nil)
+		require.NoError(t, err)
+		require.False(t, ended)
+	})
+	require.NoError(t, WaitAll(reqs...))
+	assert.Zero(t, allocs, "allocations per MprobeInto+MrecvUntil")
+	assert.Zero(t, InFlight())
+}

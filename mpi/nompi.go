@@ -266,6 +266,11 @@ func RecvExactUntil(m *Message, c *Comm, buf []byte, src, tag int, done <-chan s
 // MprobeInto returns ErrNoMPI: this build has no MPI.
 func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) { return Status{}, ErrNoMPI }
 
+// MrecvUntil returns ErrNoMPI: this build has no MPI.
+func MrecvUntil(m *Message, buf []byte, done <-chan struct{}) (Status, bool, error) {
+	return Status{}, false, ErrNoMPI
+}
+
 // MprobeUntil returns ErrNoMPI: this build has no MPI.
 func MprobeUntil(m *Message, c *Comm, src, tag int, done <-chan struct{}) (Status, bool, error) {
 	return Status{}, false, ErrNoMPI

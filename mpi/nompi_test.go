@@ -32,6 +32,7 @@ func TestNoMPI(t *testing.T) {
 		{"Send", Send(w, []int{1}, 0, 0)},
 		{"SendCopy", func() error { _, err := SendCopy(w, []byte{1}, 0, 0); return err }()},
 		{"SendUntil", func() error { _, err := SendUntil(w, []byte{1}, 0, 0, nil); return err }()},
+		{"MrecvUntil", func() error { _, _, err := MrecvUntil(&Message{}, []byte{1}, nil); return err }()},
 		{"Recv", func() error { _, err := Recv(w, []int{1}, 0, 0); return err }()},
 		{"Isend", func() error { _, err := Isend(w, []int{1}, 0, 0); return err }()},
 		{"Bcast", Bcast(w, []byte{1}, 0)},

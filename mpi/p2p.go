@@ -275,7 +275,14 @@ func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended 
 	}
 	q := s.q
 	var cst C.tdmpi_status
-	pause := cbool(len(buf) <= pauseMaxBytes)
+	// Paused at any size, as the polling waits bounded by a context were
+	// (xfer.Poll). Without pause at 64 MiB, TestReceiveStallMidPayload,
+	// whose sender trickles its payload out over TCP so that the receive
+	// is still under way at its deadline, hung once (run beside a make
+	// test): the receive ended without being given up, most likely
+	// whole, the unpaused tests draining the socket as fast as the
+	// sender filled it.
+	const pause = 1
 	rc, ended := waitingUntil(done, func() C.int { return C.tdmpi_wait_req(&q, &cst, pause) })
 	if ended {
 		var flag C.int
@@ -283,7 +290,7 @@ func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended 
 			pin.Unpin()
 			return false, newError(op, rc) // it completed (or failed) as done closed
 		}
-		f := &inflight{op: op, k: kindOf[byte](), size: 1, pause: pause != 0, hs: []C.MPI_Request{q}}
+		f := &inflight{op: op, k: kindOf[byte](), size: 1, pause: true, hs: []C.MPI_Request{q}}
 		if p != nil {
 			f.pin.Pin(p) // before the wait's own pin goes
 		}

@@ -193,6 +193,16 @@ static inline tdmpi_started tdmpi_isend_start(const tdmpi_mem *buf, int n, int d
 	return s;
 }
 
+// tdmpi_imrecv_start is MPI_Imrecv of matched message m, n bytes
+// (package mpi's MrecvUntil).
+static inline tdmpi_started tdmpi_imrecv_start(tdmpi_mem *buf, int n, tdmpi_word m) {
+	tdmpi_started s;
+	MPI_Message mm = TDMPI_MESSAGE(m);
+	s.q = MPI_REQUEST_NULL;
+	s.rc = MPI_Imrecv(buf, n, MPI_BYTE, &mm, &s.q);
+	return s;
+}
+
 // tdmpi_send_bytes is tdmpi_send_pair of bytes, taking words.
 static inline int tdmpi_send_bytes(const tdmpi_mem *a, int na, const tdmpi_mem *b, int nb, int dest, int tag, tdmpi_word c) {
 	return tdmpi_send_pair(a, na, b, nb, MPI_BYTE, dest, tag, TDMPI_COMM(c));

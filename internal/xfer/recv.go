@@ -215,9 +215,10 @@ func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error
 // (its probe measured it), into buf, bounded by ctx: with a blocking
 // MPI_Mrecv when ctx cannot end or the message is at most eagerMax bytes
 // (its bytes have then arrived with its match), and otherwise with
-// MPI_Imrecv, tested until it completes or ctx ends (Poll); then the
-// receive is abandoned and the error wraps ErrAbandoned and ctx's error
-// (buf stays in MPI's hands). what names the message in that error.
+// MPI_Imrecv, waited for in C until it completes or ctx ends
+// (mpi.MrecvUntil); then the receive is abandoned and the error wraps
+// ErrAbandoned and ctx's error (buf stays in MPI's hands). what names the
+// message in that error.
 func RecvMatched(ctx context.Context, m *mpi.Message, buf []byte, what string) error {
 	return recvMatched(ctx, m, buf, func() string { return what })
 }
@@ -228,25 +229,10 @@ func recvMatched(ctx context.Context, m *mpi.Message, buf []byte, what func() st
 		_, err := mpi.Mrecv(m, buf)
 		return err
 	}
-	r, err := mpi.Imrecv(m, buf)
-	if err != nil {
-		return err
+	_, ended, err := mpi.MrecvUntil(m, buf, ctx.Done())
+	if ended {
+		return fmt.Errorf("%s given up as the context ended, its receive already under way: %w: %w", what(), ErrAbandoned, ctx.Err())
 	}
-	err = Poll(ctx, func() (bool, error) {
-		done, _, err := r.Test()
-		return done, err
-	})
-	if err == nil {
-		return nil
-	}
-	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-		if done, _, terr := r.Test(); done && terr == nil {
-			return nil // it completed as the context ended
-		}
-		r.Abandon()
-		return fmt.Errorf("%s given up as the context ended, its receive already under way: %w: %w", what(), ErrAbandoned, err)
-	}
-	r.Abandon() // a failed test: MPI may have freed the request, or not
 	return err
 }
 
