@@ -116,6 +116,13 @@
 // would hand its processor to another thread and back (20-30 us). Blocking
 // collectives and sends wait inside MPI and do not return early.
 //
+// The waits that a context bounds (MprobeUntil, RecvExactUntil,
+// MrecvUntil, SendUntil) are the same loops: each time one returns to Go
+// it checks a done channel, and gives up once it is closed, within about
+// a millisecond. A probe then has matched nothing; a receive or send under
+// way is handed to the package as an abandoned Request. They pause at any
+// size, as a Pacer would.
+//
 // # Buffers and memory
 //
 // Scalar lists the element types: bool, the sized integers, int and uint
