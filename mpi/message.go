@@ -19,7 +19,6 @@ import "C"
 
 import (
 	"math"
-	"runtime"
 	"unsafe"
 )
 
@@ -243,45 +242,18 @@ func MrecvUntil(m *Message, buf []byte, done <-chan struct{}) (st Status, ended 
 	if err != nil {
 		return Status{}, false, err
 	}
-	var p *C.tdmpi_mem
-	var pin runtime.Pinner // MPI writes buf between the slices of the wait
-	if len(buf) > 0 {
-		p = bytesMem(buf)
-		pin.Pin(p)
-	}
-	defer callWait.enter().leave()
-	s := C.tdmpi_imrecv_start(p, n, m.h)
-	if err := newError(op, s.rc); err != nil {
-		pin.Unpin()
+	h := m.h
+	var cst C.tdmpi_status
+	rc, ended, err := startUntil(op, buf, done, &cst, func(p *C.tdmpi_mem) C.tdmpi_started {
+		return C.tdmpi_imrecv_start(p, n, h)
+	})
+	if err != nil {
 		return Status{}, false, err
 	}
 	m.h = messageNull
-	q := s.q
-	var cst C.tdmpi_status
-	// Paused at any size, as the polling waits bounded by a context were
-	// (xfer.Poll). Without pause at 64 MiB, TestReceiveStallMidPayload,
-	// whose sender trickles its payload out over TCP so that the receive
-	// is still under way at its deadline, hung once (run beside a make
-	// test): the receive ended without being given up, most likely
-	// whole, the unpaused tests draining the socket as fast as the
-	// sender filled it.
-	const pause = 1
-	rc, ended := waitingUntil(done, func() C.int { return C.tdmpi_wait_req(&q, &cst, pause) })
 	if ended {
-		var flag C.int
-		if rc = C.MPI_Test(&q, &flag, &cst.st); rc == C.MPI_SUCCESS && flag == 0 {
-			f := &inflight{op: op, k: kindOf[byte](), size: 1, pause: true, hs: []C.MPI_Request{q}}
-			if p != nil {
-				f.pin.Pin(p) // before the wait's own pin goes
-			}
-			pin.Unpin()
-			register(f)
-			orphan(f) // reap completes it
-			return Status{}, true, nil
-		}
-		// It completed (or failed) as done closed.
+		return Status{}, true, nil
 	}
-	pin.Unpin()
 	if rc == C.MPI_SUCCESS {
 		rc = C.tdmpi_finish(C.MPI_SUCCESS, &cst, datatypes[kindOf[byte]()], 1)
 	}

@@ -23,7 +23,6 @@ import "C"
 
 import (
 	"math"
-	"runtime"
 )
 
 // checkDest validates a destination rank of c.
@@ -261,44 +260,12 @@ func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended 
 	if err != nil {
 		return false, err
 	}
-	var p *C.tdmpi_mem
-	var pin runtime.Pinner // MPI reads buf between the slices of the wait
-	if len(buf) > 0 {
-		p = bytesMem(buf)
-		pin.Pin(p)
-	}
-	defer callWait.enter().leave()
-	s := C.tdmpi_isend_start(p, n, C.int(dest), C.int(tag), w)
-	if err := newError(op, s.rc); err != nil {
-		pin.Unpin()
-		return false, err
-	}
-	q := s.q
 	var cst C.tdmpi_status
-	// Paused at any size, as the polling waits bounded by a context were
-	// (xfer.Poll). Without pause at 64 MiB, TestReceiveStallMidPayload,
-	// whose sender trickles its payload out over TCP so that the receive
-	// is still under way at its deadline, hung once (run beside a make
-	// test): the receive ended without being given up, most likely
-	// whole, the unpaused tests draining the socket as fast as the
-	// sender filled it.
-	const pause = 1
-	rc, ended := waitingUntil(done, func() C.int { return C.tdmpi_wait_req(&q, &cst, pause) })
-	if ended {
-		var flag C.int
-		if rc := C.MPI_Test(&q, &flag, &cst.st); rc != C.MPI_SUCCESS || flag != 0 {
-			pin.Unpin()
-			return false, newError(op, rc) // it completed (or failed) as done closed
-		}
-		f := &inflight{op: op, k: kindOf[byte](), size: 1, pause: true, hs: []C.MPI_Request{q}}
-		if p != nil {
-			f.pin.Pin(p) // before the wait's own pin goes
-		}
-		pin.Unpin()
-		register(f)
-		orphan(f) // reap completes it
-		return true, nil
+	rc, ended, err := startUntil(op, buf, done, &cst, func(p *C.tdmpi_mem) C.tdmpi_started {
+		return C.tdmpi_isend_start(p, n, C.int(dest), C.int(tag), w)
+	})
+	if err != nil || ended {
+		return ended, err
 	}
-	pin.Unpin()
 	return false, newError(op, rc)
 }

@@ -182,6 +182,53 @@ func startWait(op string, b buffer, start func(dt C.MPI_Datatype, n C.int, p uns
 	return newError(op, waiting(func() C.int { return C.tdmpi_wait_req(&q, &cst, pause) }))
 }
 
+// startUntil starts an operation on the bytes of buf with start (given
+// them, nil when empty), then waits for it in C until it completes or done
+// closes (nil: never), with no Request: SendUntil's and MrecvUntil's. buf
+// is pinned while MPI may use it. err is start's failure (nothing
+// started). When done closes first and the operation is still under way,
+// it is handed to the registry as an abandoned Request would be (buf
+// stays pinned until it completes, see reap) and ended is true; otherwise
+// rc is the wait's result, and *cst its status.
+func startUntil(op string, buf []byte, done <-chan struct{}, cst *C.tdmpi_status, start func(p *C.tdmpi_mem) C.tdmpi_started) (rc C.int, ended bool, err error) {
+	var p *C.tdmpi_mem
+	var pin runtime.Pinner // MPI uses buf between the slices of the wait
+	if len(buf) > 0 {
+		p = bytesMem(buf)
+		pin.Pin(p)
+	}
+	defer pin.Unpin()
+	defer callWait.enter().leave()
+	s := start(p)
+	if err := newError(op, s.rc); err != nil {
+		return s.rc, false, err
+	}
+	q := s.q
+	// Paused at any size, as the polling waits bounded by a context were
+	// (xfer.Poll). Without pause at 64 MiB, TestReceiveStallMidPayload,
+	// whose sender trickles its payload out over TCP so that the receive
+	// is still under way at its deadline, hung once (run beside a make
+	// test): the receive ended without being given up, most likely
+	// whole, the unpaused tests draining the socket as fast as the
+	// sender filled it.
+	const pause = 1
+	rc, ended = waitingUntil(done, func() C.int { return C.tdmpi_wait_req(&q, cst, pause) })
+	if !ended {
+		return rc, false, nil
+	}
+	var flag C.int
+	if rc = C.MPI_Test(&q, &flag, &cst.st); rc != C.MPI_SUCCESS || flag != 0 {
+		return rc, false, nil // it completed (or failed) as done closed
+	}
+	f := &inflight{op: op, k: kindOf[byte](), size: 1, pause: true, hs: []C.MPI_Request{q}}
+	if p != nil {
+		f.pin.Pin(p) // the wait's own pin goes on return
+	}
+	register(f)
+	orphan(f) // reap completes it
+	return rc, true, nil
+}
+
 // finish records the completion of r's operation, whose status st was
 // filled in by the C call that completed it.
 func (r *Request) finish(st *C.tdmpi_status) {
