@@ -3,8 +3,7 @@
 
 package mpi
 
-// #cgo noescape tdmpi_ibcast
-// #cgo nocallback tdmpi_ibcast
+// #cgo nocallback tdmpi_ibcast_start
 // #include "shim.h"
 import "C"
 
@@ -43,11 +42,15 @@ func IbcastWait[T Scalar](c *Comm, buf []T, root int) error {
 	if err != nil {
 		return err
 	}
-	return startWait(op, bufOf(buf), func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer) (C.MPI_Request, C.int) {
-		q := requestNull
-		rc := C.tdmpi_ibcast(b, n, dt, C.int(root), h, &q)
-		return q, rc
+	b := bufOf(buf)
+	var cst C.tdmpi_status
+	rc, _, err := startUntil(op, b, true, b.bytes() <= pauseMaxBytes, nil, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
+		return C.tdmpi_ibcast_start(p, n, dt, C.int(root), h)
 	})
+	if err != nil {
+		return err
+	}
+	return newError(op, rc)
 }
 
 // Iallreduce starts combining send from every process of c with op into

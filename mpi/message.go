@@ -238,14 +238,10 @@ func MrecvUntil(m *Message, buf []byte, done <-chan struct{}) (st Status, ended 
 	if int64(m.bytes) > int64(len(buf)) {
 		return Status{}, false, argError(op, C.MPI_ERR_TRUNCATE, "message of %d bytes, buffer of %d", int64(m.bytes), len(buf))
 	}
-	n, err := count32(op, len(buf))
-	if err != nil {
-		return Status{}, false, err
-	}
 	h := m.h
 	var cst C.tdmpi_status
-	rc, ended, err := startUntil(op, buf, done, &cst, func(p *C.tdmpi_mem) C.tdmpi_started {
-		return C.tdmpi_imrecv_start(p, n, h)
+	rc, ended, err := startUntil(op, bufOf(buf), false, untilPause, done, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
+		return C.tdmpi_imrecv_start(p, n, dt, h)
 	})
 	if err != nil {
 		return Status{}, false, err

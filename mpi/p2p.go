@@ -23,6 +23,7 @@ import "C"
 
 import (
 	"math"
+	"unsafe"
 )
 
 // checkDest validates a destination rank of c.
@@ -256,13 +257,9 @@ func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended 
 	if err != nil {
 		return false, err
 	}
-	n, err := count32(op, len(buf))
-	if err != nil {
-		return false, err
-	}
 	var cst C.tdmpi_status
-	rc, ended, err := startUntil(op, buf, done, &cst, func(p *C.tdmpi_mem) C.tdmpi_started {
-		return C.tdmpi_isend_start(p, n, C.int(dest), C.int(tag), w)
+	rc, ended, err := startUntil(op, bufOf(buf), false, untilPause, done, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
+		return C.tdmpi_isend_start(p, n, dt, C.int(dest), C.int(tag), w)
 	})
 	if err != nil || ended {
 		return ended, err

@@ -60,13 +60,19 @@ const pauseMaxBytes = 64 << 10
 // newRequest returns the Request of operation op on elements of kind k and
 // size bytes, whose largest buffer holds bytes bytes, with bufs pinned.
 func newRequest(op string, k kind, size int, coll bool, bytes C.longlong, bufs ...unsafe.Pointer) *Request {
+	return &Request{f: newInflight(op, k, size, coll, bytes, bufs...), op: op}
+}
+
+// newInflight returns the record of an operation op on elements of kind k
+// and size bytes, whose largest buffer holds bytes bytes, with bufs pinned.
+func newInflight(op string, k kind, size int, coll bool, bytes C.longlong, bufs ...unsafe.Pointer) *inflight {
 	f := &inflight{op: op, k: k, size: size, coll: coll, pause: bytes <= pauseMaxBytes}
 	for _, p := range bufs {
 		if p != nil {
 			f.pin.Pin(p)
 		}
 	}
-	return &Request{f: f, op: op}
+	return f
 }
 
 // post posts a piece of r's operation with call, which MPI gives the
@@ -156,63 +162,35 @@ func istart(op string, b buffer, coll bool, call func(dt C.MPI_Datatype, n C.int
 	return r.start(newError(op, r.post(func(q *C.MPI_Request) C.int { return call(dt, n, b.ptr, q) })))
 }
 
-// startWait starts a collective on b with start, which returns its
-// request, and waits for it within the call, as Request.Wait does, with
-// no Request: b is pinned until it completes. start's C function must be
-// declared noescape, so that nothing here is allocated (the request would
-// escape through a pointer handed to C).
-func startWait(op string, b buffer, start func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) (C.MPI_Request, C.int)) error {
+// startUntil starts an operation on b with start, then waits for it in C
+// until it completes or done closes (nil: never), with no Request: the
+// one call of IbcastWait, SendUntil and MrecvUntil. b is pinned while MPI
+// may use it; the wait pauses between tests with pause (see
+// tdmpi_wait_req). err is start's failure (nothing started). When done
+// closes first and the operation is still under way, it is handed to the
+// registry as an abandoned Request would be (b stays pinned until it
+// completes, see reap) and ended is true; otherwise rc is the wait's
+// result, and *cst its status. start's C function returns its request by
+// value (tdmpi_started), so that nothing here is allocated.
+func startUntil(op string, b buffer, coll, pause bool, done <-chan struct{}, cst *C.tdmpi_status,
+	start func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started) (rc C.int, ended bool, err error) {
 	dt, n, derived, err := b.dtype(op)
 	if err != nil {
-		return err
+		return 0, false, err
 	}
-	defer freeType(dt, derived)
-	var pin runtime.Pinner // MPI holds b.ptr between the slices of the wait
+	defer freeType(dt, derived) // MPI keeps the type alive until completion
+	var pin runtime.Pinner      // MPI uses b between the slices of the wait
 	if b.ptr != nil {
 		pin.Pin(b.ptr)
-		defer pin.Unpin()
-	}
-	defer callWait.enter().leave()
-	q, rc := start(dt, n, b.ptr)
-	if err := newError(op, rc); err != nil {
-		return err
-	}
-	var cst C.tdmpi_status
-	pause := cbool(b.bytes() <= pauseMaxBytes)
-	return newError(op, waiting(func() C.int { return C.tdmpi_wait_req(&q, &cst, pause) }))
-}
-
-// startUntil starts an operation on the bytes of buf with start (given
-// them, nil when empty), then waits for it in C until it completes or done
-// closes (nil: never), with no Request: SendUntil's and MrecvUntil's. buf
-// is pinned while MPI may use it. err is start's failure (nothing
-// started). When done closes first and the operation is still under way,
-// it is handed to the registry as an abandoned Request would be (buf
-// stays pinned until it completes, see reap) and ended is true; otherwise
-// rc is the wait's result, and *cst its status.
-func startUntil(op string, buf []byte, done <-chan struct{}, cst *C.tdmpi_status, start func(p *C.tdmpi_mem) C.tdmpi_started) (rc C.int, ended bool, err error) {
-	var p *C.tdmpi_mem
-	var pin runtime.Pinner // MPI uses buf between the slices of the wait
-	if len(buf) > 0 {
-		p = bytesMem(buf)
-		pin.Pin(p)
 	}
 	defer pin.Unpin()
 	defer callWait.enter().leave()
-	s := start(p)
+	s := start(dt, n, b.ptr)
 	if err := newError(op, s.rc); err != nil {
 		return s.rc, false, err
 	}
 	q := s.q
-	// Paused at any size, as the polling waits bounded by a context were
-	// (xfer.Poll). Without pause at 64 MiB, TestReceiveStallMidPayload,
-	// whose sender trickles its payload out over TCP so that the receive
-	// is still under way at its deadline, hung once (run beside a make
-	// test): the receive ended without being given up, most likely
-	// whole, the unpaused tests draining the socket as fast as the
-	// sender filled it.
-	const pause = 1
-	rc, ended = waitingUntil(done, func() C.int { return C.tdmpi_wait_req(&q, cst, pause) })
+	rc, ended = waitingUntil(done, func() C.int { return C.tdmpi_wait_req(&q, cst, cbool(pause)) })
 	if !ended {
 		return rc, false, nil
 	}
@@ -220,14 +198,21 @@ func startUntil(op string, buf []byte, done <-chan struct{}, cst *C.tdmpi_status
 	if rc = C.MPI_Test(&q, &flag, &cst.st); rc != C.MPI_SUCCESS || flag != 0 {
 		return rc, false, nil // it completed (or failed) as done closed
 	}
-	f := &inflight{op: op, k: kindOf[byte](), size: 1, pause: true, hs: []C.MPI_Request{q}}
-	if p != nil {
-		f.pin.Pin(p) // the wait's own pin goes on return
-	}
+	f := newInflight(op, b.k, b.size, coll, b.bytes(), b.ptr) // pinned anew: the wait's own pin goes on return
+	f.hs = []C.MPI_Request{q}
 	register(f)
 	orphan(f) // reap completes it
 	return rc, true, nil
 }
+
+// untilPause is how SendUntil and MrecvUntil pause their tests: at any
+// size, as the polling waits bounded by a context did (xfer.Poll).
+// Without pause at 64 MiB, TestReceiveStallMidPayload, whose sender
+// trickles its payload out over TCP so that the receive is still under
+// way at its deadline, hung once (run beside a make test): the receive
+// ended without being given up, most likely whole, the unpaused tests
+// draining the socket as fast as the sender filled it.
+const untilPause = true
 
 // finish records the completion of r's operation, whose status st was
 // filled in by the C call that completed it.

@@ -172,34 +172,36 @@ static inline int tdmpi_copy_send_test(tdmpi_copy_send *s, int *done) {
 	return MPI_Test(&s->h.q, done, MPI_STATUS_IGNORE);
 }
 
-// tdmpi_ibcast is MPI_Ibcast, for package mpi's IbcastWait, which pins
-// buf until the operation completes (MPI keeps it after the call).
-static inline int tdmpi_ibcast(void *buf, int n, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *q) {
-	return MPI_Ibcast(buf, n, dt, root, c, q);
-}
-
 // tdmpi_started is a nonblocking operation just started: its request and
-// the code MPI returned, by value, so that the Go side passes no pointer.
+// the code MPI returned, by value, so that the Go side passes no pointer
+// (package mpi's startUntil).
 typedef struct {
 	MPI_Request q;
 	int rc;
 } tdmpi_started;
 
-// tdmpi_isend_start is MPI_Isend of n bytes (package mpi's SendUntil).
-static inline tdmpi_started tdmpi_isend_start(const tdmpi_mem *buf, int n, int dest, int tag, tdmpi_word c) {
+// tdmpi_ibcast_start is MPI_Ibcast (IbcastWait).
+static inline tdmpi_started tdmpi_ibcast_start(void *buf, int n, MPI_Datatype dt, int root, MPI_Comm c) {
 	tdmpi_started s;
 	s.q = MPI_REQUEST_NULL;
-	s.rc = MPI_Isend(buf, n, MPI_BYTE, dest, tag, TDMPI_COMM(c), &s.q);
+	s.rc = MPI_Ibcast(buf, n, dt, root, c, &s.q);
 	return s;
 }
 
-// tdmpi_imrecv_start is MPI_Imrecv of matched message m, n bytes
-// (package mpi's MrecvUntil).
-static inline tdmpi_started tdmpi_imrecv_start(tdmpi_mem *buf, int n, tdmpi_word m) {
+// tdmpi_isend_start is MPI_Isend (SendUntil).
+static inline tdmpi_started tdmpi_isend_start(const void *buf, int n, MPI_Datatype dt, int dest, int tag, tdmpi_word c) {
+	tdmpi_started s;
+	s.q = MPI_REQUEST_NULL;
+	s.rc = MPI_Isend(buf, n, dt, dest, tag, TDMPI_COMM(c), &s.q);
+	return s;
+}
+
+// tdmpi_imrecv_start is MPI_Imrecv of matched message m (MrecvUntil).
+static inline tdmpi_started tdmpi_imrecv_start(void *buf, int n, MPI_Datatype dt, tdmpi_word m) {
 	tdmpi_started s;
 	MPI_Message mm = TDMPI_MESSAGE(m);
 	s.q = MPI_REQUEST_NULL;
-	s.rc = MPI_Imrecv(buf, n, MPI_BYTE, &mm, &s.q);
+	s.rc = MPI_Imrecv(buf, n, dt, &mm, &s.q);
 	return s;
 }
 

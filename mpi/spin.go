@@ -46,9 +46,9 @@ func waiting(call func() C.int) C.int {
 }
 
 // waitingUntil is waiting that gives up once done is closed (nil: never),
-// checked each time call returns TDMPI_AGAIN: ended is then true. call
-// must return TDMPI_AGAIN only where the wait can stop, nothing started
-// (a probe that matched nothing).
+// checked each time call returns TDMPI_AGAIN: ended is then true. The
+// caller must be able to stop there: a probe has matched nothing; an
+// operation under way is the caller's to hand over (see startUntil).
 func waitingUntil(done <-chan struct{}, call func() C.int) (rc C.int, ended bool) {
 	rc = call()
 	for rc == C.TDMPI_AGAIN {
