@@ -6,6 +6,7 @@ package group
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -215,6 +216,33 @@ func (g *Group) WorldRank(groupRank int) (int, error) {
 	}
 	return r, nil
 }
+
+// SameNode reports whether the process of rank r of g runs on the node of
+// the calling process, as the MPI library sees nodes (MPI_Comm_split_type
+// with MPI_COMM_TYPE_SHARED, at Init): messages between two processes of
+// one node go through shared memory, between two nodes through the
+// network. It reports true when it cannot tell: with WithTorchPeers (Init
+// then makes no collective call of its own), when Init's exchange failed,
+// for a rank out of range, and on a group that was freed.
+func (g *Group) SameNode(r int) bool {
+	local := nodeRanks.Load()
+	if local == nil || r < 0 || r >= g.size {
+		return true
+	}
+	w := r
+	if !g.world {
+		var err error
+		if w, err = g.comm.TranslateRank(r, mpi.World()); err != nil {
+			return true
+		}
+	}
+	_, found := slices.BinarySearch(*local, w)
+	return found
+}
+
+// nodeRanks holds the world ranks of the processes on this node, in
+// increasing order, once Init has found them (see shareProcs).
+var nodeRanks atomic.Pointer[[]int]
 
 // GroupRank returns the rank in g of the process with world rank
 // worldRank. The error wraps ErrNotMember if that process is not in g.

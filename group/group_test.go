@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -533,4 +534,36 @@ func TestInitSharesProcs(t *testing.T) {
 	}
 	share := max(1, online/env.LocalSize)
 	assert.LessOrEqual(t, runtime.GOMAXPROCS(0), share, "GOMAXPROCS of one of %d unbound ranks on %d CPUs", env.LocalSize, online)
+}
+
+// TestSameNode checks SameNode against the host names of the ranks, which
+// tell the nodes apart: one machine under mpirun, and a name for each node
+// of the local cluster (make cluster-test runs this package across two).
+// A subgroup in reverse order answers as the world does for its members.
+func TestSameNode(t *testing.T) {
+	g := mpitest.Need(t, 1)
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	const width = 256 // HOST_NAME_MAX is 64
+	mine := make([]byte, width)
+	copy(mine, host)
+	all := make([]byte, width*g.Size())
+	require.NoError(t, mpi.Allgather(g.Comm(), mine, all))
+	hostOf := func(r int) string { return strings.TrimRight(string(all[r*width:(r+1)*width]), "\x00") }
+	for r := range g.Size() {
+		assert.Equal(t, hostOf(r) == host, g.SameNode(r), "rank %d on %s, seen from rank %d on %s", r, hostOf(r), g.Rank(), host)
+	}
+	assert.True(t, g.SameNode(-1), "out of range: cannot tell")
+	assert.True(t, g.SameNode(g.Size()), "out of range: cannot tell")
+
+	members := make([]int, g.Size())
+	for i := range members {
+		members[i] = g.Size() - 1 - i
+	}
+	sub, err := g.New(members)
+	require.NoError(t, err)
+	for i, r := range members {
+		assert.Equal(t, g.SameNode(r), sub.SameNode(i), "subgroup rank %d, world rank %d", i, r)
+	}
+	require.NoError(t, sub.Free())
 }

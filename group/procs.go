@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"slices"
 
 	"github.com/tdmpi/tdmpi/hpc"
 	"github.com/tdmpi/tdmpi/internal/log"
@@ -40,6 +41,9 @@ import (
 // its node (Go's and torch's) run on the same CPUs as itself when it may
 // run on every online CPU (unbound), and on CPUs of their own otherwise
 // (assumedMasks).
+//
+// It records the world ranks of this node that the exchange found, for
+// SameNode.
 func shareProcs(w *mpi.Comm, env hpc.Env, keep, torch bool) {
 	var masks [][]uint64
 	var me int
@@ -47,7 +51,12 @@ func shareProcs(w *mpi.Comm, env hpc.Env, keep, torch bool) {
 	if torch {
 		masks, err = assumedMasks(env.LocalSize)
 	} else {
-		masks, me, err = nodeMasks(w)
+		var local []int
+		masks, me, local, err = nodeMasks(w)
+		if err == nil {
+			slices.Sort(local) // in w's order already: SplitShared keys by rank
+			nodeRanks.Store(&local)
+		}
 	}
 	if err != nil {
 		log.Logger().Warn().Err(err).Msg("group: Init: GOMAXPROCS left as it is: the CPUs of this node's ranks are unknown")
@@ -68,17 +77,18 @@ func shareProcs(w *mpi.Comm, env hpc.Env, keep, torch bool) {
 }
 
 // nodeMasks returns the affinity masks (hpc.AffinityMask) of the ranks of
-// w on this node (mpi.Comm.SplitShared), in their order in w, and the index
-// of this rank's. It is collective over w. A rank whose mask is unknown
-// sends an empty one.
-func nodeMasks(w *mpi.Comm) (masks [][]uint64, me int, err error) {
+// w on this node (mpi.Comm.SplitShared), in their order in w, the index
+// of this rank's, and the ranks in w of those processes, in increasing
+// order. It is collective over w. A rank whose mask is unknown sends an
+// empty one.
+func nodeMasks(w *mpi.Comm) (masks [][]uint64, me int, ranks []int, err error) {
 	mine, merr := hpc.AffinityMask()
 	if merr != nil || len(mine) > maskWords {
 		mine = nil
 	}
 	local, err := w.SplitShared()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	send := make([]uint64, maskWords)
 	copy(send, mine)
@@ -86,17 +96,24 @@ func nodeMasks(w *mpi.Comm) (masks [][]uint64, me int, err error) {
 	all := make([]uint64, maskWords*n)
 	err = mpi.Allgather(local, send, all)
 	me = local.Rank()
+	ranks = make([]int, n)
+	for i := range ranks {
+		if err != nil {
+			break
+		}
+		ranks[i], err = local.TranslateRank(i, w)
+	}
 	if ferr := local.Free(); err == nil {
 		err = ferr
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	masks = make([][]uint64, n)
 	for i := range masks {
 		masks[i] = all[i*maskWords : (i+1)*maskWords]
 	}
-	return masks, me, nil
+	return masks, me, ranks, nil
 }
 
 // assumedMasks returns the masks shareProcs assumes, this rank's first,
