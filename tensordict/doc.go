@@ -165,7 +165,9 @@
 // (Open MPI's eager size), else as a message of its own, sent from the
 // TensorDict's storage and received straight into the result's. Past the
 // eager size, a header message with a storage after it (a consolidated
-// Send's of up to 16 KiB, an InitRemote's of up to 64 KiB) is sent without
+// Send's of up to 16 KiB, 128 KiB to a rank on another node, where each
+// message costs a network latency; an InitRemote's of up to 64 KiB) is
+// sent without
 // copying the storage into it: MPI reads the two parts where they lie, as
 // one message in two blocks (mpi.SendConcat), which Open MPI moves faster
 // than a contiguous one on the machine tdmpi is developed on. The

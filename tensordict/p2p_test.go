@@ -185,6 +185,87 @@ func TestSendRecvConsolidatedJoined(t *testing.T) {
 	}
 }
 
+// TestSendRecvConsolidatedRemote sends consolidated storages around
+// p2pInlineMax and remoteInlineMax with the sender's peer counted as on
+// another node (testHookRemote, on the sender only: the receiver takes
+// either layout), blocking, with a context and with ISend, into Recv and
+// IRecv, and checks that the header message carries the storage up to
+// remoteInlineMax then, and up to p2pInlineMax otherwise.
+func TestSendRecvConsolidatedRemote(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	build := func(t *testing.T, n int, round float64) *TensorDict {
+		a, err := tensor.Arange(tensor.Float64, round*1e6, round*1e6+float64(n), 1)
+		require.NoError(t, err)
+		td := New()
+		require.NoError(t, td.Set(K("a"), a))
+		require.NoError(t, td.Set(K("b"), tensor.Full(tensor.Uint8, round, 7)))
+		td, err = td.Consolidate()
+		require.NoError(t, err)
+		return td
+	}
+	inline := func(t *testing.T, td *TensorDict) bool {
+		l := new(link)
+		resolveInto(&l.o, []SendOption{WithConsolidated()}, usesSend)
+		require.NoError(t, l.init("Send", 1, "to"))
+		s, err := lockState(l, td)
+		require.NoError(t, err)
+		defer s.mu.Unlock()
+		require.NoError(t, s.prepare(l))
+		h := s.header(l)
+		return h.Flags&wire.FlagInline != 0
+	}
+	// Storages (8n bytes of "a", 8 of "b"): 16,328 and 16,808 bytes,
+	// either side of p2pInlineMax; 64 KiB; 131,064 and 131,208, either
+	// side of remoteInlineMax.
+	for _, n := range []int{2040, 2100, 8191, 16382, 16400} {
+		total := 8*n + 8
+		t.Run(fmt.Sprintf("%d bytes", total), func(t *testing.T) {
+			if g.Rank() == 1 {
+				dst := build(t, n, 0)
+				for round := 1.0; round <= 4; round++ {
+					if round == 4 {
+						p, err := dst.IRecv(0, WithConsolidated(), WithTag(6))
+						require.NoError(t, err)
+						require.NoError(t, p.Wait())
+					} else {
+						_, err := dst.Recv(0, WithConsolidated(), WithTag(6), testCtx(t))
+						require.NoError(t, err)
+					}
+					eq, err := dst.Eq(build(t, n, round))
+					require.NoError(t, err)
+					assert.True(t, eq.All(), "round %v", round)
+				}
+				return
+			}
+			testHookRemote = true
+			t.Cleanup(func() { testHookRemote = false })
+			src := build(t, n, 0)
+			assert.Equal(t, total <= remoteInlineMax, inline(t, src), "to another node")
+			testHookRemote = false
+			assert.Equal(t, total <= p2pInlineMax, inline(t, src), "within the node")
+			testHookRemote = true
+			for round := 1.0; round <= 4; round++ {
+				for _, it := range build(t, n, round).Items(LeavesOnly()) {
+					require.NoError(t, src.SetInPlace(it.Key, it.Tensor))
+				}
+				switch round {
+				case 2:
+					require.NoError(t, src.Send(1, WithConsolidated(), WithTag(6), testCtx(t)))
+				case 3:
+					p, err := src.ISend(1, WithConsolidated(), WithTag(6))
+					require.NoError(t, err)
+					require.NoError(t, p.Wait())
+				default:
+					require.NoError(t, src.Send(1, WithConsolidated(), WithTag(6)))
+				}
+			}
+		})
+	}
+}
+
 func TestSendRecvPerLeaf(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	if g.Rank() > 1 {
