@@ -32,6 +32,17 @@ trap 'rm -f "$log"' EXIT
 # setsid puts the job in a process group of its own, for the kill below.
 TDMPI_FINALIZE_MARK=1 setsid "$mpiexec" "$@" > >(tee -a "$log") 2> >(tee -a "$log" >&2) &
 pid=$!
+# Killed itself (timeout, go test's -timeout, Ctrl-C), this script takes the job's
+# process group down too: in a group of its own, the ranks would go on spinning.
+stop() {
+	kill -TERM -- "-$pid" 2>/dev/null
+	sleep 1
+	kill -KILL -- "-$pid" 2>/dev/null
+	exit "$1"
+}
+trap 'stop 143' TERM
+trap 'stop 130' INT
+trap 'stop 129' HUP
 since=
 while kill -0 "$pid" 2>/dev/null; do
 	n=$(grep -c "^$mark" "$log" 2>/dev/null || true)
