@@ -37,6 +37,7 @@ type Group struct {
 	colls     atomic.Int32
 	contended atomic.Bool
 
+	nodeMap atomic.Pointer[[]uint64]            // see SameNode
 	payload payloadTags                         // see PayloadTag
 	slots   [maxSlots]atomic.Pointer[slotState] // the protocol's state, by Slot (see Slot)
 
@@ -223,21 +224,40 @@ func (g *Group) WorldRank(groupRank int) (int, error) {
 // one node go through shared memory, between two nodes through the
 // network. It reports true when it cannot tell: with WithTorchPeers (Init
 // then makes no collective call of its own), when Init's exchange failed,
-// for a rank out of range, and on a group that was freed.
+// and for a rank out of range. The first call on g maps all of g's ranks
+// (one bit each); later calls read the map.
 func (g *Group) SameNode(r int) bool {
-	local := nodeRanks.Load()
-	if local == nil || r < 0 || r >= g.size {
+	if r < 0 || r >= g.size {
 		return true
 	}
-	w := r
-	if !g.world {
-		var err error
-		if w, err = g.comm.TranslateRank(r, mpi.World()); err != nil {
-			return true
+	m := g.nodeMap.Load()
+	if m == nil {
+		m = g.mapNodes()
+	}
+	return (*m)[r/64]&(1<<(r%64)) != 0
+}
+
+// mapNodes makes and records g's map for SameNode.
+func (g *Group) mapNodes() *[]uint64 {
+	local := nodeRanks.Load()
+	m := make([]uint64, (g.size+63)/64)
+	for r := range g.size {
+		same := true
+		if local != nil {
+			w, err := r, error(nil)
+			if !g.world {
+				w, err = g.comm.TranslateRank(r, mpi.World())
+			}
+			if err == nil {
+				_, same = slices.BinarySearch(*local, w)
+			}
+		}
+		if same {
+			m[r/64] |= 1 << (r % 64)
 		}
 	}
-	_, found := slices.BinarySearch(*local, w)
-	return found
+	g.nodeMap.CompareAndSwap(nil, &m)
+	return g.nodeMap.Load()
 }
 
 // nodeRanks holds the world ranks of the processes on this node, in
