@@ -216,7 +216,11 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 	fmt.Fprintf(progress, "bench: %d ranks, %d sizes from %s to %s, methods %s, %d leaves, >= %d repetitions and >= %v per method and size\n",
 		np, len(cfg.sizes), bytesize.Format(cfg.sizes[0]), bytesize.Format(cfg.sizes[len(cfg.sizes)-1]),
 		strings.Join(names, ","), cfg.leaves, cfg.iters, cfg.time)
-	fmt.Fprintf(progress, "bench: GOMAXPROCS %d, NumCPU %d\n", runtime.GOMAXPROCS(0), runtime.NumCPU())
+	node := "on rank 0's node"
+	if !g.SameNode(1) {
+		node = "on another node" // the ping-pongs cross the network
+	}
+	fmt.Fprintf(progress, "bench: GOMAXPROCS %d, NumCPU %d, rank 1 %s\n", runtime.GOMAXPROCS(0), runtime.NumCPU(), node)
 
 	tm := timing{
 		minReps: cfg.iters,
