@@ -242,22 +242,24 @@ func (g *Group) mapNodes() *[]uint64 {
 	local := nodeRanks.Load()
 	m := make([]uint64, (g.size+63)/64)
 	for r := range g.size {
-		same := true
-		if local != nil {
-			w, err := r, error(nil)
-			if !g.world {
-				w, err = g.comm.TranslateRank(r, mpi.World())
-			}
-			if err == nil {
-				_, same = slices.BinarySearch(*local, w)
-			}
-		}
-		if same {
+		if local == nil || g.maybeOnNode(r, *local) {
 			m[r/64] |= 1 << (r % 64)
 		}
 	}
 	g.nodeMap.CompareAndSwap(nil, &m)
 	return g.nodeMap.Load()
+}
+
+// maybeOnNode reports whether rank r of g is among local, the world
+// ranks of this node, in increasing order, or cannot be told (WorldRank
+// fails on a freed group).
+func (g *Group) maybeOnNode(r int, local []int) bool {
+	w, err := g.WorldRank(r)
+	if err != nil {
+		return true
+	}
+	_, found := slices.BinarySearch(local, w)
+	return found
 }
 
 // nodeRanks holds the world ranks of the processes on this node, in
