@@ -167,12 +167,7 @@ func TestRankKilled(t *testing.T) {
 // error, which it logs, and exits; mpirun then ends the job, killing the
 // hung rank. Nothing is left behind.
 func TestReceiveDeadline(t *testing.T) {
-	world := mpitest.Need(t, 1)
-	needOwnJobs(t, world)
-	mpitest.Expect(t, jobLimit+30*time.Second) // rank 0 alone runs a job of its own
-	if world.Rank() != 0 {
-		return
-	}
+	needOwnJob(t)
 	const wait = 2 * time.Second
 	bin := helperBinary(t, "tdmpi-stall")
 	start := time.Now()
@@ -205,12 +200,7 @@ func TestReceiveDeadline(t *testing.T) {
 // waits for it, as a blocking send would have, and the job succeeds:
 // the send from a copy does not turn a late receiver into a failure.
 func TestFinalizeLateReceiver(t *testing.T) {
-	world := mpitest.Need(t, 1)
-	needOwnJobs(t, world)
-	mpitest.Expect(t, jobLimit+30*time.Second) // rank 0 alone runs a job of its own
-	if world.Rank() != 0 {
-		return
-	}
+	needOwnJob(t)
 	const late = 3 * time.Second
 	bin := helperBinary(t, "tdmpi-late")
 	start := time.Now()

@@ -84,6 +84,15 @@ func needOwnJobs(t *testing.T, world *group.Group) {
 	}
 }
 
+// needOwnJob starts a test that runs one MPI job of its own (see
+// needOwnJobs: the test binary then runs alone, as a world of one), and
+// gives that job jobLimit and 30 s more.
+func needOwnJob(t *testing.T) {
+	t.Helper()
+	needOwnJobs(t, mpitest.Need(t, 1))
+	mpitest.Expect(t, jobLimit+30*time.Second)
+}
+
 // startJob starts bin as helper mode on np ranks under mpirun, with the
 // helper parameters env (NAME=value) and extra mpirun flags, bounded by
 // limit (mpirun --timeout, and a kill of the process group after). It
