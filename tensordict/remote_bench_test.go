@@ -156,6 +156,30 @@ func bothRoots(f func(root int) error) func() error {
 	}
 }
 
+// rootAcked returns a function that runs bcast, a broadcast from rank 0,
+// after which rank 1 tells rank 0 it is done (a raw message of 8 bytes):
+// a broadcast from one root as a round trip. Rank 0 first works for work
+// (a busy loop), while the others wait for its broadcast.
+func rootAcked(g *group.Group, work time.Duration, bcast func() error) func() error {
+	ack := make([]byte, 8)
+	return func() error {
+		if g.Rank() == 0 && work > 0 {
+			for t0 := time.Now(); time.Since(t0) < work; {
+			}
+		}
+		if err := bcast(); err != nil {
+			return err
+		}
+		switch g.Rank() {
+		case 0:
+			return rawRecv(g, ack)(1)
+		case 1:
+			return rawSend(g, ack)(0)
+		}
+		return nil
+	}
+}
+
 func rawSend(g *group.Group, buf []byte) func(int) error {
 	return func(p int) error { return mpi.Send(g.LibComm(), buf, p, 1) }
 }
@@ -432,36 +456,49 @@ func benchRemoteLeaves(b *testing.B, leaves, n int) {
 		return nil
 	}
 	last := td // InitRemoteEcho: each rank sends on what it received last
+	rawBcast := func() error { return mpi.Bcast(g.LibComm(), whole, 0) }
+	bcastMode := func() error {
+		if g.Rank() == 0 {
+			return td.InitRemote(0, WithBroadcast())
+		}
+		_, err := FromRemoteInit(0, WithBroadcast())
+		return err
+	}
+	const rootWork = 5 * time.Microsecond
 	for _, c := range []struct {
 		name      string
 		raw, ours func() error
+		pause     time.Duration // rank 0's work before each round trip, left out of the times
 	}{
-		{"InitRemote", pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
-			pingPong(g, func(p int) error { return td.InitRemote(p) },
+		{name: "InitRemote", raw: pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
+			ours: pingPong(g, func(p int) error { return td.InitRemote(p) },
 				func(p int) error { _, err := FromRemoteInit(p); return err })},
-		{"InitRemoteEcho", pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
-			pingPong(g, func(p int) error { return last.InitRemote(p) },
+		{name: "InitRemoteEcho", raw: pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
+			ours: pingPong(g, func(p int) error { return last.InitRemote(p) },
 				func(p int) error { got, err := FromRemoteInit(p); last = got; return err })},
-		{"InitRemoteBroadcast", bothRoots(func(root int) error { return mpi.Bcast(g.LibComm(), whole, root) }),
-			bothRoots(func(root int) error {
+		{name: "InitRemoteBroadcast", raw: bothRoots(func(root int) error { return mpi.Bcast(g.LibComm(), whole, root) }),
+			ours: bothRoots(func(root int) error {
 				if g.Rank() == root {
 					return td.InitRemote(root, WithBroadcast())
 				}
 				_, err := FromRemoteInit(root, WithBroadcast())
 				return err
 			})},
-		{"SendConsolidated", pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
-			pingPong(g, func(p int) error { return td.Send(p, WithConsolidated()) },
+		{name: "InitRemoteBroadcastAck", raw: rootAcked(g, 0, rawBcast), ours: rootAcked(g, 0, bcastMode)},
+		{name: "InitRemoteBroadcastIdle", raw: rootAcked(g, rootWork, rawBcast), ours: rootAcked(g, rootWork, bcastMode), pause: rootWork},
+		{name: "SendConsolidated", raw: pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
+			ours: pingPong(g, func(p int) error { return td.Send(p, WithConsolidated()) },
 				func(p int) error { _, err := td.Recv(p, WithConsolidated()); return err })},
-		{"SendLeaves", pingPong(g, func(p int) error { return rawParts(p, func(q []byte) func(int) error { return rawSend(g, q) }) },
+		{name: "SendLeaves", raw: pingPong(g, func(p int) error { return rawParts(p, func(q []byte) func(int) error { return rawSend(g, q) }) },
 			func(p int) error { return rawParts(p, func(q []byte) func(int) error { return rawRecv(g, q) }) }),
-			pingPong(g, func(p int) error { return td.Send(p) },
+			ours: pingPong(g, func(p int) error { return td.Send(p) },
 				func(p int) error { _, err := td.Recv(p); return err })},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			rawT, ours := remoteCompare(b, g, repeat(latencyReps, c.raw), repeat(latencyReps, c.ours))
-			reportLatency(b, rawT, ours)
+			paused := time.Duration(b.N*latencyReps) * c.pause
+			reportLatency(b, rawT-paused, ours-paused)
 		})
 	}
 }
