@@ -64,26 +64,31 @@ func startBcastMessage(msg []byte, frameLen int, more bool) {
 	clear(msg[bcastPrefix+frameLen:])
 }
 
+// bcastFrameLen returns the frame length that the prefix of msg, written
+// by startBcastMessage, announces.
+func bcastFrameLen(msg []byte) uint64 { return binary.LittleEndian.Uint64(msg[8:]) }
+
 // parseBcastFirst reads a first message: a *PeerError naming src when the
 // source failed, else the frame's length and whether more messages follow.
 func parseBcastFirst(op string, src int, first []byte) (frameLen uint64, more bool, err error) {
 	if binary.LittleEndian.Uint64(first) != 0 {
 		return 0, false, &PeerError{Op: op, Rank: src, Msg: nulTerminated(first[bcastPrefix : bcastPrefix+maxReportedError])}
 	}
-	return binary.LittleEndian.Uint64(first[8:]), binary.LittleEndian.Uint64(first[16:]) != 0, nil
+	return bcastFrameLen(first), binary.LittleEndian.Uint64(first[16:]) != 0, nil
 }
 
 // checkBcastFrame checks a parsed broadcast header h against the prefix of
-// its first message from src.
-func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool) error {
+// its first message from src, of first bytes.
+func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool, first int) error {
+	room := uint64(first - bcastPrefix) // for the frame in the first message
 	switch {
 	case h.Kind != wire.KindBroadcast:
 		return fmt.Errorf("rank %d sent a %v message, not a broadcast", src, h.Kind)
 	case uint64(wire.Size+h.Body()) != frameLen:
 		return fmt.Errorf("rank %d announced a frame of %d bytes, its header %d", src, frameLen, wire.Size+h.Body())
-	case !more && frameLen > bcastFirst-bcastPrefix:
-		return fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, bcastFirst-bcastPrefix)
-	case more && h.Flags&wire.FlagInline != 0 && frameLen <= bcastFirst-bcastPrefix:
+	case !more && frameLen > room:
+		return fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, room)
+	case more && h.Flags&wire.FlagInline != 0 && frameLen <= room:
 		return fmt.Errorf("rank %d sent inline storage and more messages", src)
 	}
 	return nil
@@ -273,7 +278,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	}
 	h, err := wire.Parse(body, cl.lim)
 	if err == nil {
-		err = checkBcastFrame(&h, src, frameLen, more)
+		err = checkBcastFrame(&h, src, frameLen, more, bcastFirst)
 	}
 	if err == nil && more && h.Flags&wire.FlagInline != 0 {
 		err = fmt.Errorf("rank %d sent inline storage and more messages", src)

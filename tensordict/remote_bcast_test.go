@@ -4,11 +4,13 @@
 package tensordict
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -23,11 +25,7 @@ import (
 // prepare nothing after them until frames repeat again), and each result
 // has memory of its own.
 func TestBroadcastModePrepared(t *testing.T) {
-	world := mpitest.Need(t, 2)
-	// A group of its own, which starts with nothing learnt from the root.
-	g, err := world.Split(0, world.Rank())
-	require.NoError(t, err)
-	defer func() { require.NoError(t, g.Free()) }()
+	g := ownGroup(t)
 
 	x := func(round float64) *TensorDict { return countedTD(t, 100, round) }
 	p, err := planSend("InitRemote", x(0))
@@ -112,4 +110,87 @@ func TestBroadcastModePrepared(t *testing.T) {
 			assert.True(t, eq.All(), "the result of round %v changed by writing that of round %v", other.round, r.round)
 		}
 	}
+}
+
+// TestBroadcastModeFirstLength: the first message of a broadcast-mode
+// InitRemote takes the length of the last frame from its root (nextFirst),
+// so that a root that sends frames of one length sends each whole in it.
+// Every rank comes to the same length after every broadcast, including
+// one that a receiver refused and one that the root gave up; frames
+// shorter or longer than the first message, and storages apart from
+// their frame, all arrive.
+func TestBroadcastModeFirstLength(t *testing.T) {
+	g := ownGroup(t)
+	first := func() int { n, _ := bcastRoots.Of(g).of(0, &remoteOptions{}); return n }
+	frameOf := func(m int) int {
+		p, err := planSend("InitRemote", bigTD(t, 1, m, 0))
+		require.NoError(t, err)
+		return wire.Size + len(p.class) + len(p.meta) + p.total
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	const (
+		small   = 8                 // 64 bytes
+		mid     = 2048              // 16 KiB
+		midLess = 1500              // 12 KiB: fills more than half of mid's first message
+		large   = initInlineMax / 8 // 64 KiB, the largest inline storage
+		apart   = 2 * initInlineMax / 8
+	)
+	grown := func(m int) int { return nextFirst(bcastFirst, uint64(frameOf(m))) }
+	steps := []struct {
+		name      string
+		m         int // float64 elements of the one leaf
+		recvOpts  []RemoteOption
+		rootOpts  []RemoteOption
+		err       bool
+		wantFirst int // after the step
+	}{
+		{name: "small", m: small, wantFirst: bcastFirst},
+		{name: "16 KiB, in parts", m: mid, wantFirst: grown(mid)},
+		{name: "16 KiB, whole", m: mid, wantFirst: grown(mid)},
+		{name: "12 KiB, whole in 16 KiB's", m: midLess, wantFirst: grown(mid)},
+		{name: "small again", m: small, wantFirst: bcastFirst},
+		{name: "16 KiB, in parts again", m: mid, wantFirst: grown(mid)},
+		{name: "64 KiB refused", m: large, recvOpts: []RemoteOption{WithMaxBytes(20000)}, err: true, wantFirst: grown(mid)},
+		{name: "16 KiB after the refusal", m: mid, wantFirst: grown(mid)},
+		{name: "64 KiB given up by the root", m: large, rootOpts: []RemoteOption{WithContext(cancelled)}, err: true, wantFirst: grown(mid)},
+		{name: "16 KiB after the root gave up", m: mid, wantFirst: grown(mid)},
+		{name: "storage apart", m: apart, wantFirst: bcastFirst},
+		{name: "64 KiB, in parts", m: large, wantFirst: grown(large)},
+		{name: "64 KiB, whole", m: large, wantFirst: grown(large)},
+	}
+	require.Greater(t, grown(mid), bcastFirst)
+	require.Greater(t, grown(large), grown(mid))
+	for i, s := range steps {
+		base := float64(i)
+		if g.Rank() == 0 {
+			err := bigTD(t, 1, s.m, base).InitRemote(0, append(s.rootOpts[:len(s.rootOpts):len(s.rootOpts)], WithGroup(g), WithBroadcast())...)
+			if s.err {
+				require.Error(t, err, s.name)
+			} else {
+				require.NoError(t, err, s.name)
+			}
+		} else {
+			got, err := FromRemoteInit(0, append(s.recvOpts[:len(s.recvOpts):len(s.recvOpts)], WithGroup(g), WithBroadcast(), testCtx(t))...)
+			if s.err {
+				require.Error(t, err, s.name)
+			} else {
+				require.NoError(t, err, s.name)
+				checkBigTD(t, got, 1, s.m, base)
+			}
+		}
+		assert.Equal(t, s.wantFirst, first(), "%s: the next first message's length", s.name)
+	}
+}
+
+// ownGroup returns a group of every rank of the world (of at least 2),
+// its own for the test, which starts with nothing learnt from earlier
+// transfers, and frees it when the test ends.
+func ownGroup(t *testing.T) *group.Group {
+	t.Helper()
+	world := mpitest.Need(t, 2)
+	g, err := world.Split(0, world.Rank())
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, g.Free()) })
+	return g
 }

@@ -163,7 +163,7 @@ func TestInitRemoteSeparatePayload(t *testing.T) {
 }
 
 func TestInitRemoteBroadcast(t *testing.T) {
-	g := mpitest.Need(t, 2)
+	g := ownGroup(t)
 	for _, tc := range []struct {
 		name string
 		n, m int
@@ -178,13 +178,13 @@ func TestInitRemoteBroadcast(t *testing.T) {
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			src := bigTD(t, tc.n, tc.m, 7)
-			require.Equal(t, tc.path, bcastPath(t, src))
 			root := g.Size() - 1
+			require.Equal(t, tc.path, bcastPath(t, g, root, src))
 			if g.Rank() == root {
-				require.NoError(t, src.InitRemote(-1, WithBroadcast()))
+				require.NoError(t, src.InitRemote(-1, WithGroup(g), WithBroadcast()))
 				return
 			}
-			got, err := FromRemoteInit(root, WithBroadcast(), testCtx(t))
+			got, err := FromRemoteInit(root, WithGroup(g), WithBroadcast(), testCtx(t))
 			require.NoError(t, err)
 			checkBigTD(t, got, tc.n, tc.m, 7)
 			assert.True(t, got.IsConsolidated())
@@ -462,13 +462,14 @@ func TestInitRemoteBroadcastPassedOn(t *testing.T) {
 }
 
 // bcastPath tells how a broadcast-mode InitRemote of td lays out its
-// first message, as the root's own code does (bcastPrepare): the whole
-// frame in it ("first") or not ("rest"), so that a test case can check it
-// takes the path it names. It lays out a copy of td: a TensorDict's first
+// first message, as root's own code does on g (bcastPrepare, and the
+// length of first message that the broadcasts from root have come to,
+// nextFirst): the whole frame in it ("first") or not
+// ("rest"), so that a test case can check it takes the path it names. It lays out a copy of td: a TensorDict's first
 // InitRemote takes another path than the later ones.
-func bcastPath(t testing.TB, td *TensorDict) string {
+func bcastPath(t testing.TB, g *group.Group, root int, td *TensorDict) string {
 	t.Helper()
-	l, err := newLink("InitRemote", 0, "to", resolve([]RemoteOption{WithBroadcast()}, usesInitSend))
+	l, err := newLink("InitRemote", root, "to", resolve([]RemoteOption{WithGroup(g), WithBroadcast()}, usesInitSend))
 	require.NoError(t, err)
 	msg, _, pinned, err := bcastPrepare(&l, td.Clone())
 	require.NoError(t, err)
@@ -476,7 +477,8 @@ func bcastPath(t testing.TB, td *TensorDict) string {
 	unpin(pinned)
 	frameLen, _, err := parseBcastFirst(l.Op, 0, msg)
 	require.NoError(t, err)
-	if frameLen <= bcastFirst-bcastPrefix {
+	first, _ := bcastRoots.Of(g).of(root, &l.o)
+	if frameLen <= uint64(first-bcastPrefix) {
 		return "first"
 	}
 	return "rest"
@@ -486,7 +488,7 @@ func bcastPath(t testing.TB, td *TensorDict) string {
 // WithMaxBytes), on each path of the protocol; every rank returns an
 // error, and the next broadcast on the group works.
 func TestInitRemoteBroadcastRefused(t *testing.T) {
-	g := mpitest.Need(t, 2)
+	g := ownGroup(t)
 	for _, tc := range []struct {
 		name string
 		n, m int // leaves, float64 elements of each
@@ -500,17 +502,17 @@ func TestInitRemoteBroadcastRefused(t *testing.T) {
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			src := bigTD(t, tc.n, tc.m, 1)
-			require.Equal(t, tc.path, bcastPath(t, src))
+			require.Equal(t, tc.path, bcastPath(t, g, 0, src))
 			if g.Rank() == 0 {
-				err := src.InitRemote(0, WithBroadcast())
+				err := src.InitRemote(0, WithGroup(g), WithBroadcast())
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "could not go on")
-				require.NoError(t, bigTD(t, 1, 2, 5).InitRemote(0, WithBroadcast()))
+				require.NoError(t, bigTD(t, 1, 2, 5).InitRemote(0, WithGroup(g), WithBroadcast()))
 				return
 			}
-			_, err := FromRemoteInit(0, WithBroadcast(), WithMaxBytes(int64(tc.n*tc.m*8-1)), testCtx(t))
+			_, err := FromRemoteInit(0, WithGroup(g), WithBroadcast(), WithMaxBytes(int64(tc.n*tc.m*8-1)), testCtx(t))
 			require.ErrorIs(t, err, wire.ErrLimit)
-			got, err := FromRemoteInit(0, WithBroadcast(), testCtx(t))
+			got, err := FromRemoteInit(0, WithGroup(g), WithBroadcast(), testCtx(t))
 			require.NoError(t, err)
 			checkBigTD(t, got, 1, 2, 5)
 		})
