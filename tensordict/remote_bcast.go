@@ -79,14 +79,15 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 		unpin(pinned)
 		return false, l.Errorf("broadcasting the header: %w", errors.Join(berr, err))
 	}
-	if err := l.agree(s, err); err != nil {
+	oneNode, err := l.agreeNodes(s, roots, err)
+	if err != nil {
 		unpin(pinned)
 		return false, err
 	}
 	// From here on every rank has the same valid header, and takes the
 	// same steps.
 	frameLen := bcastFrameLen(msg)
-	roots.agreed(l.Peer, firstLen, frameLen)
+	roots.agreed(l.Peer, firstLen, frameLen, oneNode)
 	fits := len(msg) == firstLen // the frame came whole
 	if !fits {
 		if err := xfer.Bcast(s, msg[firstLen:], l.Peer); err != nil {
@@ -319,14 +320,15 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	if err == nil && busy() {
 		err = errBusy
 	}
-	if err := l.agree(s, err); err != nil {
+	oneNode, err := l.agreeNodes(s, roots, err)
+	if err != nil {
 		if td != nil {
 			err = errors.Join(err, finish(false))
 		}
 		td = nil
 		return false, err
 	}
-	roots.agreed(l.Peer, firstLen, frameLen)
+	roots.agreed(l.Peer, firstLen, frameLen, oneNode)
 	if !fits {
 		roots.note(l.Peer, &l.o, nil, "", nil) // repeats of it are not prepared
 		// The rest of the frame, into memory of the receive pool, written
@@ -379,6 +381,24 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 // lowest failing rank.
 func (l *link) agree(s xfer.Step, local error) error {
 	r, err := s.Agree(local != nil)
+	return l.agreement(r, err, local)
+}
+
+// agreeNodes is agree that also tells whether every rank of the group
+// found all of its ranks on one node (see bcastRootTable.oneNode), the
+// same on every rank: the first agreement of broadcast mode.
+func (l *link) agreeNodes(s xfer.Step, roots *bcastRootTable, local error) (oneNode bool, err error) {
+	x := int32(0)
+	if roots.oneNode(l.Group) {
+		x = 1
+	}
+	r, low, err := s.AgreeMin(local != nil, x)
+	return low == 1, l.agreement(r, err, local)
+}
+
+// agreement returns the error of an agreement that named r as the lowest
+// failing rank, or failed with err; local is this rank's own error.
+func (l *link) agreement(r int, err, local error) error {
 	switch {
 	case err != nil:
 		return l.Errorf("agreeing to go on: %w", outOfStep(errors.Join(err, local)))
@@ -427,6 +447,24 @@ type bcastRoot struct {
 type bcastRootTable struct {
 	mu    sync.Mutex
 	roots map[int]bcastRoot // by root rank
+	nodes atomic.Int32      // oneNode: 0 not known yet, 1 all on one node, 2 not
+}
+
+// oneNode reports whether every rank of g is on this rank's node, as far
+// as it can tell (group.Group.SameNode).
+func (t *bcastRootTable) oneNode(g *group.Group) bool {
+	n := t.nodes.Load()
+	if n == 0 {
+		n = 1
+		for r := range g.Size() {
+			if !g.SameNode(r) {
+				n = 2
+				break
+			}
+		}
+		t.nodes.Store(n)
+	}
+	return n == 1
 }
 
 var bcastRoots = group.Slot[bcastRootTable]{New: func() *bcastRootTable { return &bcastRootTable{roots: map[int]bcastRoot{}} }}
@@ -451,10 +489,10 @@ func (t *bcastRootTable) of(root int, o *remoteOptions) (first int, k *bcastKnow
 // agreed records that every rank took a first message of first bytes
 // from root, which started a frame of frameLen bytes: it sets the length
 // of the next one (nextFirst). Every rank calls it once the ranks agreed
-// that all took it, so that all send and receive first messages of the
-// same length.
-func (t *bcastRootTable) agreed(root, first int, frameLen uint64) {
-	next := nextFirst(first, frameLen)
+// that all took it, and whether all are on one node, so that all send and
+// receive first messages of the same length.
+func (t *bcastRootTable) agreed(root, first int, frameLen uint64, oneNode bool) {
+	next := nextFirst(first, frameLen, oneNode)
 	if next == first {
 		return
 	}
@@ -512,22 +550,29 @@ const bcastFirstMax = 2 * initInlineMax
 // message and the agreement, where a frame longer than bcastFirst took
 // four (the agreement, the rest of the frame, then closeCollective).
 //
-// Up to 2*bcastFirst bytes, the first message stays bcastFirst bytes
-// long: two messages within Open MPI's eager limit for shared memory (4
-// KiB), with the steps between, took less time than one message past it.
-// 16 leaves, one node, np 2 (tdmpi bench, three alternating pairs): 4 KiB
-// of storage (a frame of 6 KiB) took 1.70-1.88x raw in parts and
-// 2.33-2.44x whole, 8 KiB 2.69-2.75x in parts and 2.25-2.35x whole; 16-64
-// KiB 1.99-2.78x and 1.89-2.17x.
-func nextFirst(first int, frameLen uint64) int {
+// When all ranks are on one node (oneNode, agreed by all), the first
+// message stays bcastFirst bytes long up to 2*bcastFirst: two messages
+// within Open MPI's eager limit for shared memory (4 KiB), with the steps
+// between, took less time than one message past it. 16 leaves, one node,
+// np 2 (tdmpi bench, three alternating pairs): 4 KiB of storage (a frame
+// of 6 KiB) took 1.70-1.88x raw in parts and 2.33-2.44x whole, 8 KiB
+// 2.69-2.75x in parts and 2.25-2.35x whole; 16-64 KiB 1.99-2.78x and
+// 1.89-2.17x. Between nodes, where every message costs a network latency
+// (and Open MPI's TCP eager limit is 64 KiB), one message is faster from
+// the first byte over bcastFirst.
+func nextFirst(first int, frameLen uint64, oneNode bool) int {
 	if frameLen > bcastFirstMax {
 		return bcastFirst
+	}
+	split := bcastFirst // the longest frame+prefix sent in parts
+	if oneNode {
+		split = 2 * bcastFirst
 	}
 	n := bcastPrefix + int(frameLen)
 	switch {
 	case n <= first && 2*n >= first:
 		return first
-	case n <= 2*bcastFirst || n > bcastFirstMax:
+	case n <= split || n > bcastFirstMax:
 		return bcastFirst
 	}
 	return min((n+255)&^255, bcastFirstMax)

@@ -136,7 +136,8 @@ func TestBroadcastModeFirstLength(t *testing.T) {
 		large   = initInlineMax / 8 // 64 KiB, the largest inline storage
 		apart   = 2 * initInlineMax / 8
 	)
-	grown := func(m int) int { return nextFirst(bcastFirst, uint64(frameOf(m))) }
+	oneNode := bcastRoots.Of(g).oneNode(g)
+	grown := func(m int) int { return nextFirst(bcastFirst, uint64(frameOf(m)), oneNode) }
 	steps := []struct {
 		name      string
 		m         int // float64 elements of the one leaf
@@ -193,4 +194,34 @@ func ownGroup(t *testing.T) *group.Group {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, g.Free()) })
 	return g
+}
+
+// TestNextFirst: the length of the next first message of broadcast mode.
+func TestNextFirst(t *testing.T) {
+	const prefixed = bcastPrefix // a frame's length is given without it
+	for _, tc := range []struct {
+		name     string
+		first    int
+		frameLen int
+		oneNode  bool
+		want     int
+	}{
+		{"small", bcastFirst, 100, true, bcastFirst},
+		{"fits exactly", bcastFirst, bcastFirst - prefixed, false, bcastFirst},
+		{"over, one node: in parts", bcastFirst, 6000, true, bcastFirst},
+		{"over, between nodes: whole", bcastFirst, 6000, false, 6144},
+		{"over twice, one node: whole", bcastFirst, 2 * bcastFirst, true, 8192},
+		{"rounded up to 256 bytes", bcastFirst, 20000 - prefixed, true, 20224},
+		{"fits and fills half: kept", 20224, 10112 - prefixed, true, 20224},
+		{"fits, under half: shrinks", 20224, 10000 - prefixed, false, 10240},
+		{"under half, in parts: shrinks to bcastFirst", 20224, 7000, true, bcastFirst},
+		{"longer: grows", 20224, 30000, true, 30208},
+		{"at the cap", bcastFirst, bcastFirstMax - prefixed, false, bcastFirstMax},
+		{"over the cap: in parts", 20224, bcastFirstMax, false, bcastFirst},
+		{"far over the cap", 20224, 1 << 40, true, bcastFirst},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, nextFirst(tc.first, uint64(tc.frameLen), tc.oneNode))
+		})
+	}
 }

@@ -276,17 +276,38 @@ var ErrOutOfStep = errors.New("the ranks are not in the same collective")
 // failing rank, or the group's size when none failed, the same on every
 // rank, checked by CheckFailed.
 func (s Step) Agree(failed bool) (int, error) {
+	r, _, err := s.agree(failed, nil)
+	return r, err
+}
+
+// AgreeMin is Agree that also combines x, this rank's value, with every
+// other rank's: it returns the lowest, the same on every rank. Every rank
+// of the collective must call AgreeMin at that step, not Agree (the two
+// combine vectors of different lengths).
+func (s Step) AgreeMin(failed bool, x int32) (int, int32, error) {
+	return s.agree(failed, &x)
+}
+
+func (s Step) agree(failed bool, x *int32) (int, int32, error) {
 	size := s.Comm.Size()
-	v := []int32{int32(size), s.Unbounded()}
+	v := make([]int32, 2, 3)
+	v[0], v[1] = int32(size), s.Unbounded()
 	if failed {
 		v[0] = int32(s.Comm.Rank())
 	}
+	if x != nil {
+		v = append(v, *x)
+	}
 	if err := Combine(s, v, mpi.OpMin); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s.Agreed(v[1])
 	r := int(v[0])
-	return r, s.CheckFailed(r, failed)
+	var low int32
+	if x != nil {
+		low = v[2]
+	}
+	return r, low, s.CheckFailed(r, failed)
 }
 
 // CheckFailed checks r, the failing rank that a combination across the
