@@ -230,11 +230,32 @@ func (g *Group) SameNode(r int) bool {
 	if r < 0 || r >= g.size {
 		return true
 	}
-	m := g.nodeMap.Load()
-	if m == nil {
-		m = g.mapNodes()
+	return g.nodes()[r/64]&(1<<(r%64)) != 0
+}
+
+// OnOneNode reports whether every rank of g runs on the node of the
+// calling process, as far as it can tell: SameNode of each rank.
+func (g *Group) OnOneNode() bool {
+	m := g.nodes()
+	for i, w := range m {
+		all := ^uint64(0)
+		if i == len(m)-1 && g.size%64 != 0 {
+			all = 1<<(g.size%64) - 1
+		}
+		if w != all {
+			return false
+		}
 	}
-	return (*m)[r/64]&(1<<(r%64)) != 0
+	return true
+}
+
+// nodes returns g's map for SameNode, a bit for each rank, making it on
+// the first call.
+func (g *Group) nodes() []uint64 {
+	if m := g.nodeMap.Load(); m != nil {
+		return *m
+	}
+	return *g.mapNodes()
 }
 
 // mapNodes makes and records g's map for SameNode.

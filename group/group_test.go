@@ -540,6 +540,7 @@ func TestInitSharesProcs(t *testing.T) {
 // tell the nodes apart: one machine under mpirun, and a name for each node
 // of the local cluster (make cluster-test runs this package across two).
 // A subgroup in reverse order answers as the world does for its members.
+// OnOneNode tells whether all ranks are on this rank's host.
 func TestSameNode(t *testing.T) {
 	g := mpitest.Need(t, 1)
 	host, err := os.Hostname()
@@ -550,9 +551,12 @@ func TestSameNode(t *testing.T) {
 	all := make([]byte, width*g.Size())
 	require.NoError(t, mpi.Allgather(g.Comm(), mine, all))
 	hostOf := func(r int) string { return strings.TrimRight(string(all[r*width:(r+1)*width]), "\x00") }
+	oneNode := true
 	for r := range g.Size() {
 		assert.Equal(t, hostOf(r) == host, g.SameNode(r), "rank %d on %s, seen from rank %d on %s", r, hostOf(r), g.Rank(), host)
+		oneNode = oneNode && hostOf(r) == host
 	}
+	assert.Equal(t, oneNode, g.OnOneNode(), "every rank on %s", host)
 	assert.True(t, g.SameNode(-1), "out of range: cannot tell")
 	assert.True(t, g.SameNode(g.Size()), "out of range: cannot tell")
 

@@ -79,7 +79,7 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 		unpin(pinned)
 		return false, l.Errorf("broadcasting the header: %w", errors.Join(berr, err))
 	}
-	oneNode, err := l.agreeNodes(s, roots, err)
+	oneNode, err := l.agreeNodes(s, err)
 	if err != nil {
 		unpin(pinned)
 		return false, err
@@ -320,7 +320,7 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	if err == nil && busy() {
 		err = errBusy
 	}
-	oneNode, err := l.agreeNodes(s, roots, err)
+	oneNode, err := l.agreeNodes(s, err)
 	if err != nil {
 		if td != nil {
 			err = errors.Join(err, finish(false))
@@ -385,11 +385,11 @@ func (l *link) agree(s xfer.Step, local error) error {
 }
 
 // agreeNodes is agree that also tells whether every rank of the group
-// found all of its ranks on one node (see bcastRootTable.oneNode), the
-// same on every rank: the first agreement of broadcast mode.
-func (l *link) agreeNodes(s xfer.Step, roots *bcastRootTable, local error) (oneNode bool, err error) {
+// found all of its ranks on its own node (group.Group.OnOneNode), the same
+// on every rank: the first agreement of broadcast mode.
+func (l *link) agreeNodes(s xfer.Step, local error) (oneNode bool, err error) {
 	x := int32(0)
-	if roots.oneNode(l.Group) {
+	if l.Group.OnOneNode() {
 		x = 1
 	}
 	r, low, err := s.AgreeMin(local != nil, x)
@@ -447,24 +447,6 @@ type bcastRoot struct {
 type bcastRootTable struct {
 	mu    sync.Mutex
 	roots map[int]bcastRoot // by root rank
-	nodes atomic.Int32      // oneNode: 0 not known yet, 1 all on one node, 2 not
-}
-
-// oneNode reports whether every rank of g is on this rank's node, as far
-// as it can tell (group.Group.SameNode).
-func (t *bcastRootTable) oneNode(g *group.Group) bool {
-	n := t.nodes.Load()
-	if n == 0 {
-		n = 1
-		for r := range g.Size() {
-			if !g.SameNode(r) {
-				n = 2
-				break
-			}
-		}
-		t.nodes.Store(n)
-	}
-	return n == 1
 }
 
 var bcastRoots = group.Slot[bcastRootTable]{New: func() *bcastRootTable { return &bcastRootTable{roots: map[int]bcastRoot{}} }}

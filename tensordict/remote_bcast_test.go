@@ -136,7 +136,7 @@ func TestBroadcastModeFirstLength(t *testing.T) {
 		large   = initInlineMax / 8 // 64 KiB, the largest inline storage
 		apart   = 2 * initInlineMax / 8
 	)
-	oneNode := bcastRoots.Of(g).oneNode(g)
+	oneNode := g.OnOneNode()
 	grown := func(m int) int { return nextFirst(bcastFirst, uint64(frameOf(m)), oneNode) }
 	steps := []struct {
 		name      string
