@@ -220,16 +220,21 @@ func bcastMessage(frameLen int, more bool) []byte {
 }
 
 // fitFirst returns msg, the messages that start a broadcast (see
-// bcastMessage), laid out for a first message of first bytes: in a
-// buffer of at least that many bytes, from xfer.MsgBuf (msg, or a copy
-// of it for which msg goes back to the pool), zeros after the frame, its
-// prefix saying whether more messages follow (the frame's rest, or the
-// storage when apart).
+// bcastMessage), laid out for a first message of first bytes: at least
+// that many bytes, from xfer.MsgBuf, zeros after the frame, its prefix
+// saying whether more messages follow (the frame's rest, or the storage
+// when apart). A shorter msg is lengthened in place when its buffer has
+// room (the steady state: a buffer's size class is a power of two, the
+// first message the frame's length rounded up to 256 bytes), else copied
+// into a longer buffer, msg going back to the pool.
 func fitFirst(msg []byte, first int, apart bool) []byte {
 	frameLen := bcastFrameLen(msg)
-	if len(msg) < first {
+	if n := len(msg); n < first && cap(msg) >= first {
+		msg = msg[:first]
+		clear(msg[n:])
+	} else if n < first {
 		m := xfer.MsgBuf(first)
-		n := copy(m, msg)
+		copy(m, msg)
 		clear(m[n:])
 		xfer.PutMsgBuf(msg)
 		msg = m
