@@ -124,6 +124,13 @@ RACE_RUN ?= .
 TEST_STEPS ?= test-unit test-nocgo test-mpi test-tcp test-mpich test-race test-big examples examples-mpich \
 	torchpeer slurm-test slurm-test-mpich cluster-test fuzz lint
 
+# Where make test keeps each step's output, and which of its lines (grep -E), at most how
+# many per failed step, it shows again after the summary: a CI log's tail then says
+# which test failed and why.
+TEST_LOGS ?= $(BIN)/test-logs
+TEST_FAIL_LINES ?= ^(\s*--- FAIL|FAIL|panic:)|^\s+(Error:|Messages:)|ended with JobState=(FAILED|TIMEOUT)|timed out|time limit|: FAIL in
+TEST_FAIL_TAIL ?= 10
+
 # Debian packages: for building and running MPI programs, and for the local Slurm.
 DEPS_MPI := openmpi-bin libopenmpi-dev pkg-config
 DEPS_SLURM := slurm-wlm munge
@@ -188,13 +195,17 @@ run: deps ## build examples/MAIN_EXAMPLE and run it with mpirun -np RUN_NP
 
 .PHONY: test
 test: deps-all ## install what is missing, then run every step of TEST_STEPS
-	@t0=$$SECONDS; failed=(); times=(); \
+	@t0=$$SECONDS; failed=(); times=(); mkdir -p $(TEST_LOGS); \
 	for step in $(TEST_STEPS); do \
 		s=$$SECONDS; echo "=== make $$step"; \
-		if $(MAKE) --no-print-directory $$step; then r=ok; else r=FAIL; failed+=("$$step"); fi; \
+		if $(MAKE) --no-print-directory $$step 2>&1 | tee $(TEST_LOGS)/$$step.log; then r=ok; else r=FAIL; failed+=("$$step"); fi; \
 		times+=("$$(printf '%-5s %-12s %4d s' $$r $$step $$((SECONDS - s)))"); \
 	done; \
-	echo "=== test summary"; printf '  %s\n' "$${times[@]}"; \
+	echo "=== test summary (each step's output: $(TEST_LOGS)/STEP.log)"; printf '  %s\n' "$${times[@]}"; \
+	for step in $${failed[@]+"$${failed[@]}"}; do \
+		echo "=== why $$step failed (the last of its failure lines)"; \
+		grep -E "$(TEST_FAIL_LINES)" $(TEST_LOGS)/$$step.log | tail -n $(TEST_FAIL_TAIL) | cut -c 1-300 || true; \
+	done; \
 	if (( $${#failed[@]} )); then echo "=== FAIL: $${failed[*]} ($$((SECONDS - t0)) s)"; exit 1; fi; \
 	echo "=== PASS ($$((SECONDS - t0)) s)"
 

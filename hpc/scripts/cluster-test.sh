@@ -103,7 +103,9 @@ done
 pkgs=${TDMPI_CLUSTER_TEST_PKGS:-}
 if [[ -n "$pkgs" ]]; then
 	# The build folder of go test must be visible on every node (it is: one file system),
-	# and the nodes have no route out: no module download.
+	# and the nodes have no route out: no module download there. The host fetches what
+	# the tests import first (cluster-test alone, on a fresh machine, is the first go test).
+	"$GO" mod download
 	for run in srun:2 mpirun:4; do
 		# shellcheck disable=SC2086 # the package list is words on purpose
 		if GOFLAGS="${TDMPI_CLUSTER_TEST_GOFLAGS:--short}" GOPROXY=off TDMPI_LAUNCH=${run%%:*} \
