@@ -128,7 +128,7 @@ TEST_STEPS ?= test-unit test-nocgo test-mpi test-tcp test-mpich test-race test-b
 # many per failed step, it shows again after the summary: a CI log's tail then says
 # which test failed and why.
 TEST_LOGS ?= $(BIN)/test-logs
-TEST_FAIL_LINES ?= ^(\s*--- FAIL|FAIL|panic:)|^\s+(Error:|Messages:)|ended with JobState=(FAILED|TIMEOUT)|timed out|time limit|: FAIL in
+TEST_FAIL_LINES ?= ^(\s*--- FAIL|FAIL|panic:)|^\s+(Error:|Messages:)|^(cluster|slurm)-test: .*(failed|want )|ended with JobState=(FAILED|TIMEOUT)|timed out|time limit|: FAIL in
 TEST_FAIL_TAIL ?= 10
 
 # Debian packages: for building and running MPI programs, and for the local Slurm.
