@@ -4,6 +4,7 @@
 package mpi
 
 // #cgo nocallback tdmpi_ibcast_start
+// #cgo nocallback tdmpi_iallreduce_start
 // #include "shim.h"
 import "C"
 
@@ -83,6 +84,38 @@ func iallreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) (*Reques
 		}))
 	})
 	return r.start(err)
+}
+
+// IallreduceInPlaceWait is IallreduceInPlace followed by Request.Wait, in
+// one call, as IbcastWait is for Ibcast: it matches the other processes'
+// Iallreduce, keeps no Request, and cannot be given up. A reduction of a
+// byte took 0.78-0.86 us against 1.17-1.26 with IallreduceInPlace and
+// Wait (np 2, two runs; the blocking AllreduceInPlace, which the others
+// cannot match, 0.30-0.32 us). Beyond 2^30 elements it runs as
+// IallreduceInPlace and Wait.
+func IallreduceInPlaceWait[T Scalar](c *Comm, buf []T, op Op) error {
+	const name = "MPI_Iallreduce"
+	k := kindOf[T]()
+	h, err := allreduceArgs(c, name, k, len(buf), len(buf), op, true)
+	if err != nil {
+		return err
+	}
+	if len(buf) > reduceChunk {
+		r, err := iallreduce(c, buf, buf, op, true)
+		if err == nil {
+			_, err = r.Wait()
+		}
+		return err
+	}
+	b := bufOf(buf)
+	var cst C.tdmpi_status
+	rc, _, err := startUntil(name, b, true, b.bytes() <= pauseMaxBytes, nil, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
+		return C.tdmpi_iallreduce_start(p, n, dt, ops[op], h)
+	})
+	if err != nil {
+		return err
+	}
+	return newError(name, rc)
 }
 
 // Ireduce starts combining send from every process of c with op into recv

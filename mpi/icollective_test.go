@@ -149,6 +149,41 @@ func TestNonblockingGathers(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestIallreduceInPlaceWait: IallreduceInPlaceWait on some ranks matches
+// IallreduceInPlace on the others (a sum and a maximum at lengths up to
+// past the size whose wait pauses), allocates nothing, leaves nothing in
+// flight, and checks its arguments.
+func TestIallreduceInPlaceWait(t *testing.T) {
+	c := testComm(t)
+	r, s := c.Rank(), c.Size()
+	for _, n := range []int{0, 1, 3, pauseMaxBytes/8 + 1} {
+		for _, op := range []Op{OpSum, OpMax} {
+			buf := fill[int64](n, func(i int) int64 { return int64(i*s + r) })
+			want := fill[int64](n, func(i int) int64 {
+				if op == OpMax {
+					return int64(i*s + s - 1)
+				}
+				return int64(i*s*s + s*(s-1)/2)
+			})
+			if r%2 == 0 {
+				require.NoError(t, IallreduceInPlaceWait(c, buf, op))
+			} else {
+				q, err := IallreduceInPlace(c, buf, op)
+				require.NoError(t, err)
+				_, err = q.Wait()
+				require.NoError(t, err)
+			}
+			assert.Equal(t, want, buf, "n=%d op=%v", n, op)
+		}
+	}
+	flag := []uint8{uint8(r % 2)}
+	allocs := testing.AllocsPerRun(20, func() { require.NoError(t, IallreduceInPlaceWait(c, flag, OpMax)) })
+	assert.Zero(t, allocs, "allocations per IallreduceInPlaceWait")
+	assert.Equal(t, []uint8{uint8(min(s-1, 1))}, flag)
+	assert.Zero(t, InFlight())
+	assert.ErrorIs(t, IallreduceInPlaceWait(c, []int{1}, Op(-1)), ErrOp)
+}
+
 // TestIbcastWait: IbcastWait on some ranks matches Ibcast on the others
 // (odd ranks wait through a Request, even ones within the call), for every
 // root, sizes from none to past a paused wait's limit, and a derived

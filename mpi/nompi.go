@@ -205,6 +205,9 @@ func Iallreduce[T Scalar](c *Comm, send, recv []T, op Op) (*Request, error) { re
 // IallreduceInPlace returns ErrNoMPI: this build has no MPI.
 func IallreduceInPlace[T Scalar](c *Comm, buf []T, op Op) (*Request, error) { return nil, ErrNoMPI }
 
+// IallreduceInPlaceWait returns ErrNoMPI: this build has no MPI.
+func IallreduceInPlaceWait[T Scalar](c *Comm, buf []T, op Op) error { return ErrNoMPI }
+
 // Ireduce returns ErrNoMPI: this build has no MPI.
 func Ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int) (*Request, error) {
 	return nil, ErrNoMPI

@@ -38,6 +38,7 @@ func TestNoMPI(t *testing.T) {
 		{"Bcast", Bcast(w, []byte{1}, 0)},
 		{"IbcastWait", IbcastWait(w, []byte{1}, 0)},
 		{"AllreduceInPlace", AllreduceInPlace(w, []float64{1}, OpSum)},
+		{"IallreduceInPlaceWait", IallreduceInPlaceWait(w, []int{1}, OpSum)},
 		{"Iallreduce", func() error { _, err := Iallreduce(w, []int{1}, []int{1}, OpSum); return err }()},
 		{"Dup", func() error { _, err := w.Dup(); return err }()},
 		{"Barrier", w.Barrier()},

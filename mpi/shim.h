@@ -188,6 +188,14 @@ static inline tdmpi_started tdmpi_ibcast_start(void *buf, int n, MPI_Datatype dt
 	return s;
 }
 
+// tdmpi_iallreduce_start is MPI_Iallreduce in place (IallreduceInPlaceWait).
+static inline tdmpi_started tdmpi_iallreduce_start(void *buf, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
+	tdmpi_started s;
+	s.q = MPI_REQUEST_NULL;
+	s.rc = MPI_Iallreduce(MPI_IN_PLACE, buf, n, dt, op, c, &s.q);
+	return s;
+}
+
 // tdmpi_isend_start is MPI_Isend (SendUntil).
 static inline tdmpi_started tdmpi_isend_start(const void *buf, int n, MPI_Datatype dt, int dest, int tag, tdmpi_word c) {
 	tdmpi_started s;

@@ -184,10 +184,16 @@ func Bcast[T mpi.Scalar](s Step, buf []T, root int) error {
 	return s.Wait(mpi.Ibcast(s.Comm, buf, root))
 }
 
-// Allreduce reduces buf in place on every rank with op.
+// Allreduce reduces buf in place on every rank with op. In the
+// nonblocking form, when this rank's context cannot end and the step is
+// not deferred, it waits within one call (mpi.IallreduceInPlaceWait), as
+// Bcast does: the closing step of a Broadcast that no agreement preceded.
 func Allreduce[T mpi.Scalar](s Step, buf []T, op mpi.Op) error {
-	if s.Blocking() {
+	switch {
+	case s.Blocking():
 		return s.failed(mpi.AllreduceInPlace(s.Comm, buf, op))
+	case s.Deferred == nil && s.Ctx.Done() == nil:
+		return s.failed(mpi.IallreduceInPlaceWait(s.Comm, buf, op))
 	}
 	return s.Wait(mpi.IallreduceInPlace(s.Comm, buf, op))
 }
