@@ -41,6 +41,8 @@ Bench measures, in one run, for payloads from -min to -max bytes (each size
 	               source alternating
 	initremote-re  initremote with WithAllocator handing each receive the
 	               storage of the previous result (no fresh memory)
+	broadcast      Broadcast (the collective), the source alternating, each
+	               result released once broadcast on
 	send-consol    Send and Recv with WithConsolidated, ping-pong
 	send-leaves    Send and Recv, one message per leaf, ping-pong
 

@@ -52,6 +52,7 @@ var methods = []*method{
 	{name: "initremote", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit", prepare: prepareInitRemote(false, false)},
 	{name: "initremote-bc", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "InitRemote and FromRemoteInit with WithBroadcast", prepare: prepareInitRemote(true, false)},
 	{name: "initremote-re", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit with WithAllocator reusing the previous result's storage", prepare: prepareInitRemote(false, true)},
+	{name: "broadcast", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "Broadcast, the collective, the source alternating", prepare: prepareBroadcast},
 	{name: "send-consol", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv with WithConsolidated", prepare: prepareSendRecv(true)},
 	{name: "send-leaves", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv, one message per leaf", prepare: prepareSendRecv(false)},
 }
@@ -258,6 +259,49 @@ func prepareInitRemote(bcast, reuse bool) func(*group.Group, int64, int) (func()
 				return err
 			}, nil
 	}
+}
+
+// prepareBroadcast times Broadcast as raw-bcast times mpi.Bcast: rank 0
+// broadcasts its TensorDict, then rank 1 broadcasts the result it got, as
+// a loop passing results on would. Every result a rank did not send is
+// released (TensorDict.Release) once the next broadcast has taken it.
+func prepareBroadcast(g *group.Group, size int64, leaves int) (func() error, func() error, error) {
+	opts := []tensordict.CollectiveOption{tensordict.WithGroup(g)}
+	var td *tensordict.TensorDict
+	if g.Rank() == 0 {
+		var err error
+		if td, err = benchTD(size, leaves); err != nil {
+			return nil, nil, err
+		}
+	}
+	var got *tensordict.TensorDict // rank 1's result from rank 0, sent on
+	return func() error {
+			first, err := td.Broadcast(0, opts...)
+			if err != nil {
+				return err
+			}
+			if g.Rank() != 0 {
+				got = first
+			}
+			second, err := got.Broadcast(1, opts...)
+			if err != nil {
+				return err
+			}
+			var rerr error
+			if g.Rank() != 1 {
+				rerr = second.Release()
+			}
+			if g.Rank() != 0 {
+				rerr = errors.Join(rerr, got.Release())
+			}
+			got = nil
+			return rerr
+		}, func() error {
+			if td != nil {
+				return td.Release()
+			}
+			return nil
+		}, nil
 }
 
 func prepareSendRecv(consolidated bool) func(*group.Group, int64, int) (func() error, func() error, error) {

@@ -84,8 +84,8 @@ func TestSelectMethods(t *testing.T) {
 		list string
 		want []string
 	}{
-		{"", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "send-consol", "send-leaves"}},
-		{"all", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "send-consol", "send-leaves"}},
+		{"", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "broadcast", "send-consol", "send-leaves"}},
+		{"all", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "broadcast", "send-consol", "send-leaves"}},
 		{"initremote", []string{"raw-p2p", "initremote"}},
 		{"send-leaves, initremote-bc", []string{"raw-p2p", "raw-bcast", "initremote-bc", "send-leaves"}},
 		{"raw-bcast", []string{"raw-bcast"}},

@@ -79,6 +79,8 @@
 //	initremote-bc  InitRemote and FromRemoteInit with WithBroadcast, the source alternating
 //	initremote-re  initremote with WithAllocator handing each receive the
 //	               storage of the previous result (no fresh memory)
+//	broadcast      Broadcast (the collective), the source alternating, each
+//	               result released once broadcast on
 //	send-consol    Send and Recv with WithConsolidated, ping-pong
 //	send-leaves    Send and Recv, one message per leaf, ping-pong
 //
