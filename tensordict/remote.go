@@ -436,7 +436,10 @@ func initKind(bcast bool) wire.Kind {
 // its template that was: only its storage is new, read through rawbytes if
 // the caller pinned it (pinned).
 func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool) (frame, payload []byte, r initRef, err error) {
-	enc, copied := td.templateEncoding()
+	enc, sp, err := sendEncoding(op, td)
+	if err != nil {
+		return nil, nil, r, err
+	}
 	storage := func() ([]byte, error) {
 		if !pinned {
 			return td.cons.st.Bytes(), nil
@@ -447,24 +450,13 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool)
 		return nil, tensor.ErrReleased
 	}
 	var total int
-	var sp *sendPlan
-	if enc != nil {
-		total = td.tmpl.stLen
+	if sp != nil {
+		total, storage = sp.total, sp.bytes
 	} else {
-		if sp, err = planSend(op, td); err != nil {
-			return nil, nil, r, err
-		}
-		total = sp.total
+		total = td.tmpl.stLen
 	}
 	if total > initInlineMax && l == nil {
 		return nil, nil, r, nil // a broadcast's storage that does not travel inline
-	}
-	if sp != nil {
-		enc = &initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves)}
-		if copied && sp.storage != nil {
-			td.recordEncoding(enc)
-		}
-		storage = sp.bytes
 	}
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
 	class, meta := enc.class, enc.meta
@@ -510,6 +502,26 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool)
 		return nil, nil, initRef{}, err
 	}
 	return frame, payload, r, nil
+}
+
+// sendEncoding returns what the first InitRemote or Broadcast of td sends
+// besides its storage. For an unedited copy of a template whose encoding a
+// first copy recorded (templateEncoding) that is the encoding, and sp is
+// nil; otherwise it is made from td's send plan sp, and recorded for the
+// other copies when td is a copy whose storage lies in that plan's layout.
+func sendEncoding(op string, td *TensorDict) (enc *initEncoding, sp *sendPlan, err error) {
+	enc, copied := td.templateEncoding()
+	if enc != nil {
+		return enc, nil, nil
+	}
+	if sp, err = planSend(op, td); err != nil {
+		return nil, nil, err
+	}
+	enc = &initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves)}
+	if copied && sp.storage != nil {
+		td.recordEncoding(enc)
+	}
+	return enc, sp, nil
 }
 
 // initFrame returns the message of an InitRemote of td (see initMessage),

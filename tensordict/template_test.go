@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 	"unsafe"
@@ -282,12 +283,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 		require.NoError(t, err)
 		return c
 	}
-	copyOf := func(tp *treeTemplate, c *TensorDict) *TensorDict {
-		got := mustInstantiate(t, tp, storageCopy(t, c.ConsolidatedStorage()))
-		got.cons.base, got.cons.end = 0, got.cons.st.Len()
-		got.class = c.class
-		return got
-	}
+	copyOf := func(tp *treeTemplate, c *TensorDict) *TensorDict { return templateCopy(t, tp, c) }
 	fresh := func(td *TensorDict) []byte { // what firstInitFrame encodes without a template
 		saved := td.tmpl
 		td.tmpl = nil
@@ -298,12 +294,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 	}
 
 	c := plainTD()
-	meta, err := c.ConsolidatedMetadata()
-	require.NoError(t, err)
-	root, _, err := codec.Decode(meta, c.ConsolidatedStorage().Len(), codec.DefaultLimits())
-	require.NoError(t, err)
-	tp, err := newTemplate(root, c.ConsolidatedStorage().Len())
-	require.NoError(t, err)
+	tp := templateOf(t, c)
 	require.True(t, tp.plain)
 
 	a := copyOf(tp, c)
@@ -346,12 +337,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 	require.NoError(t, m.SetNonTensor(K("info"), map[string]any{"k": 1.0}))
 	m, err = m.Consolidate()
 	require.NoError(t, err)
-	meta, err = m.ConsolidatedMetadata()
-	require.NoError(t, err)
-	root, _, err = codec.Decode(meta, m.ConsolidatedStorage().Len(), codec.DefaultLimits())
-	require.NoError(t, err)
-	tm, err := newTemplate(root, m.ConsolidatedStorage().Len())
-	require.NoError(t, err)
+	tm := templateOf(t, m)
 	require.False(t, tm.plain)
 	_, ok = copyOf(tm, m).templateEncoding()
 	assert.False(t, ok)
@@ -400,4 +386,115 @@ func TestTemplatePrepareFrame(t *testing.T) {
 	require.NoError(t, err)
 	_, _, ok = tp.prepareFrame(64)
 	assert.False(t, ok, "bool leaves")
+}
+
+// TestBroadcastSource: what the source of a Broadcast sends of a
+// TensorDict (bcastSource) is what laying it out afresh gives: on its
+// first, second and later sends (the last two from its Send/Recv state),
+// for received copies passed on (from their template's encoding), after
+// each kind of change, and for TensorDicts not consolidated or not whole
+// in their storage.
+func TestBroadcastSource(t *testing.T) {
+	plainTD := func() *TensorDict {
+		td := New(2)
+		require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Float32, 1, 2, 3)))
+		require.NoError(t, td.Set(K("n", "b"), tensor.Ones(tensor.Bool, 2)))
+		require.NoError(t, td.Set(K("n", "c"), tensor.Full(tensor.Int64, 7, 2)))
+		require.NoError(t, td.SetNonTensor(K("label"), "x"))
+		td.SetClassName("Sample")
+		c, err := td.Consolidate()
+		require.NoError(t, err)
+		return c
+	}
+	check := func(t *testing.T, td *TensorDict, what string) {
+		t.Helper()
+		tdc, class, meta, st, leaves, err := bcastSource("Broadcast", td)
+		require.NoError(t, err, what)
+		if td.IsConsolidated() {
+			assert.Same(t, td, tdc, "%s: the source's result is td itself", what)
+		}
+		want, err := td.Consolidate()
+		require.NoError(t, err, what)
+		wantMeta, err := want.ConsolidatedMetadata()
+		require.NoError(t, err, what)
+		assert.Equal(t, want.ClassName(), class, what)
+		assert.Equal(t, string(wantMeta), string(meta), what)
+		assert.Equal(t, want.ConsolidatedStorage().Bytes(), st, what)
+		assert.Equal(t, countTensorLeaves(want), leaves, what)
+	}
+
+	td := plainTD()
+	for i := range 3 {
+		check(t, td, "send "+strconv.Itoa(i+1))
+	}
+	require.NotNil(t, td.p2p.Load(), "the second send keeps a state")
+	for _, c := range []struct {
+		name   string
+		change func(td *TensorDict) *TensorDict // the TensorDict to send next
+	}{
+		{"scalar", func(td *TensorDict) *TensorDict { require.NoError(t, td.SetNonTensor(K("label"), "y")); return td }},
+		{"batch", func(td *TensorDict) *TensorDict { require.NoError(t, td.SetBatchSize()); return td }},
+		{"class", func(td *TensorDict) *TensorDict { td.SetClassName("Other"); return td }},
+		{"values", func(td *TensorDict) *TensorDict {
+			a, err := td.Get(K("a"))
+			require.NoError(t, err)
+			require.NoError(t, a.Fill(3))
+			return td
+		}},
+		{"new key", func(td *TensorDict) *TensorDict {
+			require.NoError(t, td.Set(K("z"), tensor.Zeros(tensor.Int8, 2)))
+			return td
+		}},
+		{"consolidated anew", func(td *TensorDict) *TensorDict {
+			c, err := td.Consolidate()
+			require.NoError(t, err)
+			return c
+		}},
+		{"lock", func(td *TensorDict) *TensorDict { td.Lock(); return td }},
+	} {
+		td = c.change(td)
+		check(t, td, c.name)
+		check(t, td, c.name+", again")
+	}
+
+	c := plainTD()
+	tp := templateOf(t, c)
+	copyOf := func() *TensorDict { return templateCopy(t, tp, c) }
+	check(t, copyOf(), "first copy")
+	require.NotNil(t, tp.enc.Load(), "the first copy passed on records its encoding")
+	check(t, copyOf(), "second copy")
+	d := copyOf()
+	require.NoError(t, d.SetNonTensor(K("label"), "z"))
+	check(t, d, "changed copy")
+
+	nested, err := plainTD().GetTD(K("n"))
+	require.NoError(t, err)
+	check(t, nested, "a nested TensorDict of a consolidated one")
+	check(t, nested, "a nested TensorDict of a consolidated one, again")
+	loose := New(2)
+	require.NoError(t, loose.Set(K("a"), tensor.Ones(tensor.Float64, 2)))
+	check(t, loose, "not consolidated")
+}
+
+// templateOf returns the template of c's structure, as a receive of it
+// makes (c is consolidated).
+func templateOf(t *testing.T, c *TensorDict) *treeTemplate {
+	t.Helper()
+	meta, err := c.ConsolidatedMetadata()
+	require.NoError(t, err)
+	root, _, err := codec.Decode(meta, c.ConsolidatedStorage().Len(), codec.DefaultLimits())
+	require.NoError(t, err)
+	tp, err := newTemplate(root, c.ConsolidatedStorage().Len())
+	require.NoError(t, err)
+	return tp
+}
+
+// templateCopy returns a copy of template tp over a copy of c's storage,
+// with c's class name: a received result, as a receive of c makes it.
+func templateCopy(t *testing.T, tp *treeTemplate, c *TensorDict) *TensorDict {
+	t.Helper()
+	got := mustInstantiate(t, tp, storageCopy(t, c.ConsolidatedStorage()))
+	got.cons.base, got.cons.end = 0, got.cons.st.Len()
+	got.class = c.class
+	return got
 }

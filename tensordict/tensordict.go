@@ -79,7 +79,7 @@ type TensorDict struct {
 	// template.go) and must be copied before it is changed (ownIndex).
 	sharedIndex bool
 	locked      bool
-	initSent    atomic.Bool              // InitRemote was called (see initRemote); beside the bools, it fills their word
+	initSent    atomic.Bool              // InitRemote or Broadcast sent it (see initRemote, bcastSource); beside the bools, it fills their word
 	class       string                   // tensorclass name, "" for a plain TensorDict
 	savedPath   *string                  // memmap prefix, kept for memmap.go; nil for none (most trees: half the bytes of a string)
 	cons        *consState               // set by Consolidate and FromConsolidated
