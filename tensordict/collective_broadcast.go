@@ -285,13 +285,8 @@ func bcastSource(op string, td *TensorDict) (tdc *TensorDict, class string, meta
 					return td, enc.class, bytes.TrimRight(enc.meta, " "), c.st.Bytes(), int(enc.leaves), nil
 				}
 			}
-		} else if s, ok, err := tryP2PStateOf(op, td); ok && err == nil {
-			defer s.mu.Unlock()
-			if s.st == c.st && s.base == 0 && s.total == c.end {
-				return td, td.class, s.meta[:s.metaLen], c.st.Bytes(), len(s.leaves), nil
-			}
-		} else if ok && s != nil {
-			s.mu.Unlock() // laid out below, which reports the error
+		} else if meta, leaves, ok := stateLayout(op, td); ok {
+			return td, td.class, meta, c.st.Bytes(), leaves, nil
 		}
 	}
 	if tdc, err = td.Consolidate(); err != nil {
@@ -301,6 +296,27 @@ func bcastSource(op string, td *TensorDict) (tdc *TensorDict, class string, meta
 		return nil, "", nil, nil, 0, err
 	}
 	return tdc, tdc.ClassName(), meta, tdc.ConsolidatedStorage().Bytes(), countTensorLeaves(tdc), nil
+}
+
+// stateLayout returns the consolidated metadata and the leaf count of td
+// from its Send/Recv state (p2pStateOf), which keeps them between calls:
+// ok when td is whole in its consolidated storage, laid out as planned,
+// and no other call holds the state. The metadata is not written after
+// (a changed TensorDict gets new metadata in its state).
+func stateLayout(op string, td *TensorDict) (meta []byte, leaves int, ok bool) {
+	c := td.cons
+	if c == nil || c.base != 0 || c.end != c.st.Len() || c.st.Released() {
+		return nil, 0, false
+	}
+	s, locked, err := tryP2PStateOf(op, td)
+	if !locked || s == nil {
+		return nil, 0, false
+	}
+	defer s.mu.Unlock()
+	if err != nil || s.st != c.st || s.base != 0 || s.total != c.end {
+		return nil, 0, false
+	}
+	return s.meta[:s.metaLen], len(s.leaves), true
 }
 
 // countLeaves returns the number of tensor leaves of td.
@@ -343,7 +359,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 			return nil, cl.errorf("from rank %d: %w", src, err)
 		}
 		if cl.consolidated && sameLayout(td, f.Meta, string(f.Class), int64(len(f.Inline))) {
-			copy(td.ConsolidatedStorage().Bytes(), f.Inline)
+			copy(td.cons.st.Bytes(), f.Inline)
 			return td, nil
 		}
 		// Copy the storage so that its leaves are 8-byte aligned.
@@ -369,7 +385,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	reuse := err == nil && cl.consolidated && sameLayout(td, f.Meta, string(f.Class), h.Total)
 	var st *tensor.Storage
 	if reuse {
-		st = td.ConsolidatedStorage()
+		st = td.cons.st // sameLayout found it whole and consolidated
 	} else {
 		// The broadcast fills it whole, or st is dropped.
 		var aerr error
@@ -409,9 +425,13 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 // sameLayout reports whether td is consolidated with exactly the metadata
 // meta, class name class and a storage of total bytes, so that receiving
 // the sender's storage into td's makes td equal to the sender's TensorDict.
+// It is true only when td.cons.st is that storage.
 func sameLayout(td *TensorDict, meta []byte, class string, total int64) bool {
 	if td == nil || td.ClassName() != class {
 		return false
+	}
+	if mine, _, ok := stateLayout("Broadcast", td); ok {
+		return int64(td.cons.end) == total && bytes.Equal(mine, meta)
 	}
 	st := td.ConsolidatedStorage()
 	if st == nil || int64(st.Len()) != total {

@@ -393,7 +393,8 @@ func TestTemplatePrepareFrame(t *testing.T) {
 // first, second and later sends (the last two from its Send/Recv state),
 // for received copies passed on (from their template's encoding), after
 // each kind of change, and for TensorDicts not consolidated or not whole
-// in their storage.
+// in their storage; and sameLayout, which tells a receiver that it can
+// take the same layout in place, agrees.
 func TestBroadcastSource(t *testing.T) {
 	plainTD := func() *TensorDict {
 		td := New(2)
@@ -421,6 +422,14 @@ func TestBroadcastSource(t *testing.T) {
 		assert.Equal(t, string(wantMeta), string(meta), what)
 		assert.Equal(t, want.ConsolidatedStorage().Bytes(), st, what)
 		assert.Equal(t, countTensorLeaves(want), leaves, what)
+		if td.IsConsolidated() {
+			total := int64(len(st))
+			for range 2 { // the second from td's Send/Recv state
+				assert.True(t, sameLayout(td, wantMeta, class, total), "%s: a receive in place", what)
+			}
+			assert.False(t, sameLayout(td, wantMeta, class, total+8), what)
+			assert.False(t, sameLayout(td, append(wantMeta[:len(wantMeta):len(wantMeta)], ' '), class, total), what)
+		}
 	}
 
 	td := plainTD()
