@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"github.com/tdmpi/tdmpi/internal/wire"
 	"strconv"
 	"sync"
 	"testing"
@@ -270,7 +271,8 @@ func TestTemplateConcurrentCopies(t *testing.T) {
 
 // The first InitRemote of a copy of a template that nothing changed reuses
 // the encoding the first such copy recorded, and sends the same bytes as
-// encoding it afresh; a changed copy, or a tree with a non-scalar
+// encoding it afresh; a changed copy, a copy under another class name (in
+// both modes, and as Broadcast's source), or a tree with a non-scalar
 // non-tensor value, is encoded afresh.
 func TestTemplateInitEncoding(t *testing.T) {
 	plainTD := func() *TensorDict {
@@ -329,6 +331,45 @@ func TestTemplateInitEncoding(t *testing.T) {
 			assert.Equal(t, fresh(d), fd)
 			assert.NotEqual(t, fa, fd)
 		})
+	}
+
+	// A receive sets a copy's class name from its frame without counting
+	// an edit: a copy of the same template under another class name is
+	// encoded afresh (the recorded encoding has the first one's name, and
+	// its metadata is padded for that name's length).
+	other := copyOf(tp, c)
+	other.class = "AnotherSample"
+	fo, _, _, err := firstInitFrame("InitRemote", other, false, nil, false)
+	require.NoError(t, err)
+	assert.Equal(t, fresh(other), fo, "a copy under another class name")
+	again := copyOf(tp, c)
+	again.class = "AnotherSample"
+	_, class, _, _, _, err := bcastSource("Broadcast", again)
+	require.NoError(t, err)
+	assert.Equal(t, "AnotherSample", class, "Broadcast's source, a copy under another class name")
+
+	// The same in broadcast mode, whose storage past initInlineMax
+	// follows the frame.
+	big := New()
+	require.NoError(t, big.Set(K("x"), tensor.Zeros(tensor.Uint8, 2*initInlineMax)))
+	big, err = big.Consolidate()
+	require.NoError(t, err)
+	big.class = "Sample"
+	tb := templateOf(t, big)
+	msg, _, pinned, err := bcastKeptMessage("InitRemote", copyOf(tb, big))
+	require.NoError(t, err)
+	unpin(pinned)
+	require.Nil(t, msg, "a first copy past initInlineMax is laid out by bcastPrepare")
+	require.NotNil(t, tb.enc.Load(), "and records its encoding")
+	d := copyOf(tb, big)
+	d.class = "AnotherSample"
+	msg, _, pinned, err = bcastKeptMessage("InitRemote", d)
+	require.NoError(t, err)
+	unpin(pinned)
+	if msg != nil { // else laid out afresh by bcastPrepare
+		f, err := wire.ParseFrame(msg[bcastPrefix:bcastFrameLen(msg)+bcastPrefix], wire.Limits{MaxTotal: 1 << 30})
+		require.NoError(t, err)
+		assert.Equal(t, d.class, string(f.Class), "broadcast mode, a copy under another class name")
 	}
 
 	// A map value may change in place, unseen: such a tree is never
