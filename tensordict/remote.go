@@ -506,15 +506,12 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool)
 
 // sendEncoding returns what the first InitRemote or Broadcast of td sends
 // besides its storage. For an unedited copy of a template whose encoding a
-// first copy of the same class name recorded (templateEncoding) that is
-// the encoding, and sp is nil; otherwise it is made from td's send plan
-// sp, and recorded for the other copies when td is a copy whose storage
-// lies in that plan's layout. (A receive names a copy from its frame
-// without an edit, so copies of one template may differ in class name;
-// the metadata's padding depends on the name's length too.)
+// first copy recorded (templateEncoding) that is the encoding, and sp is
+// nil; otherwise it is made from td's send plan sp, and recorded for the
+// other copies when td is a copy whose storage lies in that plan's layout.
 func sendEncoding(op string, td *TensorDict) (enc *initEncoding, sp *sendPlan, err error) {
 	enc, copied := td.templateEncoding()
-	if enc != nil && enc.class == td.class {
+	if enc != nil {
 		return enc, nil, nil
 	}
 	if sp, err = planSend(op, td); err != nil {

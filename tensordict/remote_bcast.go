@@ -168,7 +168,7 @@ func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, pinned *t
 	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
 		st := pinPassedOn(td)
 		enc, _ := td.templateEncoding()
-		if st == nil || enc == nil || enc.class != td.class || td.tmpl.stLen <= initInlineMax { // see sendEncoding
+		if st == nil || enc == nil || td.tmpl.stLen <= initInlineMax {
 			msg, _, _, err := firstInitFrame(op, td, true, nil, st != nil)
 			unpin(st) // copied into msg, if it travels at all
 			return msg, nil, nil, err

@@ -287,7 +287,10 @@ func blockPart[T any](block unsafe.Pointer, off uintptr, n int) []T {
 // no node edited (entries, batch size, lock state, class name), only
 // scalar non-tensor values, its storage whole and in place. ok is false
 // otherwise; enc is nil until a first such InitRemote recorded it
-// (recordEncoding).
+// (recordEncoding), and for a copy under another class name than the one
+// that recorded it: a receive names a copy from its frame without an edit,
+// so copies of one template may differ in class name (and the metadata's
+// padding depends on the name's length).
 func (td *TensorDict) templateEncoding() (enc *initEncoding, ok bool) {
 	tp := td.tmpl
 	if tp == nil || !tp.plain || !uneditedTree(td) {
@@ -297,7 +300,10 @@ func (td *TensorDict) templateEncoding() (enc *initEncoding, ok bool) {
 	if c == nil || c.base != 0 || c.st.Released() || c.end != c.st.Len() || c.end != tp.stLen {
 		return nil, false
 	}
-	return tp.enc.Load(), true
+	if enc = tp.enc.Load(); enc != nil && enc.class != td.class {
+		enc = nil
+	}
+	return enc, true
 }
 
 // recordEncoding keeps enc, the encoding of an unedited copy of td's
