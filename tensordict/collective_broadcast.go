@@ -276,12 +276,12 @@ func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, msg, storage []byte,
 func bcastSource(op string, td *TensorDict) (tdc *TensorDict, class string, meta, st []byte, leaves int, err error) {
 	if c := td.cons; c != nil && c.base == 0 && c.end == c.st.Len() && !c.st.Released() {
 		if td.p2p.Load() == nil && !td.initSent.Swap(true) {
-			if _, copied := td.templateEncoding(); copied {
+			if td.tmpl != nil { // a received result (sendEncoding checks that it is unchanged)
 				enc, sp, err := sendEncoding(op, td)
 				if err != nil {
 					return nil, "", nil, nil, 0, err
 				}
-				if sp == nil || sp.storage != nil {
+				if sp == nil || sp.storage != nil { // the encoding describes c.st as it lies
 					return td, enc.class, bytes.TrimRight(enc.meta, " "), c.st.Bytes(), int(enc.leaves), nil
 				}
 			}
