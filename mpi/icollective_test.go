@@ -149,6 +149,21 @@ func TestNonblockingGathers(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// bothForms runs one nonblocking collective in the two forms that must
+// match each other: waited for within one call (within) on even ranks,
+// started (start) then waited for through its Request on odd ones.
+func bothForms(t *testing.T, rank int, within func() error, start func() (*Request, error)) {
+	t.Helper()
+	if rank%2 == 0 {
+		require.NoError(t, within())
+		return
+	}
+	q, err := start()
+	require.NoError(t, err)
+	_, err = q.Wait()
+	require.NoError(t, err)
+}
+
 // TestIallreduceInPlaceWait: IallreduceInPlaceWait on some ranks matches
 // IallreduceInPlace on the others (a sum and a maximum at lengths up to
 // past the size whose wait pauses), allocates nothing, leaves nothing in
@@ -165,14 +180,9 @@ func TestIallreduceInPlaceWait(t *testing.T) {
 				}
 				return int64(i*s*s + s*(s-1)/2)
 			})
-			if r%2 == 0 {
-				require.NoError(t, IallreduceInPlaceWait(c, buf, op))
-			} else {
-				q, err := IallreduceInPlace(c, buf, op)
-				require.NoError(t, err)
-				_, err = q.Wait()
-				require.NoError(t, err)
-			}
+			bothForms(t, r,
+				func() error { return IallreduceInPlaceWait(c, buf, op) },
+				func() (*Request, error) { return IallreduceInPlace(c, buf, op) })
 			assert.Equal(t, want, buf, "n=%d op=%v", n, op)
 		}
 	}
@@ -199,14 +209,9 @@ func TestIbcastWait(t *testing.T) {
 			if r == root {
 				copy(buf, want)
 			}
-			if r%2 == 0 {
-				require.NoError(t, IbcastWait(c, buf, root))
-			} else {
-				q, err := Ibcast(c, buf, root)
-				require.NoError(t, err)
-				_, err = q.Wait()
-				require.NoError(t, err)
-			}
+			bothForms(t, r,
+				func() error { return IbcastWait(c, buf, root) },
+				func() (*Request, error) { return Ibcast(c, buf, root) })
 			assert.Equal(t, want, buf, "n=%d root=%d", n, root)
 		}
 	}
