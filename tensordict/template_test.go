@@ -4,7 +4,6 @@
 package tensordict
 
 import (
-	"github.com/tdmpi/tdmpi/internal/wire"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
