@@ -288,6 +288,84 @@ func sortedLeaves(td *TensorDict) []Item {
 	return items
 }
 
+// A leafPlan is what the collectives that need the same structure on
+// every rank (AllReduce, Reduce, GatherAndStack) work out of a
+// TensorDict's tensor leaves: the leaves in sorted order, the structure
+// hash the ranks compare and, for a reduction, whether the leaves tile
+// one storage (fastSpan) and what checkReducible looks at. A TensorDict
+// keeps its plan (TensorDict.plan) for the next call, which takes it
+// while no node of the tree was edited: the same tensors, whose dtypes,
+// shapes, strides, storages and offsets never change, under the same
+// keys and batch sizes. What can change behind the edit counts, a
+// storage released or a mapped file truncated, is checked on every call
+// (reducible). Sorting, hashing and checking 256 leaves took 60-70 us of
+// an AllReduce of 16 KiB that raw MPI reduces in 7-12 us (np 2).
+//
+// A plan is not written once published; until the next collective
+// replaces it, it keeps the tensors it was made of alive.
+type leafPlan struct {
+	mark   editMark
+	leaves []Item // sorted depth-first key order (sortedLeaves)
+	hash   uint64 // structureHash
+
+	// fastSpan's result.
+	span   []byte
+	layout uint64
+	fast   bool
+
+	// For checkReducible: each dtype and each storage with the index of
+	// its first leaf (in leaves), and the first leaf that repeats
+	// elements (an Expand result), len(leaves) for none.
+	dtypes   []planDType
+	storages []planStorage
+	repeats  int
+}
+
+type planDType struct {
+	dt    tensor.DType
+	first int
+}
+
+type planStorage struct {
+	st    *tensor.Storage
+	first int
+}
+
+// leafPlanOf returns td's plan, made anew when td was edited since the
+// last one (or has none).
+func leafPlanOf(td *TensorDict) *leafPlan {
+	if p := td.plan.Load(); p != nil && p.mark.unedited(td) {
+		return p
+	}
+	p := newLeafPlan(td)
+	td.plan.Store(p)
+	return p
+}
+
+// newLeafPlan works out td's plan.
+func newLeafPlan(td *TensorDict) *leafPlan {
+	p := &leafPlan{leaves: sortedLeaves(td)}
+	p.mark.record(td)
+	p.hash = structureHash(td, p.leaves)
+	p.span, p.layout, p.fast = fastSpan(p.leaves)
+	p.repeats = len(p.leaves)
+	seen := make(map[*tensor.Storage]bool)
+	for i, it := range p.leaves {
+		x := it.Tensor
+		if !slices.ContainsFunc(p.dtypes, func(d planDType) bool { return d.dt == x.DType() }) {
+			p.dtypes = append(p.dtypes, planDType{dt: x.DType(), first: i})
+		}
+		if st := x.Storage(); !seen[st] {
+			seen[st] = true
+			p.storages = append(p.storages, planStorage{st: st, first: i})
+		}
+		if p.repeats == len(p.leaves) && repeatsElements(x) {
+			p.repeats = i
+		}
+	}
+	return p
+}
+
 // describeStructure returns the structure of td, given its sorted leaves:
 // what the ranks exchange to explain a mismatch.
 func describeStructure(td *TensorDict, leaves []Item) codec.Structure {

@@ -122,11 +122,11 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 			return err
 		}
 		b, local := cl.prepareBlock(td)
-		var leaves []Item
+		var p *leafPlan
 		if td != nil {
-			leaves = sortedLeaves(td)
+			p = leafPlanOf(td)
 		}
-		if _, err := cl.checkSame(td, leaves, dst, local); err != nil {
+		if _, err := cl.checkSame(td, p, dst, local); err != nil {
 			return err
 		}
 		mine := b.info(nil)

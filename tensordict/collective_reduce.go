@@ -66,27 +66,32 @@ func (td *TensorDict) Reduce(dst int, op ReduceOp, opts ...CollectiveOption) err
 
 // reduce runs AllReduce (root < 0) or Reduce (to root).
 func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
-	var leaves []Item
+	var p *leafPlan
 	local := cl.ready()
 	if td == nil {
 		local = errors.New("nil tensordict")
 	} else {
-		leaves = sortedLeaves(td)
+		p = leafPlanOf(td)
 	}
 	if local == nil {
-		local = checkReducible(leaves, op)
+		local = p.reducible(op)
 	}
-	span, lh, fast := fastSpan(leaves)
-	notFast := uint64(0)
-	if !fast {
-		notFast = 1
+	var leaves []Item
+	var span []byte
+	var lh uint64
+	notFast := uint64(1)
+	if p != nil {
+		leaves, span, lh = p.leaves, p.span, p.layout
+		if p.fast {
+			notFast = 0
+		}
 	}
 	// Every rank must pass the same op and root: the check compares them
 	// beside the structure, as the maximum of a value and of its
 	// complement, which are complements of each other only when every rank
 	// gave the same value.
 	r1 := uint64(root + 1)
-	v, err := cl.checkSame(td, leaves, max(root, 0), local, lh, ^lh, notFast, uint64(op), ^uint64(op), r1, ^r1)
+	v, err := cl.checkSame(td, p, max(root, 0), local, lh, ^lh, notFast, uint64(op), ^uint64(op), r1, ^r1)
 	if err != nil {
 		return err
 	}
@@ -121,16 +126,16 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 }
 
 // checkSame is the check every rank runs before a collective that needs
-// the same structure on every rank. local is this rank's own error (nil if
-// it is ready). extra values are combined with the maximum across ranks
+// the same structure on every rank. p is td's plan (nil for a nil td);
+// local is this rank's own error (nil if it is ready). extra values are combined with the maximum across ranks
 // and returned. If some rank failed, every rank returns that rank's error
 // (see agree); if the structures differ, every rank returns the same
-// *StructureError, comparing with rank ref. It costs one MPI_Allreduce of a
-// few words when all is well.
-func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, extra ...uint64) ([]uint64, error) {
+// *StructureError, comparing with rank ref. It costs one exchange of a
+// few words (xfer.Combine) when all is well.
+func (cl *coll) checkSame(td *TensorDict, p *leafPlan, ref int, local error, extra ...uint64) ([]uint64, error) {
 	var sh uint64
 	if td != nil {
-		sh = structureHash(td, leaves)
+		sh = p.hash
 	}
 	v := make([]uint64, 0, 4+len(extra))
 	v = append(v, sh, ^sh)
@@ -150,7 +155,7 @@ func (cl *coll) checkSame(td *TensorDict, leaves []Item, ref int, local error, e
 	if v[0] != ^v[1] {
 		var desc codec.Structure
 		if td != nil {
-			desc = describeStructure(td, leaves)
+			desc = describeStructure(td, p.leaves)
 		}
 		return nil, cl.explainMismatch(desc, ref)
 	}
@@ -180,34 +185,60 @@ func (t reduceTarget) reduceLeaf(x *tensor.Tensor, op ReduceOp) error {
 	return nil
 }
 
-// checkReducible returns an error naming the first leaf that op cannot
+// reducible returns an error naming the first leaf of p that op cannot
 // reduce in place: a dtype op does not apply to, a released storage, or a
 // view that repeats elements (an Expand result), which has no place to put
-// distinct results.
-func checkReducible(leaves []Item, op ReduceOp) error {
-	for _, it := range leaves {
-		x := it.Tensor
-		if _, err := op.mpiOp(x.DType()); err != nil {
-			return fmt.Errorf("key %v: %w", it.Key, err)
+// distinct results. Of one leaf's faults, the first in that order is
+// named.
+func (p *leafPlan) reducible(op ReduceOp) error {
+	first, err := len(p.leaves), error(nil)
+	fault := func(i int, e error) {
+		if i < first {
+			first, err = i, e
 		}
-		if x.Storage().Released() {
-			return fmt.Errorf("key %v: storage was released", it.Key)
+	}
+	for _, d := range p.dtypes {
+		if _, e := op.mpiOp(d.dt); e != nil {
+			fault(d.first, e)
+		}
+	}
+	for _, s := range p.storages {
+		if s.st.Released() {
+			fault(s.first, errors.New("storage was released"))
+			continue
 		}
 		// MPI reduces in place, in C, where a fault (a mapped file
-		// another process truncated) cannot be caught: check first.
-		if err := mem.Readable(x.Storage().Bytes()); err != nil {
-			return fmt.Errorf("key %v: %w", it.Key, err)
-		}
-		if x.Numel() > 1 {
-			shape, strides := x.Shape(), x.Strides()
-			for i := range shape {
-				if shape[i] > 1 && strides[i] == 0 {
-					return fmt.Errorf("key %v: leaf of shape %v repeats elements (strides %v, an expanded view); call Contiguous first", it.Key, shape, strides)
-				}
+		// another process truncated) cannot be caught: check first. Go
+		// heap memory cannot fault.
+		if s.st.External() {
+			if e := mem.Readable(s.st.Bytes()); e != nil {
+				fault(s.first, e)
 			}
 		}
 	}
+	if p.repeats < first {
+		x := p.leaves[p.repeats].Tensor
+		first, err = p.repeats, fmt.Errorf("leaf of shape %v repeats elements (strides %v, an expanded view); call Contiguous first", x.Shape(), x.Strides())
+	}
+	if err != nil {
+		return fmt.Errorf("key %v: %w", p.leaves[first].Key, err)
+	}
 	return nil
+}
+
+// repeatsElements reports whether x is a view that repeats elements (a
+// stride of 0 along a dimension of more than one).
+func repeatsElements(x *tensor.Tensor) bool {
+	if x.Numel() <= 1 {
+		return false
+	}
+	shape, strides := x.Shape(), x.Strides()
+	for i := range shape {
+		if shape[i] > 1 && strides[i] == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // fastSpan reports whether the leaves can be reduced as one buffer: they

@@ -91,11 +91,10 @@ type p2pState struct {
 	sendHeld *xfer.Held
 	recvHeld *xfer.Held
 
-	// What refresh last checked td at: its nodes, depth first, and the
-	// edit count of each (see TensorDict.edited), and whether td's
-	// non-tensor values are all scalars, which nobody can change in place.
-	nodes []*TensorDict
-	edits []uint64
+	// What refresh last checked td at: its nodes and their edit counts,
+	// and whether td's non-tensor values are all scalars, which nobody
+	// can change in place.
+	mark  editMark
 	plain bool
 
 	// Reused to re-encode the metadata (without leaves) on every call (see current).
@@ -194,14 +193,14 @@ func (s *p2pState) refresh(op string, td *TensorDict) error {
 		s.mu.Unlock()
 		return fmt.Errorf("an earlier receive into this TensorDict was left to MPI, which may still write its leaves: %w", ErrReceiveAbandoned)
 	}
-	if s.leaves != nil && s.plain && s.unedited(td) && s.live() {
+	if s.leaves != nil && s.plain && s.mark.unedited(td) && s.live() {
 		// No node was edited: the same tensors in the same places
 		// (what valid checks), and the same metadata.
 		return nil
 	}
 	if s.leaves != nil && s.valid(td) {
 		if s.current(op, td) {
-			s.recordEdits(td)
+			s.mark.record(td)
 			return nil
 		}
 	}
@@ -210,46 +209,9 @@ func (s *p2pState) refresh(op string, td *TensorDict) error {
 		s.mu.Unlock()
 		return err
 	}
-	s.recordEdits(td)
+	s.mark.record(td)
 	s.plain = plainValues(td)
 	return nil
-}
-
-// unedited reports whether no node of td was edited since s recorded
-// their counts. It reads the nodes s recorded, not td's entries: a node
-// that gained, lost or replaced a child was edited itself, so while no
-// count has moved, the recorded nodes are still td's tree (16 leaves in
-// one node: one comparison, not a walk of 16 entries).
-func (s *p2pState) unedited(td *TensorDict) bool {
-	if len(s.nodes) == 0 || s.nodes[0] != td {
-		return false
-	}
-	for i, n := range s.nodes {
-		if n.edits != s.edits[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// recordEdits records td's nodes, depth first, and their edit counts.
-func (s *p2pState) recordEdits(td *TensorDict) {
-	clear(s.nodes[:cap(s.nodes)]) // no stale node stays reachable from s
-	s.nodes, s.edits = appendNodes(s.nodes[:0], td), s.edits[:0]
-	for _, n := range s.nodes {
-		s.edits = append(s.edits, n.edits)
-	}
-}
-
-// appendNodes appends td and its nodes, depth first.
-func appendNodes(dst []*TensorDict, td *TensorDict) []*TensorDict {
-	dst = append(dst, td)
-	for i := range td.entries {
-		if e := &td.entries[i]; e.kind == kindTD {
-			dst = appendNodes(dst, e.td)
-		}
-	}
-	return dst
 }
 
 // plainValues reports whether every non-tensor value of td's tree is a
