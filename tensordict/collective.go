@@ -308,10 +308,12 @@ type leafPlan struct {
 	leaves []Item // sorted depth-first key order (sortedLeaves)
 	hash   uint64 // structureHash
 
-	// fastSpan's result.
+	// fastSpan's result, and the steps of a reduction leaf by leaf
+	// otherwise (reduceSteps).
 	span   []byte
 	layout uint64
 	fast   bool
+	steps  []reduceStep
 
 	// For checkReducible: each dtype and each storage with the index of
 	// its first leaf (in leaves), and the first leaf that repeats
@@ -348,6 +350,7 @@ func newLeafPlan(td *TensorDict) *leafPlan {
 	p.mark.record(td)
 	p.hash = structureHash(td, p.leaves)
 	p.span, p.layout, p.fast = fastSpan(p.leaves)
+	p.steps = reduceSteps(p.leaves)
 	p.repeats = len(p.leaves)
 	seen := make(map[*tensor.Storage]bool)
 	for i, it := range p.leaves {

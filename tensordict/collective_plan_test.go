@@ -4,7 +4,9 @@
 package tensordict
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -221,4 +223,88 @@ func TestCollectiveAllReducePlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReduceSteps checks how a reduction leaf by leaf groups the leaves:
+// dtype by dtype in dtype order, in sorted key order within a dtype,
+// large leaves alone, small ones in buckets of at most bucketBytes (a
+// bucket of one leaf being that leaf alone), empty leaves left out.
+func TestReduceSteps(t *testing.T) {
+	big := bucketLeafMax / 4 // float32 elements of a leaf reduced alone
+	for _, c := range []struct {
+		name   string
+		leaves map[string]*tensor.Tensor
+		want   []string // "key,key/bytes" per step, 0 bytes for a leaf alone
+	}{
+		{name: "one small leaf", leaves: map[string]*tensor.Tensor{
+			"a": tensor.Full(tensor.Float32, 1, 3),
+		}, want: []string{"a/0"}},
+		{name: "small leaves of two dtypes", leaves: map[string]*tensor.Tensor{
+			"a": tensor.Full(tensor.Float32, 1, 3),
+			"b": tensor.Full(tensor.Int64, 1, 2),
+			"c": tensor.Full(tensor.Float32, 1, 1),
+			"d": tensor.Full(tensor.Int64, 1, 1),
+			"e": tensor.Full(tensor.Float32, 1, 0),
+		}, want: stepsIn(tensor.Float32, tensor.Int64, []string{"a,c/24"}, []string{"b,d/24"})},
+		{name: "large leaves alone", leaves: map[string]*tensor.Tensor{
+			"a": tensor.Full(tensor.Float32, 1, big),
+			"b": tensor.Full(tensor.Float32, 1, 2),
+			"c": tensor.Full(tensor.Float32, 1, big-1),
+			"d": tensor.Full(tensor.Float32, 1, 5),
+		}, want: []string{"a/0", fmt.Sprintf("b,c,d/%d", 8+roundUp8(4*(big-1))+24)}},
+		{name: "buckets full", leaves: bucketsFull(), want: []string{
+			fmt.Sprintf("%s/%d", strings.Join(keysFrom(0, 64), ","), 64*(bucketLeafMax-8)),
+			fmt.Sprintf("k64,z1,z2/%d", bucketLeafMax-8+16),
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			td := New()
+			for k, x := range c.leaves {
+				require.NoError(t, td.Set(K(k), x))
+			}
+			leaves := sortedLeaves(td)
+			var got []string
+			for _, s := range reduceSteps(leaves) {
+				var ks []string
+				for _, i := range s.leaves {
+					ks = append(ks, leaves[i].Key.String())
+				}
+				got = append(got, fmt.Sprintf("%s/%d", strings.Join(ks, ","), s.bytes))
+			}
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
+
+// stepsIn returns the steps of two dtypes in the order reduceSteps takes
+// the dtypes.
+func stepsIn(a, b tensor.DType, as, bs []string) []string {
+	for _, dt := range tensor.DTypes() {
+		switch dt {
+		case a:
+			return append(as, bs...)
+		case b:
+			return append(bs, as...)
+		}
+	}
+	return nil
+}
+
+// bucketsFull returns 65 leaves k00-k64 of bucketLeafMax-8 bytes, of
+// which 64 fill a bucket, and two leaves of 8 bytes, z1 and z2.
+func bucketsFull() map[string]*tensor.Tensor {
+	m := map[string]*tensor.Tensor{"z1": tensor.Full(tensor.Float64, 1, 1), "z2": tensor.Full(tensor.Float64, 1, 1)}
+	for _, k := range keysFrom(0, 65) {
+		m[k] = tensor.Full(tensor.Float64, 1, bucketLeafMax/8-1)
+	}
+	return m
+}
+
+// keysFrom returns the keys k<i> for i in [from, to), two digits each.
+func keysFrom(from, to int) []string {
+	var ks []string
+	for i := from; i < to; i++ {
+		ks = append(ks, fmt.Sprintf("k%02d", i))
+	}
+	return ks
 }

@@ -109,7 +109,7 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 		if err := t.reduceBytes(span, leaves[0].Tensor.DType(), op); err != nil {
 			return cl.errorf("reducing the storage of %d leaves: %w", len(leaves), err)
 		}
-	} else if err := cl.reducePerLeaf(t, leaves, op); err != nil {
+	} else if err := cl.reducePerLeaf(t, p, op); err != nil {
 		return err
 	}
 	if op == ReduceAvg && (root < 0 || root == cl.rank) {
@@ -488,52 +488,96 @@ var bucketPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// reducePerLeaf reduces leaves (in sorted key order) leaf by leaf, with
-// small leaves of one dtype grouped into buckets.
-func (cl *coll) reducePerLeaf(t reduceTarget, leaves []Item, op ReduceOp) error {
+// A reduceStep is one MPI reduction of reducePerLeaf: one leaf in place,
+// or a bucket of small leaves of one dtype, copied into a buffer of
+// bytes bytes (each leaf at a multiple of 8).
+type reduceStep struct {
+	leaves []int // indices into the plan's leaves, in sorted key order
+	bytes  int   // the bucket's size; 0 for a leaf reduced in place
+}
+
+// reduceSteps returns the steps of reducePerLeaf for leaves (in sorted key
+// order): dtype by dtype, leaves of bucketLeafMax bytes and more alone,
+// smaller ones in buckets of up to bucketBytes (a bucket of one leaf is
+// that leaf alone); empty leaves are left out.
+func reduceSteps(leaves []Item) []reduceStep {
+	var steps []reduceStep
+	var pending []int
+	pendingBytes := 0
+	flush := func() {
+		switch len(pending) {
+		case 0:
+			return
+		case 1:
+			steps = append(steps, reduceStep{leaves: pending})
+		default:
+			steps = append(steps, reduceStep{leaves: pending, bytes: pendingBytes})
+		}
+		pending, pendingBytes = nil, 0
+	}
+	for _, dt := range tensor.DTypes() {
+		for i, it := range leaves {
+			x := it.Tensor
+			if x.DType() != dt || x.Numel() == 0 {
+				continue
+			}
+			n := x.NBytes()
+			if n >= bucketLeafMax {
+				steps = append(steps, reduceStep{leaves: []int{i}})
+				continue
+			}
+			if pendingBytes+roundUp8(n) > bucketBytes {
+				flush()
+			}
+			pending = append(pending, i)
+			pendingBytes += roundUp8(n)
+		}
+		flush()
+	}
+	return steps
+}
+
+// reducePerLeaf reduces p's leaves by p.steps.
+func (cl *coll) reducePerLeaf(t reduceTarget, p *leafPlan, op ReduceOp) error {
 	var buf []uint64
 	defer func() {
 		if cap(buf) == bucketBytes/8 {
 			bucketPool.Put(&buf)
 		}
 	}()
-	var pending []Item
-	pendingBytes := 0
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		defer func() { pending, pendingBytes = pending[:0], 0 }()
-		if len(pending) == 1 {
-			if err := t.reduceLeaf(pending[0].Tensor, op); err != nil {
-				return cl.errorf("key %v: %w", pending[0].Key, err)
+	leaves := p.leaves
+	for _, s := range p.steps {
+		if s.bytes == 0 {
+			it := leaves[s.leaves[0]]
+			if err := t.reduceLeaf(it.Tensor, op); err != nil {
+				return cl.errorf("key %v: %w", it.Key, err)
 			}
-			return nil
+			continue
 		}
-		if cap(buf) < pendingBytes/8 || t.s.Deferred != nil {
+		if cap(buf) < s.bytes/8 || t.s.Deferred != nil {
 			// Deferred steps: every bucket is in flight until Wait, so each
 			// has its own buffer, back to the pool once copied back.
 			buf = *bucketPool.Get().(*[]uint64)
 		}
 		own := buf
-		b := wordsAsBytes(buf[:pendingBytes/8])
+		b := wordsAsBytes(buf[:s.bytes/8])
 		off := 0
-		for _, it := range pending {
-			n := it.Tensor.NBytes()
-			if err := copyOut(b[off:off+n], it.Tensor); err != nil {
-				return cl.errorf("key %v: %w", it.Key, err)
+		for _, i := range s.leaves {
+			x := leaves[i].Tensor
+			n := x.NBytes()
+			if err := copyOut(b[off:off+n], x); err != nil {
+				return cl.errorf("key %v: %w", leaves[i].Key, err)
 			}
 			off += roundUp8(n)
 		}
-		dt := pending[0].Tensor.DType()
-		if err := t.reduceBytes(b[:off], dt, op); err != nil {
-			return cl.errorf("keys %v to %v: %w", pending[0].Key, pending[len(pending)-1].Key, err)
+		first, last := leaves[s.leaves[0]].Key, leaves[s.leaves[len(s.leaves)-1]].Key
+		if err := t.reduceBytes(b[:off], leaves[s.leaves[0]].Tensor.DType(), op); err != nil {
+			return cl.errorf("keys %v to %v: %w", first, last, err)
 		}
 		if t.s.Deferred != nil {
 			buf = nil // the deferred copy-back returns it to the pool
 		}
-		items := slices.Clone(pending)
-		return t.s.Then(func() error {
+		if err := t.s.Then(func() error {
 			if t.s.Deferred != nil {
 				defer bucketPool.Put(&own)
 			}
@@ -541,39 +585,16 @@ func (cl *coll) reducePerLeaf(t reduceTarget, leaves []Item, op ReduceOp) error 
 				return nil
 			}
 			off := 0
-			for _, it := range items {
-				n := it.Tensor.NBytes()
-				if err := copyIn(it.Tensor, b[off:off+n]); err != nil {
-					return cl.errorf("key %v: %w", it.Key, err)
+			for _, i := range s.leaves {
+				x := leaves[i].Tensor
+				n := x.NBytes()
+				if err := copyIn(x, b[off:off+n]); err != nil {
+					return cl.errorf("key %v: %w", leaves[i].Key, err)
 				}
 				off += roundUp8(n)
 			}
 			return nil
-		})
-	}
-	// Group by dtype, keeping sorted key order within each dtype.
-	for _, dt := range tensor.DTypes() {
-		for _, it := range leaves {
-			x := it.Tensor
-			if x.DType() != dt || x.Numel() == 0 {
-				continue
-			}
-			n := x.NBytes()
-			if n >= bucketLeafMax {
-				if err := t.reduceLeaf(x, op); err != nil {
-					return cl.errorf("key %v: %w", it.Key, err)
-				}
-				continue
-			}
-			if pendingBytes+roundUp8(n) > bucketBytes {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-			pending = append(pending, it)
-			pendingBytes += roundUp8(n)
-		}
-		if err := flush(); err != nil {
+		}); err != nil {
 			return err
 		}
 	}
