@@ -45,9 +45,13 @@ Bench measures, in one run, for payloads from -min to -max bytes (each size
 	               result released once broadcast on
 	send-consol    Send and Recv with WithConsolidated, ping-pong
 	send-leaves    Send and Recv, one message per leaf, ping-pong
+	raw-allreduce  mpi.AllreduceInPlace (sum) of a []byte (allreduce baseline)
+	allreduce      AllReduce (sum) of a TensorDict whose leaves have storages
+	               of their own, as a model's gradients (in buckets below 64 KiB)
+	allreduce-cons AllReduce (sum) of a consolidated TensorDict (one call)
 
 The TensorDicts hold -leaves uint8 leaves (fewer for payloads of fewer
-bytes) that share the payload. The methods of one size are timed in rounds,
+bytes) that share the payload, in one storage but for allreduce's. The methods of one size are timed in rounds,
 one repetition of each method in turn, so that noise from other processes
 hits a method and its baseline alike; before each repetition the ranks
 wait for the collections the receive pool started in the method before
@@ -64,7 +68,7 @@ plots bandwidth against size (log-log, one line per method) to <out>.png.
 Rank 0 reports progress on standard error (-q silences it).
 
 Run it under mpirun with two ranks or more (ranks past 1 take part in the
-broadcasts only):
+broadcasts and allreduces only):
 
 	mpirun -np 2 --bind-to none tdmpi bench -max 64MiB -out /tmp/b`,
 	flags: func(fs *flag.FlagSet, sio *stdio) func([]string) error {

@@ -24,6 +24,9 @@ const (
 	// second cannot start before rank 1 has the first, so it is a
 	// ping-pong through broadcasts. Every rank takes part.
 	patternBcast = "bcast"
+	// patternAllreduce: two allreduces (sums) in a row; every rank takes
+	// part. Its "one-way" time is that of one allreduce.
+	patternAllreduce = "allreduce"
 )
 
 // rawTag is the tag of the raw MPI messages on the group's user
@@ -33,7 +36,7 @@ const rawTag = 7
 // method is one way of moving size bytes between ranks.
 type method struct {
 	name     string // as in tables, CSV and -methods
-	pattern  string // patternP2P or patternBcast
+	pattern  string // patternP2P, patternBcast or patternAllreduce
 	baseline string // the raw method of the same pattern; "" for the baselines
 	desc     string
 	td       bool // the method moves TensorDicts (of -leaves leaves)
@@ -48,6 +51,7 @@ type method struct {
 var methods = []*method{
 	{name: "raw-p2p", pattern: patternP2P, desc: "mpi.Send and mpi.Recv of a []byte", prepare: prepareRawP2P},
 	{name: "raw-bcast", pattern: patternBcast, desc: "mpi.Bcast of a []byte", prepare: prepareRawBcast},
+	{name: "raw-allreduce", pattern: patternAllreduce, desc: "mpi.AllreduceInPlace (sum) of a []byte", prepare: prepareRawAllreduce},
 	{name: "raw-p2p-hp", pattern: patternP2P, baseline: "raw-p2p", desc: "mpi.Send and mpi.Recv of off-heap huge-page memory", prepare: prepareRawP2PHuge},
 	{name: "initremote", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit", prepare: prepareInitRemote(false, false)},
 	{name: "initremote-bc", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "InitRemote and FromRemoteInit with WithBroadcast", prepare: prepareInitRemote(true, false)},
@@ -55,6 +59,8 @@ var methods = []*method{
 	{name: "broadcast", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "Broadcast, the collective, the source alternating", prepare: prepareBroadcast},
 	{name: "send-consol", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv with WithConsolidated", prepare: prepareSendRecv(true)},
 	{name: "send-leaves", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv, one message per leaf", prepare: prepareSendRecv(false)},
+	{name: "allreduce", td: true, pattern: patternAllreduce, baseline: "raw-allreduce", desc: "AllReduce (sum) of leaves in storages of their own", prepare: prepareAllReduce(false)},
+	{name: "allreduce-cons", td: true, pattern: patternAllreduce, baseline: "raw-allreduce", desc: "AllReduce (sum) of a consolidated TensorDict", prepare: prepareAllReduce(true)},
 }
 
 // selectMethods returns the methods named in the comma-separated list, in
@@ -152,6 +158,16 @@ func prepareRawBcast(g *group.Group, size int64, _ int) (func() error, func() er
 // benchTD returns a consolidated TensorDict of size bytes in min(leaves,
 // size) uint8 leaves of nearly equal sizes, in nested groups of 8 leaves.
 func benchTD(size int64, leaves int) (*tensordict.TensorDict, error) {
+	td, err := benchLeaves(size, leaves)
+	if err != nil {
+		return nil, err
+	}
+	return td.Consolidate()
+}
+
+// benchLeaves returns benchTD's TensorDict before it is consolidated:
+// each leaf in a storage of its own.
+func benchLeaves(size int64, leaves int) (*tensordict.TensorDict, error) {
 	n := int64(leaves)
 	if size < n {
 		n = max(size, 1)
@@ -168,7 +184,7 @@ func benchTD(size int64, leaves int) (*tensordict.TensorDict, error) {
 			return nil, err
 		}
 	}
-	return td.Consolidate()
+	return td, nil
 }
 
 // leafCount returns the number of leaves benchTD makes.
@@ -302,6 +318,42 @@ func prepareBroadcast(g *group.Group, size int64, leaves int) (func() error, fun
 			}
 			return nil
 		}, nil
+}
+
+func prepareRawAllreduce(g *group.Group, size int64, _ int) (func() error, func() error, error) {
+	c := g.Comm()
+	buf := make([]byte, size)
+	return func() error {
+		if err := mpi.AllreduceInPlace(c, buf, mpi.OpSum); err != nil {
+			return err
+		}
+		return mpi.AllreduceInPlace(c, buf, mpi.OpSum)
+	}, noop, nil
+}
+
+// prepareAllReduce times AllReduce as raw-allreduce times
+// mpi.AllreduceInPlace: two sums of the same TensorDict in a row, its
+// leaves in storages of their own (the gradients of a model, reduced
+// leaf by leaf and in buckets) or consolidated (one call over the
+// storage).
+func prepareAllReduce(consolidated bool) func(*group.Group, int64, int) (func() error, func() error, error) {
+	return func(g *group.Group, size int64, leaves int) (func() error, func() error, error) {
+		build := benchLeaves
+		if consolidated {
+			build = benchTD
+		}
+		td, err := build(size, leaves)
+		if err != nil {
+			return nil, nil, err
+		}
+		opt := tensordict.WithGroup(g)
+		return func() error {
+			if err := td.AllReduce(tensordict.ReduceSum, opt); err != nil {
+				return err
+			}
+			return td.AllReduce(tensordict.ReduceSum, opt)
+		}, td.Release, nil
+	}
 }
 
 func prepareSendRecv(consolidated bool) func(*group.Group, int64, int) (func() error, func() error, error) {

@@ -84,12 +84,13 @@ func TestSelectMethods(t *testing.T) {
 		list string
 		want []string
 	}{
-		{"", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "broadcast", "send-consol", "send-leaves"}},
-		{"all", []string{"raw-p2p", "raw-bcast", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "broadcast", "send-consol", "send-leaves"}},
+		{"", []string{"raw-p2p", "raw-bcast", "raw-allreduce", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "broadcast", "send-consol", "send-leaves", "allreduce", "allreduce-cons"}},
+		{"all", []string{"raw-p2p", "raw-bcast", "raw-allreduce", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "broadcast", "send-consol", "send-leaves", "allreduce", "allreduce-cons"}},
 		{"initremote", []string{"raw-p2p", "initremote"}},
 		{"send-leaves, initremote-bc", []string{"raw-p2p", "raw-bcast", "initremote-bc", "send-leaves"}},
 		{"raw-bcast", []string{"raw-bcast"}},
 		{"raw-p2p-hp", []string{"raw-p2p", "raw-p2p-hp"}},
+		{"allreduce", []string{"raw-allreduce", "allreduce"}},
 	}
 	for _, tt := range tests {
 		ms, err := selectMethods(tt.list)

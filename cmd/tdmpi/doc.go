@@ -83,8 +83,13 @@
 //	               result released once broadcast on
 //	send-consol    Send and Recv with WithConsolidated, ping-pong
 //	send-leaves    Send and Recv, one message per leaf, ping-pong
+//	raw-allreduce  mpi.AllreduceInPlace (sum) of a []byte (allreduce baseline)
+//	allreduce      AllReduce (sum) of a TensorDict whose leaves have storages
+//	               of their own, as a model's gradients (in buckets below 64 KiB)
+//	allreduce-cons AllReduce (sum) of a consolidated TensorDict (one call)
 //
-// The TensorDicts hold -leaves uint8 leaves sharing the size's bytes. The
+// The TensorDicts hold -leaves uint8 leaves sharing the size's bytes, in
+// one storage but for allreduce's. The
 // methods of one size are timed in interleaved rounds, so that noise hits a
 // method and its baseline alike. Each figure is the median of a method's
 // repetitions (at least -iters, for at least -time per method and size),
