@@ -308,3 +308,38 @@ func keysFrom(from, to int) []string {
 	}
 	return ks
 }
+
+// TestCollectiveAllReduceBucketViews reduces, twice (the second time by
+// the kept plan), a bucket that holds contiguous leaves, copied through
+// the bytes the plan keeps, beside views that are not, copied through
+// their tensors, and checks that the elements outside the views stay.
+func TestCollectiveAllReduceBucketViews(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	want := float64(n * (n + 1) / 2)
+	td := New(4)
+	base := tensor.Full(tensor.Float32, float64(r+1), 4, 6)
+	view, err := base.Slice(1, 0, 6, 2) // every other column
+	require.NoError(t, err)
+	require.False(t, view.IsContiguous())
+	require.NoError(t, td.Set(K("b"), view))
+	for _, k := range []string{"a", "c"} {
+		require.NoError(t, td.Set(K(k), tensor.Full(tensor.Float32, float64(r+1), 4, 5)))
+	}
+	p := leafPlanOf(td)
+	require.Len(t, p.steps, 1)
+	require.Len(t, p.steps[0].leaves, 3, "one bucket")
+	assert.Nil(t, p.steps[0].views[1], "the view is copied through its tensor")
+	assert.NotNil(t, p.steps[0].views[0])
+
+	require.NoError(t, td.AllReduce(ReduceSum))
+	require.NoError(t, td.AllReduce(ReduceMax))
+	for _, k := range []string{"a", "b", "c"} {
+		x, err := td.Get(K(k))
+		require.NoError(t, err)
+		collRequireAll(t, x, want, k)
+	}
+	odd, err := base.Slice(1, 1, 6, 2)
+	require.NoError(t, err)
+	collRequireAll(t, odd, float64(r+1), "columns outside the view")
+}

@@ -494,6 +494,10 @@ var bucketPool = sync.Pool{New: func() any {
 type reduceStep struct {
 	leaves []int // indices into the plan's leaves, in sorted key order
 	bytes  int   // the bucket's size; 0 for a leaf reduced in place
+	// A bucket's leaves: where each lies in the bucket and, for a
+	// contiguous leaf, its bytes (nil for one copied through its tensor).
+	offs  []int
+	views [][]byte
 }
 
 // reduceSteps returns the steps of reducePerLeaf for leaves (in sorted key
@@ -511,7 +515,17 @@ func reduceSteps(leaves []Item) []reduceStep {
 		case 1:
 			steps = append(steps, reduceStep{leaves: pending})
 		default:
-			steps = append(steps, reduceStep{leaves: pending, bytes: pendingBytes})
+			st := reduceStep{leaves: pending, bytes: pendingBytes, offs: make([]int, len(pending)), views: make([][]byte, len(pending))}
+			off := 0
+			for j, i := range pending {
+				x := leaves[i].Tensor
+				st.offs[j] = off
+				if x.IsContiguous() {
+					st.views[j], _ = x.Bytes() // nil for a released storage, which reducible refuses
+				}
+				off += roundUp8(x.NBytes())
+			}
+			steps = append(steps, st)
 		}
 		pending, pendingBytes = nil, 0
 	}
@@ -561,17 +575,15 @@ func (cl *coll) reducePerLeaf(t reduceTarget, p *leafPlan, op ReduceOp) error {
 		}
 		own := buf
 		b := wordsAsBytes(buf[:s.bytes/8])
-		off := 0
-		for _, i := range s.leaves {
-			x := leaves[i].Tensor
-			n := x.NBytes()
-			if err := copyOut(b[off:off+n], x); err != nil {
+		for j, i := range s.leaves {
+			if v := s.views[j]; v != nil {
+				copy(b[s.offs[j]:], v)
+			} else if err := copyOut(b[s.offs[j]:], leaves[i].Tensor); err != nil {
 				return cl.errorf("key %v: %w", leaves[i].Key, err)
 			}
-			off += roundUp8(n)
 		}
 		first, last := leaves[s.leaves[0]].Key, leaves[s.leaves[len(s.leaves)-1]].Key
-		if err := t.reduceBytes(b[:off], leaves[s.leaves[0]].Tensor.DType(), op); err != nil {
+		if err := t.reduceBytes(b, leaves[s.leaves[0]].Tensor.DType(), op); err != nil {
 			return cl.errorf("keys %v to %v: %w", first, last, err)
 		}
 		if t.s.Deferred != nil {
@@ -584,14 +596,12 @@ func (cl *coll) reducePerLeaf(t reduceTarget, p *leafPlan, op ReduceOp) error {
 			if t.root >= 0 && t.s.Comm.Rank() != t.root {
 				return nil
 			}
-			off := 0
-			for _, i := range s.leaves {
-				x := leaves[i].Tensor
-				n := x.NBytes()
-				if err := copyIn(x, b[off:off+n]); err != nil {
+			for j, i := range s.leaves {
+				if v := s.views[j]; v != nil {
+					copy(v, b[s.offs[j]:])
+				} else if err := copyIn(leaves[i].Tensor, b[s.offs[j]:s.offs[j]+leaves[i].Tensor.NBytes()]); err != nil {
 					return cl.errorf("key %v: %w", leaves[i].Key, err)
 				}
-				off += roundUp8(n)
 			}
 			return nil
 		}); err != nil {
