@@ -540,7 +540,7 @@ const infoLen = 4
 
 // block is this rank's TensorDict, laid out but not yet packed.
 type block struct {
-	td    *TensorDict
+	p     *plan // the layout of the TensorDict's leaves
 	class string
 	meta  []byte
 	total int
@@ -555,11 +555,15 @@ func (cl *coll) prepareBlock(td *TensorDict) (block, error) {
 	if err := cl.ready(); err != nil {
 		return block{}, err
 	}
-	meta, total, err := Layout(td)
+	p, err := makePlan("Layout", td, 0, false)
 	if err != nil {
 		return block{}, err
 	}
-	return block{td: td, class: td.ClassName(), meta: meta, total: total}, nil
+	meta, err := p.appendMetadata(nil)
+	if err != nil {
+		return block{}, err
+	}
+	return block{p: p, class: td.ClassName(), meta: meta, total: p.total}, nil
 }
 
 // info returns b's sizes, or a failed info if err is not nil.
@@ -624,8 +628,8 @@ func (cl *coll) layoutBlocks(infos []int64, include func(r int) bool) (displs, c
 // pack writes b into dst, which has exactly b's words.
 func (b block) pack(dst []uint64) error {
 	buf := wordsAsBytes(dst)
-	if _, err := b.td.ConsolidateInto(buf[:b.total]); err != nil {
-		return err
+	if err := pack(buf[:b.total], b.p, true); err != nil {
+		return fmt.Errorf("packing the leaves: %w", err)
 	}
 	n := b.total + copy(buf[b.total:], b.class)
 	n += copy(buf[n:], b.meta)
