@@ -292,3 +292,45 @@ func TestViewsEveryDType(t *testing.T) {
 		assert.True(t, c.Equal(sl.Clone()), dt)
 	}
 }
+
+// TestStackViews stacks views along the first dimension and the second:
+// contiguous ones at an offset in their storage (copied whole on the
+// first dimension) beside ones that are not contiguous (copied element by
+// element), and empty and 0-d tensors.
+func TestStackViews(t *testing.T) {
+	base := f64s(t, []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 4, 3)
+	rows, err := base.Narrow(0, 2, 2) // [[6 7 8] [9 10 11]], contiguous at an offset
+	require.NoError(t, err)
+	require.True(t, rows.IsContiguous())
+	cols, err := base.Narrow(0, 0, 3)
+	require.NoError(t, err)
+	tr, err := cols.Transpose(0, 1) // 3x3 transposed: [[0 3 6] [1 4 7] [2 5 8]]
+	require.NoError(t, err)
+	tr, err = tr.Narrow(0, 0, 2) // [[0 3 6] [1 4 7]], not contiguous
+	require.NoError(t, err)
+	require.False(t, tr.IsContiguous())
+
+	s, err := Stack([]*Tensor{rows, tr, rows}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []int{3, 2, 3}, s.Shape())
+	assert.Equal(t, []float64{6, 7, 8, 9, 10, 11, 0, 3, 6, 1, 4, 7, 6, 7, 8, 9, 10, 11}, values(t, s))
+
+	s, err = Stack([]*Tensor{tr, rows}, 1)
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 2, 3}, s.Shape())
+	assert.Equal(t, []float64{0, 3, 6, 6, 7, 8, 1, 4, 7, 9, 10, 11}, values(t, s))
+
+	empty, err := base.Narrow(0, 1, 0)
+	require.NoError(t, err)
+	s, err = Stack([]*Tensor{empty, empty}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 0, 3}, s.Shape())
+
+	x, err := base.Select(0, 3)
+	require.NoError(t, err)
+	y, err := x.Select(0, 1) // 0-d, the element 10
+	require.NoError(t, err)
+	s, err = Stack([]*Tensor{y, y}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{10, 10}, values(t, s))
+}

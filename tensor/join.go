@@ -29,7 +29,18 @@ func Stack(ts []*Tensor, dim int) (*Tensor, error) {
 	}
 	shape := append(append(cloneInts(first.shape()[:d]), len(ts)), first.shape()[d:]...)
 	out := emptyUninit(first.dtype, shape) // every element is written below
+	n := first.NBytes()
+	ob := out.st.Bytes()
 	for k, x := range ts {
+		if d == 0 && x.IsContiguous() {
+			// Its place in out is a contiguous block too: one copy, no
+			// view (GatherAndStack stacks every leaf of a TensorDict). An
+			// empty view may lie past its storage's end.
+			if n > 0 {
+				copy(ob[k*n:(k+1)*n], x.st.Bytes()[x.offset:x.offset+n])
+			}
+			continue
+		}
 		dst, _ := out.Select(d, k)
 		rawCopy(dst, x)
 	}
