@@ -1032,3 +1032,39 @@ func TestCollectiveAvgAndBitwise(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectiveReducePieces reduces leaves longer than reducePiece, which
+// go to MPI in pieces: a consolidated one (one call over the storage), one
+// of its own, and a half-precision one, with AllReduce and Reduce. Every
+// element ends reduced once, the last piece's too.
+func TestCollectiveReducePieces(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	want := collWant(ReduceSum, n)
+	for _, dst := range []int{-1, n - 1} {
+		mpitest.Run(t, fmt.Sprintf("dst%d", dst), func(t *testing.T) {
+			td := New()
+			require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Float32, float64(r+1), reducePiece/4+3)))
+			require.NoError(t, td.Set(K("b"), tensor.Full(tensor.Float64, float64(r+1), reducePiece/8+1)))
+			tdc, err := td.Consolidate()
+			require.NoError(t, err)
+			require.NoError(t, td.Set(K("h"), tensor.Full(tensor.Float16, float64(r+1), reducePiece/2+5)))
+			for _, x := range []*TensorDict{td, tdc} {
+				if dst < 0 {
+					require.NoError(t, x.AllReduce(ReduceSum))
+				} else {
+					require.NoError(t, x.Reduce(dst, ReduceSum))
+				}
+				w := want
+				if dst >= 0 && r != dst {
+					w = float64(r + 1)
+				}
+				for _, k := range x.Keys(LeavesOnly()) {
+					v, err := x.Get(k)
+					require.NoError(t, err)
+					collRequireAll(t, v, w, k.String())
+				}
+			}
+		})
+	}
+}
