@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -303,19 +304,13 @@ func sortedLeaves(td *TensorDict) []Item {
 // took about half of an AllReduce of 256 leaves of 64 bytes (87-95 us,
 // np 2, where raw MPI reduces the bytes in 7-13).
 //
-// A plan is not written once published; until the next collective
-// replaces it, it keeps the tensors it was made of alive.
+// A plan is not written once published but for its reduction's layout,
+// worked out once (reduceLayout); until the next collective replaces it,
+// it keeps the tensors it was made of alive.
 type leafPlan struct {
 	mark   editMark
 	leaves []Item // sorted depth-first key order (sortedLeaves)
 	hash   uint64 // structureHash
-
-	// fastSpan's result, and the steps of a reduction leaf by leaf
-	// otherwise (reduceSteps).
-	span   []byte
-	layout uint64
-	fast   bool
-	steps  []reduceStep
 
 	// For reducible: each dtype and each storage with the index of its
 	// first leaf (in leaves), and the first leaf that repeats elements
@@ -323,6 +318,14 @@ type leafPlan struct {
 	dtypes   []planDType
 	storages []planStorage
 	repeats  int
+
+	// A reduction's layout (reduceLayout): fastSpan's result, and the
+	// steps of a reduction leaf by leaf otherwise (reduceSteps).
+	once   sync.Once
+	span   []byte
+	layout uint64
+	fast   bool
+	steps  []reduceStep
 }
 
 // planDType is a dtype of a plan's leaves and the first leaf of it.
@@ -353,8 +356,6 @@ func newLeafPlan(td *TensorDict) *leafPlan {
 	p := &leafPlan{leaves: sortedLeaves(td)}
 	p.mark.record(td)
 	p.hash = structureHash(td, p.leaves)
-	p.span, p.layout, p.fast = fastSpan(p.leaves)
-	p.steps = reduceSteps(p.leaves)
 	p.repeats = len(p.leaves)
 	seen := make(map[*tensor.Storage]bool)
 	for i, it := range p.leaves {
@@ -370,6 +371,18 @@ func newLeafPlan(td *TensorDict) *leafPlan {
 			p.repeats = i
 		}
 	}
+	return p
+}
+
+// reduceLayout works out p's reduction layout on its first call and
+// returns p. It reads the leaves' bytes (tensor.Storage.Bytes), which
+// marks a storage of the receive pool as seen (package rawbytes): a
+// GatherAndStack, which only copies the leaves, does not need it.
+func (p *leafPlan) reduceLayout() *leafPlan {
+	p.once.Do(func() {
+		p.span, p.layout, p.fast = fastSpan(p.leaves)
+		p.steps = reduceSteps(p.leaves)
+	})
 	return p
 }
 

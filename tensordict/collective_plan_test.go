@@ -326,7 +326,7 @@ func TestCollectiveAllReduceBucketViews(t *testing.T) {
 	for _, k := range []string{"a", "c"} {
 		require.NoError(t, td.Set(K(k), tensor.Full(tensor.Float32, float64(r+1), 4, 5)))
 	}
-	p := leafPlanOf(td)
+	p := leafPlanOf(td).reduceLayout()
 	require.Len(t, p.steps, 1)
 	require.Len(t, p.steps[0].leaves, 3, "one bucket")
 	assert.Nil(t, p.steps[0].views[1], "the view is copied through its tensor")

@@ -71,7 +71,7 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 	if td == nil {
 		local = errors.New("nil tensordict")
 	} else {
-		p = leafPlanOf(td)
+		p = leafPlanOf(td).reduceLayout()
 	}
 	if local == nil {
 		local = p.reducible(op)
@@ -127,8 +127,9 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 
 // checkSame is the check every rank runs before a collective that needs
 // the same structure on every rank. p is td's plan (nil for a nil td);
-// local is this rank's own error (nil if it is ready). extra values are combined with the maximum across ranks
-// and returned. If some rank failed, every rank returns that rank's error
+// local is this rank's own error (nil if it is ready). extra values are
+// combined with the maximum across ranks and returned. If some rank
+// failed, every rank returns that rank's error
 // (see agree); if the structures differ, every rank returns the same
 // *StructureError, comparing with rank ref. It costs one exchange of a
 // few words (xfer.Combine) when all is well.
