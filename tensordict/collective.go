@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -289,29 +290,36 @@ func sortedLeaves(td *TensorDict) []Item {
 	return items
 }
 
-// A leafPlan is what the collectives that need the same structure on
-// every rank (AllReduce, Reduce, GatherAndStack) work out of a
-// TensorDict's tensor leaves: the leaves in sorted order, the structure
-// hash the ranks compare and, for a reduction, whether the leaves tile
-// one storage (fastSpan), the steps otherwise (reduceSteps) and what
-// reducible checks. A TensorDict
-// keeps its plan (TensorDict.plan) for the next call, which takes it
-// while no node of the tree was edited: the same tensors, whose dtypes,
-// shapes, strides, storages and offsets never change, under the same
-// keys and batch sizes. What can change behind the edit counts, a
-// storage released or a mapped file truncated, is checked on every call
-// (reducible). Sorting, hashing and checking the leaves on every call
-// took about half of an AllReduce of 256 leaves of 64 bytes (87-95 us,
-// np 2, where raw MPI reduces the bytes in 7-13).
+// A leafPlan is what the collectives work out of a TensorDict's tensor
+// leaves, each part on its first use: for those that need the same
+// structure on every rank (AllReduce, Reduce, GatherAndStack), the leaves
+// in sorted order, the structure hash the ranks compare and what
+// reducible checks (structure); for a reduction, whether the leaves tile
+// one storage (fastSpan) and the steps otherwise (reduceSteps,
+// reduceLayout); for those that send a TensorDict as a block (AllGather,
+// GatherAndStack, Scatter), its layout and metadata (blockLayout). A
+// TensorDict keeps its plan (TensorDict.plan) for the next call, which
+// takes it while no node of the tree was edited: the same tensors, whose
+// dtypes, shapes, strides, storages and offsets never change, under the
+// same keys, batch sizes and class names. What can change behind the edit
+// counts, a storage released or a mapped file truncated, is checked on
+// every call (reducible; the block's pack). Sorting, hashing and checking
+// the leaves on every call took about half of an AllReduce of 256 leaves
+// of 64 bytes (87-95 us, np 2, where raw MPI reduces the bytes in 7-13);
+// encoding the metadata and laying the TensorDict out, 41% of Scatter's
+// source with 256 leaves.
 //
-// A plan is not written once published but for its reduction's layout,
-// worked out once (reduceLayout); until the next collective replaces it,
-// it keeps the tensors it was made of alive.
+// A plan's parts are written once each (sync.Once); until the next
+// collective replaces it, a plan keeps the tensors it was made of alive.
 type leafPlan struct {
-	mark   editMark
-	leaves []Item // sorted depth-first key order (sortedLeaves)
-	hash   uint64 // structureHash
+	mark editMark
+	// plain: every non-tensor value of the tree is a scalar (plainValues),
+	// so that its metadata changes only with an edit.
+	plain bool
 
+	structOnce sync.Once
+	leaves     []Item // sorted depth-first key order (sortedLeaves)
+	hash       uint64 // structureHash
 	// For reducible: each dtype and each storage with the index of its
 	// first leaf (in leaves), and the first leaf that repeats elements
 	// (an Expand result), len(leaves) for none.
@@ -321,11 +329,18 @@ type leafPlan struct {
 
 	// A reduction's layout (reduceLayout): fastSpan's result, and the
 	// steps of a reduction leaf by leaf otherwise (reduceSteps).
-	once   sync.Once
-	span   []byte
-	layout uint64
-	fast   bool
-	steps  []reduceStep
+	reduceOnce sync.Once
+	span       []byte
+	layout     uint64
+	fast       bool
+	steps      []reduceStep
+
+	// The TensorDict laid out as a block (blockLayout), for a plain one,
+	// kept from its second call on.
+	blockCalls atomic.Int32
+	blockOnce  sync.Once
+	block      block
+	blockErr   error
 }
 
 // planDType is a dtype of a plan's leaves and the first leaf of it.
@@ -341,49 +356,79 @@ type planStorage struct {
 }
 
 // leafPlanOf returns td's plan, made anew when td was edited since the
-// last one (or has none).
+// last one (or has none). A new plan has none of its parts worked out.
 func leafPlanOf(td *TensorDict) *leafPlan {
 	if p := td.plan.Load(); p != nil && p.mark.unedited(td) {
 		return p
 	}
-	p := newLeafPlan(td)
+	p := &leafPlan{plain: plainValues(td)}
+	p.mark.record(td)
 	td.plan.Store(p)
 	return p
 }
 
-// newLeafPlan works out td's plan.
-func newLeafPlan(td *TensorDict) *leafPlan {
-	p := &leafPlan{leaves: sortedLeaves(td)}
-	p.mark.record(td)
-	p.hash = structureHash(td, p.leaves)
-	p.repeats = len(p.leaves)
-	seen := make(map[*tensor.Storage]bool)
-	for i, it := range p.leaves {
-		x := it.Tensor
-		if !slices.ContainsFunc(p.dtypes, func(d planDType) bool { return d.dt == x.DType() }) {
-			p.dtypes = append(p.dtypes, planDType{dt: x.DType(), first: i})
+// td returns the TensorDict p was made of.
+func (p *leafPlan) td() *TensorDict { return p.mark.nodes[0] }
+
+// structure works out p's sorted leaves, structure hash and what
+// reducible checks on its first call, and returns p.
+func (p *leafPlan) structure() *leafPlan {
+	p.structOnce.Do(func() {
+		td := p.td()
+		p.leaves = sortedLeaves(td)
+		p.hash = structureHash(td, p.leaves)
+		p.repeats = len(p.leaves)
+		seen := make(map[*tensor.Storage]bool)
+		for i, it := range p.leaves {
+			x := it.Tensor
+			if !slices.ContainsFunc(p.dtypes, func(d planDType) bool { return d.dt == x.DType() }) {
+				p.dtypes = append(p.dtypes, planDType{dt: x.DType(), first: i})
+			}
+			if st := x.Storage(); !seen[st] {
+				seen[st] = true
+				p.storages = append(p.storages, planStorage{st: st, first: i})
+			}
+			if p.repeats == len(p.leaves) && repeatsElements(x) {
+				p.repeats = i
+			}
 		}
-		if st := x.Storage(); !seen[st] {
-			seen[st] = true
-			p.storages = append(p.storages, planStorage{st: st, first: i})
-		}
-		if p.repeats == len(p.leaves) && repeatsElements(x) {
-			p.repeats = i
-		}
-	}
+	})
 	return p
 }
 
-// reduceLayout works out p's reduction layout on its first call and
-// returns p. It reads the leaves' bytes (tensor.Storage.Bytes), which
-// marks a storage of the receive pool as seen (package rawbytes): a
-// GatherAndStack, which only copies the leaves, does not need it.
+// reduceLayout works out p's structure and reduction layout on its
+// first call and returns p. It reads the leaves' bytes
+// (tensor.Storage.Bytes), which marks a storage of the receive pool as
+// seen (package rawbytes): a GatherAndStack, which only copies the leaves,
+// does not need it.
 func (p *leafPlan) reduceLayout() *leafPlan {
-	p.once.Do(func() {
+	p.structure()
+	p.reduceOnce.Do(func() {
 		p.span, p.layout, p.fast = fastSpan(p.leaves)
 		p.steps = reduceSteps(p.leaves)
 	})
 	return p
+}
+
+// blockLayout returns p's TensorDict laid out as a block (see
+// prepareBlock): ok is false when the TensorDict has composite non-tensor
+// values, which a caller may change in place, and must be laid out on
+// every call. The layout is kept from the second call on: kept from the
+// first, a TensorDict sent once (Scatter's are often new on every call)
+// only kept it alive longer, and a Scatter of two new TensorDicts of 256
+// leaves took 7-11% more time than without the plan (the collector's);
+// kept from the second, 4-6% (the plan itself). With TensorDicts sent
+// again, that Scatter took half the time (57-62 -> 29-33 us, np 2).
+func (p *leafPlan) blockLayout() (b block, ok bool, err error) {
+	if !p.plain {
+		return block{}, false, nil
+	}
+	if p.blockCalls.Add(1) == 1 {
+		b, err = layBlock(p.td())
+		return b, true, err
+	}
+	p.blockOnce.Do(func() { p.block, p.blockErr = layBlock(p.td()) })
+	return p.block, true, p.blockErr
 }
 
 // describeStructure returns the structure of td, given its sorted leaves:
@@ -563,8 +608,9 @@ type block struct {
 	total int
 }
 
-// prepareBlock lays td out. It returns an error (without the op prefix) if
-// td cannot be sent.
+// prepareBlock lays td out, or takes the layout its plan keeps
+// (blockLayout). It returns an error (without the op prefix) if td cannot
+// be sent.
 func (cl *coll) prepareBlock(td *TensorDict) (block, error) {
 	if td == nil {
 		return block{}, fmt.Errorf("nil tensordict")
@@ -572,6 +618,15 @@ func (cl *coll) prepareBlock(td *TensorDict) (block, error) {
 	if err := cl.ready(); err != nil {
 		return block{}, err
 	}
+	if b, ok, err := leafPlanOf(td).blockLayout(); ok {
+		return b, err
+	}
+	return layBlock(td)
+}
+
+// layBlock lays td out as a block: its leaves' layout, class name and
+// metadata.
+func layBlock(td *TensorDict) (block, error) {
 	p, err := makePlan("Layout", td, 0, false)
 	if err != nil {
 		return block{}, err

@@ -124,7 +124,7 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 		b, local := cl.prepareBlock(td)
 		var p *leafPlan
 		if td != nil {
-			p = leafPlanOf(td)
+			p = leafPlanOf(td).structure()
 		}
 		if _, err := cl.checkSame(td, p, dst, local); err != nil {
 			return err

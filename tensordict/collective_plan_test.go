@@ -81,17 +81,19 @@ func TestLeafPlan(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			td := planSeed(t)
-			p := leafPlanOf(td)
+			p := leafPlanOf(td).structure()
 			assert.Equal(t, []string{"a", "b", "n.c"}, planKeys(p))
 			require.Same(t, p, leafPlanOf(td), "unedited: the same plan")
 			c.change(t, td)
-			q := leafPlanOf(td)
+			q := leafPlanOf(td).structure()
 			if c.same {
 				assert.Same(t, p, q)
 				return
 			}
 			assert.NotSame(t, p, q)
-			fresh := newLeafPlan(td)
+			fresh := &leafPlan{}
+			fresh.mark.record(td)
+			fresh.structure()
 			assert.Equal(t, planKeys(fresh), planKeys(q))
 			if c.keys != nil {
 				assert.Equal(t, c.keys, planKeys(q))
@@ -123,7 +125,7 @@ func TestLeafPlanReducible(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, td.Set(K("d"), e))
 
-	p := leafPlanOf(td)
+	p := leafPlanOf(td).structure()
 	err = p.reducible(ReduceSum)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "key d: ")
@@ -141,7 +143,7 @@ func TestLeafPlanReducible(t *testing.T) {
 
 	require.NoError(t, td.Del(K("d")))
 	require.NoError(t, td.Del(K("b")))
-	assert.NoError(t, leafPlanOf(td).reducible(ReduceSum))
+	assert.NoError(t, leafPlanOf(td).structure().reducible(ReduceSum))
 }
 
 // TestCollectiveAllReducePlan reduces TensorDicts again after changing
@@ -342,4 +344,93 @@ func TestCollectiveAllReduceBucketViews(t *testing.T) {
 	odd, err := base.Slice(1, 1, 6, 2)
 	require.NoError(t, err)
 	collRequireAll(t, odd, float64(r+1), "columns outside the view")
+}
+
+// TestLeafPlanBlock checks the block layout a plan keeps: taken again
+// while the TensorDict is unedited, made anew after an edit, and not kept
+// for a TensorDict with a composite non-tensor value.
+func TestLeafPlanBlock(t *testing.T) {
+	td := planSeed(t)
+	b, ok, err := leafPlanOf(td).blockLayout()
+	require.NoError(t, err)
+	require.True(t, ok)
+	want, err := layBlock(td)
+	require.NoError(t, err)
+	assert.Equal(t, want.meta, b.meta)
+	assert.Equal(t, want.total, b.total)
+	b2, _, _ := leafPlanOf(td).blockLayout()
+	assert.NotSame(t, b.p, b2.p, "not kept from the first call")
+	assert.Equal(t, want.meta, b2.meta)
+	b3, _, _ := leafPlanOf(td).blockLayout()
+	assert.Same(t, b2.p, b3.p, "kept from the second")
+
+	require.NoError(t, td.SetNonTensor(K("label"), "changed"))
+	for range 3 {
+		b4, ok, err := leafPlanOf(td).blockLayout()
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.NotSame(t, b3.p, b4.p)
+		assert.Contains(t, string(b4.meta), "changed")
+	}
+
+	require.NoError(t, td.SetNonTensor(K("info"), map[string]any{"n": int64(1)}))
+	_, ok, _ = leafPlanOf(td).blockLayout()
+	assert.False(t, ok, "a composite value can change in place: laid out every call")
+}
+
+// TestCollectiveAllGatherPlan gathers a TensorDict again after changing
+// it: values in place, a leaf added, a scalar non-tensor value replaced, a
+// composite one changed in place, a storage released on one rank.
+func TestCollectiveAllGatherPlan(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	td := New(2)
+	require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Float32, float64(r), 2, 3)))
+	require.NoError(t, td.SetNonTensor(K("label"), "x"))
+	gather := func() []*TensorDict {
+		t.Helper()
+		out, err := td.AllGather()
+		require.NoError(t, err)
+		require.Len(t, out, n)
+		return out
+	}
+	gather()
+	require.NoError(t, td.SetInPlace(K("a"), tensor.Full(tensor.Float32, float64(10+r), 2, 3)))
+	for i, got := range gather() {
+		a, err := got.Get(K("a"))
+		require.NoError(t, err)
+		collRequireAll(t, a, float64(10+i), "values changed in place")
+	}
+	require.NoError(t, td.Set(K("b"), tensor.Full(tensor.Int64, float64(r), 2)))
+	require.NoError(t, td.SetNonTensor(K("label"), fmt.Sprintf("r%d", r)))
+	for i, got := range gather() {
+		b, err := got.Get(K("b"))
+		require.NoError(t, err)
+		collRequireAll(t, b, float64(i), "an added leaf")
+		l, err := got.GetNonTensor(K("label"))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("r%d", i), l)
+	}
+	require.NoError(t, td.SetNonTensor(K("info"), map[string]any{"n": 0}))
+	gather()
+	info, err := td.GetNonTensor(K("info"))
+	require.NoError(t, err)
+	info.(map[string]any)["n"] = int64(r + 5) // in place, behind the edit counts
+	for i, got := range gather() {
+		v, err := got.GetNonTensor(K("info"))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprint(map[string]any{"n": i + 5}), fmt.Sprint(v), "a composite value changed in place")
+	}
+	if r == 0 {
+		a, err := td.Get(K("a"))
+		require.NoError(t, err)
+		require.NoError(t, a.Storage().Release())
+	}
+	_, err = td.AllGather()
+	require.Error(t, err)
+	if r != 0 {
+		var pe *PeerError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, 0, pe.Rank)
+	}
 }
