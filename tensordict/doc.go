@@ -175,6 +175,21 @@
 // from the sender, takes a storage of 16 KiB or more apart from the rest,
 // straight into the result's memory (mpi.MrecvConcat).
 //
+// A TensorDict also remembers what the calls work out of it while none of
+// its nodes is edited: Send and Recv their layout and messages, the
+// collectives its leaves in key order, its structure hash, a reduction's
+// buckets and, for one whose non-tensor values are all scalars, its
+// layout and metadata as a block (from its second AllGather,
+// GatherAndStack or Scatter). A loop that reduces or gathers the same
+// TensorDict pays for them once: an AllReduce of 256 leaves of 64 bytes
+// took 87-95 us when it sorted, hashed and checked the leaves on every
+// call, 22 after (np 2). AllReduce and Reduce hand MPI at most 16 MiB at a
+// time: a larger reduction's temporary buffer is mapped afresh on every
+// call by the C library's allocator, and ran 3.5-4.5x slower. What a
+// TensorDict remembers keeps the tensors it describes reachable: a leaf
+// replaced by Set stays in memory until the TensorDict's next call that
+// looks at it again, or until the TensorDict is dropped.
+//
 // # Communication and memory
 //
 // Memory decides the speed of large transfers. Storages made by
