@@ -34,11 +34,9 @@ func Stack(ts []*Tensor, dim int) (*Tensor, error) {
 	for k, x := range ts {
 		if d == 0 && x.IsContiguous() {
 			// Its place in out is a contiguous block too: one copy, no
-			// view (GatherAndStack stacks every leaf of a TensorDict). An
-			// empty view may lie past its storage's end.
-			if n > 0 {
-				copy(ob[k*n:(k+1)*n], x.st.Bytes()[x.offset:x.offset+n])
-			}
+			// view (GatherAndStack stacks every leaf of a TensorDict).
+			b, _ := x.Bytes() // live: checked above
+			copy(ob[k*n:(k+1)*n], b)
 			continue
 		}
 		dst, _ := out.Select(d, k)
