@@ -69,11 +69,13 @@
 // Bench measures, in one run and for every power of two from -min to -max
 // bytes, the one-way time of:
 //
-//	raw-p2p        mpi.Send and mpi.Recv of a []byte, ping-pong (the p2p baseline)
-//	raw-bcast      mpi.Bcast of a []byte, the root alternating (the bcast baseline)
+//	raw-p2p        mpi.Send and mpi.Recv of a []byte in 4 KiB pages, ping-pong
+//	               (the p2p baseline)
+//	raw-bcast      mpi.Bcast of a []byte in 4 KiB pages, the root alternating
+//	               (the bcast baseline)
 //	raw-p2p-hp     raw-p2p on off-heap huge-page memory (tensor.NewOffHeapStorage):
-//	               the ceiling; tdmpi's consolidated storages use huge pages
-//	               too, and so do its receive pool's regions from 4 MiB up
+//	               the ceiling; tdmpi's storages from 4 MiB up, consolidated
+//	               or received, are huge pages too (its receive pool's regions)
 //	initremote     InitRemote and FromRemoteInit, ping-pong, each result
 //	               released (TensorDict.Release) before the next receive
 //	initremote-bc  InitRemote and FromRemoteInit with WithBroadcast, the source alternating
@@ -83,7 +85,8 @@
 //	               result released once broadcast on
 //	send-consol    Send and Recv with WithConsolidated, ping-pong
 //	send-leaves    Send and Recv, one message per leaf, ping-pong
-//	raw-allreduce  mpi.AllreduceInPlace (sum) of a []byte (allreduce baseline)
+//	raw-allreduce  mpi.AllreduceInPlace (sum) of a []byte in 4 KiB pages
+//	               (the allreduce baseline)
 //	allreduce      AllReduce (sum) of a TensorDict whose leaves have storages
 //	               of their own, as a model's gradients (in buckets below 64 KiB)
 //	allreduce-cons AllReduce (sum) of a consolidated TensorDict (one call)

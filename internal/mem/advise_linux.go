@@ -24,18 +24,27 @@ func adviseNoHuge(b []byte) {
 }
 
 // freshHuge drops the pages present in the huge-page-aligned interior of
-// b (MADV_DONTNEED: they read as zeros afterwards) and advises it to use
-// transparent huge pages, so that the first write faults in huge pages
-// even where b reuses heap memory that was faulted in as 4 KiB pages
-// (advice alone leaves present pages as they are). Only for memory whose
-// contents do not matter: a new receive region.
+// b and advises it to use transparent huge pages, so that the first write
+// faults in huge pages even where b reuses heap memory that was faulted in
+// as 4 KiB pages (advice alone leaves present pages as they are). Only for
+// memory whose contents do not matter: a new receive region.
 func freshHuge(b []byte) {
 	off, n := hugeSpan(b)
 	if n == 0 {
 		return
 	}
-	_ = unix.Madvise(b[off:off+n], unix.MADV_DONTNEED)
+	dropInterior(b)
 	_ = unix.Madvise(b[off:off+n], unix.MADV_HUGEPAGE)
+}
+
+// dropInterior drops the pages present in the huge-page-aligned interior
+// of b (MADV_DONTNEED: they read as zeros afterwards, and the next write
+// faults pages in as the mapping's advice says). Only for memory whose
+// contents do not matter.
+func dropInterior(b []byte) {
+	if off, n := hugeSpan(b); n > 0 {
+		_ = unix.Madvise(b[off:off+n], unix.MADV_DONTNEED)
+	}
 }
 
 // adviseAround advises the 2 MiB-aligned windows that b lies in, whole, to

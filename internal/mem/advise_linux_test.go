@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -73,4 +74,47 @@ func TestNoHugeMarksInterior(t *testing.T) {
 	require.Contains(t, flags, "nh")
 	require.NotContains(t, flags, "hg")
 	sink = b
+}
+
+// Huge gives a new buffer huge pages where it reuses heap memory that was
+// faulted in as 4 KiB pages, and NoHuge gives one 4 KiB pages where it
+// reuses huge pages: advice alone leaves present pages as they are. The
+// test calls each on a buffer it faulted in itself the other way, since
+// whether the heap's next object takes the place of one just freed is up
+// to the runtime.
+func TestHugeNoHugeReuse(t *testing.T) {
+	if !hugeOn {
+		t.Skip("SKIPPED: TDMPI_HUGEPAGES=0: Huge advises nothing")
+	}
+	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || !strings.Contains(string(b), "[madvise]") && !strings.Contains(string(b), "[always]") {
+		t.Skipf("SKIPPED: transparent huge pages are off or unknown here (%q, %v)", b, err)
+	}
+	const n = 64 << 20
+	write := func(b []byte, v byte) []byte {
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = v
+		}
+		return b
+	}
+	huge := func(b []byte) (kb int64, ln int) {
+		off, ln := hugeSpan(b)
+		return anonHuge(t, addr(b)+uintptr(off), ln), ln
+	}
+
+	b := write(NoHuge(AllocUninit(n)), 1)
+	kb, ln := huge(b)
+	require.Zero(t, kb, "NoHuge on new memory")
+	write(Huge(b), 2)
+	kb, _ = huge(b)
+	t.Logf("Huge over 4 KiB pages present: %d of %d MiB in huge pages", kb>>10, ln>>20)
+	if kb<<10 < int64(ln)/2 {
+		if ctl := controlHuge(t, n); ctl<<10 < int64(ln)/2 {
+			t.Skipf("SKIPPED: the kernel has too few free huge pages now: a fresh advised mapping of %d MiB got %d MiB of them", n>>20, ctl>>10)
+		}
+		t.Fatalf("Huge left %d of %d MiB of present 4 KiB pages as they were", (int64(ln)-kb<<10)>>20, ln>>20)
+	}
+	write(NoHuge(b), 3)
+	kb, _ = huge(b)
+	require.Zero(t, kb, "NoHuge over huge pages present")
+	runtime.KeepAlive(b)
 }

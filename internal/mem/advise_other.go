@@ -11,5 +11,9 @@ func adviseNoHuge([]byte) {}
 // freshHuge does nothing: transparent huge pages are a Linux feature.
 func freshHuge([]byte) {}
 
+// dropInterior does nothing: elsewhere no page size is advised, and
+// nothing needs pages faulted in afresh.
+func dropInterior([]byte) {}
+
 // adviseAround does nothing: transparent huge pages are a Linux feature.
 func adviseAround([]byte) {}

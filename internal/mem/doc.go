@@ -43,11 +43,15 @@
 // process_vm_readv call on the receiving side, whose cost is dominated by
 // walking the sender's pages when they are 4 KiB pages. On the machines of
 // docs/bench.txt a 256 MiB message moves about 1.3 times as fast from a
-// buffer backed by 2 MiB transparent huge pages. Huge asks for them
-// (madvise MADV_HUGEPAGE) for the 2 MiB windows that a buffer of 256 KiB
-// or more lies in. It is worth it for a buffer that lives long and
-// is sent or received often: a consolidated storage, a region of the
-// receive pool. New memory of either kind is slow: on this project's VM
+// buffer backed by 2 MiB transparent huge pages. The receive pool asks
+// for them (madvise MADV_HUGEPAGE) for its regions, whose buffers live
+// long and are sent or received often: received storages, and
+// consolidated ones (package tensordict's Consolidate takes its storage
+// from Recv). Advice alone does not do it for a new heap object: the
+// memory it reuses keeps the pages it was faulted in with, so a new
+// region from HugeMin up has those of its huge-page interior dropped
+// first, and so have the buffers of Huge and NoHuge, which give
+// benchmark baselines a known page size. New memory of either kind is slow: on this project's VM
 // (load 10-20, Dec 2026) faulting in 256 MiB of fresh anonymous memory ran
 // at 0.8-3.2 GB/s with huge pages and 0.4-0.6 GB/s with 4 KiB pages (1.6-7.7
 // times as long), below the 1.5-7 GB/s of the transfer itself, where the
@@ -59,7 +63,9 @@
 //
 // A receive into a new TensorDict (FromRemoteInit, its broadcast mode,
 // Broadcast) needs memory for the whole storage, and a loop that drops the
-// previous result needs it again each round. Recv serves requests of at
+// previous result needs it again each round; so does a loop that
+// consolidates a TensorDict to send it (Consolidate takes its storage from
+// Recv and calls Received as a receive does). Recv serves requests of at
 // least PoolMin bytes (4 KiB, where Open MPI's shared-memory transport
 // starts to copy a message straight from the sender's memory, which is
 // slow into memory the receiver has not used lately) from a pool of

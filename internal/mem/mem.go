@@ -45,25 +45,33 @@ func AllocUninit(n int) []byte {
 // at least aroundMin (256 KiB), and returns b: the 2 MiB-aligned windows
 // b lies in, whole, its heap neighbours in them included (adviseAround),
 // as the receive pool does for its regions under HugeMin. Call it on a
-// new buffer, before writing to it: pages already present stay as they
-// are. It is advice: where huge pages are disabled (or TDMPI_HUGEPAGES=0
-// is set) nothing changes. Advising the interior alone, as Huge did
-// before, left a consolidated storage of 2 MiB without a huge page: its
-// consolidated Send/Recv took 1.05x the time of raw MPI between heap
-// buffers, 0.86-0.90x with the windows advised (tdmpi bench, two
-// alternating runs; 4 MiB: 0.90-0.94x against 0.73-0.90x).
+// new buffer, before writing to it: the pages already present in b's
+// 2 MiB-aligned interior are dropped first (they read as zeros again, so
+// a buffer from Alloc stays zero), as the pool does for a new region, so
+// that b gets huge pages even where it reuses heap memory faulted in as
+// 4 KiB pages (advice alone leaves present pages as they are); those at
+// its ends, in windows shared with other objects, stay as they are. It is
+// advice: where huge pages are disabled (or TDMPI_HUGEPAGES=0 is set)
+// nothing changes. Benchmarks use it for baselines on huge pages in the
+// Go heap; tdmpi's own storages take theirs from the receive pool.
 func Huge(b []byte) []byte {
 	if hugeOn && len(b) >= int(aroundMin) {
+		dropInterior(b)
 		adviseAround(b)
 	}
 	return b
 }
 
-// NoHuge advises the kernel not to back b with transparent huge pages and
-// returns b: a new buffer then gets 4 KiB pages even where the heap memory
-// it reuses was advised by Huge before. Benchmarks use it for baselines of
-// a known page size.
+// NoHuge advises the kernel not to back b's 2 MiB-aligned interior with
+// transparent huge pages and returns b. Call it on a new buffer, before
+// writing to it: the pages already present in the interior are dropped
+// (they read as zeros again), so that b gets 4 KiB pages even where it
+// reuses heap memory that Huge or the receive pool had faulted in as huge
+// pages. Benchmarks use it for baselines of a known page size: a plain
+// Go heap buffer reusing such memory keeps its huge pages, and MPI reads
+// them up to twice as fast.
 func NoHuge(b []byte) []byte {
+	dropInterior(b)
 	adviseNoHuge(b)
 	return b
 }

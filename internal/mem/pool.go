@@ -200,7 +200,8 @@ func regionSize(n int) int {
 	return (n + step - 1) &^ (step - 1)
 }
 
-// Recv returns n bytes for a receive buffer, 8-byte aligned, whose
+// Recv returns n bytes for a receive buffer (or another new storage its
+// caller fills whole, as Consolidate's), 8-byte aligned, whose
 // contents are undefined (as AllocUninit's): the caller must overwrite all
 // n bytes before anything reads them. A request of at least PoolMin bytes
 // is served by the receive pool (see the package documentation): a region
