@@ -1,6 +1,7 @@
 package tensordict
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -41,14 +43,18 @@ func (td *TensorDict) Consolidate() (*TensorDict, error) {
 		return nil, err
 	}
 	// The leaves and their pads tile the storage, so pack writes every
-	// byte and the storage need not be cleared first. A consolidated
-	// storage is made to be sent, often many times: huge pages make that
-	// faster (see internal/mem).
-	st := tensor.StorageOf(mem.Huge(mem.AllocUninit(p.total)))
-	if err := pack(st.Bytes(), p, true); err != nil {
+	// byte and the storage need not be cleared first.
+	st, err := newFilledStorage(p.total)
+	if err != nil {
 		return nil, fmt.Errorf("tensordict: Consolidate: %w", err)
 	}
-	return viewsOf(p, st)
+	buf, _ := rawbytes.Of(st) // new: not released
+	if err := pack(buf, p, true); err != nil {
+		return nil, errors.Join(fmt.Errorf("tensordict: Consolidate: %w", err), st.Release())
+	}
+	c, err := viewsOf(p, st)
+	mem.Received() // as a receive's: what the caller drops next comes back
+	return c, err
 }
 
 // ConsolidateInto packs td's leaves, as Consolidate does, into buf, which

@@ -1420,11 +1420,29 @@ func cloneNonTensors(td *TensorDict) {
 // error wrapping ErrNoMemory, before anything is allocated, instead of the
 // Go runtime's fatal "out of memory" (see internal/mem.CheckAvailable).
 func newRecvStorage(total int64) (*tensor.Storage, func(ok bool) error, error) {
-	b, err := mem.Recv(int(total))
+	st, err := newFilledStorage(int(total))
 	if err != nil {
 		return nil, nil, err
 	}
-	return tensor.ReusableStorageOf(b), func(bool) error { return nil }, nil
+	return st, func(bool) error { return nil }, nil
+}
+
+// newFilledStorage returns a new heap storage of n bytes that its caller
+// fills whole before anything reads it (a receive, Consolidate), from the
+// receive pool (internal/mem): not cleared, from mem.PoolMin bytes up in a
+// region that a release gives back at once when no user code saw its
+// bytes (package rawbytes), else once the collector finds it unreachable,
+// and from mem.HugeMin up in huge pages from end to end. A consolidated
+// storage is made to be sent, often many times, and MPI reads huge pages
+// faster; a new heap object advised to use them would keep the 4 KiB
+// pages of the memory it reuses (see "Consolidated storages" in
+// internal/mem).
+func newFilledStorage(n int) (*tensor.Storage, error) {
+	b, err := mem.Recv(n)
+	if err != nil {
+		return nil, err
+	}
+	return tensor.ReusableStorageOf(b), nil
 }
 
 // copyStorage returns a new storage holding a copy of b, a received
