@@ -1454,12 +1454,13 @@ func copyStorage(b []byte) (*tensor.Storage, error) {
 	if len(b) < mem.PoolMin {
 		return tensor.StorageOf(xfer.AlignedCopy(b)), nil
 	}
-	c, err := mem.Recv(len(b))
+	st, err := newFilledStorage(len(b))
 	if err != nil {
 		return nil, err
 	}
+	c, _ := rawbytes.Of(st) // new: not released
 	copy(c, b)
-	return tensor.ReusableStorageOf(c), nil
+	return st, nil
 }
 
 // SetRecvPoolLimit sets the most bytes of memory the receive pool keeps
