@@ -255,8 +255,8 @@ func TestReduceSteps(t *testing.T) {
 			"d": tensor.Full(tensor.Float32, 1, 5),
 		}, want: []string{"a/0", fmt.Sprintf("b,c,d/%d", 8+roundUp8(4*(big-1))+24)}},
 		{name: "buckets full", leaves: bucketsFull(), want: []string{
-			fmt.Sprintf("%s/%d", strings.Join(keysFrom(0, 64), ","), 64*(bucketLeafMax-8)),
-			fmt.Sprintf("k64,z1,z2/%d", bucketLeafMax-8+16),
+			fmt.Sprintf("%s/%d", strings.Join(keysFrom(0, perBucket), ","), perBucket*(bucketLeafMax-8)),
+			fmt.Sprintf("k%02d,z1,z2/%d", perBucket, bucketLeafMax-8+16),
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -292,11 +292,15 @@ func stepsIn(a, b tensor.DType, as, bs []string) []string {
 	return nil
 }
 
-// bucketsFull returns 65 leaves k00-k64 of bucketLeafMax-8 bytes, of
-// which 64 fill a bucket, and two leaves of 8 bytes, z1 and z2.
+// perBucket is how many leaves of bucketLeafMax-8 bytes fill a bucket.
+const perBucket = bucketBytes / bucketLeafMax
+
+// bucketsFull returns perBucket+1 leaves k00, k01, ... of bucketLeafMax-8
+// bytes, of which perBucket fill a bucket, and two leaves of 8 bytes, z1
+// and z2.
 func bucketsFull() map[string]*tensor.Tensor {
 	m := map[string]*tensor.Tensor{"z1": tensor.Full(tensor.Float64, 1, 1), "z2": tensor.Full(tensor.Float64, 1, 1)}
-	for _, k := range keysFrom(0, 65) {
+	for _, k := range keysFrom(0, perBucket+1) {
 		m[k] = tensor.Full(tensor.Float64, 1, bucketLeafMax/8-1)
 	}
 	return m

@@ -32,7 +32,7 @@ import (
 // same layout on every rank (a TensorDict returned by Consolidate,
 // FromRemoteInit or Broadcast, say), the whole storage is reduced in one
 // MPI call. Otherwise leaves are taken dtype by dtype, in sorted key order
-// within a dtype: leaves of 64 KiB and more are reduced in place one call
+// within a dtype: leaves of 256 KiB and more are reduced in place one call
 // each, smaller ones are copied into buckets of up to 4 MiB, one call per
 // bucket. Either way every rank makes the same calls, whatever its
 // insertion order. Leaves that are not contiguous are reduced through a
@@ -499,13 +499,17 @@ func castBytes[T any](b []byte) []T {
 // When the leaves cannot be reduced as one storage, small leaves are
 // still not reduced one MPI call each: the leaves of one dtype smaller than
 // bucketLeafMax are copied, in sorted key order, into buckets of up to
-// bucketBytes, each reduced by one call and copied back. For a small leaf,
-// copying it twice is cheaper than the latency of one more MPI collective
-// (a few microseconds; copying 64 KiB twice takes about as long). Larger
-// leaves are reduced in place, one call each. Every rank holds the same
+// bucketBytes, each reduced by one call and copied back. Up to a few
+// hundred kilobytes, copying a leaf twice costs less than one more MPI
+// collective: on this project's VM (np 2, shared memory) an MPI_Allreduce
+// of 64 KiB took 20 us and one of 1 MiB 180 us, and 16 leaves of 64 KiB
+// took 360-380 us one call each against 220-290 us in one bucket, 16 of 128
+// KiB 580-610 against 470-490 us, 16 of 256 KiB the same either way (tdmpi
+// bench, two alternating runs of builds with each limit). Larger leaves
+// are reduced in place, one call each. Every rank holds the same
 // structure (checked before), so every rank forms the same buckets.
 const (
-	bucketLeafMax = 64 << 10
+	bucketLeafMax = 256 << 10
 	bucketBytes   = 4 << 20
 )
 

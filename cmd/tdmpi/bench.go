@@ -50,7 +50,7 @@ Bench measures, in one run, for payloads from -min to -max bytes (each size
 	raw-allreduce  mpi.AllreduceInPlace (sum) of a []byte in 4 KiB pages
 	               (allreduce baseline)
 	allreduce      AllReduce (sum) of a TensorDict whose leaves have storages
-	               of their own, as a model's gradients (in buckets below 64 KiB)
+	               of their own, as a model's gradients (in buckets below 256 KiB)
 	allreduce-cons AllReduce (sum) of a consolidated TensorDict (one call)
 
 The TensorDicts hold -leaves uint8 leaves (fewer for payloads of fewer

@@ -88,7 +88,7 @@
 //	raw-allreduce  mpi.AllreduceInPlace (sum) of a []byte in 4 KiB pages
 //	               (the allreduce baseline)
 //	allreduce      AllReduce (sum) of a TensorDict whose leaves have storages
-//	               of their own, as a model's gradients (in buckets below 64 KiB)
+//	               of their own, as a model's gradients (in buckets below 256 KiB)
 //	allreduce-cons AllReduce (sum) of a consolidated TensorDict (one call)
 //
 // The TensorDicts hold -leaves uint8 leaves sharing the size's bytes, in
