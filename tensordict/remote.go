@@ -1435,8 +1435,7 @@ func newRecvStorage(total int64) (*tensor.Storage, func(ok bool) error, error) {
 // and from mem.HugeMin up in huge pages from end to end. A consolidated
 // storage is made to be sent, often many times, and MPI reads huge pages
 // faster; a new heap object advised to use them would keep the 4 KiB
-// pages of the memory it reuses (see "Consolidated storages" in
-// internal/mem).
+// pages of the memory it reuses (see "Huge pages" in internal/mem).
 func newFilledStorage(n int) (*tensor.Storage, error) {
 	b, err := mem.Recv(n)
 	if err != nil {
