@@ -211,10 +211,10 @@ func fromConsolidatedBytes(data []byte, owner any, release func() error, cfg rea
 // Release frees every storage outside the Go heap that td's leaves view,
 // such as the mapping of LoadConsolidated, and releases the storage that
 // FromRemoteInit (either mode) or Broadcast received a new result into,
-// whose memory the receive pool then reuses: at once if no code outside
-// tdmpi took its bytes (Bytes, Data, Dense) and no transfer reads it, else
-// as soon as nothing references it; other heap storages are left to the
-// garbage collector. td
+// or that Consolidate packed one into, whose memory the receive pool then
+// reuses: at once if no code outside tdmpi took its bytes (Bytes, Data,
+// Dense) and no transfer reads it, else as soon as nothing references it;
+// other heap storages are left to the garbage collector. td
 // and every tensor viewing those storages must not be used afterwards
 // (their accessors return errors). Release is idempotent, and does nothing
 // on a nil *TensorDict.
