@@ -35,7 +35,12 @@ import (
 // within a dtype: leaves of 256 KiB and more are reduced in place one call
 // each, smaller ones are copied into buckets of up to 4 MiB, one call per
 // bucket. Either way every rank makes the same calls, whatever its
-// insertion order. Leaves that are not contiguous are reduced through a
+// insertion order. A TensorDict reduced again and again, such as a model's
+// gradients, is fastest consolidated once and then updated in place
+// through its leaves: one call over a storage on huge pages (np 2 on this
+// project's VM, 16 leaves of 4-8 MiB in all: 0.69-0.73x one raw
+// MPI_Allreduce of heap memory, against 1.9-2.0x with each leaf in a heap
+// storage of its own). Leaves that are not contiguous are reduced through a
 // copy and written back; a leaf that repeats elements (an Expand result)
 // is refused. Nested TensorDicts use the same group (Python tensordict's
 // reduce falls back to the default group there).
