@@ -609,19 +609,22 @@ type block struct {
 }
 
 // prepareBlock lays td out, or takes the layout its plan keeps
-// (blockLayout). It returns an error (without the op prefix) if td cannot
-// be sent.
-func (cl *coll) prepareBlock(td *TensorDict) (block, error) {
+// (blockLayout), and returns td's plan too (nil for a nil td), which
+// GatherAndStack checks the structure with. It returns an error (without
+// the op prefix) if td cannot be sent.
+func (cl *coll) prepareBlock(td *TensorDict) (block, *leafPlan, error) {
 	if td == nil {
-		return block{}, fmt.Errorf("nil tensordict")
+		return block{}, nil, fmt.Errorf("nil tensordict")
 	}
+	p := leafPlanOf(td)
 	if err := cl.ready(); err != nil {
-		return block{}, err
+		return block{}, p, err
 	}
-	if b, ok, err := leafPlanOf(td).blockLayout(); ok {
-		return b, err
+	if b, ok, err := p.blockLayout(); ok {
+		return b, p, err
 	}
-	return layBlock(td)
+	b, err := layBlock(td)
+	return b, p, err
 }
 
 // layBlock lays td out as a block: its leaves' layout, class name and

@@ -53,7 +53,7 @@ func (td *TensorDict) IAllGather(out []*TensorDict, opts ...CollectiveOption) (*
 // allGather is the body of AllGather and IAllGather. *out is the result:
 // nil for AllGather, which allocates it, else the caller's slice.
 func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
-	b, local := cl.prepareBlock(td)
+	b, _, local := cl.prepareBlock(td)
 	if local == nil && *out != nil && len(*out) != cl.size {
 		local = fmt.Errorf("IAllGather: out has %d elements, want one per rank (%d)", len(*out), cl.size)
 	}
@@ -121,10 +121,9 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 		if err := cl.checkRoot("dst", dst); err != nil {
 			return err
 		}
-		b, local := cl.prepareBlock(td)
-		var p *leafPlan
-		if td != nil {
-			p = leafPlanOf(td).structure()
+		b, p, local := cl.prepareBlock(td)
+		if p != nil {
+			p.structure()
 		}
 		if _, err := cl.checkSame(td, p, dst, local); err != nil {
 			return err
@@ -353,7 +352,7 @@ func (cl *coll) scatterPack(src int, tds []*TensorDict) (infos []int64, send, ow
 	}
 	blocks := make([]block, cl.size)
 	for r, td := range tds {
-		b, err := cl.prepareBlock(td)
+		b, _, err := cl.prepareBlock(td)
 		if err != nil {
 			return fail(fmt.Errorf("tensordict %d: %w", r, err))
 		}

@@ -437,22 +437,18 @@ const reducePiece = 16 << 20
 // length on every rank.
 func reduceSlice[T mpi.Scalar](t reduceTarget, s []T, op mpi.Op) error {
 	n := reducePiece / int(unsafe.Sizeof(s[0]))
-	for off := 0; off < len(s) || off == 0; off += n {
-		part := s[off:min(off+n, len(s))]
+	for off := 0; ; off += n { // one call for an empty s, as for any other
+		end := min(off+n, len(s))
 		var err error
 		if t.root < 0 {
-			err = xfer.Allreduce(t.s, part, op)
+			err = xfer.Allreduce(t.s, s[off:end], op)
 		} else {
-			err = xfer.Reduce(t.s, part, op, t.root)
+			err = xfer.Reduce(t.s, s[off:end], op, t.root)
 		}
-		if err != nil {
+		if err != nil || end == len(s) {
 			return err
 		}
-		if len(s) == 0 {
-			break
-		}
 	}
-	return nil
 }
 
 // halfChunk is the number of half-precision elements widened at a time, so
