@@ -200,9 +200,9 @@
 // gives it back. (A new heap object merely advised to use huge pages keeps
 // the 4 KiB pages of the memory it reuses: a consolidated 256 MiB storage
 // so made had none at all in some runs, and an InitRemote of it took
-// 1.15-1.3x the time.) A receive whose storage the machine's available memory
-// cannot hold fails with ErrNoMemory before it allocates, instead of the
-// Go runtime's fatal "out of memory". FromRemoteInit (both modes, and from
+// 1.15-1.3x the time.) A receive whose storage the machine's available
+// memory cannot hold fails with ErrNoMemory before it allocates, instead
+// of the Go runtime's fatal "out of memory". FromRemoteInit (both modes, and from
 // a PyTorch rank), Broadcast, AllGather, GatherAndStack and Scatter need a
 // storage for every new result, and new memory is slow to fault in, on
 // virtual machines especially. They take it from a receive pool

@@ -246,9 +246,9 @@ func rawOneWay(g *group.Group) func([]byte) func() error {
 // TensorDict of 8 leaves (the receiver allocates the storage each time)
 // against mpi.Send of 256 MiB from a Go heap buffer into another, reused
 // (raw/op). Consolidate's storage is a region of the receive pool, on
-// huge pages (see internal/mem), which MPI moves faster; raw-same/op compares with
-// mpi.Send between two such buffers, reused, to show what the protocol
-// and the receiver's new storage cost.
+// huge pages (see internal/mem), which MPI moves faster; raw-same/op
+// compares with mpi.Send between two such buffers, reused, to show what
+// the protocol and the receiver's new storage cost.
 func BenchmarkRemoteInit256MiB(b *testing.B) {
 	const n = 256 << 20
 	g := benchGroup(b, 2)

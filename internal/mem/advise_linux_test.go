@@ -83,12 +83,7 @@ func TestNoHugeMarksInterior(t *testing.T) {
 // whether the heap's next object takes the place of one just freed is up
 // to the runtime.
 func TestHugeNoHugeReuse(t *testing.T) {
-	if !hugeOn {
-		t.Skip("SKIPPED: TDMPI_HUGEPAGES=0: Huge advises nothing")
-	}
-	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || !strings.Contains(string(b), "[madvise]") && !strings.Contains(string(b), "[always]") {
-		t.Skipf("SKIPPED: transparent huge pages are off or unknown here (%q, %v)", b, err)
-	}
+	needHugePages(t)
 	const n = 64 << 20
 	write := func(b []byte, v byte) []byte {
 		for i := 0; i < len(b); i += 4096 {

@@ -51,12 +51,12 @@
 // memory it reuses keeps the pages it was faulted in with, so a new
 // region from HugeMin up has those of its huge-page interior dropped
 // first, and so have the buffers of Huge and NoHuge, which give
-// benchmark baselines a known page size. New memory of either kind is slow: on this project's VM
-// (load 10-20, Dec 2026) faulting in 256 MiB of fresh anonymous memory ran
-// at 0.8-3.2 GB/s with huge pages and 0.4-0.6 GB/s with 4 KiB pages (1.6-7.7
-// times as long), below the 1.5-7 GB/s of the transfer itself, where the
-// host takes back free guest memory (virtio-balloon free page reporting)
-// and must fault it in again. Hence the receive pool. Setting
+// benchmark baselines a known page size. New memory of either kind is
+// slow: on this project's VM (load 10-20, Dec 2026) faulting in 256 MiB
+// of fresh anonymous memory ran at 0.8-3.2 GB/s with huge pages and
+// 0.4-0.6 GB/s with 4 KiB pages (1.6-7.7 times as long), below the 1.5-7
+// GB/s of the transfer itself, where the host takes back free guest
+// memory (virtio-balloon free page reporting) and must fault it in again. Hence the receive pool. Setting
 // TDMPI_HUGEPAGES=0 in the environment turns the advice off.
 //
 // # Receive pool
