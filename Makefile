@@ -113,9 +113,16 @@ BENCHTIME ?= 1s
 MPI_BENCH ?= PingPong|Remote|Collective
 MPI_BENCHTIME ?= 20x
 # `make bench` also runs `tdmpi bench TDMPI_BENCH_ARGS` under mpirun -np 2 when
-# TDMPI_BENCH is not empty: by default, once cmd/tdmpi/main.go exists.
+# TDMPI_BENCH is not empty: by default, once cmd/tdmpi/main.go exists. Its table
+# goes to BENCH_OUT.txt, its CSV to BENCH_OUT.csv, and tools/benchplot (a module
+# of its own, so that the plotting library stays out of tdmpi's go.mod) draws
+# BENCH_OUT.png from the CSV.
 TDMPI_BENCH ?= $(wildcard cmd/tdmpi/main.go)
-TDMPI_BENCH_ARGS ?= -out $(BIN)/tdmpi-bench
+BENCH_OUT ?= $(BIN)/tdmpi-bench
+TDMPI_BENCH_ARGS ?= -out $(BENCH_OUT)
+# Modules nested in this repository, each with its own go.mod: make lint and
+# make test-unit run in each of them too.
+NESTED_MODULES ?= tools/benchplot
 # Which packages (alone, then MPI_PKGS under mpirun) and tests `make race` runs.
 RACE_PKGS ?= ./...
 RACE_RUN ?= .
@@ -210,9 +217,10 @@ test: deps-all ## install what is missing, then run every step of TEST_STEPS
 	echo "=== PASS ($$((SECONDS - t0)) s)"
 
 .PHONY: test-unit
-test-unit: ## go test every package as a single process (MPI singleton), and internal/codec's jsontext oracle (GOEXPERIMENT=jsonv2)
+test-unit: ## go test every package as a single process (MPI singleton), internal/codec's jsontext oracle (GOEXPERIMENT=jsonv2), and NESTED_MODULES
 	$(timeout) $(GO) test -count=1 ./...
 	GOEXPERIMENT=jsonv2 $(timeout) $(GO) test -count=1 -run 'Oracle|Readers' ./internal/codec
+	@for m in $(NESTED_MODULES); do echo "--- $$m"; (cd $$m && $(timeout) $(GO) test -count=1 ./...); done
 
 .PHONY: test-nocgo
 test-nocgo: ## CGO_ENABLED=0: build and vet every package, go test NOCGO_PKGS (no MPI)
@@ -279,12 +287,15 @@ fuzz: ## fuzz every Fuzz target of the module for FUZZTIME each (found automatic
 	hpc/scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: lint
-lint: ## gofmt -l must print nothing; go mod tidy -diff; go vet; staticcheck; bash -n on the shell scripts
+lint: ## gofmt -l must print nothing; go mod tidy -diff, go vet and staticcheck in every module; bash -n on the shell scripts
 	@out=$$(gofmt -l .); \
 	if [[ -n "$$out" ]]; then echo "lint: gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
-	@$(GO) mod tidy -diff || { echo "lint: go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
+	@for m in . $(NESTED_MODULES); do \
+		(cd $$m && $(GO) mod tidy -diff) || { echo "lint: $$m/go.mod or go.sum is not tidy: run go mod tidy there" >&2; exit 1; }; \
+	done
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	@for m in $(NESTED_MODULES); do echo "--- $$m"; (cd $$m && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...); done
 	@for f in hpc/scripts/*.sh hpc/slurm/*.sbatch examples/*/*.sh .ci/run; do bash -n "$$f"; done
 
 .PHONY: race
@@ -322,7 +333,7 @@ bench-fresh: deps-bench ## receives of 256 MiB into new memory: tdmpi (InitRemot
 	done
 
 .PHONY: bench
-bench: deps-bench ## single-process benchmarks, then two-rank ones (MPI_BENCH) under mpirun -np 2, then tdmpi bench, then the mpi4py baseline
+bench: deps-bench ## single-process benchmarks, then two-rank ones (MPI_BENCH) under mpirun -np 2, then tdmpi bench (BENCH_OUT.txt, .csv, .png), then the mpi4py baseline
 	$(timeout) $(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem ./...
 	@pkgs="$(call pkgs_of,$(MPI_PKGS))"; \
 	if [[ -z "$$pkgs" ]]; then echo "bench: no package of '$(MPI_PKGS)' exists yet"; exit 0; fi; \
@@ -331,9 +342,15 @@ bench: deps-bench ## single-process benchmarks, then two-rank ones (MPI_BENCH) u
 ifneq ($(TDMPI_BENCH),)
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/tdmpi ./cmd/tdmpi
-	$(timeout) $(MPIEXEC) -np 2 $(BIN)/tdmpi bench $(TDMPI_BENCH_ARGS)
+	$(timeout) $(MPIEXEC) -np 2 $(BIN)/tdmpi bench $(TDMPI_BENCH_ARGS) | tee $(BENCH_OUT).txt
+	$(MAKE) --no-print-directory bench-plot
 endif
 	$(timeout) $(MPIEXEC) -np 2 $(BENCH_PYTHON) internal/bench/testdata/fresh_recv.py 256 5
+
+.PHONY: bench-plot
+bench-plot: ## draw BENCH_OUT.png from BENCH_OUT.csv (tools/benchplot, a module of its own)
+	cd tools/benchplot && $(GO) run . -title "tdmpi bench: np 2 on $$(hostname), $$(date +%F)" \
+		-o "$(abspath $(BENCH_OUT)).png" "$(abspath $(BENCH_OUT)).csv"
 
 .PHONY: slurm-up
 slurm-up: ## start the private single-node Slurm (hpc/scripts/slurm-local.sh up)

@@ -66,8 +66,8 @@ median one-way time of a method's repetitions. Each method's
 ratio compares it with the raw baseline of the same size and pattern: 2.00x
 means twice as slow.
 
-Bench prints a table on standard output, writes it as CSV to <out>.csv and
-plots bandwidth against size (log-log, one line per method) to <out>.png.
+Bench prints a table on standard output and writes it as CSV to <out>.csv
+(tools/benchplot, a module of its own, plots that file).
 Rank 0 reports progress on standard error (-q silences it).
 
 Run it under mpirun with two ranks or more (ranks past 1 take part in the
@@ -83,7 +83,7 @@ broadcasts and allreduces only):
 		fs.IntVar(&cfg.iters, "iters", cfg.iters, "at least this many timed repetitions of each method")
 		fs.DurationVar(&cfg.time, "time", cfg.time, "time each method at each size for at least this long")
 		fs.StringVar(&cfg.methods, "methods", cfg.methods, "comma-separated methods to run, with their baselines (all: "+methodNames()+")")
-		fs.StringVar(&cfg.out, "out", cfg.out, "write <out>.csv and <out>.png (empty: no files)")
+		fs.StringVar(&cfg.out, "out", cfg.out, "write <out>.csv (empty: no file)")
 		fs.BoolVar(&cfg.quiet, "q", false, "do not report progress")
 		return func(args []string) error {
 			if len(args) > 0 {
@@ -193,12 +193,12 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 		return err
 	}
 
-	// Rank 0 opens the output files before anything runs, and tells the
+	// Rank 0 creates the output file before anything runs, and tells the
 	// others whether it could.
-	var csvFile, pngFile *os.File
+	var csvFile *os.File
 	openErr := error(nil)
 	if rank == 0 && cfg.out != "" {
-		csvFile, pngFile, openErr = createOutputs(cfg.out)
+		csvFile, openErr = os.Create(cfg.out + ".csv")
 	}
 	ok := []int32{1}
 	if openErr != nil {
@@ -299,28 +299,11 @@ func runBench(cfg benchConfig, sio *stdio) (err error) {
 	if cfg.out == "" {
 		return nil
 	}
-	host, _ := os.Hostname()
-	title := fmt.Sprintf("tdmpi bench: %d ranks on %s, %d leaves, %s", np, host, cfg.leaves, mpi.LibraryName())
-	return errors.Join(
-		writeFile(csvFile, func(w io.Writer) error { return writeCSV(w, rs) }),
-		writeFile(pngFile, func(w io.Writer) error { return writePlot(w, rs, title) }),
-		func() error {
-			fmt.Fprintf(progress, "bench: wrote %s and %s\n", csvFile.Name(), pngFile.Name())
-			return nil
-		}(),
-	)
-}
-
-// createOutputs creates <out>.csv and <out>.png.
-func createOutputs(out string) (csvFile, pngFile *os.File, err error) {
-	if csvFile, err = os.Create(out + ".csv"); err != nil {
-		return nil, nil, err
+	if err := writeFile(csvFile, func(w io.Writer) error { return writeCSV(w, rs) }); err != nil {
+		return err
 	}
-	if pngFile, err = os.Create(out + ".png"); err != nil {
-		csvFile.Close()
-		return nil, nil, err
-	}
-	return csvFile, pngFile, nil
+	fmt.Fprintf(progress, "bench: wrote %s\n", csvFile.Name())
+	return nil
 }
 
 // writeFile writes f with write and closes it; errors name the file.

@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
-	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,50 +246,8 @@ func TestReport(t *testing.T) {
 	assert.Equal(t, []string{"8", "initremote", "p2p", "raw-p2p", "8", "10", "50", "5e-06", "4e-06", "0.0016", "5"}, recs[2])
 }
 
-func TestWritePlot(t *testing.T) {
-	var b bytes.Buffer
-	require.NoError(t, writePlot(&b, sampleResults(), "test"))
-	img, err := png.Decode(&b)
-	require.NoError(t, err)
-	assert.Greater(t, img.Bounds().Dx(), 600)
-	assert.Greater(t, img.Bounds().Dy(), 400)
-
-	// One size, one method: both axes span a single value (tdmpi bench
-	// -min 1KiB -max 1KiB -methods raw-p2p panicked inside gonum/plot).
-	b.Reset()
-	require.NoError(t, writePlot(&b, sampleResults()[:1], "one point"))
-	_, err = png.Decode(&b)
-	require.NoError(t, err)
-
-	err = writePlot(&b, []result{{Size: 8, Method: "raw-p2p"}}, "no data")
-	assert.ErrorContains(t, err, "no result with a positive size and bandwidth")
-}
-
-func TestTicks(t *testing.T) {
-	var labels []string
-	for _, tk := range (sizeTicks{}).Ticks(8, 256<<20) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	assert.Equal(t, []string{"32 B", "1 KiB", "32 KiB", "1 MiB", "32 MiB"}, labels)
-	short := (sizeTicks{}).Ticks(64, 512)
-	require.Len(t, short, 4)
-	assert.Equal(t, "64 B", short[0].Label)
-	assert.Equal(t, "512 B", short[3].Label)
-
-	labels = nil
-	for _, tk := range (decadeTicks{}).Ticks(2e-5, 6.5) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	assert.Equal(t, []string{"0.0001", "0.001", "0.01", "0.1", "1"}, labels)
-	assert.Nil(t, (decadeTicks{}).Ticks(0, 1))
-}
-
 // TestBenchMpirun runs a short bench under mpirun -np 2 and checks its
-// table, CSV and plot.
+// table and CSV file.
 func TestBenchMpirun(t *testing.T) {
 	mpirun := needMpirun(t)
 	bin := buildTdmpi(t)
@@ -316,7 +273,7 @@ func TestBenchMpirun(t *testing.T) {
 	assert.Regexp(t, `(?m)^\s+raw-p2p-hp\s+\S+ [mun]?s\s+`, stdout.String(), "no leaf count for raw methods")
 	assert.Regexp(t, `(?m)^\s+initremote\s+16\s+\S+ [mun]?s\s+\d+\.\d+\s+\d+\.\d+x\s+raw-p2p`, stdout.String())
 	assert.Contains(t, stderr.String(), fmt.Sprintf("bench: [%3d/%d ", rows, rows))
-	assert.Contains(t, stderr.String(), "bench: wrote "+out+".csv and "+out+".png")
+	assert.Contains(t, stderr.String(), "bench: wrote "+out+".csv\n")
 
 	f, err := os.Open(out + ".csv")
 	require.NoError(t, err)
@@ -335,12 +292,4 @@ func TestBenchMpirun(t *testing.T) {
 			assert.Greater(t, v, 0.0, "column %s of %v", csvHeader[col], rec)
 		}
 	}
-
-	pf, err := os.Open(out + ".png")
-	require.NoError(t, err)
-	defer pf.Close()
-	img, err := png.Decode(pf)
-	require.NoError(t, err)
-	assert.Greater(t, img.Bounds().Dx(), 600)
-	assert.Greater(t, img.Bounds().Dy(), 400)
 }

@@ -98,8 +98,8 @@
 // repetitions (at least -iters, for at least -time per method and size),
 // reported with its bandwidth and its ratio to the raw baseline of the same
 // size and pattern. Bench prints a table, writes it as
-// CSV to <out>.csv and plots bandwidth against size to <out>.png, and
-// reports progress on standard error from rank 0.
+// CSV to <out>.csv (tools/benchplot, a module of its own, plots bandwidth
+// against size from it), and reports progress on standard error from rank 0.
 //
 // # Env
 //
@@ -131,7 +131,6 @@
 //	bench_methods.go   the methods bench times, each with its baseline
 //	bench_timing.go    timing in interleaved rounds, medians
 //	bench_report.go    the table and CSV of bench, ratios to the baselines
-//	plot.go            the bandwidth plot (gonum/plot)
 //	size.go            byteSize, the flag type of sizes such as 64KiB
 //	env.go             the env command
 //	version.go         the version command

@@ -8,8 +8,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
-	"github.com/tdmpi/tdmpi/internal/bytesize"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -24,8 +24,8 @@ const (
 
 // writePlot draws the bandwidth of every method against the payload size,
 // both on log scales, one line per method in the order they first appear
-// in rs, and writes it to w as a PNG image. title heads the plot.
-func writePlot(w io.Writer, rs []result, title string) error {
+// in pts, and writes it to w as a PNG image. title heads the plot.
+func writePlot(w io.Writer, pts []point, title string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "payload size"
@@ -40,18 +40,17 @@ func writePlot(w io.Writer, rs []result, title string) error {
 
 	var order []string
 	lines := map[string]plotter.XYs{}
-	for _, r := range rs {
-		bw := r.Bandwidth()
-		if r.Size <= 0 || bw <= 0 || math.IsInf(bw, 0) {
+	for _, pt := range pts {
+		if pt.Size <= 0 || pt.Bandwidth <= 0 || math.IsInf(pt.Bandwidth, 0) || math.IsNaN(pt.Bandwidth) {
 			continue // no place on a log scale
 		}
-		if _, ok := lines[r.Method]; !ok {
-			order = append(order, r.Method)
+		if _, ok := lines[pt.Method]; !ok {
+			order = append(order, pt.Method)
 		}
-		lines[r.Method] = append(lines[r.Method], plotter.XY{X: float64(r.Size), Y: bw})
+		lines[pt.Method] = append(lines[pt.Method], plotter.XY{X: float64(pt.Size), Y: pt.Bandwidth})
 	}
 	if len(order) == 0 {
-		return fmt.Errorf("plot: no result with a positive size and bandwidth")
+		return fmt.Errorf("plot: no row with a positive size and bandwidth")
 	}
 	var args []any
 	for _, m := range order {
@@ -93,7 +92,7 @@ func (sizeTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 		t := plot.Tick{Value: v}
 		if e%5 == 0 {
-			t.Label = bytesize.Format(int64(v))
+			t.Label = formatSize(int64(v))
 		}
 		ticks = append(ticks, t)
 	}
@@ -103,10 +102,26 @@ func (sizeTicks) Ticks(lo, hi float64) []plot.Tick {
 		labelled = labelled || t.Label != ""
 	}
 	if !labelled && len(ticks) > 0 {
-		ticks[0].Label = bytesize.Format(int64(ticks[0].Value))
-		ticks[len(ticks)-1].Label = bytesize.Format(int64(ticks[len(ticks)-1].Value))
+		ticks[0].Label = formatSize(int64(ticks[0].Value))
+		ticks[len(ticks)-1].Label = formatSize(int64(ticks[len(ticks)-1].Value))
 	}
 	return ticks
+}
+
+// formatSize formats n bytes with the largest binary unit it reaches and
+// at most two decimals: "512 B", "1 KiB", "1.5 MiB".
+func formatSize(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(n), 0
+	for u < len(units)-1 && math.Abs(v) >= 1024 {
+		v /= 1024
+		u++
+	}
+	if u == 0 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	num := strings.TrimRight(strings.TrimRight(strconv.FormatFloat(v, 'f', 2, 64), "0"), ".")
+	return num + " " + units[u]
 }
 
 // decadeTicks marks powers of ten, labelled in their shortest form
