@@ -76,10 +76,10 @@ MPICH_NPS ?= 2 4
 # transport: a 10-line C program (Init_thread, Comm_dup, Allreduce, Comm_free,
 # Finalize) hung in 26 of 560 runs here (one rank spinning in ucp_worker_progress
 # while disconnecting, the other in the PMI barrier), 1 of 250 on shared memory. No
-# UCX or MPICH setting tried avoided it (README, MPICH section). test-mpich runs its
-# tests through hpc/scripts/mpich-exec.sh, which counts a job whose ranks all passed
-# and whose finalize then hung as passed, saying so; so its TCP run is on
-# (MPICH_TEST_TCP=0 leaves it out). The examples print no such mark, so their TCP
+# UCX or MPICH setting tried avoided it (docs/running.md, "A known MPICH problem").
+# test-mpich runs its tests through hpc/scripts/mpich-exec.sh, which counts a job
+# whose ranks all passed and whose finalize then hung as passed, saying so; so its
+# TCP run is on (MPICH_TEST_TCP=0 leaves it out). The examples print no such mark, so their TCP
 # run stays opt-in (MPICH_EXAMPLES_TCP=1).
 MPICH_TEST_TCP ?= 1
 MPICH_EXAMPLES_TCP ?= 0

@@ -5,9 +5,10 @@
 #   go test -exec "hpc/scripts/mpich-exec.sh -np 2 -genv UCX_TLS tcp,self" ./pkg
 #
 # Debian 12's MPICH 4.0.2 with UCX 1.13 hangs in MPI_Finalize over UCX's TCP
-# transport in about 5% of jobs, C programs too (README, MPICH section): one rank
-# spins in UCX's disconnect while its peer waits in the PMI barrier. This runs
-# mpiexec (MPICH_MPIEXEC, default mpiexec.hydra) with TDMPI_FINALIZE_MARK=1, so that
+# transport in about 5% of jobs, C programs too (docs/running.md, "A known MPICH
+# problem"): one rank spins in UCX's disconnect while its peer waits in the PMI
+# barrier. This runs mpiexec (MPICH_MPIEXEC, default mpiexec.hydra) with
+# TDMPI_FINALIZE_MARK=1, so that
 # every rank prints internal/finalmark's Mark (internal/mpitest.Main and package mpi's
 # TestMain do) once all ranks have passed and it
 # is about to finalize. If every rank printed it and the job has not ended
@@ -53,7 +54,7 @@ while kill -0 "$pid" 2>/dev/null; do
 			sleep 2
 			kill -KILL -- "-$pid" 2>/dev/null
 			wait "$pid" 2>/dev/null
-			echo "mpich-exec.sh: KNOWN MPICH FINALIZE HANG: all $np ranks passed, then MPI_Finalize did not return within ${grace}s; job killed, run counted as passed (MPICH 4.0.2 + UCX 1.13 over TCP; README, MPICH section)" >&2
+			echo "mpich-exec.sh: KNOWN MPICH FINALIZE HANG: all $np ranks passed, then MPI_Finalize did not return within ${grace}s; job killed, run counted as passed (MPICH 4.0.2 + UCX 1.13 over TCP; docs/running.md)" >&2
 			exit 0
 		fi
 	fi
