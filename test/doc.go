@@ -5,7 +5,7 @@
 // a rank dies, when ranks disagree or misuse the API, under a long
 // concurrent load, when the disk is full or a mapped file shrinks, and when
 // a peer or a directory is hostile. It has no API; README.md lists the
-// scenarios, how to run them and their last measured results.
+// files, what each checks, and how to run them.
 //
 // The tests run as one process (go test ./test/) and under mpirun
 // (go test -exec "mpirun -np 4 --oversubscribe --bind-to none" ./test/).
