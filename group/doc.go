@@ -6,6 +6,18 @@
 //
 // # Starting and stopping
 //
+// Main runs a program's body on every rank: it starts MPI, calls the
+// body with the world group and stops MPI; when the body returns an error
+// or panics on any rank, Main prints it, "rank R of N (host): <error>",
+// and aborts the whole job, so that no rank waits for a failed one:
+//
+//	func main() {
+//		group.Main(func(g *group.Group) error {
+//			// ... tdmpi calls; return an error to end the job
+//			return nil
+//		})
+//	}
+//
 // Init starts MPI with thread level MULTIPLE and returns the world group,
 // the group of every rank the launcher started. Finalize stops MPI. Both
 // are called once per process, usually from main or TestMain:
@@ -15,6 +27,14 @@
 //		return err
 //	}
 //	defer group.Finalize()
+//
+// A rank that finalizes while others wait for it without a context (its
+// program returned an error) does not leave them waiting: Finalize tells
+// the other ranks of its groups that it leaves, and their receives from it
+// and collectives on its groups return an error wrapping ErrPeerLeft,
+// naming it, within about a second (see Finalize). Waits bounded by a
+// context end when it does. The ranks' own Finalize calls then meet, and
+// the job ends.
 //
 // Init reads the launcher's environment with hpc.Detect and refuses to go
 // on when the launcher started several ranks but MPI sees a world of one:
@@ -62,14 +82,18 @@
 //
 // # Files
 //
+//	main.go    Main: a program whose failing rank ends the job
 //	init.go    Init and Finalize (MPI once per process), World, the launch
 //	           check, the registry of live groups
+//	leave.go   leave notices: Finalize tells the other ranks, the watcher
+//	           takes their notices; Departed, Departures, Left, PeerLeft
 //	group.go   Group: Rank, Size, Comm, LibComm (the private library
 //	           communicator), Env, Barrier, Lock and Exclusive, WorldRank
 //	new.go     New and Split: subgroups over new communicators
 //	option.go  Option: WithThreadLevel, WithEnv, WithoutLaunchCheck, WithLogger,
 //	           WithAllProcs
 //	procs.go   GOMAXPROCS: each rank's fair share of the CPUs it shares
-//	errors.go  ErrFreed, ErrNotMember, ErrNotInitialized, and the error
+//	errors.go  ErrFreed, ErrNotMember, ErrNotInitialized, ErrBroken,
+//	           ErrPeerLeft, and the error
 //	           text that names the group
 package group

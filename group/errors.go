@@ -25,11 +25,17 @@ var (
 	// ErrBroken is wrapped by the errors of collectives on a group on
 	// which this rank gave up a collective step that MPI still has in
 	// progress (its context ended first), or had a step fail in MPI, or
-	// found the ranks in different collectives (see Group.Break). MPI
-	// pairs a communicator's collectives by their order, so every later
-	// collective on it would be paired with the wrong step: the group can
-	// only be freed.
-	ErrBroken = errors.New("group is broken by an abandoned or failed collective")
+	// found the ranks in different collectives (see Group.Break), or
+	// which a rank has left (ErrPeerLeft). MPI pairs a communicator's
+	// collectives by their order, so every later collective on it would
+	// be paired with the wrong step: the group can only be freed.
+	ErrBroken = errors.New("group is broken")
+
+	// ErrPeerLeft is wrapped by the errors of calls that wait for a rank
+	// that has left the group (it called Finalize, after its program
+	// returned an error, say): a receive from it, and every collective on
+	// the group. The error names the rank.
+	ErrPeerLeft = errors.New("has left the group (it called Finalize)")
 )
 
 // errorf returns an error "group: <op>: rank <r> of <n>: <message>".

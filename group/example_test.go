@@ -32,6 +32,26 @@ func Example() {
 	// true
 }
 
+// A program's main: every rank runs the function; an error or a panic on
+// any rank is printed as "rank R of N (host): <error>" and ends the whole
+// job with status 1. Run it with mpirun -np 4 ./prog. (Main exits the
+// process, so this example is compiled, not run.)
+func ExampleMain() {
+	group.Main(func(g *group.Group) error {
+		sum := []int{g.Rank()}
+		if err := mpi.AllreduceInPlace(g.Comm(), sum, mpi.OpSum); err != nil {
+			return err
+		}
+		if want := g.Size() * (g.Size() - 1) / 2; sum[0] != want {
+			return fmt.Errorf("the ranks sum to %d, want %d", sum[0], want)
+		}
+		if g.Rank() == 0 {
+			fmt.Println("ranks:", g.Size())
+		}
+		return nil
+	})
+}
+
 // Each rank makes the subgroup of itself alone; only members call New.
 func ExampleGroup_New() {
 	g := group.World()

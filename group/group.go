@@ -41,9 +41,10 @@ type Group struct {
 	payload payloadTags                         // see PayloadTag
 	slots   [maxSlots]atomic.Pointer[slotState] // the protocol's state, by Slot (see Slot)
 
-	mu     sync.Mutex  // guards broken, and freeing
+	mu     sync.Mutex  // guards broken, leave, and freeing
 	freed  atomic.Bool // set once, by free, with mu held
 	broken error       // why g is broken (see Break), or nil
+	leave  leaveState  // the ranks that left g (see leave.go)
 }
 
 // newGroup makes a group of comm, duplicating it for the library. On error
@@ -131,9 +132,9 @@ func (g *Group) Break(cause error) {
 }
 
 // Broken returns nil if g is usable for collectives, and otherwise an
-// error "group: <op>: rank r of n: group is broken by an abandoned
-// collective: <cause>" wrapping ErrBroken and the cause given to Break, or
-// ErrFreed if g is freed.
+// error "group: <op>: rank r of n: group is broken: <cause>" wrapping
+// ErrBroken and the cause given to Break (or an error wrapping ErrPeerLeft
+// naming the rank that left g, see Departed), or ErrFreed if g is freed.
 func (g *Group) Broken(op string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()

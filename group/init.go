@@ -26,6 +26,7 @@ var state struct {
 	env   hpc.Env
 	owned bool // Init started MPI, so Finalize stops it
 	done  bool // Finalize ran
+	watch bool // the leave watcher runs between Init and Finalize (leave.go)
 
 	regMu sync.Mutex
 	seq   uint64
@@ -41,6 +42,7 @@ func register(g *Group) {
 		state.live = make(map[*Group]struct{})
 	}
 	state.live[g] = struct{}{}
+	g.leave.departed = make(chan struct{})
 }
 
 func unregister(g *Group) {
@@ -63,6 +65,11 @@ func unregister(g *Group) {
 // initialisation is (with WithTorchPeers there is no exchange, and a rank
 // that may run on every CPU assumes the job's other ranks on its node may
 // too).
+//
+// While MPI runs, a goroutine takes the leave notices of ranks that
+// finalize (see Finalize), every 0.1 s; not with a thread level below
+// ThreadMultiple (WithThreadLevel), where only one goroutine may call MPI
+// at a time: waits for a rank that left then end only by their contexts.
 //
 // A second Init returns the same world group; its options are ignored.
 // Init after Finalize returns an error: MPI cannot start twice in a
@@ -137,6 +144,10 @@ func Init(opts ...Option) (*Group, error) {
 	}
 	state.world, state.env, state.owned = g, env, owned
 	state.cur.Store(g)
+	state.watch = cfg.level == mpi.ThreadMultiple
+	if state.watch {
+		startWatcher()
+	}
 	log.Logger().Debug().Stringer("env", env).Str("mpi", mpi.LibraryVersion()).Msg("group: Init")
 	return g, nil
 }
@@ -159,6 +170,12 @@ func finalizeMPI() error {
 }
 
 // Finalize frees every group not yet freed, newest first, then stops MPI.
+// Before that it tells the other ranks of each group that this rank
+// leaves, and waits until each of them has said the same (they all call
+// Finalize, as MPI requires): a rank that finalizes, after an error say,
+// while its peers wait for it in a tdmpi call without a context, makes
+// those calls return an error wrapping ErrPeerLeft within seconds, and
+// its own Finalize returns once they have finalized in turn.
 // Every goroutine must have finished its MPI work: while one is inside an
 // MPI call, or a nonblocking operation is incomplete, Finalize frees
 // nothing and returns an error wrapping mpi.ErrBusy that names them, and
@@ -173,11 +190,15 @@ func Finalize() error {
 	if state.world == nil {
 		return nil
 	}
+	stopWatcher()
 	if state.owned {
 		waitCopies()
 		// Refuse before freeing anything, so that the program can finish
 		// what is in progress and call Finalize again.
 		if err := mpi.Busy(); err != nil {
+			if state.watch {
+				startWatcher()
+			}
 			return fmt.Errorf("group: Finalize: %w", err)
 		}
 	}
@@ -190,6 +211,9 @@ func Finalize() error {
 	slices.SortFunc(groups, func(a, b *Group) int { return cmp.Compare(b.seq, a.seq) }) // newest first
 
 	var errs []error
+	if err := leaveGroups(groups); err != nil {
+		errs = append(errs, err)
+	}
 	for _, g := range groups {
 		if err := g.free(); err != nil {
 			errs = append(errs, err)

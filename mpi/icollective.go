@@ -35,23 +35,32 @@ func Ibcast[T Scalar](c *Comm, buf []T, root int) (*Request, error) {
 // with a blocking one), for a caller that waits for it at once. It keeps
 // no Request: its buffer is pinned and the operation waited for within the
 // call (which pauses as Wait does), so it costs no allocation, finalizer
-// or registration. The wait cannot be given up; with a deadline, use
-// Ibcast and Request.Await.
+// or registration. The wait cannot be given up; IbcastUntil's can.
 func IbcastWait[T Scalar](c *Comm, buf []T, root int) error {
+	_, err := IbcastUntil(c, buf, root, nil)
+	return err
+}
+
+// IbcastUntil is IbcastWait whose wait ends once done is closed (nil: it
+// never does): ended is then true, and the broadcast, still under way, is
+// abandoned to the package as a dropped Request is (see InFlight): buf
+// stays pinned until MPI completes it, if ever. The caller must not use
+// the communicator's collectives again, since MPI pairs them by order.
+func IbcastUntil[T Scalar](c *Comm, buf []T, root int, done <-chan struct{}) (ended bool, err error) {
 	const op = "MPI_Ibcast"
 	h, err := c.rootArgs(op, root)
 	if err != nil {
-		return err
+		return false, err
 	}
 	b := bufOf(buf)
 	var cst C.tdmpi_status
-	rc, _, err := startUntil(op, b, true, b.bytes() <= pauseMaxBytes, nil, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
+	rc, ended, err := startUntil(op, b, true, b.bytes() <= pauseMaxBytes, done, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
 		return C.tdmpi_ibcast_start(p, n, dt, C.int(root), h)
 	})
-	if err != nil {
-		return err
+	if err != nil || ended {
+		return ended, err
 	}
-	return newError(op, rc)
+	return false, newError(op, rc)
 }
 
 // Iallreduce starts combining send from every process of c with op into
@@ -94,28 +103,37 @@ func iallreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) (*Reques
 // cannot match, 0.30-0.32 us). Beyond 2^30 elements it runs as
 // IallreduceInPlace and Wait.
 func IallreduceInPlaceWait[T Scalar](c *Comm, buf []T, op Op) error {
+	_, err := IallreduceInPlaceUntil(c, buf, op, nil)
+	return err
+}
+
+// IallreduceInPlaceUntil is IallreduceInPlaceWait whose wait ends once
+// done is closed (nil: it never does), as IbcastUntil's does: ended is
+// then true and the reduction is abandoned with buf. Beyond 2^30 elements
+// the wait cannot end early.
+func IallreduceInPlaceUntil[T Scalar](c *Comm, buf []T, op Op, done <-chan struct{}) (ended bool, err error) {
 	const name = "MPI_Iallreduce"
 	k := kindOf[T]()
 	h, err := allreduceArgs(c, name, k, len(buf), len(buf), op, true)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if len(buf) > reduceChunk {
 		r, err := iallreduce(c, buf, buf, op, true)
 		if err == nil {
 			_, err = r.Wait()
 		}
-		return err
+		return false, err
 	}
 	b := bufOf(buf)
 	var cst C.tdmpi_status
-	rc, _, err := startUntil(name, b, true, b.bytes() <= pauseMaxBytes, nil, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
+	rc, ended, err := startUntil(name, b, true, b.bytes() <= pauseMaxBytes, done, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
 		return C.tdmpi_iallreduce_start(p, n, dt, ops[op], h)
 	})
-	if err != nil {
-		return err
+	if err != nil || ended {
+		return ended, err
 	}
-	return newError(name, rc)
+	return false, newError(name, rc)
 }
 
 // Ireduce starts combining send from every process of c with op into recv

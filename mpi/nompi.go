@@ -199,6 +199,11 @@ func Ibcast[T Scalar](c *Comm, buf []T, root int) (*Request, error) { return nil
 // IbcastWait returns ErrNoMPI: this build has no MPI.
 func IbcastWait[T Scalar](c *Comm, buf []T, root int) error { return ErrNoMPI }
 
+// IbcastUntil returns ErrNoMPI: this build has no MPI.
+func IbcastUntil[T Scalar](c *Comm, buf []T, root int, done <-chan struct{}) (bool, error) {
+	return false, ErrNoMPI
+}
+
 // Iallreduce returns ErrNoMPI: this build has no MPI.
 func Iallreduce[T Scalar](c *Comm, send, recv []T, op Op) (*Request, error) { return nil, ErrNoMPI }
 
@@ -207,6 +212,11 @@ func IallreduceInPlace[T Scalar](c *Comm, buf []T, op Op) (*Request, error) { re
 
 // IallreduceInPlaceWait returns ErrNoMPI: this build has no MPI.
 func IallreduceInPlaceWait[T Scalar](c *Comm, buf []T, op Op) error { return ErrNoMPI }
+
+// IallreduceInPlaceUntil returns ErrNoMPI: this build has no MPI.
+func IallreduceInPlaceUntil[T Scalar](c *Comm, buf []T, op Op, done <-chan struct{}) (bool, error) {
+	return false, ErrNoMPI
+}
 
 // Ireduce returns ErrNoMPI: this build has no MPI.
 func Ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int) (*Request, error) {

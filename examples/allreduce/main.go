@@ -26,7 +26,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -35,21 +34,9 @@ import (
 )
 
 func main() {
-	g, err := group.Init() // starts MPI; g is the world group of every rank
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: allreduce:", err)
-		os.Exit(1)
-	}
-	if err := run(g); err != nil {
-		// Exit at once, without Finalize, which would wait for the other ranks:
-		// mpirun sees the non-zero status and stops the whole job.
-		fmt.Fprintf(os.Stderr, "FAIL: allreduce: rank %d: %v\n", g.Rank(), err)
-		os.Exit(1)
-	}
-	if err := group.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: allreduce:", err)
-		os.Exit(1)
-	}
+	// Main starts MPI and runs run on every rank with the world group; an
+	// error or a panic on any rank is printed and ends the whole job.
+	group.Main(run)
 }
 
 // params lists the model's parameters: their keys, dtypes and shapes.
@@ -134,7 +121,7 @@ func run(g *group.Group) error {
 		nparams += it.Tensor.Numel()
 	}
 
-	// A rank whose check failed has exited and mpirun ends the job, so rank 0
+	// A rank whose check failed has aborted the job (group.Main), so rank 0
 	// passes this barrier only if every rank succeeded.
 	if err := g.Barrier(); err != nil {
 		return err

@@ -16,14 +16,15 @@
 //
 // Rank r sends "hello from rank r" to rank r+1 and receives from rank r-1 (modulo the
 // size). Rank 0 sends first and every other rank receives first, so the blocking calls
-// cannot deadlock. The program exits with status 1 if a greeting is wrong or an MPI call
-// fails, and with status 2 when started with fewer than two ranks.
+// cannot deadlock. group.Main starts MPI and runs run on every rank; if a greeting is
+// wrong, an MPI call fails, or the job has fewer than two ranks, it prints the error
+// and ends the job with status 1.
 package main
 
 import (
 	"fmt"
-	"os"
 
+	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -31,25 +32,15 @@ import (
 const tag = 1
 
 func main() {
-	if err := mpi.Init(); err != nil {
-		fmt.Fprintln(os.Stderr, "hello:", err)
-		os.Exit(1)
-	}
-	code := run()
-	if err := mpi.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "hello:", err)
-		code = 1
-	}
-	os.Exit(code)
+	group.Main(run)
 }
 
-// run exchanges the greetings and returns the exit status.
-func run() int {
-	world := mpi.World()
-	rank, size := world.Rank(), world.Size()
+// run exchanges the greetings over the world group's communicator.
+func run(g *group.Group) error {
+	world := g.Comm()
+	rank, size := g.Rank(), g.Size()
 	if size < 2 {
-		fmt.Fprintln(os.Stderr, "hello: needs at least 2 ranks; run: mpirun -np 2 hello")
-		return 2
+		return fmt.Errorf("hello needs at least 2 ranks; run: mpirun -np 2 hello")
 	}
 	next, prev := (rank+1)%size, (rank+size-1)%size
 
@@ -67,16 +58,14 @@ func run() int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "hello: rank %d: %v\n", rank, err)
-		return 1
+		return err
 	}
 
 	fmt.Printf("rank %d of %d: received %q\n", rank, size, got)
 	if want := fmt.Sprintf("hello from rank %d", prev); got != want {
-		fmt.Fprintf(os.Stderr, "hello: rank %d: received %q, want %q\n", rank, got, want)
-		return 1
+		return fmt.Errorf("received %q, want %q", got, want)
 	}
-	return 0
+	return nil
 }
 
 // receive waits for a greeting from rank src and returns it as text.

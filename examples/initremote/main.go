@@ -28,7 +28,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -38,21 +37,9 @@ import (
 )
 
 func main() {
-	g, err := group.Init() // starts MPI; g is the world group of every rank
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: initremote:", err)
-		os.Exit(1)
-	}
-	if err := run(g); err != nil {
-		// Exit at once, without Finalize, which would wait for the other ranks:
-		// mpirun sees the non-zero status and stops the whole job.
-		fmt.Fprintf(os.Stderr, "FAIL: initremote: rank %d: %v\n", g.Rank(), err)
-		os.Exit(1)
-	}
-	if err := group.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: initremote:", err)
-		os.Exit(1)
-	}
+	// Main starts MPI and runs run on every rank with the world group; an
+	// error or a panic on any rank is printed and ends the whole job.
+	group.Main(run)
 }
 
 // run is the program proper: rank 0 sends, rank 1 receives and checks.
@@ -67,7 +54,7 @@ func run(g *group.Group) error {
 	} else if err := receive(); err != nil {
 		return err
 	}
-	// A rank whose check failed has exited, and mpirun ends the job: the
+	// A rank whose check failed has aborted the job (group.Main): the
 	// ranks pass this barrier only if both succeeded. Rank 1, which printed
 	// the TensorDict, has the last word.
 	if err := g.Barrier(); err != nil {

@@ -43,26 +43,16 @@ import (
 const n = 1000
 
 func main() {
-	g, err := group.Init() // starts MPI; g is the world group of every rank
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: memmap:", err)
-		os.Exit(1)
-	}
-	var dir string
-	err = run(g, &dir)
-	if dir != "" {
-		os.RemoveAll(dir) // rank 0's scratch folder, also when a check failed
-	}
-	if err != nil {
-		// Exit at once, without Finalize, which would wait for the other ranks:
-		// mpirun sees the non-zero status and stops the whole job.
-		fmt.Fprintf(os.Stderr, "FAIL: memmap: rank %d: %v\n", g.Rank(), err)
-		os.Exit(1)
-	}
-	if err := group.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: memmap:", err)
-		os.Exit(1)
-	}
+	// Main starts MPI and runs its function on every rank with the world
+	// group; an error or a panic on any rank is printed and ends the job.
+	group.Main(func(g *group.Group) error {
+		var dir string
+		err := run(g, &dir)
+		if dir != "" {
+			os.RemoveAll(dir) // rank 0's scratch folder, also when a check failed
+		}
+		return err
+	})
 }
 
 // dataset returns the samples: obs[i] = [i, i, i, i] and label[i] = i % 10.

@@ -29,7 +29,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -44,21 +43,9 @@ const (
 )
 
 func main() {
-	g, err := group.Init() // starts MPI; g is the world group of every rank
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: pipeline:", err)
-		os.Exit(1)
-	}
-	if err := run(g); err != nil {
-		// Exit at once, without Finalize, which would wait for the other ranks:
-		// mpirun sees the non-zero status and stops the whole job.
-		fmt.Fprintf(os.Stderr, "FAIL: pipeline: rank %d: %v\n", g.Rank(), err)
-		os.Exit(1)
-	}
-	if err := group.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: pipeline:", err)
-		os.Exit(1)
-	}
+	// Main starts MPI and runs run on every rank with the world group; an
+	// error or a panic on any rank is printed and ends the whole job.
+	group.Main(run)
 }
 
 // newBatch returns an empty batch, consolidated: its leaves view one byte

@@ -27,7 +27,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -38,21 +37,9 @@ import (
 const rows = 10
 
 func main() {
-	g, err := group.Init() // starts MPI; g is the world group of every rank
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: shard:", err)
-		os.Exit(1)
-	}
-	if err := run(g); err != nil {
-		// Exit at once, without Finalize, which would wait for the other ranks:
-		// mpirun sees the non-zero status and stops the whole job.
-		fmt.Fprintf(os.Stderr, "FAIL: shard: rank %d: %v\n", g.Rank(), err)
-		os.Exit(1)
-	}
-	if err := group.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: shard:", err)
-		os.Exit(1)
-	}
+	// Main starts MPI and runs run on every rank with the world group; an
+	// error or a panic on any rank is printed and ends the whole job.
+	group.Main(run)
 }
 
 // batch returns the whole batch. Every rank can build it, to check the
@@ -191,7 +178,7 @@ func run(g *group.Group) error {
 		return fmt.Errorf("joined batch differs from the batch computed whole")
 	}
 
-	// A rank whose check failed has exited and mpirun ends the job, so rank 0
+	// A rank whose check failed has aborted the job (group.Main), so rank 0
 	// passes this barrier only if every rank succeeded.
 	if err := g.Barrier(); err != nil {
 		return err

@@ -24,7 +24,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -55,21 +54,9 @@ type Info struct {
 func init() { tensordict.RegisterClass[Batch]("examples.tensorclass.Batch") }
 
 func main() {
-	g, err := group.Init() // starts MPI; g is the world group of every rank
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: tensorclass:", err)
-		os.Exit(1)
-	}
-	if err := run(g); err != nil {
-		// Exit at once, without Finalize, which would wait for the other ranks:
-		// mpirun sees the non-zero status and stops the whole job.
-		fmt.Fprintf(os.Stderr, "FAIL: tensorclass: rank %d: %v\n", g.Rank(), err)
-		os.Exit(1)
-	}
-	if err := group.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: tensorclass:", err)
-		os.Exit(1)
-	}
+	// Main starts MPI and runs run on every rank with the world group; an
+	// error or a panic on any rank is printed and ends the whole job.
+	group.Main(run)
 }
 
 func run(g *group.Group) error {

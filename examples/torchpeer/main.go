@@ -45,33 +45,24 @@ const (
 )
 
 func main() {
-	g, err := group.Init(group.WithTorchPeers())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: torchpeer:", err)
-		os.Exit(1)
-	}
-	if gg := g.GoGroup(); gg == nil || gg.Size() == g.Size() {
-		if g.Rank() == 0 {
-			fmt.Println("torchpeer: no PyTorch rank in this job (start it with learner.py first: make torchpeer)")
+	// Main starts MPI with torch's ranks as peers and runs its function on
+	// every Go rank; an error or a panic on any rank is printed and aborts
+	// the whole job, the torch ranks too.
+	group.Main(func(g *group.Group) error {
+		if gg := g.GoGroup(); gg == nil || gg.Size() == g.Size() {
+			if g.Rank() == 0 {
+				fmt.Println("torchpeer: no PyTorch rank in this job (start it with learner.py first: make torchpeer)")
+			}
+			return nil
 		}
-		exit(0)
-	}
-	if err := run(g, os.Getenv("TORCHPEER_MODE") == "bcast"); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: torchpeer: world rank %d: %v\n", g.Rank(), err)
-		os.Exit(1) // without Finalize, which would wait for every rank: mpirun stops the job
-	}
-	if g.Rank() == first {
-		fmt.Println("OK")
-	}
-	exit(0)
-}
-
-func exit(code int) {
-	if err := group.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: torchpeer:", err)
-		code = 1
-	}
-	os.Exit(code)
+		if err := run(g, os.Getenv("TORCHPEER_MODE") == "bcast"); err != nil {
+			return err
+		}
+		if g.Rank() == first {
+			fmt.Println("OK")
+		}
+		return nil
+	}, group.WithTorchPeers())
 }
 
 func run(g *group.Group, bcast bool) error {

@@ -6,6 +6,7 @@ package xfer
 import (
 	"cmp"
 	"fmt"
+	"unsafe"
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -35,7 +36,8 @@ const AgreeTag = group.HeaderTag + 2
 //
 // Each pair of ranks exchanges at most one message per round and one per
 // call, in the same order on both, so that MPI's ordering pairs the
-// messages of one call with each other. A message of the wrong size comes
+// messages of one call with each other. Without a context, each round is
+// a send and a receive that ends when a rank leaves the group (sendRecv). A message of the wrong size comes
 // from a rank out of step, and breaks the group as a failed step does. With
 // a context that can end, the messages are nonblocking and waited on as
 // any step (Step.Wait). Every rank of a collective must combine the
@@ -77,8 +79,8 @@ func exchange[T ordered](s Step, out []T, to int, got []T, from int) error {
 	var st mpi.Status
 	if s.Ctx.Done() == nil {
 		var err error
-		if st, err = mpi.Sendrecv(s.Comm, out, to, AgreeTag, got, from, AgreeTag); err != nil {
-			return s.failed(err)
+		if st, err = sendRecv(s, out, to, got, from); err != nil {
+			return err
 		}
 	} else {
 		rr, err := mpi.Irecv(s.Comm, got, from, AgreeTag)
@@ -106,4 +108,26 @@ func exchange[T ordered](s Step, out []T, to int, got []T, from int) error {
 		return s.breakGroup(cause)
 	}
 	return nil
+}
+
+// sendRecv is exchange without a context: it sends out (a few bytes,
+// which MPI sends eagerly: the send returns at once) and receives got,
+// until a rank leaves the group (group.Group.Departed), as a step does. A
+// message of another size is discarded; its status says its size.
+func sendRecv[T ordered](s Step, out []T, to int, got []T, from int) (mpi.Status, error) {
+	if err := mpi.Send(s.Comm, out, to, AgreeTag); err != nil {
+		return mpi.Status{}, s.failed(err)
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(got))), len(got)*int(unsafe.Sizeof(got[0])))
+	var m mpi.Message
+	st, ok, ended, err := mpi.RecvExactUntil(&m, s.Comm, b, from, AgreeTag, s.Group.Departed())
+	switch {
+	case ended:
+		return st, s.departed()
+	case err != nil:
+		return st, s.failed(err)
+	case !ok:
+		return st, s.failed(Discard(&m, st.Bytes(), nil))
+	}
+	return st, nil
 }

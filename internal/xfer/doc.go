@@ -16,7 +16,11 @@
 // step is started in its nonblocking form and tested (Step.Wait). What a
 // peer announced and never sent is drained for at most DrainIdle per
 // message, and a message of the wrong size is discarded, never received
-// into a buffer too short for it.
+// into a buffer too short for it. A wait that no context bounds ends when
+// the rank it waits for leaves the group (group.Departures,
+// group.Group.Departed): a receive from it returns an error wrapping
+// group.ErrPeerLeft unless its message came first, and a collective step
+// breaks the group.
 //
 // Files: link.go (Link, the sends of a point-to-point transfer, frame
 // alignment), recv.go (probes, exact receives, chunks, drains),

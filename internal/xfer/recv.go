@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"golang.org/x/sys/unix"
@@ -22,22 +23,79 @@ import (
 // while nothing has come. It returns ctx's error (wrapped by the caller)
 // when ctx ends first; nothing is then consumed. It does not allocate: m
 // is the caller's.
+//
+// Without a context that can end, the wait ends when src leaves (see
+// watchPeer): Probe then returns an error wrapping group.ErrPeerLeft,
+// unless the message came before.
 func Probe(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message) (st mpi.Status, err error) {
 	if Pending() == 0 {
-		st, ended, err := mpi.MprobeUntil(m, c, src, tag, ctx.Done())
-		if ended {
-			return st, ctx.Err()
+		if done := ctx.Done(); done != nil {
+			st, ended, err := mpi.MprobeUntil(m, c, src, tag, done)
+			if ended {
+				return st, ctx.Err()
+			}
+			return st, err
 		}
-		return st, err
+		for {
+			done, left := watchPeer(c, src)
+			if left != nil {
+				return lastProbe(c, src, tag, m, left)
+			}
+			st, ended, err := mpi.MprobeUntil(m, c, src, tag, done)
+			if !ended {
+				return st, err
+			}
+		}
+	}
+	var done <-chan struct{} // nil: never closes
+	var left error
+	if ctx.Done() == nil {
+		done, left = watchPeer(c, src)
 	}
 	err = Poll(ctx, func() (ok bool, err error) {
 		ok, st, err = mpi.ImprobeInto(m, c, src, tag)
-		if err == nil && !ok {
-			StepAll()
+		switch {
+		case err != nil || ok:
+			return ok, err
+		case left != nil:
+			return true, left
 		}
-		return ok, err
+		StepAll()
+		select {
+		case <-done:
+			done, left = watchPeer(c, src)
+		default:
+		}
+		return false, nil
 	})
 	return st, err
+}
+
+// watchPeer returns, for a wait for src on c that no context bounds, the
+// channel that closes when the next rank is found to have left a group
+// (group.Departures), and an error wrapping group.ErrPeerLeft if src has
+// left c's group already. The wait gives the channel as its done channel,
+// and calls watchPeer again when it closes. A rank sends what it sends
+// before it leaves, so the wait looks for its message once more before it
+// returns that error (lastProbe).
+func watchPeer(c *mpi.Comm, src int) (<-chan struct{}, error) {
+	done, before := group.Departures()
+	if before {
+		if err := group.PeerLeft(c, src); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// lastProbe matches the message from src with tag into *m if it has come,
+// and otherwise returns left, src's leaving (watchPeer).
+func lastProbe(c *mpi.Comm, src, tag int, m *mpi.Message, left error) (mpi.Status, error) {
+	ok, st, err := mpi.ImprobeInto(m, c, src, tag)
+	if ok || err != nil {
+		return st, err
+	}
+	return st, left
 }
 
 // ProbeRecv is Probe that receives the message too when it can: when no
@@ -55,11 +113,24 @@ func ProbeRecv(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message, g
 		st, err = Probe(ctx, c, src, tag, m)
 		return st, false, err
 	}
-	st, got, ended, err := mpi.RecvExactUntil(m, c, guess, src, tag, ctx.Done())
-	if ended {
-		return st, false, ctx.Err()
+	if done := ctx.Done(); done != nil {
+		st, got, ended, err := mpi.RecvExactUntil(m, c, guess, src, tag, done)
+		if ended {
+			return st, false, ctx.Err()
+		}
+		return st, got, err
 	}
-	return st, got, err
+	for {
+		done, left := watchPeer(c, src)
+		if left != nil {
+			st, err := lastProbe(c, src, tag, m, left)
+			return st, false, err
+		}
+		st, got, ended, err := mpi.RecvExactUntil(m, c, guess, src, tag, done)
+		if !ended {
+			return st, got, err
+		}
+	}
 }
 
 // Poll calls try until it reports done or fails, pausing between calls as

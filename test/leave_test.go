@@ -1,0 +1,176 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/tensor"
+	"github.com/tdmpi/tdmpi/tensordict"
+)
+
+// A rank that fails ends the job. Two ways of writing a program: the
+// README's first pattern (Init, defer Finalize, return the error), where
+// the failing rank's Finalize tells its peers that it leaves, and
+// group.Main, which aborts the job. In both, rank 1 fails while the other
+// ranks wait for it in a tdmpi call without a context; the job must end by
+// itself, with a non-zero status and the errors printed.
+
+const (
+	helperLeave = "leave" // MPI: the README's pattern, rank 1 returns an error (envCase: what the others wait in)
+	helperMain  = "main"  // MPI: group.Main, rank 1 fails (envCase: "error" or "panic")
+)
+
+func init() {
+	localHelpers[helperLeave] = runLeave
+	localHelpers[helperMain] = runMain
+}
+
+// failText is what the failing rank's error or panic says.
+const failText = "rank 1 gives up on purpose"
+
+// runLeave is a program in the README's first pattern: its helper returns
+// an error, which main prints before it exits with status 1.
+func runLeave() int {
+	if err := leaveProgram(os.Getenv(envCase)); err != nil {
+		fmt.Fprintf(os.Stderr, "program error: %v\n", err)
+		return exitOpFailed
+	}
+	return exitOK
+}
+
+// leaveProgram: rank 1 returns an error at once; the other ranks wait for
+// it in the tdmpi call op names.
+func leaveProgram(op string) error {
+	g, err := group.Init()
+	if err != nil {
+		return err
+	}
+	defer group.Finalize()
+	if g.Rank() == 1 {
+		return errors.New(failText)
+	}
+	return waitForRank1(g, op)
+}
+
+// waitForRank1 makes a call that waits for rank 1 of g: a collective, or a
+// receive from it.
+func waitForRank1(g *group.Group, op string) error {
+	td := tensordict.New()
+	if err := td.Set(tensordict.K("x"), tensor.Ones(tensor.Float32, 4)); err != nil {
+		return err
+	}
+	switch op {
+	case "AllReduce":
+		return td.AllReduce(tensordict.ReduceSum)
+	case "Broadcast":
+		_, err := td.Broadcast(1)
+		return err
+	case "Recv":
+		_, err := td.Recv(1)
+		return err
+	case "FromRemoteInit":
+		_, err := tensordict.FromRemoteInit(1)
+		return err
+	}
+	return fmt.Errorf("unknown operation %q", op)
+}
+
+// runMain is a program written with group.Main: rank 1 returns an error
+// or panics, as envCase says; the other ranks wait in AllReduce.
+func runMain() int {
+	group.Main(func(g *group.Group) error {
+		if g.Rank() == 1 {
+			if os.Getenv(envCase) == "panic" {
+				panic(failText)
+			}
+			return errors.New(failText)
+		}
+		return waitForRank1(g, "AllReduce")
+	})
+	return exitSetup // not reached: Main exits
+}
+
+// leaveLimit bounds the jobs of these tests: they end in seconds, and
+// hang without the fix; the limit only stops a hang.
+const leaveLimit = 60 * time.Second
+
+// TestFailingRankEndsJob: in the README's pattern, rank 1 returns an
+// error, its deferred Finalize runs, and rank 0 waits for it in a
+// collective or a receive without a context. Rank 0's call returns an
+// error naming rank 1, both print their errors, and the job ends with a
+// non-zero status.
+func TestFailingRankEndsJob(t *testing.T) {
+	for _, c := range []struct {
+		op string
+		np int
+	}{
+		{"AllReduce", 2},
+		{"AllReduce", 3},
+		{"Broadcast", 2},
+		{"Recv", 2},
+		{"FromRemoteInit", 2},
+	} {
+		t.Run(fmt.Sprintf("%s/np%d", c.op, c.np), func(t *testing.T) {
+			needOwnJob(t)
+			bin := helperBinary(t, "tdmpi-leave")
+			j := startJob(t, bin, helperLeave, c.np, leaveLimit, nil, envCase+"="+c.op)
+			require.True(t, j.wait(leaveLimit+15*time.Second), "the job did not end; mpirun:\n%s", j.out.String())
+			logs := ""
+			for r := range c.np {
+				logs += fmt.Sprintf("rank %d:\n%s\n", r, j.rankLog(r))
+			}
+			var ee *exec.ExitError
+			if assert.ErrorAs(t, j.err, &ee, "mpirun:\n%s\n%s", j.out.String(), logs) {
+				assert.NotZero(t, ee.ExitCode())
+			}
+			if c.op != "Broadcast" {
+				// Broadcast's first step is a nonblocking collective, which
+				// rank 0 gives up but MPI cannot cancel: rank 0's Finalize
+				// then refuses, rank 0 exits without it, and mpirun kills
+				// rank 1 as it waits for rank 0 in Finalize, before it prints.
+				assert.Contains(t, j.rankLog(1), "program error: "+failText, logs)
+			}
+			assert.Contains(t, j.rankLog(0), "program error: tensordict: "+c.op, logs)
+			assert.Contains(t, j.rankLog(0), fmt.Sprintf("rank 1 of %d %v", c.np, group.ErrPeerLeft), logs)
+		})
+	}
+}
+
+// TestMainAbortsJob: under group.Main at np 3, rank 1 returns an error or
+// panics while ranks 0 and 2 wait in AllReduce. Main prints rank 1's error
+// (the panic's value and stack) and aborts the job, which ends with a
+// non-zero status.
+func TestMainAbortsJob(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want []string
+	}{
+		{"error", []string{"rank 1 of 3 (", "): " + failText}},
+		{"panic", []string{"rank 1 of 3 (", "): panic: " + failText, "goroutine ", "test.runMain"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			needOwnJob(t)
+			bin := helperBinary(t, "tdmpi-main")
+			j := startJob(t, bin, helperMain, 3, leaveLimit, nil, envCase+"="+c.name)
+			require.True(t, j.wait(leaveLimit+15*time.Second), "the job did not end; mpirun:\n%s", j.out.String())
+			var ee *exec.ExitError
+			if assert.ErrorAs(t, j.err, &ee, "mpirun:\n%s", j.out.String()) {
+				assert.NotZero(t, ee.ExitCode())
+			}
+			for _, w := range c.want {
+				assert.Contains(t, j.rankLog(1), w, "rank 1's output; mpirun:\n%s", j.out.String())
+			}
+		})
+	}
+}
