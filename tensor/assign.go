@@ -74,7 +74,8 @@ func (t *Tensor) MaskPut(mask, src *Tensor) error {
 
 // prepareSource returns src broadcast to shape and converted to t's dtype,
 // copied when it shares t's storage, for a write into t named op.
-func prepareSource(op string, t, src *Tensor, shape []int) (*Tensor, error) {
+func prepareSource(op string, t, src *Tensor, shape []int) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	if err := t.st.checkLive(op); err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func (t *Tensor) arithScalar(op arithOp, v float64) *Tensor {
 	if x.dtype != comp {
 		x = x.To(comp)
 	}
-	out := Empty(comp, t.shape()...)
+	out := mustAlloc(arithNames[op]+"Scalar", comp, t.shape(), true)
 	if comp == Float64 && x.IsContiguous() && op != opDiv {
 		n := out.Numel()
 		dst, src := elems[float64](out)[:n], elems[float64](x)[:n]
