@@ -11,8 +11,12 @@ func Ones(dt DType, shape ...int) *Tensor { return Full(dt, 1, shape...) }
 
 // Full returns a contiguous tensor with every element set to v, converted to
 // dt (bool: v != 0; integers: truncated toward zero; complex: real part v). It
-// panics like Empty.
+// panics like Empty, and with an error value if v does not fit dt (NaN or
+// ±Inf into an integer dtype, 1e10 into int32, as torch.full raises).
 func Full(dt DType, v float64, shape ...int) *Tensor {
+	if err := checkScalar(dt, v); err != nil {
+		panic(fmt.Errorf("tensor: Full: %w", err))
+	}
 	t := mustAlloc("Full", dt, shape, false)
 	t.fillWith(v)
 	return t

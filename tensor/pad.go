@@ -46,6 +46,9 @@ func (t *Tensor) PadDims(before, after []int, v float64) (_ *Tensor, err error) 
 		}
 		shape[d] = int(n)
 	}
+	if err := checkScalar(t.dtype, v); err != nil {
+		return nil, fmt.Errorf("tensor: PadDims: %w", err)
+	}
 	out, err := alloc("PadDims", t.dtype, shape, false)
 	if err != nil {
 		return nil, err

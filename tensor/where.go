@@ -70,13 +70,17 @@ func whereKernel[T any](out, cond, x, y *Tensor) {
 
 // MaskedFill returns a copy of t with v, converted to t's dtype as Full
 // converts it, wherever mask is true, like torch.masked_fill: mask is a bool
-// tensor that broadcasts with t.
+// tensor that broadcasts with t. It returns an error if v does not fit t's
+// dtype (NaN into an integer tensor, as torch raises).
 func (t *Tensor) MaskedFill(mask *Tensor, v float64) (*Tensor, error) {
 	if mask.dtype != Bool {
 		return nil, fmt.Errorf("tensor: MaskedFill: mask is %v, need bool", mask.dtype)
 	}
 	if _, ok := broadcastShapes(mask.shape(), t.shape()); !ok {
 		return nil, fmt.Errorf("tensor: MaskedFill: mask shape %v and tensor shape %v do not broadcast", mask.shape(), t.shape())
+	}
+	if err := checkScalar(t.dtype, v); err != nil {
+		return nil, fmt.Errorf("tensor: MaskedFill: %w", err)
 	}
 	return Where(mask, Full(t.dtype, v), t)
 }
