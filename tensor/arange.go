@@ -14,7 +14,8 @@ const maxArange = 1 << 40
 // torch.arange. Element i is start + i*step computed in float64. It returns
 // an error if step is zero, the arguments are not finite, step points away
 // from stop, or the length is absurd.
-func Arange(dt DType, start, stop, step float64) (*Tensor, error) {
+func Arange(dt DType, start, stop, step float64) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	if !dt.Valid() {
 		return nil, fmt.Errorf("tensor: Arange: invalid dtype %v", dt)
 	}
@@ -30,12 +31,14 @@ func Arange(dt DType, start, stop, step float64) (*Tensor, error) {
 	if fn > maxArange {
 		return nil, fmt.Errorf("tensor: Arange: %v elements from %v to %v by %v is too many", fn, start, stop, step)
 	}
-	n := int(fn)
-	vals := make([]float64, n)
+	x, err := alloc("Arange", Float64, []int{int(fn)}, false)
+	if err != nil {
+		return nil, err
+	}
+	vals := elems[float64](x)
 	for i := range vals {
 		vals[i] = start + float64(i)*step
 	}
-	x, _ := FromSlice(vals)
 	if dt == Float64 {
 		return x, nil
 	}

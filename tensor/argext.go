@@ -23,7 +23,8 @@ func (t *Tensor) MinDim(dim int, keepDim bool) (values, indices *Tensor, err err
 
 // extremeDim picks along dim the largest (sign 1) or smallest (sign -1)
 // elements of t.
-func (t *Tensor) extremeDim(name string, dim int, keepDim bool, sign int) (*Tensor, *Tensor, error) {
+func (t *Tensor) extremeDim(name string, dim int, keepDim bool, sign int) (_, _ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	d, err := checkDim(name, dim, len(t.shape()), t.shape())
 	if err != nil {
 		return nil, nil, err
@@ -87,7 +88,7 @@ func cmpInts(a, b int64) int {
 // those elements as a 1-D tensor of x's dtype.
 func pickRows[T int64 | float64](x *Tensor, pos []int64, n int, beats func(a, b T) bool) *Tensor {
 	src := elems[T](x)
-	out := Empty(x.dtype, len(pos))
+	out := mustAlloc("MaxDim or MinDim", x.dtype, []int{len(pos)}, true)
 	dst := elems[T](out)
 	for r := range pos {
 		row := src[r*n : (r+1)*n]

@@ -60,7 +60,8 @@ func arithDType(op arithOp, a, b DType) (res, comp DType) {
 	return res, comp
 }
 
-func (t *Tensor) arith(op arithOp, o *Tensor) (*Tensor, error) {
+func (t *Tensor) arith(op arithOp, o *Tensor) (out *Tensor, err error) {
+	defer catchNoMemory(&err)
 	name := arithNames[op]
 	res, comp := arithDType(op, t.dtype, o.dtype)
 	if op == opSub && res == Bool {
@@ -70,7 +71,7 @@ func (t *Tensor) arith(op arithOp, o *Tensor) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := Empty(comp, p.shape...)
+	out = mustAlloc(name, comp, p.shape, true)
 	if comp == Float64 && p.a.IsContiguous() && p.b.IsContiguous() &&
 		equalInts(p.a.shape(), p.shape) && equalInts(p.b.shape(), p.shape) {
 		n := out.Numel()
@@ -141,7 +142,8 @@ func (t *Tensor) MulInPlace(o *Tensor) error { return t.arithInPlace(opMul, o) }
 // of a floating or complex dtype.
 func (t *Tensor) DivInPlace(o *Tensor) error { return t.arithInPlace(opDiv, o) }
 
-func (t *Tensor) arithInPlace(op arithOp, o *Tensor) error {
+func (t *Tensor) arithInPlace(op arithOp, o *Tensor) (err error) {
+	defer catchNoMemory(&err)
 	name := arithNames[op] + "InPlace"
 	shape, ok := broadcastShapes(t.shape(), o.shape())
 	if !ok || !equalInts(shape, t.shape()) {

@@ -3,9 +3,13 @@ package tensor
 import "fmt"
 
 // Fill sets every element of t to v, converted to t's dtype as Full
-// converts it, in place, like torch's fill_. It returns an error if t
-// repeats elements or its storage was released.
+// converts it, in place, like torch's fill_. It returns an error if v does
+// not fit t's dtype (NaN or ±Inf into an integer tensor, 1e10 into int32,
+// as torch raises), t repeats elements or its storage was released.
 func (t *Tensor) Fill(v float64) error {
+	if err := checkScalar(t.dtype, v); err != nil {
+		return fmt.Errorf("tensor: Fill: %w", err)
+	}
 	if err := t.CopyFrom(Full(t.dtype, v)); err != nil {
 		return fmt.Errorf("tensor: Fill: %w", err)
 	}
@@ -74,7 +78,8 @@ func (t *Tensor) MaskPut(mask, src *Tensor) error {
 
 // prepareSource returns src broadcast to shape and converted to t's dtype,
 // copied when it shares t's storage, for a write into t named op.
-func prepareSource(op string, t, src *Tensor, shape []int) (*Tensor, error) {
+func prepareSource(op string, t, src *Tensor, shape []int) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	if err := t.st.checkLive(op); err != nil {
 		return nil, err
 	}

@@ -54,13 +54,14 @@ func compareDType(dt DType) DType {
 	return dt
 }
 
-func (t *Tensor) compare(op cmpOp, o *Tensor) (*Tensor, error) {
+func (t *Tensor) compare(op cmpOp, o *Tensor) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	dt := compareDType(PromoteTypes(t.dtype, o.dtype))
 	p, err := prepare(cmpNames[op], t, o, dt)
 	if err != nil {
 		return nil, err
 	}
-	out := Empty(Bool, p.shape...)
+	out := mustAlloc(cmpNames[op], Bool, p.shape, true)
 	res := elems[bool](out)
 	switch dt {
 	case Uint8:
@@ -162,7 +163,7 @@ func (t *Tensor) GtScalar(v float64) *Tensor { return t.compareScalar(opGt, v) }
 func (t *Tensor) GeScalar(v float64) *Tensor { return t.compareScalar(opGe, v) }
 
 func (t *Tensor) compareScalar(op cmpOp, v float64) *Tensor {
-	out := Empty(Bool, t.shape()...)
+	out := mustAlloc(cmpNames[op]+"Scalar", Bool, t.shape(), true)
 	res := elems[bool](out)
 	x := t
 	switch t.dtype {

@@ -20,7 +20,7 @@ func (t *Tensor) To(dt DType) *Tensor {
 		return t.Clone()
 	}
 	src := t.Contiguous()
-	out := Empty(dt, t.shape()...)
+	out := mustAlloc("To", dt, t.shape(), true)
 	convertFlat(out, src)
 	return out
 }

@@ -74,6 +74,21 @@
 // memory; slices obtained earlier from Bytes, Data or Dense must not be used
 // after Release.
 //
+// Every operation that allocates a result (or a temporary) from a shape
+// checks its size first: an element or byte count that overflows an int,
+// or more bytes than the machine (or the process's control group) has
+// available (see internal/mem's Available), is an error wrapping
+// ErrNoMemory, as torch raises one, rather than the Go runtime's fatal
+// "out of memory", which no program can recover from. The operations that
+// return an error (Add, Cat, Stack, Pad, IndexSelect, SumDims, Reshape, New,
+// ContiguousChecked, ...) return it; those that return no error (Empty,
+// Zeros, Ones, Full, Clone, Contiguous, To and the Scalar operations such
+// as MulScalar and EqScalar) panic with it, an error value that recover
+// returns and errors.Is(err, ErrNoMemory) recognizes. Expand makes no copy,
+// but refuses a shape whose element count overflows an int. The check is
+// not a reservation: memory that other processes take after it may still
+// run out.
+//
 // A Tensor is not safe for concurrent writes; concurrent reads are safe.
 //
 // # Errors and panics
@@ -85,9 +100,10 @@
 // check shapes from files or peers for negative sizes and overflow before
 // anything is allocated. Panics are kept for programmer errors that no input
 // can cause: an invalid DType constant, a negative dimension given to Empty,
-// Zeros, Ones or Full, a wrong number of indices or an index out of range in
-// At, SetAt, Get and Put, and Get or Put with a Go type that does not match
-// the dtype.
+// Zeros, Ones or Full (New returns these as errors), a wrong number of
+// indices or an index out of range in At, SetAt, Get and Put, and Get or Put
+// with a Go type that does not match the dtype; and for the operations
+// without an error result, a result too large for memory (see Memory).
 //
 // # Printing
 //
@@ -100,6 +116,8 @@
 //
 // # Files
 //
+//	alloc.go             allocating results with their size checked first;
+//	                     New, ContiguousChecked, ErrNoMemory
 //	tensor.go            Tensor: constructors (Empty, Zeros, FromStorage,
 //	                     FromBytes, FromSlice, Data), shape and stride accessors,
 //	                     Contiguous, Clone, CopyFrom, Expand, Reshape

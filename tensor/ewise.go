@@ -47,7 +47,8 @@ type kernel struct {
 // ewise applies k to the operands ins, which broadcast against each other,
 // in the domain of dtype comp, and returns the result converted to dtype res.
 // name names the operation in errors.
-func ewise(name string, res, comp DType, k kernel, ins ...*Tensor) (*Tensor, error) {
+func ewise(name string, res, comp DType, k kernel, ins ...*Tensor) (out *Tensor, err error) {
+	defer catchNoMemory(&err)
 	shape := []int{}
 	for _, x := range ins {
 		s, ok := broadcastShapes(shape, x.shape())
@@ -60,12 +61,12 @@ func ewise(name string, res, comp DType, k kernel, ins ...*Tensor) (*Tensor, err
 		}
 	}
 	dom := domainOf(comp)
+	out = mustAlloc(name, dom, shape, true) // first: it checks the size
 	flat := make([]*Tensor, len(ins))
 	for i, x := range ins {
 		e, _ := x.Expand(shape...) // broadcastShapes accepted it
 		flat[i] = e.To(dom)
 	}
-	out := Empty(dom, shape...)
 	n := out.Numel()
 	ok := false
 	switch dom {

@@ -119,7 +119,8 @@ func (t *Tensor) Slice(dim, start, stop, step int) (*Tensor, error) {
 // dim, in that order, like torch.index_select. Negative indices count from the
 // end; indices may repeat. It returns an error if dim or an index is out of
 // range or t's storage was released.
-func (t *Tensor) IndexSelect(dim int, idx []int) (*Tensor, error) {
+func (t *Tensor) IndexSelect(dim int, idx []int) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	d, err := checkDim("IndexSelect", dim, len(t.shape()), t.shape())
 	if err != nil {
 		return nil, err
@@ -135,7 +136,7 @@ func (t *Tensor) IndexSelect(dim int, idx []int) (*Tensor, error) {
 	}
 	shape := cloneInts(t.shape())
 	shape[d] = len(idx)
-	out := Empty(t.dtype, shape...)
+	out := mustAlloc("IndexSelect", t.dtype, shape, true)
 	for k, i := range idx {
 		src, _ := t.Select(d, i)
 		dst, _ := out.Select(d, k)
@@ -149,14 +150,15 @@ func (t *Tensor) IndexSelect(dim int, idx []int) (*Tensor, error) {
 // leading mask.Dim() dimensions of t; the result has one leading dimension,
 // the number of true elements, followed by t's remaining dimensions. It
 // returns an error if mask is not bool or its shape does not match.
-func (t *Tensor) MaskSelect(mask *Tensor) (*Tensor, error) {
+func (t *Tensor) MaskSelect(mask *Tensor) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	if err := t.checkMask("MaskSelect", mask); err != nil {
 		return nil, err
 	}
 	md := len(mask.shape())
 	picks := t.maskOffsets(mask)
 	rest := t.shape()[md:]
-	out := Empty(t.dtype, append([]int{len(picks)}, rest...)...)
+	out := mustAlloc("MaskSelect", t.dtype, append([]int{len(picks)}, rest...), true)
 	es := t.dtype.Size()
 	for k, off := range picks {
 		src := t.view(rest, t.strides()[md:], t.offset+off*es)

@@ -9,7 +9,8 @@ import (
 // torch.stack; dim may be from -(n+1) to n for n-dimensional inputs. The
 // result is new contiguous storage. It returns an error if ts is empty, the
 // dtypes or shapes differ, dim is out of range or a storage was released.
-func Stack(ts []*Tensor, dim int) (*Tensor, error) {
+func Stack(ts []*Tensor, dim int) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	if len(ts) == 0 {
 		return nil, fmt.Errorf("tensor: Stack: no tensors")
 	}
@@ -28,7 +29,7 @@ func Stack(ts []*Tensor, dim int) (*Tensor, error) {
 		}
 	}
 	shape := append(append(cloneInts(first.shape()[:d]), len(ts)), first.shape()[d:]...)
-	out := emptyUninit(first.dtype, shape) // every element is written below
+	out := mustAlloc("Stack", first.dtype, shape, false) // every element is written below
 	n := first.NBytes()
 	ob := out.st.Bytes()
 	for k, x := range ts {
@@ -49,7 +50,8 @@ func Stack(ts []*Tensor, dim int) (*Tensor, error) {
 // torch.cat; their other dimensions must agree. The result is new contiguous
 // storage. It returns an error if ts is empty, the dtypes or shapes disagree,
 // dim is out of range or a storage was released.
-func Cat(ts []*Tensor, dim int) (*Tensor, error) {
+func Cat(ts []*Tensor, dim int) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	if len(ts) == 0 {
 		return nil, fmt.Errorf("tensor: Cat: no tensors")
 	}
@@ -77,7 +79,7 @@ func Cat(ts []*Tensor, dim int) (*Tensor, error) {
 	}
 	shape := cloneInts(first.shape())
 	shape[d] = total
-	out := emptyUninit(first.dtype, shape) // every element is written below
+	out := mustAlloc("Cat", first.dtype, shape, false) // every element is written below
 	at := 0
 	for _, x := range ts {
 		dst, _ := out.Narrow(d, at, x.shape()[d])

@@ -9,7 +9,9 @@ import (
 // Pow returns t raised to the power o, element by element, in a new
 // contiguous tensor. t and o broadcast and promote as in Add. Integers
 // compute exactly (wrapping around on overflow); an integer raised to a
-// negative integer power is 0 unless the base is 1 or -1, as in torch.
+// negative integer power is 0 unless the base is 1 or -1, as in torch,
+// whose pow of two integer tensors does the same while its pow with a
+// negative integer scalar raises, as PowScalar refuses one.
 // float16 and bfloat16 compute in float32. Pow of two bool tensors is an
 // error, as are shapes that do not broadcast.
 func (t *Tensor) Pow(o *Tensor) (*Tensor, error) {

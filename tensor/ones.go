@@ -11,19 +11,29 @@ func Ones(dt DType, shape ...int) *Tensor { return Full(dt, 1, shape...) }
 
 // Full returns a contiguous tensor with every element set to v, converted to
 // dt (bool: v != 0; integers: truncated toward zero; complex: real part v). It
-// panics like Empty.
+// panics like Empty, and with an error value if v does not fit dt (NaN or
+// ±Inf into an integer dtype, 1e10 into int32, as torch.full raises).
 func Full(dt DType, v float64, shape ...int) *Tensor {
-	t := Empty(dt, shape...)
-	es := dt.Size()
+	if err := checkScalar(dt, v); err != nil {
+		panic(fmt.Errorf("tensor: Full: %w", err))
+	}
+	t := mustAlloc("Full", dt, shape, false)
+	t.fillWith(v)
+	return t
+}
+
+// fillWith sets every element of t, contiguous in a storage of its own
+// (new from alloc), to v converted to t's dtype.
+func (t *Tensor) fillWith(v float64) {
+	es := t.dtype.Size()
 	b := t.st.Bytes()
 	if len(b) == 0 {
-		return t
+		return
 	}
-	encodeFloat(dt, v, b[:es])
+	encodeFloat(t.dtype, v, b[:es])
 	for filled := es; filled < len(b); filled *= 2 {
 		copy(b[filled:], b[:filled])
 	}
-	return t
 }
 
 // encodeFloat writes v converted to dt into b (dt.Size() bytes, little endian).

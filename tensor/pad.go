@@ -27,7 +27,8 @@ func (t *Tensor) Pad(pads []int, v float64) (*Tensor, error) {
 // dimension d of t and after[d] behind it, for the leading len(before)
 // dimensions (before and after have the same length, at most t.Dim()).
 // Negative counts remove elements, as in Pad.
-func (t *Tensor) PadDims(before, after []int, v float64) (*Tensor, error) {
+func (t *Tensor) PadDims(before, after []int, v float64) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	if len(before) != len(after) || len(before) > len(t.shape()) {
 		return nil, fmt.Errorf("tensor: PadDims: %d and %d pads for shape %v", len(before), len(after), t.shape())
 	}
@@ -45,10 +46,14 @@ func (t *Tensor) PadDims(before, after []int, v float64) (*Tensor, error) {
 		}
 		shape[d] = int(n)
 	}
-	if _, err := NBytesOf(t.dtype, shape); err != nil {
+	if err := checkScalar(t.dtype, v); err != nil {
 		return nil, fmt.Errorf("tensor: PadDims: %w", err)
 	}
-	out := Full(t.dtype, v, shape...)
+	out, err := alloc("PadDims", t.dtype, shape, false)
+	if err != nil {
+		return nil, err
+	}
+	out.fillWith(v)
 	src, dst := t, out
 	for d := range before {
 		// The part of dimension d that both keep: cropped by negative pads.

@@ -118,7 +118,8 @@ func (t *Tensor) IsClose(o *Tensor, rtol, atol float64, equalNaN bool) (*Tensor,
 	return t.isClose("IsClose", o, rtol, atol, equalNaN)
 }
 
-func (t *Tensor) isClose(name string, o *Tensor, rtol, atol float64, equalNaN bool) (*Tensor, error) {
+func (t *Tensor) isClose(name string, o *Tensor, rtol, atol float64, equalNaN bool) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	dt := Float64
 	if t.dtype.IsComplex() || o.dtype.IsComplex() {
 		dt = Complex128
@@ -127,7 +128,7 @@ func (t *Tensor) isClose(name string, o *Tensor, rtol, atol float64, equalNaN bo
 	if err != nil {
 		return nil, err
 	}
-	res := Empty(Bool, p.shape...)
+	res := mustAlloc(name, Bool, p.shape, true)
 	if dt == Float64 {
 		map2(elems[bool](res), elems[float64](p.a), elems[float64](p.b), p.shape, p.sa, p.sb, func(x, y float64) bool {
 			switch {

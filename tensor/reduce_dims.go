@@ -229,7 +229,8 @@ func extremeRed(name string, pickI func([]int64) int64, pickF func([]float64) fl
 
 // reduceDims reduces t over dims with r, accumulating in int64, float64 or
 // complex128, and returns the result converted to dtype res.
-func (t *Tensor) reduceDims(r reduction, res DType, dims []int, keepDim bool) (*Tensor, error) {
+func (t *Tensor) reduceDims(r reduction, res DType, dims []int, keepDim bool) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	if err := t.st.checkLive(r.name); err != nil {
 		return nil, err
 	}
@@ -280,7 +281,7 @@ func (t *Tensor) reduceDims(r reduction, res DType, dims []int, keepDim bool) (*
 		acc = Complex128
 	}
 	x := p.To(acc)
-	out := Empty(acc, outer)
+	out := mustAlloc(r.name, acc, []int{outer}, true)
 	ok := false
 	switch acc {
 	case Int64:

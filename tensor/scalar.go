@@ -10,8 +10,13 @@ import (
 
 // AddScalar returns t + v, element by element, in a new contiguous tensor. v
 // acts as a Python number does in torch: floating tensors keep their dtype;
-// integer tensors keep theirs when v is integral (bool tensors become int64)
-// and become float32 otherwise. It panics if t's storage was released.
+// integer tensors keep theirs when v is an integer their dtype holds (as
+// torch's integer rule has it, an unsigned dtype also takes the negative
+// of a value it holds, which wraps around: uint8 - 1 is uint8) and bool
+// tensors become int64; otherwise v acts as a Python float and the result
+// is float32. So int32 * 1e10 is float32, as t * 1e10 is in torch, and
+// never a silent wrap of the scalar (elements still wrap around, as in
+// torch: int32 2^30 * 4 is 0). It panics if t's storage was released.
 func (t *Tensor) AddScalar(v float64) *Tensor { return t.arithScalar(opAdd, v) }
 
 // SubScalar returns t - v, element by element, like AddScalar. (A bool tensor
@@ -31,13 +36,52 @@ func scalarDType(op arithOp, dt DType, v float64) DType {
 	if category(dt) >= 2 {
 		return dt
 	}
-	if op == opDiv || v != math.Trunc(v) || math.IsInf(v, 0) {
+	if dt == Bool {
+		dt = Int64
+	}
+	if op == opDiv || v != math.Trunc(v) || checkScalar(dt, v) != nil {
 		return Float32
 	}
-	if dt == Bool {
-		return Int64
-	}
 	return dt
+}
+
+// checkScalar returns an error if v cannot be converted to dtype dt
+// without overflow, by torch's rule for a Python number (the "value cannot
+// be converted to type int32 without overflow" of fill_, full and
+// masked_fill): NaN and ±Inf fit only floating and complex dtypes, a
+// finite v must lie within dt's range (for an integer v and an unsigned
+// dt, its negative too: -1 fills uint8 with 255). Non-integer values are
+// truncated toward zero into integer dtypes.
+func checkScalar(dt DType, v float64) error {
+	var lo, hi float64
+	switch dt {
+	case Bool, Float64, Complex128:
+		return nil
+	case Uint8:
+		lo, hi = 0, math.MaxUint8
+	case Int8:
+		lo, hi = math.MinInt8, math.MaxInt8
+	case Int16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case Int32:
+		lo, hi = math.MinInt32, math.MaxInt32
+	case Int64:
+		lo, hi = -(1 << 63), math.Nextafter(1<<63, 0)
+	case Float16:
+		hi = 65504
+	case BFloat16:
+		hi = float64(math.Float32frombits(0x7f7f0000))
+	case Float32, Complex64:
+		hi = math.MaxFloat32
+	}
+	if dt.IsFloat() || dt.IsComplex() {
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) <= hi {
+			return nil
+		}
+	} else if v >= lo && v <= hi || dt == Uint8 && v < 0 && v >= -hi && v == math.Trunc(v) {
+		return nil
+	}
+	return fmt.Errorf("value %v cannot be converted to %v without overflow", v, dt)
 }
 
 func (t *Tensor) arithScalar(op arithOp, v float64) *Tensor {
@@ -50,7 +94,7 @@ func (t *Tensor) arithScalar(op arithOp, v float64) *Tensor {
 	if x.dtype != comp {
 		x = x.To(comp)
 	}
-	out := Empty(comp, t.shape()...)
+	out := mustAlloc(arithNames[op]+"Scalar", comp, t.shape(), true)
 	if comp == Float64 && x.IsContiguous() && op != opDiv {
 		n := out.Numel()
 		dst, src := elems[float64](out)[:n], elems[float64](x)[:n]

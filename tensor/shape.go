@@ -7,8 +7,9 @@ import (
 )
 
 // Numel returns the number of elements of a tensor of the given shape, or an
-// error if a dimension is negative or the product overflows an int. Shapes
-// that come from files or peers go through Numel before any allocation.
+// error if a dimension is negative or the product overflows an int (an
+// error wrapping ErrNoMemory). Shapes that come from files or peers go
+// through Numel before any allocation.
 func Numel(shape []int) (int, error) {
 	n := 1
 	for i, d := range shape {
@@ -17,7 +18,7 @@ func Numel(shape []int) (int, error) {
 		}
 		hi, lo := bits.Mul64(uint64(n), uint64(d))
 		if hi != 0 || lo > math.MaxInt {
-			return 0, fmt.Errorf("tensor: shape %v: element count overflows", shape)
+			return 0, fmt.Errorf("tensor: shape %v: element count overflows an int: %w", shape, ErrNoMemory)
 		}
 		n = int(lo)
 	}
@@ -26,7 +27,7 @@ func Numel(shape []int) (int, error) {
 
 // NBytesOf returns the number of bytes a contiguous tensor of dtype dt and the
 // given shape needs, or an error for a bad shape, an invalid dtype or an
-// overflow.
+// overflow (wrapping ErrNoMemory, as Numel's).
 func NBytesOf(dt DType, shape []int) (int, error) {
 	if !dt.Valid() {
 		return 0, fmt.Errorf("tensor: invalid dtype %v", dt)
@@ -37,7 +38,7 @@ func NBytesOf(dt DType, shape []int) (int, error) {
 	}
 	hi, lo := bits.Mul64(uint64(n), uint64(dt.Size()))
 	if hi != 0 || lo > math.MaxInt {
-		return 0, fmt.Errorf("tensor: shape %v of %v: byte count overflows", shape, dt)
+		return 0, fmt.Errorf("tensor: shape %v of %v: byte count overflows an int: %w", shape, dt, ErrNoMemory)
 	}
 	return int(lo), nil
 }

@@ -5,8 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"unsafe"
-
-	"github.com/tdmpi/tdmpi/internal/mem"
 )
 
 // Tensor is a dense N-dimensional array of one DType. Its elements live in a
@@ -64,31 +62,14 @@ func (t *Tensor) strides() []int {
 }
 
 // Empty returns a contiguous tensor of dtype dt and the given shape, zeroed. A
-// tensor with no shape is a scalar (one element). Empty panics if dt is invalid
-// or a dimension is negative.
-func Empty(dt DType, shape ...int) *Tensor {
-	if !dt.Valid() {
-		panic(fmt.Sprintf("tensor: Empty: invalid dtype %v", dt))
-	}
-	nb, err := NBytesOf(dt, shape)
-	if err != nil {
-		panic(err.Error())
-	}
-	return newTensor(dt, contiguousDims(shape), 0, NewStorage(nb))
-}
-
-// emptyUninit is Empty without the zeroing: the caller writes every
-// element before anything reads them (Cat, Stack, Clone).
-func emptyUninit(dt DType, shape []int) *Tensor {
-	nb, err := NBytesOf(dt, shape)
-	if err != nil {
-		panic(err.Error())
-	}
-	return newTensor(dt, contiguousDims(shape), 0, StorageOf(mem.AllocUninit(nb)))
-}
+// tensor with no shape is a scalar (one element). Empty panics if dt is
+// invalid or a dimension is negative, and, if the tensor would not fit in
+// memory, with an error value wrapping ErrNoMemory (New returns these as
+// errors).
+func Empty(dt DType, shape ...int) *Tensor { return mustAlloc("Empty", dt, shape, true) }
 
 // Zeros returns a contiguous tensor of zeros. It panics like Empty.
-func Zeros(dt DType, shape ...int) *Tensor { return Empty(dt, shape...) }
+func Zeros(dt DType, shape ...int) *Tensor { return mustAlloc("Zeros", dt, shape, true) }
 
 // FromStorage returns a tensor of dtype dt and the given shape that views st
 // contiguously from byte offset off. It returns an error if the view does not
@@ -289,7 +270,8 @@ func (t *Tensor) Bytes() ([]byte, error) {
 }
 
 // Contiguous returns t itself if it is contiguous, and otherwise a contiguous
-// copy of it in new heap storage.
+// copy of it in new heap storage. It panics like Clone
+// (ContiguousChecked returns an error instead).
 func (t *Tensor) Contiguous() *Tensor {
 	if t.IsContiguous() {
 		return t
@@ -298,9 +280,13 @@ func (t *Tensor) Contiguous() *Tensor {
 }
 
 // Clone returns a contiguous copy of t in new heap storage. It panics if t's
-// storage was released.
+// storage was released, and, if the copy would not fit in memory (a large
+// Expand result), with an error value wrapping ErrNoMemory.
 func (t *Tensor) Clone() *Tensor {
-	out := emptyUninit(t.dtype, t.shape())
+	if err := t.st.checkLive("Clone"); err != nil {
+		panic(err)
+	}
+	out := mustAlloc("Clone", t.dtype, t.shape(), false)
 	rawCopy(out, t)
 	return out
 }
@@ -333,7 +319,9 @@ func (t *Tensor) repeats() bool {
 // Expand returns a view of t with the given shape, repeating size-1 dimensions
 // with stride 0 and adding new leading dimensions, like torch.Tensor.expand.
 // A size of -1 keeps that dimension. The result is not contiguous unless no
-// dimension grew.
+// dimension grew. It returns an error if the shape does not fit t's, or if
+// its element count overflows an int (wrapping ErrNoMemory): a view is
+// free, but it must be countable.
 func (t *Tensor) Expand(shape ...int) (*Tensor, error) {
 	if len(shape) < len(t.shape()) {
 		return nil, fmt.Errorf("tensor: Expand: shape %v has fewer dimensions than tensor shape %v", shape, t.shape())
@@ -358,13 +346,17 @@ func (t *Tensor) Expand(shape ...int) (*Tensor, error) {
 			return nil, fmt.Errorf("tensor: Expand: cannot expand shape %v to %v (dimension %d is %d, not 1)", t.shape(), shape, i, cur)
 		}
 	}
+	if _, err := Numel(outShape); err != nil {
+		return nil, fmt.Errorf("tensor: Expand: %w", err) // no view may count more elements than an int holds
+	}
 	return t.viewDims(dims, t.offset), nil
 }
 
 // Reshape returns a tensor with the same elements in row-major order and the
 // given shape. One dimension may be -1 and is inferred. The result views t's
 // storage when t is contiguous, and is a copy otherwise.
-func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
+func (t *Tensor) Reshape(shape ...int) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	shape = cloneInts(shape)
 	infer := -1
 	known := 1

@@ -7,7 +7,8 @@ import "fmt"
 // x and y broadcast against each other; the result has the promoted dtype of
 // x and y. It returns an error if cond is not bool, the shapes do not
 // broadcast or a storage was released.
-func Where(cond, x, y *Tensor) (*Tensor, error) {
+func Where(cond, x, y *Tensor) (_ *Tensor, err error) {
+	defer catchNoMemory(&err)
 	if cond.dtype != Bool {
 		return nil, fmt.Errorf("tensor: Where: condition is %v, need bool", cond.dtype)
 	}
@@ -30,7 +31,7 @@ func Where(cond, x, y *Tensor) (*Tensor, error) {
 	if y.dtype != res {
 		y = y.To(res)
 	}
-	out := Empty(res, shape...)
+	out := mustAlloc("Where", res, shape, true)
 	switch res.Size() {
 	case 1:
 		whereKernel[uint8](out, cond, x, y)
@@ -69,16 +70,19 @@ func whereKernel[T any](out, cond, x, y *Tensor) {
 
 // MaskedFill returns a copy of t with v, converted to t's dtype as Full
 // converts it, wherever mask is true, like torch.masked_fill: mask is a bool
-// tensor that broadcasts with t.
+// tensor that broadcasts with t. It returns an error if v does not fit t's
+// dtype (NaN into an integer tensor, as torch raises).
 func (t *Tensor) MaskedFill(mask *Tensor, v float64) (*Tensor, error) {
 	if mask.dtype != Bool {
 		return nil, fmt.Errorf("tensor: MaskedFill: mask is %v, need bool", mask.dtype)
 	}
-	r, err := Where(mask, Full(t.dtype, v), t)
-	if err != nil {
+	if _, ok := broadcastShapes(mask.shape(), t.shape()); !ok {
 		return nil, fmt.Errorf("tensor: MaskedFill: mask shape %v and tensor shape %v do not broadcast", mask.shape(), t.shape())
 	}
-	return r, nil
+	if err := checkScalar(t.dtype, v); err != nil {
+		return nil, fmt.Errorf("tensor: MaskedFill: %w", err)
+	}
+	return Where(mask, Full(t.dtype, v), t)
 }
 
 // MaskedFillInPlace sets the elements of t where mask is true to v, like

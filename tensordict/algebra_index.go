@@ -424,7 +424,8 @@ func (c *updateConfig) selected(k Key) bool {
 }
 
 // updateLeaf merges the leaf v of the other TensorDict as key k.
-func (td *TensorDict) updateLeaf(k Key, v *tensor.Tensor, c *updateConfig) error {
+func (td *TensorDict) updateLeaf(k Key, v *tensor.Tensor, c *updateConfig) (err error) {
+	defer catchNoMemory(&err, "Update", k)
 	if c.inPlace || c.strict {
 		dst, err := td.Get(k)
 		switch {

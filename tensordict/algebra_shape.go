@@ -351,7 +351,8 @@ func (td *TensorDict) Pad(pads []int, v float64) (*TensorDict, error) {
 // batch dimension. It also returns the bool mask of the real entries, of
 // the result's batch size. The inputs must have the same structure and
 // agree in their other batch dimensions.
-func PadSequence(tds []*TensorDict, dim int, v float64) (*TensorDict, *tensor.Tensor, error) {
+func PadSequence(tds []*TensorDict, dim int, v float64) (_ *TensorDict, _ *tensor.Tensor, err error) {
+	defer catchNoMemory(&err, "PadSequence", nil)
 	if len(tds) == 0 {
 		return nil, nil, fmt.Errorf("tensordict: PadSequence: no tensordicts")
 	}

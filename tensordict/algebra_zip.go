@@ -74,7 +74,7 @@ func zipAt(s *zipSpec, prefix Key, tds []*TensorDict) (*TensorDict, error) {
 			for n, p := range parts {
 				ts[n] = p.t
 			}
-			t, err := s.leaf(k, ts)
+			t, err := s.leafOf(k, ts)
 			if err != nil {
 				return nil, fmt.Errorf("tensordict: %s: key %v: %w", s.op, k, err)
 			}
@@ -111,6 +111,14 @@ func zipAt(s *zipSpec, prefix Key, tds []*TensorDict) (*TensorDict, error) {
 		}
 	}
 	return out, nil
+}
+
+// leafOf returns s.leaf(k, ts): a result too large for memory that a form
+// of the tensor package without an error result panicked with becomes
+// its error (see catchNoMemory).
+func (s *zipSpec) leafOf(k Key, ts []*tensor.Tensor) (_ *tensor.Tensor, err error) {
+	defer catchNoMemory(&err, "", nil)
+	return s.leaf(k, ts)
 }
 
 // value combines the non-tensor values k of the inputs.

@@ -120,6 +120,9 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 	if op == ReduceAvg && (root < 0 || root == cl.rank) {
 		return t.s.Then(func() error {
 			for _, it := range leaves {
+				if isHalf(it.Tensor.DType()) {
+					continue // reduceHalf divided before the sum
+				}
 				if err := it.Tensor.DivScalarInPlace(float64(cl.size)); err != nil {
 					return cl.errorf("key %v: averaging: %w", it.Key, err)
 				}
@@ -301,9 +304,11 @@ func fastSpan(leaves []Item) (span []byte, layout uint64, ok bool) {
 // Sum and Prod apply to every dtype; Min and Max to every dtype but the
 // complex ones. On bool leaves Sum and Max are a logical or, Prod and Min a
 // logical and, as torch does. Float16 and BFloat16 have no MPI datatype:
-// their leaves are widened to float32, reduced, and rounded back to the
+// their leaves are widened to float32, reduced (for ReduceAvg, divided by
+// the group's size and then summed) in float32, and rounded back to the
 // nearest half value once, at the end (so a sum is at least as accurate as
-// torch's, which accumulates in half precision).
+// torch's, which accumulates in half precision, and a mean that fits in
+// half precision is never lost to a sum that overflows).
 type ReduceOp int
 
 // The reduction operations. The zero value is ReduceSum, tensordict's
@@ -312,9 +317,11 @@ type ReduceOp int
 // ReduceAvg is the sum divided by the group's size, on floating-point and
 // complex leaves only (an integer or bool leaf is refused on every rank
 // before anything moves: torch's integer division would truncate, and
-// tdmpi does not guess); float16 and bfloat16 leaves are rounded after the
-// sum and again after the division. With Reduce, only the destination
-// divides. ReduceBitAnd, ReduceBitOr and ReduceBitXor are bitwise on
+// tdmpi does not guess). Float16 and bfloat16 leaves are divided before
+// the sum, in float32, and rounded once: the mean of 60000 and 60000 in
+// float16 is 60000, not the +Inf of a sum rounded first, and that of 3e38
+// and 3e38 in bfloat16 is 3e38. Other leaves are summed, then divided;
+// with Reduce, only the destination divides them. ReduceBitAnd, ReduceBitOr and ReduceBitXor are bitwise on
 // integer leaves and logical on bool leaves, as torch's BAND, BOR and BXOR;
 // a floating-point leaf is refused on every rank.
 const (
@@ -412,9 +419,9 @@ func (t reduceTarget) reduceBytes(b []byte, dt tensor.DType, op ReduceOp) error 
 	case tensor.Complex128:
 		return reduceSlice(t, castBytes[complex128](b), mop)
 	case tensor.Float16:
-		return reduceHalf(t, castBytes[tensor.F16](b), mop, tensor.F16.Float32, tensor.F16FromFloat32)
+		return reduceHalf(t, castBytes[tensor.F16](b), mop, op == ReduceAvg, tensor.F16.Float32, tensor.F16FromFloat32)
 	case tensor.BFloat16:
-		return reduceHalf(t, castBytes[tensor.BF16](b), mop, tensor.BF16.Float32, tensor.BF16FromFloat32)
+		return reduceHalf(t, castBytes[tensor.BF16](b), mop, op == ReduceAvg, tensor.BF16.Float32, tensor.BF16FromFloat32)
 	}
 	return fmt.Errorf("dtype %v cannot be reduced", dt)
 }
@@ -455,9 +462,23 @@ func reduceSlice[T mpi.Scalar](t reduceTarget, s []T, op mpi.Op) error {
 // that reducing a large half leaf needs a bounded scratch buffer.
 const halfChunk = 1 << 22
 
+// isHalf reports whether dt is one of the half-precision dtypes that
+// reduceHalf reduces through float32.
+func isHalf(dt tensor.DType) bool { return dt == tensor.Float16 || dt == tensor.BFloat16 }
+
 // reduceHalf reduces half-precision elements through float32: each chunk is
-// widened, reduced as float32, and rounded back.
-func reduceHalf[H ~uint16](t reduceTarget, s []H, op mpi.Op, widen func(H) float32, narrow func(float32) H) error {
+// widened, reduced as float32, and rounded back. With avg (ReduceAvg, op
+// the sum), every rank divides its elements by the group's size as it
+// widens them, before the sum (as NCCL's average does), so that a mean
+// that fits in half precision is never lost to a sum that does not: 60000
+// and 60000 in float16, whose sum overflows it, or 3e38 and 3e38 in
+// bfloat16, whose sum overflows float32 too. The caller does not divide
+// half leaves again.
+func reduceHalf[H ~uint16](t reduceTarget, s []H, op mpi.Op, avg bool, widen func(H) float32, narrow func(float32) H) error {
+	div := float32(1)
+	if avg {
+		div = float32(t.s.Comm.Size())
+	}
 	buf := make([]float32, min(len(s), halfChunk))
 	for off := 0; off < len(s) || off == 0; off += halfChunk {
 		part := s[off:min(off+halfChunk, len(s))]
@@ -466,7 +487,7 @@ func reduceHalf[H ~uint16](t reduceTarget, s []H, op mpi.Op, widen func(H) float
 		}
 		f := buf[:len(part)]
 		for i, h := range part {
-			f[i] = widen(h)
+			f[i] = widen(h) / div
 		}
 		if err := reduceSlice(t, f, op); err != nil {
 			return err

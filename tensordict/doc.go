@@ -96,13 +96,20 @@
 //
 // Errors wrap sentinels for errors.Is: ErrNotFound, ErrLocked, ErrKind,
 // ErrNil (a method called on a nil *TensorDict), ErrNoMemory (a peer's
-// storage larger than the memory available), ErrRewritten,
+// storage, or a result such as a Contiguous copy of a large Expand,
+// larger than the memory available; tensor.ErrNoMemory is the same
+// value), ErrRewritten,
 // tensor.ErrReleased (a released storage), memmap.ErrFault and
 // memmap.ErrHardLink; in communication, ErrMismatch (a peer's structure,
 // transfer mode, reduce op or root differs from this rank's, for Recv and
 // for the collectives' *StructureError alike), ErrLimit (a size from a
 // peer or a file over a limit), ErrConcurrent (collectives on one group
-// from several goroutines) and group.ErrFreed.
+// from several goroutines) and group.ErrFreed. The methods whose fixed
+// signatures have no error result (Clone, Contiguous, To, the Scalar forms
+// such as MulScalar and EqScalar) panic instead with such an error value
+// (wrapping memmap.ErrFault or ErrNoMemory, naming the key), which recover
+// returns; ContiguousChecked, and Apply with the tensor operations, return
+// it as an error.
 //
 // # Tensorclasses
 //

@@ -1,6 +1,7 @@
 package tensordict
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -33,7 +34,7 @@ func (td *TensorDict) rebuild(op string, prefix Key, newBatch func([]int) []int,
 		switch e.kind {
 		case kindTensor:
 			k := prefix.child(e.name)
-			t, err := fn(k, e.t)
+			t, err := callLeaf(op, fn, k, e.t)
 			if err != nil {
 				return nil, err
 			}
@@ -59,6 +60,38 @@ func (td *TensorDict) rebuild(op string, prefix Key, newBatch func([]int) []int,
 		}
 	}
 	return out, nil
+}
+
+// callLeaf returns fn(k, t), for op: a result too large for memory that a
+// form of the tensor package without an error result panicked with
+// becomes its error, naming op and k (see catchNoMemory).
+func callLeaf(op string, fn leafFunc, k Key, t *tensor.Tensor) (_ *tensor.Tensor, err error) {
+	defer catchNoMemory(&err, op, k)
+	return fn(k, t)
+}
+
+// catchNoMemory, deferred by a function that returns an error, turns a
+// panic of the tensor package for a result too large for memory (an error
+// value wrapping ErrNoMemory, from the forms without an error result such
+// as Clone, Contiguous, To or Ones) into *err, prefixed with op and, if
+// not nil, key k (left as it is for an empty op); other panics go on.
+func catchNoMemory(err *error, op string, k Key) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	e, ok := p.(error)
+	if !ok || !errors.Is(e, ErrNoMemory) {
+		panic(p)
+	}
+	switch {
+	case op == "":
+		*err = e
+	case k == nil:
+		*err = fmt.Errorf("tensordict: %s: %w", op, e)
+	default:
+		*err = fmt.Errorf("tensordict: %s: key %v: %w", op, k, e)
+	}
 }
 
 // rebuildValue is the non-tensor value k of a rebuild (see rebuild) from
@@ -88,10 +121,11 @@ func (td *TensorDict) Apply(fn func(Key, *tensor.Tensor) (*tensor.Tensor, error)
 	return td.rebuild("Apply", nil, sameBatch, fn, false)
 }
 
-// mustRebuild is rebuild for leaf functions that cannot fail.
+// mustRebuild is rebuild for leaf functions that return no error.
 // It returns nil for a nil td. A fault reading a mapped leaf (a file
 // another process truncated) panics with an error wrapping memmap.ErrFault
-// (see faultPanics).
+// (see faultPanics), and a result too large for memory with an error
+// wrapping ErrNoMemory that names the key.
 func (td *TensorDict) mustRebuild(op string, fn func(*tensor.Tensor) *tensor.Tensor) *TensorDict {
 	if td == nil {
 		return nil
@@ -102,7 +136,7 @@ func (td *TensorDict) mustRebuild(op string, fn func(*tensor.Tensor) *tensor.Ten
 		out, err = td.rebuild(op, nil, sameBatch, func(_ Key, t *tensor.Tensor) (*tensor.Tensor, error) { return fn(t), nil }, false)
 	})
 	if err != nil {
-		panic("tensordict: " + op + ": " + err.Error())
+		panic(err) // an error value, prefixed with op, that recover returns
 	}
 	return out
 }
@@ -115,8 +149,13 @@ func (td *TensorDict) mustRebuild(op string, fn func(*tensor.Tensor) *tensor.Ten
 // Clone returns no error: if a memory-mapped leaf's file was truncated by
 // another process, it panics with an error wrapping memmap.ErrFault, which
 // memmap.Guard around the call returns (instead of the process ending with
-// SIGBUS). The scalar operations (EqScalar, MulScalar, ...), Contiguous and
-// To do the same.
+// SIGBUS); and if a copy would not fit in memory (its size is checked
+// before it is allocated, see tensor.ErrNoMemory), it panics with an error
+// wrapping ErrNoMemory that names the key, which recover returns (instead
+// of the Go runtime's fatal "out of memory"). The scalar operations
+// (EqScalar, MulScalar, ...), Contiguous and To do the same. Apply with
+// tensor.Tensor.Clone returns that error instead, as every operation with
+// an error result does.
 func (td *TensorDict) Clone() *TensorDict {
 	return td.mustRebuild("Clone", (*tensor.Tensor).Clone)
 }
@@ -143,12 +182,40 @@ var errStop = fmt.Errorf("tensordict: stop")
 
 // Contiguous returns td itself if every leaf is contiguous, and otherwise a
 // new TensorDict whose leaves are contiguous (copies of the leaves that were
-// not, the others shared).
+// not, the others shared). It panics as Clone does: a copy too large for
+// memory, as that of a large Expand result, is a panic with an error
+// wrapping ErrNoMemory; ContiguousChecked returns it instead.
 func (td *TensorDict) Contiguous() *TensorDict {
 	if td.IsContiguous() {
 		return td
 	}
 	return td.mustRebuild("Contiguous", (*tensor.Tensor).Contiguous)
+}
+
+// ContiguousChecked is Contiguous with an error where Contiguous panics: a
+// copy too large for memory (checked before anything is allocated, an
+// error wrapping ErrNoMemory that names the key, as torch raises one for
+// td.expand(...).contiguous()), a fault reading a memory-mapped leaf
+// (wrapping memmap.ErrFault), a released storage, or a nil td (ErrNil).
+func (td *TensorDict) ContiguousChecked() (*TensorDict, error) {
+	if td == nil {
+		return nil, nilError("ContiguousChecked")
+	}
+	if td.IsContiguous() {
+		return td, nil
+	}
+	var out *TensorDict
+	err := mem.CatchFault(func() (err error) {
+		out, err = td.indexed("ContiguousChecked", sameBatch, (*tensor.Tensor).ContiguousChecked)
+		return err
+	})
+	if errors.Is(err, mem.ErrFault) {
+		return nil, fmt.Errorf("tensordict: ContiguousChecked: %w", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // To returns a new TensorDict with every tensor leaf converted to dtype dt
@@ -188,6 +255,9 @@ func (td *TensorDict) Expand(shape ...int) (*TensorDict, error) {
 		default:
 			return nil, fmt.Errorf("tensordict: Expand: cannot expand batch size %v to %v (dimension %d is %d, not 1)", td.batch, shape, i, cur)
 		}
+	}
+	if _, err := tensor.Numel(nb); err != nil {
+		return nil, fmt.Errorf("tensordict: Expand: batch size %v: %w", nb, err)
 	}
 	newBatch := func(b []int) []int { return append(append(make([]int, 0, len(b)+lead), nb...), b[bd:]...) }
 	return td.rebuild("Expand", nil, newBatch, func(k Key, t *tensor.Tensor) (*tensor.Tensor, error) {
