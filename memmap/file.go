@@ -172,7 +172,11 @@ func Flush(t *tensor.Tensor) error {
 // Close unmaps the memory behind t by releasing t's storage. It is
 // idempotent. Afterwards t and every view sharing its storage are unusable:
 // tensor operations on them return "storage was released" errors. Slices
-// obtained earlier from t (Bytes, Data) must not be used after Close.
+// obtained earlier from t (Bytes, Data) must not be used after Close. A
+// mapping that a transfer of tdmpi still hands to MPI (an ISend not yet
+// waited for, a receive given up at its deadline that MPI has not
+// completed) is unmapped only when that transfer ends: Close returns nil
+// at once and never unmaps memory under MPI (see tensor.Storage.Release).
 func Close(t *tensor.Tensor) error {
 	if _, ok := Of(t); !ok {
 		return fmt.Errorf("memmap: Close: %w", errNotMemmap)

@@ -30,6 +30,16 @@ type inflight struct {
 	coll  bool // a collective: no message status
 	pause bool // small enough for its wait to pause (see pauseMaxBytes)
 	lost  bool // its Request was collected before completion
+	// after holds the functions of AfterInFlight called while f was in
+	// flight (the registry lock guards it).
+	after []*afterOps
+}
+
+// afterOps is a function AfterInFlight runs once the n operations it
+// still waits for have completed.
+type afterOps struct {
+	n int
+	f func()
 }
 
 var registry struct {
@@ -47,12 +57,58 @@ func register(f *inflight) {
 	registry.live[f] = struct{}{}
 }
 
-// release unregisters f, completed, and unpins its buffers.
+// release unregisters f, completed, unpins its buffers and runs the
+// functions of AfterInFlight that waited for it last.
 func (f *inflight) release() {
 	registry.mu.Lock()
-	delete(registry.live, f)
+	after := f.unregister()
 	registry.mu.Unlock()
 	f.pin.Unpin()
+	runAll(after)
+}
+
+// unregister removes f, completed, from the registry, whose lock the
+// caller holds, and returns the functions of AfterInFlight that waited
+// for it last, for the caller to run once it has released the lock.
+func (f *inflight) unregister() (after []func()) {
+	delete(registry.live, f)
+	for _, a := range f.after {
+		if a.n--; a.n == 0 {
+			after = append(after, a.f)
+		}
+	}
+	f.after = nil
+	return after
+}
+
+func runAll(fs []func()) {
+	for _, f := range fs {
+		f()
+	}
+}
+
+// AfterInFlight runs f once every nonblocking operation in flight when it
+// is called, dropped and abandoned ones included (see InFlight), has
+// completed: at once, on the calling goroutine, when there is none;
+// otherwise on the goroutine whose call completes the last of them (Wait,
+// Test, WaitAll or WaitAny on its Request, or, for a dropped or abandoned
+// one, InFlight, Busy, Finalize or the start of a nonblocking operation).
+// f must be quick and must not call into MPI. A caller that gave up
+// operations on memory it owns (Request.Abandon, or a SendUntil or
+// MrecvUntil that ended) frees that memory through AfterInFlight, so that
+// MPI never reads or writes it once freed.
+func AfterInFlight(f func()) {
+	reap()
+	a := &afterOps{f: f}
+	registry.mu.Lock()
+	for fl := range registry.live {
+		fl.after = append(fl.after, a)
+		a.n++
+	}
+	registry.mu.Unlock()
+	if a.n == 0 {
+		f()
+	}
 }
 
 // complete reports whether every handle of f is done.
@@ -84,6 +140,8 @@ func reap() {
 		return
 	}
 	defer callTest.enter().leave() // before the registry lock, as Finalize
+	var after []func()
+	defer func() { runAll(after) }() // once the lock is released
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	for f := range registry.live {
@@ -98,7 +156,7 @@ func reap() {
 			done = true
 		}
 		if done {
-			delete(registry.live, f)
+			after = append(after, f.unregister()...)
 			registry.lost.Add(-1)
 			f.pin.Unpin()
 		}

@@ -168,3 +168,31 @@ func TestAbandon(t *testing.T) {
 	_, err = done.Wait()
 	assert.NoError(t, err)
 }
+
+// TestAfterInFlight: AfterInFlight runs its function at once when nothing
+// is in flight, and otherwise only once the operations in flight at the
+// call have completed, an abandoned one included, and not those started
+// after it.
+func TestAfterInFlight(t *testing.T) {
+	c := World()
+	ran := 0
+	AfterInFlight(func() { ran++ })
+	require.Equal(t, 1, ran, "nothing in flight: at once")
+
+	buf := make([]byte, 8)
+	r, err := Irecv(c, buf, c.Rank(), 99)
+	require.NoError(t, err)
+	AfterInFlight(func() { ran++ })
+	later, err := Irecv(c, make([]byte, 8), c.Rank(), 98)
+	require.NoError(t, err)
+	r.Abandon()
+	assert.Equal(t, 1, ran, "the receive is still in flight")
+	require.NoError(t, Send(c, []byte("12345678"), c.Rank(), 99))
+	for InFlight() > 1 {
+		time.Sleep(time.Millisecond)
+	}
+	assert.Equal(t, 2, ran, "run once the abandoned receive completed, whatever started after")
+	require.NoError(t, Send(c, []byte("12345678"), c.Rank(), 98))
+	_, err = later.Wait()
+	require.NoError(t, err)
+}

@@ -26,17 +26,21 @@ type Storage struct {
 	// data is the first byte of the memory, n its length. Readers load
 	// data without a lock (an atomic load is a plain load on the
 	// machines tdmpi runs on, where a read lock took two atomic
-	// read-modify-writes per call); Release stores nil, dropping the
-	// reference that keeps heap memory alive.
+	// read-modify-writes per call); freeing the memory stores nil,
+	// dropping the reference that keeps heap memory alive.
 	data     atomic.Pointer[byte]
 	n        int
 	released atomic.Bool
 	// seen: Bytes handed the memory out, to code that may keep it (see
 	// package rawbytes); a released reusable storage not seen goes back
-	// to the receive pool at once (Release).
-	seen     atomic.Bool
-	pins     atomic.Int32 // transfers reading the memory (rawbytes.Pin)
-	mu       sync.Mutex   // serialises Release
+	// to the receive pool at once (free).
+	seen atomic.Bool
+	// holds counts the transfers MPI may read or write the memory for
+	// (rawbytes.Hold): while it is not zero, Release leaves the memory
+	// as it is, and the end of the last hold frees it.
+	holds    atomic.Int32
+	mu       sync.Mutex // serialises Release and free
+	freed    bool       // free ran (under mu)
 	release  func() error
 	external bool
 	reusable bool
@@ -45,9 +49,10 @@ type Storage struct {
 
 func init() {
 	rawbytes.Of = func(st any) ([]byte, bool) { return st.(*Storage).view() }
-	rawbytes.Pin = func(st any) { st.(*Storage).pins.Add(1) }
-	rawbytes.Unpin = func(st any) { st.(*Storage).pins.Add(-1) }
+	rawbytes.Hold = func(st any) bool { return st.(*Storage).hold() }
+	rawbytes.Unhold = func(st any) { st.(*Storage).unhold() }
 	rawbytes.InitAt = func(st any, b []byte) { st.(*Storage).init(b) }
+	rawbytes.Reusable = func(b []byte) any { return reusableStorageOf(b) }
 }
 
 // newStorage returns a Storage over b.
@@ -85,20 +90,24 @@ func NewStorage(n int) *Storage {
 // garbage collector; the Storage keeps it alive.
 func StorageOf(b []byte) *Storage { return newStorage(b) }
 
-// ReusableStorageOf returns a Storage that shares b, heap memory that a
-// pool takes back for reuse once nothing references it (package
-// tensordict's receive storage). It is StorageOf marked Reusable, so that
-// TensorDict.Release releases it: the storage then drops its reference at
-// once, even while the TensorDict itself stays reachable, and tells the
-// pool, which may start a collection to have the memory back before the
-// next receive.
-func ReusableStorageOf(b []byte) *Storage {
+// reusableStorageOf returns a Storage that shares b, heap memory from
+// the receive pool (mem.Recv) that the pool takes back for reuse once
+// nothing references it: package tensordict's receive and consolidated
+// storages, made through rawbytes.Reusable, on memory nothing else
+// wraps. TensorDict.Release releases such a storage: it then drops its
+// reference at once, even while the TensorDict itself stays reachable,
+// and tells the pool, which may start a collection to have the memory
+// back before the next receive, or takes the memory back at once (see
+// free).
+func reusableStorageOf(b []byte) *Storage {
 	s := newStorage(b)
 	s.reusable = true
 	return s
 }
 
-// Reusable reports whether s was made by ReusableStorageOf.
+// Reusable reports whether s's memory belongs to tdmpi's receive pool: the
+// storage of a received or consolidated TensorDict, which the pool takes
+// back once s is released and nothing references the memory.
 func (s *Storage) Reusable() bool { return s.reusable }
 
 // NewExternalStorage returns a Storage over memory that the Go runtime does not
@@ -145,11 +154,22 @@ func (s *Storage) External() bool { return s.external }
 // Released reports whether Release has been called.
 func (s *Storage) Released() bool { return s.released.Load() }
 
-// Release frees the storage's memory if it is external and marks the storage
-// unusable. It is idempotent: later calls return nil and do nothing. The
-// memory of a receive-pool storage (ReusableStorageOf) goes back to the
-// pool at once if Bytes never handed it out and no transfer reads it (see
-// package rawbytes), else once the collector finds it unreachable.
+// Release marks the storage unusable and frees its memory if it is
+// external. It is idempotent: later calls return nil and do nothing. The
+// memory of a receive-pool storage (Reusable) goes back to the pool at
+// once if Bytes never handed it out (see package rawbytes), else once the
+// collector finds it unreachable.
+//
+// Memory that MPI may read or write is never freed or reused under it:
+// while a transfer of tdmpi uses the storage (a Send, Recv, collective or
+// InitRemote in progress, an ISend or IRecv not yet completed, an
+// asynchronous collective not yet waited for, or a transfer given up at
+// its context's end whose MPI operations have not completed yet), Release
+// returns nil at once and the storage is unusable from then on, but its
+// memory is freed (unmapped, closed, handed back) only when the last such
+// transfer ends; an error of that deferred release is not reported.
+// Transfers started after Release refuse the storage with an error
+// wrapping ErrReleased.
 func (s *Storage) Release() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -157,17 +177,54 @@ func (s *Storage) Release() error {
 		return nil
 	}
 	s.released.Store(true)
+	if s.holds.Load() != 0 {
+		return nil // the end of the last hold frees it (unhold)
+	}
+	return s.free()
+}
+
+// free frees the memory of s, released and not held, once (s.mu held).
+func (s *Storage) free() error {
+	if s.freed {
+		return nil
+	}
+	s.freed = true
 	d := s.data.Swap(nil)
-	// A reader marks the storage seen, or pins it, before it loads data,
-	// and data is nil now: a storage neither seen nor pinned has no
+	// A reader marks the storage seen, or holds it, before it loads
+	// data, and data is nil now: a storage neither seen nor held has no
 	// slice of its memory anywhere (package rawbytes).
-	if s.reusable && (s.seen.Load() || s.pins.Load() != 0 || !mem.GiveBack(unsafe.Slice(d, s.n))) {
+	if s.reusable && (s.seen.Load() || !mem.GiveBack(unsafe.Slice(d, s.n))) {
 		mem.Dropped(s.n) // its memory may come back to the receive pool now
 	}
 	if s.release != nil {
 		return s.release()
 	}
 	return nil
+}
+
+// hold counts a transfer that MPI may read or write s's memory for, and
+// reports whether s is live: it returns false, holding nothing, once s is
+// released.
+func (s *Storage) hold() bool {
+	s.holds.Add(1)
+	if s.released.Load() {
+		s.unhold()
+		return false
+	}
+	return true
+}
+
+// unhold ends a hold, and frees s's memory when it was the last one and
+// s was released meanwhile.
+func (s *Storage) unhold() {
+	if s.holds.Add(-1) != 0 || !s.released.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holds.Load() == 0 {
+		_ = s.free() // Release has returned: nobody to tell
+	}
 }
 
 // ErrReleased is wrapped by every error about a tensor or storage whose

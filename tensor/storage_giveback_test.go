@@ -16,7 +16,7 @@ import (
 // Releasing a receive-pool storage gives its region back to the pool at
 // once only when no slice of it can be held anywhere: not after Bytes (or
 // an accessor built on it) handed its memory out, not while a transfer
-// has it pinned; rawbytes.Of reads it without counting. Views of a
+// holds it; rawbytes.Of reads it without counting. Views of a
 // released storage see it released either way.
 func TestReleaseGivesBackUnseen(t *testing.T) {
 	const n = 64 << 10
@@ -48,14 +48,14 @@ func TestReleaseGivesBackUnseen(t *testing.T) {
 			_, err = Data[float64](x)
 			require.NoError(t, err)
 		}, false},
-		{"pinned", func(st *Storage) { rawbytes.Pin(st) }, false},
-		{"pinned, then unpinned", func(st *Storage) { rawbytes.Pin(st); rawbytes.Unpin(st) }, true},
+		{"held", func(st *Storage) { require.True(t, rawbytes.Hold(st)) }, false},
+		{"held, then unheld", func(st *Storage) { require.True(t, rawbytes.Hold(st)); rawbytes.Unhold(st) }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, err := mem.Recv(n)
 			require.NoError(t, err)
-			st := ReusableStorageOf(b)
+			st := reusableStorageOf(b)
 			tt.use(st)
 			x, err := FromStorage(Uint8, st, 0, 8)
 			require.NoError(t, err)
@@ -68,4 +68,51 @@ func TestReleaseGivesBackUnseen(t *testing.T) {
 			assert.False(t, ok, "rawbytes.Of of a released storage")
 		})
 	}
+}
+
+// A storage that a transfer holds (rawbytes.Hold) is released at once for
+// its users, but its memory is freed only when the last hold ends: the
+// release function of an external storage runs then, once, and a
+// receive-pool region goes back to the pool then. A released storage
+// refuses new holds.
+func TestReleaseWhileHeld(t *testing.T) {
+	t.Run("external", func(t *testing.T) {
+		freed := 0
+		st := NewExternalStorage(make([]byte, 64), nil, func() error { freed++; return nil })
+		require.True(t, rawbytes.Hold(st))
+		require.True(t, rawbytes.Hold(st))
+		require.NoError(t, st.Release(), "Release while held reports success")
+		assert.True(t, st.Released())
+		_, ok := rawbytes.Of(st)
+		assert.False(t, ok, "a released storage is unusable at once")
+		assert.False(t, rawbytes.Hold(st), "a released storage refuses new holds")
+		rawbytes.Unhold(st)
+		assert.Zero(t, freed, "freed while a hold remains")
+		rawbytes.Unhold(st)
+		assert.Equal(t, 1, freed, "freed when the last hold ends")
+		require.NoError(t, st.Release())
+		assert.Equal(t, 1, freed, "freed once")
+	})
+	t.Run("receive pool", func(t *testing.T) {
+		b, err := mem.Recv(64 << 10)
+		require.NoError(t, err)
+		st := reusableStorageOf(b)
+		require.True(t, rawbytes.Hold(st))
+		before := mem.Stats().GivenBack
+		require.NoError(t, st.Release())
+		assert.Equal(t, before, mem.Stats().GivenBack, "given back while held")
+		rawbytes.Unhold(st)
+		assert.Equal(t, before+1, mem.Stats().GivenBack, "given back when the hold ends")
+	})
+	t.Run("off-heap", func(t *testing.T) {
+		st, err := NewOffHeapStorage(1 << 20)
+		require.NoError(t, err)
+		b, ok := rawbytes.Of(st)
+		require.True(t, ok)
+		require.True(t, rawbytes.Hold(st))
+		require.NoError(t, st.Release())
+		b[len(b)-1] = 1 // still mapped: a fault here ends the test binary
+		assert.Equal(t, byte(1), b[len(b)-1])
+		rawbytes.Unhold(st)
+	})
 }

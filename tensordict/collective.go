@@ -51,6 +51,9 @@ type coll struct {
 	// busy reports whether another goroutine of this process runs a
 	// collective on the group at the same time (group.Collective).
 	busy func() bool
+	// held: the storages this rank's steps give MPI (see holds), until
+	// the call ends, or, deferred, until its Pending completes.
+	held holds
 }
 
 // ErrConcurrent is matched (errors.Is) by the error of a collective on a
@@ -157,7 +160,9 @@ func startCollective(op string, root int, bytes func(rank int) int64, o remoteOp
 		xfer.LogCollStart(op, g, root, bytes)
 		err := f(cl)
 		if !deferSteps {
-			return closeCollective(cl.Step, busy, err, cl.errorf)
+			err = closeCollective(cl.Step, busy, err, cl.errorf)
+			cl.held.end(err)
+			return err
 		}
 		p, err = cl.closeDeferred(busy, err)
 		return err
@@ -724,7 +729,7 @@ func (cl *coll) unpack(r int, in []int64, words []uint64) (*TensorDict, error) {
 	// every rank's block: the storage is only a part of it (the class name
 	// and metadata follow), which mem.GiveBack never takes back, so its
 	// release leaves the region to the collector.
-	st := tensor.ReusableStorageOf(buf[:total:total])
+	st := reusableStorage(buf[:total:total])
 	class := string(buf[total : total+cls])
 	return cl.rebuild(r, st, buf[total+cls:total+cls+meta:total+cls+meta], class)
 }

@@ -5,6 +5,7 @@ package tensordict
 
 import (
 	"errors"
+	"runtime"
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/xfer"
@@ -73,6 +74,7 @@ type collPending struct {
 	errorf func(string, ...any) error
 	over   bool
 	err    error
+	held   holds // the storages the steps give MPI (see coll.held)
 }
 
 // runCollectiveAsync is runCollective for a collective whose f defers its
@@ -82,7 +84,13 @@ func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remot
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{c: p}, nil
+	pe := &Pending{c: p}
+	if !p.held.empty() {
+		// Dropped without Wait, pe leaves its steps to package mpi: the
+		// storages stay held until those complete.
+		runtime.AddCleanup(pe, func(p *collPending) { p.held.end(errDropped) }, p)
+	}
+	return pe, nil
 }
 
 // closeDeferred ends a call whose steps are deferred, once f returned err:
@@ -97,7 +105,9 @@ func (cl *coll) closeDeferred(busy func() bool, err error) (*collPending, error)
 		if q != nil {
 			err = errors.Join(err, completeSteps(cl.op, cl.Step, q))
 		}
-		return nil, closeCollective(cl.Step, busy, err, cl.errorf)
+		err = closeCollective(cl.Step, busy, err, cl.errorf)
+		cl.held.end(err)
+		return nil, err
 	}
 	flag := []uint8{0}
 	if busy() {
@@ -107,9 +117,13 @@ func (cl *coll) closeDeferred(busy func() bool, err error) (*collPending, error)
 	err = xfer.Allreduce(cl.Step, flag, mpi.OpMax) // the closing step, queued
 	cl.Deferred = nil
 	if err != nil {
-		return nil, errors.Join(cl.errorf("closing the collective: %w", err), completeSteps(cl.op, cl.Step, q))
+		err = errors.Join(cl.errorf("closing the collective: %w", err), completeSteps(cl.op, cl.Step, q))
+		cl.held.end(err)
+		return nil, err
 	}
-	return &collPending{op: cl.op, s: cl.Step, q: q, flag: flag, errorf: cl.errorf}, nil
+	p := &collPending{op: cl.op, s: cl.Step, q: q, flag: flag, errorf: cl.errorf, held: cl.held}
+	cl.held = holds{}
+	return p, nil
 }
 
 // completeSteps waits for the steps q posted, without what follows them:
@@ -149,6 +163,7 @@ func (p *collPending) wait() error {
 		errs = append(errs, p.errorf("the result is undefined: %w", errBusy))
 	}
 	p.err, p.over, p.q = xfer.LogFailed(p.op, errors.Join(errs...)), true, nil
+	p.held.end(p.err)
 	return p.err
 }
 

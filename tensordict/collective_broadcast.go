@@ -188,6 +188,7 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 		}
 		return nil, cl.wrap(err)
 	}
+	holdConsolidated(tdc, &cl.held) // MPI reads its storage
 	// msg goes back to the pool once every step that reads it has
 	// completed; a step given up leaves it to MPI.
 	putMsg := func() {
@@ -396,6 +397,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 			st = tensor.StorageOf(make([]byte, h.Total))
 		}
 	}
+	_ = cl.held.add(st) // MPI writes it: released, st.Bytes below refuses it
 	if cl.deferSteps {
 		cl.Deferred = new(xfer.Deferred) // IBroadcast: the storage is left to Wait
 	}

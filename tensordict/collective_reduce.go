@@ -81,6 +81,9 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
 	if local == nil {
 		local = p.reducible(op)
 	}
+	if local == nil {
+		local = cl.holdLeaves(p.leaves) // MPI reduces them in place
+	}
 	var leaves []Item
 	var span []byte
 	var lh uint64

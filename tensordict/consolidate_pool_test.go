@@ -76,3 +76,22 @@ func TestConsolidatePoolStorage(t *testing.T) {
 		assert.Equal(t, []float32{-2, -2}, []float32{d[0], d[len(d)-1]}, "after Consolidate %d", v)
 	}
 }
+
+// TestConsolidateRegionNotHandedOutTwice is issue 41 item 4: a second
+// storage over the bytes of a live Consolidate result, released, does not
+// give the result's region back to the receive pool, so the next
+// Consolidate of the same size does not overwrite the first result. Only
+// tdmpi's own receive and consolidated storages are the pool's
+// (tensor.ReusableStorageOf, which made any bytes such a storage, is no
+// longer public).
+func TestConsolidateRegionNotHandedOutTwice(t *testing.T) {
+	const n = 1 << 16 // 512 KiB of float64: a pool region
+	first, err := New().setLeaf(t, tensor.Full(tensor.Float64, 1, n)).Consolidate()
+	require.NoError(t, err)
+	wrapper := tensor.StorageOf(first.ConsolidatedStorage().Bytes())
+	require.NoError(t, wrapper.Release())
+	second, err := New().setLeaf(t, tensor.Full(tensor.Float64, 2, n)).Consolidate()
+	require.NoError(t, err)
+	assert.True(t, first.EqScalar(1).All(), "the first result keeps its values")
+	assert.True(t, second.EqScalar(2).All())
+}

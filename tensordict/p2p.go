@@ -277,21 +277,25 @@ func (s *p2pState) send(l *link, blocking bool) error {
 	if blocking && s.steady.ok && s.steady.to == s.describedKey(l) {
 		return s.sendSteady(l)
 	}
-	msgs, tags, joined, err := s.messages(l, false, blocking)
-	if err != nil {
+	var h holds
+	if err := s.hold(&h); err != nil {
 		return err
 	}
-	if joined {
+	msgs, tags, joined, err := s.messages(l, false, blocking)
+	switch {
+	case err != nil:
+	case joined:
 		// One message in two blocks (see messages); never given up.
 		err = l.SendJoined(msgs[0], msgs[1], tags[0], s.messageName)
-		clear(msgs)
-		return err
+	default:
+		var gone bool
+		gone, err = l.SendMessages(msgs, tags, s.messageName)
+		if gone {
+			s.detach()
+		}
 	}
-	gone, err := l.SendMessages(msgs, tags, s.messageName)
 	clear(msgs) // no reference to td's memory stays in s
-	if gone {
-		s.detach()
-	}
+	h.end(err)
 	return err
 }
 
@@ -818,7 +822,7 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 			if !r.ready(s.cur[r.i], block) {
 				return false, nil
 			}
-			if err := xfer.RecvExact(l.Ctx, l.Comm, b, l.Peer, s.cur[r.i]); err != nil {
+			if err := holding(lf.t.Storage(), func() error { return xfer.RecvExact(l.Ctx, l.Comm, b, l.Peer, s.cur[r.i]) }); err != nil {
 				return true, fmt.Errorf("key %v: %w", lf.key, errors.Join(err, l.drainUnlessDone(&r.h, s.tag0, int64(r.i+1))))
 			}
 			r.i++
@@ -830,7 +834,7 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 			if !r.ready(s.tag0, block) {
 				return false, nil
 			}
-			if err := xfer.RecvChunk(l.Ctx, l.Comm, r.dst, r.i, l.Peer, s.tag0); err != nil {
+			if err := holding(s.st, func() error { return xfer.RecvChunk(l.Ctx, l.Comm, r.dst, r.i, l.Peer, s.tag0) }); err != nil {
 				return true, err
 			}
 			r.i += wire.MaxChunk

@@ -314,6 +314,7 @@ type Pending struct {
 	c    *collPending // IAllReduce, IReduce
 	l    *link
 	reqs []*mpi.Request // ISend: every posted message
+	held *holds         // ISend: the storages MPI reads, if any
 	r    *irecvOp       // IRecv
 	err  error
 	tag  int
@@ -354,6 +355,7 @@ func (p *Pending) Wait() error {
 		p.err = xfer.LogFailed(p.l.Op, p.l.Errorf("%w", err))
 	}
 	p.over = true
+	p.endHolds()
 	return p.err
 }
 
@@ -381,6 +383,7 @@ func (p *Pending) Test() (bool, error) {
 		return true, xfer.LogFailed(p.l.Op, p.fail(err))
 	case done:
 		p.over = true
+		p.endHolds()
 		return true, nil
 	case p.l.Ctx.Err() != nil:
 		return true, p.Wait() // gives up at once, as Wait does
@@ -439,7 +442,16 @@ func (p *Pending) fail(err error) error {
 	_, werr := xfer.FinishSends(p.l.Ctx, p.reqs)
 	p.err = p.l.Errorf("%w", errors.Join(err, werr))
 	p.over = true
+	p.endHolds()
 	return p.err
+}
+
+// endHolds ends the holds of p's ISend, which has completed or given up
+// its sends (see holds.end).
+func (p *Pending) endHolds() {
+	if p.held != nil {
+		p.held.end(p.err)
+	}
 }
 
 // Tag returns the last tag of the transfer, as tensordict's isend and recv
@@ -493,22 +505,33 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 		return nil, l.Errorf("%w", err)
 	}
 	l.LogStart(int64(s.total), s.tag0)
-	msgs, tags, _, err := s.messages(l, true, false)
+	h, err := s.holdForISend()
 	if err != nil {
 		return nil, l.Errorf("%w", err)
 	}
+	msgs, tags, _, err := s.messages(l, true, false)
+	if err != nil {
+		h.end(nil) // nothing posted
+		return nil, l.Errorf("%w", err)
+	}
 	defer clear(msgs) // no reference to td's memory stays in s
-	p := &Pending{l: l, tag: s.tag0}
+	p := &Pending{l: l, tag: s.tag0, held: h}
 	if len(s.cur) > 0 {
 		p.tag = s.cur[len(s.cur)-1]
 	}
 	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
+		h.end(nil) // nothing posted
 		return nil, l.Errorf("%w", err)
 	}
 	defer s.sendHeld.Unlock()
 	if p.reqs, err = xfer.PostSends(&l.Link, msgs, tags, s.messageName); err != nil {
 		// The messages already posted must still complete.
 		return nil, p.fail(err)
+	}
+	if h != nil {
+		// Dropped without Wait, p leaves its sends to package mpi: the
+		// storages stay held until those complete.
+		runtime.AddCleanup(p, func(h *holds) { h.end(errDropped) }, h)
 	}
 	return p, nil
 }

@@ -252,6 +252,10 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 		s.mu.Unlock()
 		return false, nil
 	}
+	// td's own storage, which MPI may read after s is unlocked.
+	var h holds
+	_ = h.add(s.st) // released, s was rebuilt without it (refresh)
+	defer func() { h.end(err) }()
 	reuse := l.Ctx.Done() == nil
 	r := l.stateInitRef(s, td.class)
 	// A storage joined to the header message is read after s is unlocked:
@@ -356,11 +360,12 @@ func (l *link) sendInitMessages(frame, payload []byte, tag int) (gone bool, err 
 
 // sendInitOnce sends td's InitRemote as sendStateInit does, but laid out
 // and encoded for this call alone (firstInitFrame).
-func (l *link) sendInitOnce(td *TensorDict) error {
-	pinned := pinPassedOn(td)
-	frame, payload, r, err := firstInitFrame(l.Op, td, false, l, pinned != nil)
+func (l *link) sendInitOnce(td *TensorDict) (err error) {
+	var h holds
+	defer func() { h.end(err) }()
+	holdConsolidated(td, &h)
+	frame, payload, r, err := firstInitFrame(l.Op, td, false, l, passedOn(td))
 	if err != nil {
-		unpin(pinned)
 		return l.Errorf("%w", err)
 	}
 	var gone bool
@@ -373,32 +378,27 @@ func (l *link) sendInitOnce(td *TensorDict) error {
 	}
 	if !gone {
 		xfer.PutMsgBuf(frame) // MPI no longer reads it
-		unpin(pinned)         // nor the storage
 	}
 	l.initRefDone(r, err)
 	return err
 }
 
-// pinPassedOn pins and returns the storage of td when td is a received
-// result passed on unchanged (its template's encoding known): the first
-// InitRemote of it, in either mode, then reads the storage through
-// rawbytes, without marking it seen, so that its release can still give
-// its region back to the receive pool; the pin makes a release meanwhile
-// leave the region to the collector. For any other TensorDict it returns
-// nil: planSend lays it out, reading it as any caller does.
-func pinPassedOn(td *TensorDict) *tensor.Storage {
-	if td == nil || td.cons == nil || td.tmpl == nil || td.tmpl.enc.Load() == nil {
-		return nil
-	}
-	rawbytes.Pin(td.cons.st)
-	return td.cons.st
+// passedOn reports whether td is a received result passed on unchanged
+// (its template's encoding known): the first InitRemote of it, in either
+// mode, then reads its storage through rawbytes, without marking it seen,
+// so that its release can still give its region back to the receive
+// pool. Any other TensorDict planSend lays out, reading it as any caller
+// does.
+func passedOn(td *TensorDict) bool {
+	return td != nil && td.cons != nil && td.tmpl != nil && td.tmpl.enc.Load() != nil
 }
 
-// unpin unpins st, pinned by pinPassedOn, once no transfer reads it; a
-// nil st is nothing.
-func unpin(st *tensor.Storage) {
-	if st != nil {
-		rawbytes.Unpin(st)
+// holdConsolidated holds, in h, td's consolidated storage (if any), which
+// an InitRemote or broadcast of td may give MPI (see holds). A released
+// storage is not held: the transfer refuses it.
+func holdConsolidated(td *TensorDict, h *holds) {
+	if td != nil && td.cons != nil {
+		_ = h.add(td.cons.st)
 	}
 }
 
@@ -433,15 +433,15 @@ func initKind(bcast bool) wire.Kind {
 // follows it on r.tag, or with r.joined the storage that follows it in the
 // same message (mpi.SendConcat); else payload is nil. A received TensorDict passed
 // on unchanged (templateEncoding) reuses the encoding of the first copy of
-// its template that was: only its storage is new, read through rawbytes if
-// the caller pinned it (pinned).
-func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, pinned bool) (frame, payload []byte, r initRef, err error) {
+// its template that was: only its storage is new, read through rawbytes
+// when passedOn (see there).
+func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, passedOn bool) (frame, payload []byte, r initRef, err error) {
 	enc, sp, err := sendEncoding(op, td)
 	if err != nil {
 		return nil, nil, r, err
 	}
 	storage := func() ([]byte, error) {
-		if !pinned {
+		if !passedOn {
 			return td.cons.st.Bytes(), nil
 		}
 		if b, ok := rawbytes.Of(td.cons.st); ok {
@@ -1441,8 +1441,13 @@ func newFilledStorage(n int) (*tensor.Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tensor.ReusableStorageOf(b), nil
+	return reusableStorage(b), nil
 }
+
+// reusableStorage returns a storage over b, memory from the receive pool
+// (mem.Recv) that no other storage wraps, which the pool takes back once
+// the storage is released (see rawbytes.Reusable).
+func reusableStorage(b []byte) *tensor.Storage { return rawbytes.Reusable(b).(*tensor.Storage) }
 
 // copyStorage returns a new storage holding a copy of b, a received
 // storage in a buffer its receiver reuses: from mem.PoolMin bytes up in

@@ -61,10 +61,11 @@ func (l *link) bcastSend(td *TensorDict) error {
 func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (closed bool, err error) {
 	roots := bcastRoots.Of(l.Group)
 	firstLen, _ := roots.of(l.Peer, &l.o)
-	msg, payload, pinned, err := bcastPrepare(l, td)
-	// MPI reads a pinned payload only in the last step: before it, and once
-	// it completed, the storage is unpinned; a step given up leaves it
-	// pinned (rawbytes).
+	// td's own storage, which MPI may read in the last step (see holds).
+	var h holds
+	defer func() { h.end(err) }()
+	holdConsolidated(td, &h)
+	msg, payload, err := bcastPrepare(l, td)
 	if err == nil && busy() {
 		err = errBusy
 	}
@@ -76,12 +77,10 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 		msg = fitFirst(msg, firstLen, payload != nil)
 	}
 	if berr := xfer.Bcast(s, msg[:firstLen], l.Peer); berr != nil {
-		unpin(pinned)
 		return false, l.Errorf("broadcasting the header: %w", errors.Join(berr, err))
 	}
 	oneNode, err := l.agreeNodes(s, err)
 	if err != nil {
-		unpin(pinned)
 		return false, err
 	}
 	// From here on every rank has the same valid header, and takes the
@@ -91,7 +90,6 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 	fits := len(msg) == firstLen // the frame came whole
 	if !fits {
 		if err := xfer.Bcast(s, msg[firstLen:], l.Peer); err != nil {
-			unpin(pinned)
 			return false, l.Errorf("broadcasting the metadata: %w", err)
 		}
 	}
@@ -101,14 +99,12 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 	}
 	if !fits {
 		if err := l.agree(s, nil); err != nil {
-			unpin(pinned)
 			return false, err
 		}
 	}
 	if err := s.BcastChunks(payload, l.Peer); err != nil {
 		return false, l.Errorf("broadcasting %d bytes of storage: %w", len(payload), err)
 	}
-	unpin(pinned)
 	return false, nil
 }
 
@@ -116,19 +112,18 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 // bytes are the first message and the rest follows it, holds the first
 // message's prefix and the frame (the header, the class name, the
 // metadata and, up to initInlineMax, the storage); payload is the
-// separate storage, if any. If pinned is not nil, payload is its bytes,
-// read through rawbytes (see bcastKeptMessage): the caller unpins it once
-// MPI no longer reads them.
-func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, pinned *tensor.Storage, err error) {
+// separate storage, if any: td's consolidated storage, which the caller
+// holds (holdConsolidated), or a copy.
+func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, err error) {
 	if err := l.Ctx.Err(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	if msg, payload, pinned, err = bcastKeptMessage(l.Op, td); err != nil || msg != nil {
-		return msg, payload, pinned, err
+	if msg, payload, err = bcastKeptMessage(l.Op, td); err != nil || msg != nil {
+		return msg, payload, err
 	}
 	sp, err := planSend(l.Op, td)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	// The storage may be a mapping of a file another process truncated:
 	// checked before MPI reads it in C.
@@ -136,10 +131,10 @@ func bcastPrepare(l *link, td *TensorDict) (msg, payload []byte, pinned *tensor.
 		err = mem.Readable(payload)
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	msg, err = bcastSplitMessage(&initEncoding{class: sp.class, meta: sp.meta, hash: signature(td), leaves: int64(sp.leaves)}, sp.total)
-	return msg, payload, nil, err
+	return msg, payload, err
 }
 
 // bcastSplitMessage returns the messages that start the broadcast of a
@@ -162,38 +157,36 @@ func bcastSplitMessage(enc *initEncoding, total int) ([]byte, error) {
 // in one consolidated storage. On a first call, a received result passed
 // on unchanged (its template's encoding known) is read without marking
 // its storage seen (rawbytes), so that its release can still give its
-// region back to the receive pool: pinned while MPI reads it (pinned, for
-// the caller to unpin), or while its bytes are copied into msg.
-func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, pinned *tensor.Storage, err error) {
+// region back to the receive pool (see passedOn; the caller holds the
+// storage).
+func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, err error) {
 	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
-		st := pinPassedOn(td)
+		passed := passedOn(td)
 		enc, _ := td.templateEncoding()
-		if st == nil || enc == nil || td.tmpl.stLen <= initInlineMax {
-			msg, _, _, err := firstInitFrame(op, td, true, nil, st != nil)
-			unpin(st) // copied into msg, if it travels at all
-			return msg, nil, nil, err
+		if !passed || enc == nil || td.tmpl.stLen <= initInlineMax {
+			msg, _, _, err := firstInitFrame(op, td, true, nil, passed)
+			return msg, nil, err
 		}
-		if payload, ok := rawbytes.Of(st); ok {
+		if payload, ok := rawbytes.Of(td.cons.st); ok {
 			if msg, err = bcastSplitMessage(enc, len(payload)); err == nil {
-				return msg, payload, st, nil
+				return msg, payload, nil
 			}
 		} else {
 			err = tensor.ErrReleased
 		}
-		unpin(st)
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	s, err := p2pStateOf(op, td)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	defer s.mu.Unlock()
 	if s.total <= initInlineMax {
 		msg, err = s.initFrame(td, false, true, initRef{}, false)
-		return msg, nil, nil, err
+		return msg, nil, err
 	}
 	if s.st == nil {
-		return nil, nil, nil, nil
+		return nil, nil, nil
 	}
 	if payload, err = s.payload(false); err == nil {
 		// The storage may be a mapping of a file another process
@@ -201,13 +194,13 @@ func bcastKeptMessage(op string, td *TensorDict) (msg, payload []byte, pinned *t
 		err = mem.Readable(payload)
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	msg, err = bcastSplitMessage(&initEncoding{class: td.class, meta: s.meta[:s.metaLen], hash: s.consHash, leaves: int64(len(s.leaves))}, s.total)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return msg, payload, nil, nil
+	return msg, payload, nil
 }
 
 // bcastMessage returns a buffer from xfer.MsgBuf for the messages that

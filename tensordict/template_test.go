@@ -356,16 +356,14 @@ func TestTemplateInitEncoding(t *testing.T) {
 	require.NoError(t, err)
 	big.class = "Sample"
 	tb := templateOf(t, big)
-	msg, _, pinned, err := bcastKeptMessage("InitRemote", copyOf(tb, big))
+	msg, _, err := bcastKeptMessage("InitRemote", copyOf(tb, big))
 	require.NoError(t, err)
-	unpin(pinned)
 	require.Nil(t, msg, "a first copy past initInlineMax is laid out by bcastPrepare")
 	require.NotNil(t, tb.enc.Load(), "and records its encoding")
 	d := copyOf(tb, big)
 	d.class = "AnotherSample"
-	msg, _, pinned, err = bcastKeptMessage("InitRemote", d)
+	msg, _, err = bcastKeptMessage("InitRemote", d)
 	require.NoError(t, err)
-	unpin(pinned)
 	if msg != nil { // else laid out afresh by bcastPrepare
 		f, err := wire.ParseFrame(msg[bcastPrefix:bcastFrameLen(msg)+bcastPrefix], wire.Limits{MaxTotal: 1 << 30})
 		require.NoError(t, err)

@@ -10,11 +10,25 @@ package rawbytes
 // tensor sets it.
 var Of func(st any) ([]byte, bool)
 
-// Pin and Unpin count a transfer that reads st, a *tensor.Storage,
-// through Of: a release while it is pinned leaves its memory to the
-// collector. A transfer that MPI may still read after its call (given up
-// at its context's end) never unpins. Package tensor sets them.
-var Pin, Unpin func(st any)
+// Hold counts a transfer for which MPI may read or write the memory of
+// st, a *tensor.Storage, and reports whether st is live (false, holding
+// nothing, once it is released). While st is held, its Release marks it
+// released but leaves its memory as it is: the Unhold that ends the last
+// hold frees it (unmaps it, hands it back to the receive pool). A
+// transfer holds every storage it hands to MPI from before it takes the
+// storage's bytes until MPI no longer uses them: one that gave up
+// operations on them (at its context's end) ends its holds only once
+// those have completed (mpi.AfterInFlight). Package tensor sets them.
+var (
+	Hold   func(st any) bool
+	Unhold func(st any)
+)
+
+// Reusable returns a new *tensor.Storage over b, memory from the receive
+// pool (mem.Recv) that no other storage wraps: its Release gives the
+// memory back to the pool (see tensor.Storage.Release). Package tensor
+// sets it.
+var Reusable func(b []byte) any
 
 // InitAt makes st, a pointer to a zero tensor.Storage, a storage over b,
 // as tensor.StorageOf makes a new one: the storage can then live in the
