@@ -457,7 +457,9 @@ func (s *p2pState) abandonRecv() {
 // Recv receives into td's tensor leaves what rank src of the group sends
 // with Send (or ISend), as tensordict's recv, and returns the last tag
 // used. Options: WithGroup, WithContext, WithTag, WithPseudoRandTags,
-// WithConsolidated, which must match the sender's.
+// WithConsolidated, which must match the sender's. src may be AnySource:
+// the transfer then comes whole from the first rank whose header matches,
+// which td.Source names after.
 //
 // The data lands in td's existing tensors (a memory-mapped leaf receives
 // straight into its file). With WithConsolidated, a consolidated td (the
@@ -511,18 +513,22 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	}
 	defer s.mu.Unlock()
 	l.LogStart(int64(s.total), s.tag0)
-	s.recvHeld.Lock(l.Group, l.Peer, true, s.tagSet)
+	if err := s.recvHeld.LockCtx(&l.Link, true, s.tagSet); err != nil {
+		return 0, l.Errorf("%w", err)
+	}
 	// The receive runs on a copy of the link kept in s, so that lv stays
 	// on the stack: a large receive with a context hands its buffer (r.dst)
 	// to MPI, which escape analysis takes as r's whole content.
 	s.rlink = lv
 	r := recvOp{l: &s.rlink, td: td, s: s}
 	_, err = r.advance(true)
+	l.Peer = s.rlink.Peer // the sender, once known (AnySource)
 	s.rlink = link{}
 	s.recvHeld.Unlock()
 	if err != nil {
 		return 0, l.Errorf("%w", err)
 	}
+	td.receivedFrom(l.Peer)
 	return r.tag, nil
 }
 
@@ -557,7 +563,7 @@ func (l *link) refuseIncoming() error {
 	if err != nil || h.Kind != wire.KindSend {
 		return nil // announces nothing that can be trusted
 	}
-	if err := l.drainSend(&h, tag0, frame == nil && h.Body() > 0, 0); err != nil {
+	if err := lc.drainSend(&h, tag0, frame == nil && h.Body() > 0, 0); err != nil {
 		return fmt.Errorf("refusing the incoming transfer: %w", err)
 	}
 	return nil
