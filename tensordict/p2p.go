@@ -274,7 +274,7 @@ func (s *p2pState) header(l *link) wire.Header {
 // send runs a transfer bounded by l's context (see link.sendMessages),
 // blocking when that context cannot end; the caller holds the send locks.
 func (s *p2pState) send(l *link, blocking bool) error {
-	if blocking && s.steady.ok && s.steady.to == s.describedKey(l) {
+	if blocking && s.steady.ok && s.steady.to == s.describedKey(l) && s.steady.slot.Load() == s.metaTok {
 		return s.sendSteady(l)
 	}
 	msgs, tags, joined, err := s.messages(l, false, blocking)
@@ -412,7 +412,8 @@ func (s *p2pState) messages(l *link, own, join bool) (msgs [][]byte, tags []int,
 	} else if inline && !joined && join && !own && !s.external {
 		// The whole transfer, in s.bare: the next one to the same place
 		// can send it again (sendSteady).
-		s.steady = steadySend{to: s.describedKey(l), ok: true}
+		key := s.describedKey(l)
+		s.steady = steadySend{to: key, slot: sentMetaSlot(l.Group, key), ok: true}
 	}
 	return msgs, tags, joined, nil
 }
@@ -465,8 +466,23 @@ func (s *p2pState) abandonRecv() {
 // straight into its file). With WithConsolidated, a consolidated td (the
 // result of FromRemoteInit) receives the whole storage with one receive
 // and no allocation; a td that is not consolidated receives into a buffer
-// kept for later calls and copies into its leaves. Non-tensor values are
-// not transferred.
+// kept for later calls and copies into its leaves.
+//
+// Non-tensor values arrive too, in both modes: after a Recv, td holds the
+// sender's non-tensor values (those td lacks are added; td's others are
+// left as they are), also into a locked td. The sender sends them only
+// when they are new to this rank on that tag and mode: with its first
+// transfer of a structure there, and with the first after a change of
+// its values (a SetNonTensor, say), so the steady state stays one message.
+// This side keeps the last values that came from each rank, tag and mode,
+// and gives them to every TensorDict that receives from there: a td that
+// takes turns receiving from several ranks (AnySource) holds the values of
+// the last sender. A TensorDict whose sender's values never came to this
+// rank (it described them to another of its TensorDicts, whose values
+// have been replaced since) keeps its own. A sender's value that td cannot
+// hold (td has a tensor or a nested TensorDict under that key, or lacks
+// the nested TensorDict that holds it) fails the Recv, after its tensors
+// were received, with an error wrapping ErrMismatch that names the key.
 //
 // If the sender's keys, dtypes or shapes differ from td's, Recv returns an
 // error wrapping ErrMismatch that names the first differing key; the
@@ -525,6 +541,9 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	l.Peer = s.rlink.Peer // the sender, once known (AnySource)
 	s.rlink = link{}
 	s.recvHeld.Unlock()
+	if err == nil {
+		err = s.takeValues(l, td)
+	}
 	if err != nil {
 		return 0, l.Errorf("%w", err)
 	}
@@ -913,6 +932,9 @@ func (r *recvOp) gotBody(body []byte) (done bool, err error) {
 			return true, errors.Join(err, l.drainSend(h, s.tag0, false, 0))
 		}
 		s.accepted = acceptedHeader{raw: [wire.Size]byte(s.hdr), h: *h, opts: acceptOptsOf(l), ok: true}
+	}
+	if h.MetaLen > 0 {
+		s.noteValues(l, h, body[h.ClassLen:int64(h.ClassLen)+h.MetaLen])
 	}
 	if !l.o.consolidated {
 		r.phase, r.i = phaseLeaves, 0

@@ -169,6 +169,9 @@ func (op *irecvOp) step(free bool) bool {
 	case done:
 		op.tag = op.r.tag
 		if err == nil {
+			err = op.r.s.takeValues(l, op.td)
+		}
+		if err == nil {
 			op.src = l.Peer // the sender, for AnySource too
 			op.td.receivedFrom(l.Peer)
 		}
@@ -500,6 +503,13 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 		return nil, l.Errorf("%w", err)
 	}
 	l.LogStart(int64(s.total), s.tag0)
+	// The messages are made under the send locks: whether they carry the
+	// metadata depends on what the last transfer to the place carried
+	// (see p2pState.described).
+	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
+		return nil, l.Errorf("%w", err)
+	}
+	defer s.sendHeld.Unlock()
 	msgs, tags, _, err := s.messages(l, true, false)
 	if err != nil {
 		return nil, l.Errorf("%w", err)
@@ -509,10 +519,6 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	if len(s.cur) > 0 {
 		p.tag = s.cur[len(s.cur)-1]
 	}
-	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
-		return nil, l.Errorf("%w", err)
-	}
-	defer s.sendHeld.Unlock()
 	if p.reqs, err = xfer.PostSends(&l.Link, msgs, tags, s.messageName); err != nil {
 		// The messages already posted must still complete.
 		return nil, p.fail(err)
