@@ -262,7 +262,8 @@
 // structures kept between InitRemote's two sides), remote_bcast.go
 // (their broadcast mode), p2p.go and p2p_state.go (Send, Recv and a
 // TensorDict's transfer state), p2p_async.go (ISend, IRecv, Pending),
-// anysource.go (AnySource, Source, WaitAny),
+// anysource.go (AnySource, Source, WaitAny), p2p_values.go (the
+// non-tensor values a Recv takes),
 // collective.go (the runner, agreement and structure check shared by the
 // collectives), collective_broadcast.go, collective_reduce.go (AllReduce,
 // Reduce and their ops), collective_gather.go (AllGather, GatherAndStack,
