@@ -147,6 +147,14 @@
 // FromRemoteInit speak Python tensordict's own wire format over torch's MPI
 // backend, with a PyTorch rank in the same job.
 //
+// A receiver that serves several senders (a learner and its actors) takes
+// whichever is ready: FromRemoteInit, Recv and IRecv accept AnySource as
+// their source, receive the whole transfer from the one rank whose header
+// they match first, and say which with Source (on the TensorDict, or on an
+// IRecv's Pending). WaitAny waits for the first of several Pendings to
+// complete, as MPI_Waitany does: with one IRecv per actor, a slow actor
+// no longer holds up the others.
+//
 // MPI pairs collectives by their order on each rank. Collectives on one
 // group must therefore be called in the same order on every rank, from one
 // goroutine at a time; calls from several goroutines at once are detected
@@ -261,6 +269,8 @@
 // structures kept between InitRemote's two sides), remote_bcast.go
 // (their broadcast mode), p2p.go and p2p_state.go (Send, Recv and a
 // TensorDict's transfer state), p2p_async.go (ISend, IRecv, Pending),
+// anysource.go (AnySource, Source, WaitAny), p2p_values.go (the
+// non-tensor values a Recv takes),
 // collective.go (the runner, agreement and structure check shared by the
 // collectives), collective_broadcast.go, collective_reduce.go (AllReduce,
 // Reduce and their ops), collective_gather.go (AllGather, GatherAndStack,

@@ -274,7 +274,7 @@ func (s *p2pState) header(l *link) wire.Header {
 // send runs a transfer bounded by l's context (see link.sendMessages),
 // blocking when that context cannot end; the caller holds the send locks.
 func (s *p2pState) send(l *link, blocking bool) error {
-	if blocking && s.steady.ok && s.steady.to == s.describedKey(l) {
+	if blocking && s.steady.ok && s.steady.to == s.describedKey(l) && s.steady.slot.Load() == s.metaTok {
 		return s.sendSteady(l)
 	}
 	var h holds
@@ -416,7 +416,8 @@ func (s *p2pState) messages(l *link, own, join bool) (msgs [][]byte, tags []int,
 	} else if inline && !joined && join && !own && !s.external {
 		// The whole transfer, in s.bare: the next one to the same place
 		// can send it again (sendSteady).
-		s.steady = steadySend{to: s.describedKey(l), ok: true}
+		key := s.describedKey(l)
+		s.steady = steadySend{to: key, slot: sentMetaSlot(l.Group, key), ok: true}
 	}
 	return msgs, tags, joined, nil
 }
@@ -461,14 +462,31 @@ func (s *p2pState) abandonRecv() {
 // Recv receives into td's tensor leaves what rank src of the group sends
 // with Send (or ISend), as tensordict's recv, and returns the last tag
 // used. Options: WithGroup, WithContext, WithTag, WithPseudoRandTags,
-// WithConsolidated, which must match the sender's.
+// WithConsolidated, which must match the sender's. src may be AnySource:
+// the transfer then comes whole from the first rank whose header matches,
+// which td.Source names after.
 //
 // The data lands in td's existing tensors (a memory-mapped leaf receives
 // straight into its file). With WithConsolidated, a consolidated td (the
 // result of FromRemoteInit) receives the whole storage with one receive
 // and no allocation; a td that is not consolidated receives into a buffer
-// kept for later calls and copies into its leaves. Non-tensor values are
-// not transferred.
+// kept for later calls and copies into its leaves.
+//
+// Non-tensor values arrive too, in both modes: after a Recv, td holds the
+// sender's non-tensor values (those td lacks are added; td's others are
+// left as they are), also into a locked td. The sender sends them only
+// when they are new to this rank on that tag and mode: with its first
+// transfer of a structure there, and with the first after a change of
+// its values (a SetNonTensor, say), so the steady state stays one message.
+// This side keeps the last values that came from each rank, tag and mode,
+// and gives them to every TensorDict that receives from there: a td that
+// takes turns receiving from several ranks (AnySource) holds the values of
+// the last sender. A TensorDict whose sender's values never came to this
+// rank (it described them to another of its TensorDicts, whose values
+// have been replaced since) keeps its own. A sender's value that td cannot
+// hold (td has a tensor or a nested TensorDict under that key, or lacks
+// the nested TensorDict that holds it) fails the Recv, after its tensors
+// were received, with an error wrapping ErrMismatch that names the key.
 //
 // If the sender's keys, dtypes or shapes differ from td's, Recv returns an
 // error wrapping ErrMismatch that names the first differing key; the
@@ -515,18 +533,25 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 	}
 	defer s.mu.Unlock()
 	l.LogStart(int64(s.total), s.tag0)
-	s.recvHeld.Lock(l.Group, l.Peer, true, s.tagSet)
+	if err := s.recvHeld.LockCtx(&l.Link, true, s.tagSet); err != nil {
+		return 0, l.Errorf("%w", err)
+	}
 	// The receive runs on a copy of the link kept in s, so that lv stays
 	// on the stack: a large receive with a context hands its buffer (r.dst)
 	// to MPI, which escape analysis takes as r's whole content.
 	s.rlink = lv
 	r := recvOp{l: &s.rlink, td: td, s: s}
 	_, err = r.advance(true)
+	l.Peer = s.rlink.Peer // the sender, once known (AnySource)
 	s.rlink = link{}
 	s.recvHeld.Unlock()
+	if err == nil {
+		err = s.takeValues(l, td)
+	}
 	if err != nil {
 		return 0, l.Errorf("%w", err)
 	}
+	td.receivedFrom(l.Peer)
 	return r.tag, nil
 }
 
@@ -561,7 +586,7 @@ func (l *link) refuseIncoming() error {
 	if err != nil || h.Kind != wire.KindSend {
 		return nil // announces nothing that can be trusted
 	}
-	if err := l.drainSend(&h, tag0, frame == nil && h.Body() > 0, 0); err != nil {
+	if err := lc.drainSend(&h, tag0, frame == nil && h.Body() > 0, 0); err != nil {
 		return fmt.Errorf("refusing the incoming transfer: %w", err)
 	}
 	return nil
@@ -911,6 +936,9 @@ func (r *recvOp) gotBody(body []byte) (done bool, err error) {
 			return true, errors.Join(err, l.drainSend(h, s.tag0, false, 0))
 		}
 		s.accepted = acceptedHeader{raw: [wire.Size]byte(s.hdr), h: *h, opts: acceptOptsOf(l), ok: true}
+	}
+	if h.MetaLen > 0 {
+		s.noteValues(l, h, body[h.ClassLen:int64(h.ClassLen)+h.MetaLen])
 	}
 	if !l.o.consolidated {
 		r.phase, r.i = phaseLeaves, 0

@@ -48,6 +48,7 @@ type irecvOp struct {
 	done chan struct{} // closed when the IRecv ends
 	err  error         // set before over
 	tag  int
+	src  int // the sender, once done without error (see Pending.Source)
 }
 
 // TryStep steps op without waiting unless another goroutine is stepping
@@ -167,6 +168,13 @@ func (op *irecvOp) step(free bool) bool {
 	switch {
 	case done:
 		op.tag = op.r.tag
+		if err == nil {
+			err = op.r.s.takeValues(l, op.td)
+		}
+		if err == nil {
+			op.src = l.Peer // the sender, for AnySource too
+			op.td.receivedFrom(l.Peer)
+		}
 		op.finish(err)
 		return true
 	case op.r.phase == phaseHeader:
@@ -234,7 +242,9 @@ func (op *irecvOp) wait() {
 
 // IRecv starts receiving into td what rank src of the group sends, as Recv
 // does, and returns at once; Wait completes it and returns Recv's error,
-// and Test makes progress without blocking. It takes Recv's options.
+// and Test makes progress without blocking. It takes Recv's options. src
+// may be AnySource; Pending.Source names the sender once it completes,
+// and WaitAny waits for the first of several IRecvs.
 //
 // An IRecv holds no goroutine, and no lock while its transfer's header has
 // not arrived: it makes progress when its Pending's Wait or Test is called,
@@ -509,6 +519,14 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	if err != nil {
 		return nil, l.Errorf("%w", err)
 	}
+	// The messages are made under the send locks: whether they carry the
+	// metadata depends on what the last transfer to the place carried
+	// (see p2pState.described).
+	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
+		h.end(nil) // nothing posted
+		return nil, l.Errorf("%w", err)
+	}
+	defer s.sendHeld.Unlock()
 	msgs, tags, _, err := s.messages(l, true, false)
 	if err != nil {
 		h.end(nil) // nothing posted
@@ -519,11 +537,6 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	if len(s.cur) > 0 {
 		p.tag = s.cur[len(s.cur)-1]
 	}
-	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
-		h.end(nil) // nothing posted
-		return nil, l.Errorf("%w", err)
-	}
-	defer s.sendHeld.Unlock()
 	if p.reqs, err = xfer.PostSends(&l.Link, msgs, tags, s.messageName); err != nil {
 		// The messages already posted must still complete.
 		return nil, p.fail(err)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
@@ -60,7 +61,8 @@ type p2pState struct {
 
 	abandoned bool // a receive into the leaves was left to MPI (abandonRecv)
 	accepted  acceptedHeader
-	rlink     link // the link of the Recv in progress (see recv)
+	values    recvValues // the non-tensor values received (p2p_values.go)
+	rlink     link       // the link of the Recv in progress (see recv)
 
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags
@@ -75,7 +77,8 @@ type p2pState struct {
 
 	// Where a transfer has carried the metadata since s was built (see
 	// described).
-	describedTo []describedKey
+	describedTo []describedPlace
+	metaTok     *byte // this build's metadata, as a place's last sent (see described)
 
 	tags      []int // per-leaf tags for tagInit/tagPseudo
 	tagInit   int
@@ -378,7 +381,9 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.sortedHash = s.hashSorted()
 	s.sbody, s.bare, s.rbody, s.stage, s.tags = nil, nil, nil, nil, nil
 	s.accepted = acceptedHeader{}
+	s.values.reset()
 	s.describedTo = s.describedTo[:0]
+	s.metaTok = new(byte)
 	s.steady = steadySend{}
 	s.initKept = initKept{}
 	if s.hdr == nil {
@@ -579,8 +584,9 @@ func acceptOptsOf(l *link) acceptOpts {
 // The state's build, detach and markDescribed's restart drop the record,
 // and every other transfer that builds a message (see messages) remakes it.
 type steadySend struct {
-	to describedKey
-	ok bool
+	to   describedKey
+	slot *atomic.Pointer[byte] // to's (see described)
+	ok   bool
 }
 
 // describedKey is where a Send transfer goes: the communicator, the
@@ -598,22 +604,37 @@ const maxDescribed = 16
 
 // described reports whether a transfer of s with l's options can leave
 // its metadata out (wire.FlagDescribed): an earlier transfer since s was
-// built carried it to the same peer on the same tag, in the same mode.
+// built carried it to the same peer on the same tag, in the same mode,
+// and no transfer of another TensorDict (or of another build of s)
+// carried other metadata there since: the receiver takes the non-tensor
+// values of a place from the last metadata sent there (p2p_values.go).
 // The receiver checks a transfer by the header's structure hash, leaf
 // count and size alone; the metadata only lets it name the first key that
 // differs, which the first transfer to a place still does.
 func (s *p2pState) described(l *link) bool {
-	return slices.Contains(s.describedTo, s.describedKey(l))
+	key := s.describedKey(l)
+	for i := range s.describedTo {
+		if p := &s.describedTo[i]; p.key == key {
+			return p.slot.Load() == s.metaTok
+		}
+	}
+	return false
 }
 
 // markDescribed records that a transfer of s with l's options, not
 // described before, carries the metadata.
 func (s *p2pState) markDescribed(l *link) {
+	key := s.describedKey(l)
+	slot := sentMetaSlot(l.Group, key)
+	slot.Store(s.metaTok)
+	if slices.ContainsFunc(s.describedTo, func(p describedPlace) bool { return p.key == key }) {
+		return
+	}
 	if len(s.describedTo) == maxDescribed {
 		s.describedTo = s.describedTo[:0]
 		s.steady.ok = false // its place is no longer described
 	}
-	s.describedTo = append(s.describedTo, s.describedKey(l))
+	s.describedTo = append(s.describedTo, describedPlace{key: key, slot: slot})
 }
 
 func (s *p2pState) describedKey(l *link) describedKey {

@@ -52,6 +52,9 @@ func (l *link) init(op string, peer int, dir string) error {
 	g := l.o.group
 	// Field by field: a composite literal is built aside and copied.
 	l.Op, l.Group, l.Comm, l.Peer, l.Dir, l.Ctx = op, g, g.LibComm(), peer, dir, l.o.ctx
+	if peer == AnySource {
+		return l.initAnySource()
+	}
 	if l.o.broadcast {
 		if peer < 0 || peer >= g.Size() {
 			return l.Errorf("root rank %d is out of range [0, %d) of %s", peer, g.Size(), xfer.DescribeGroup(g))
@@ -577,7 +580,8 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // FromRemoteInit receives the TensorDict that rank src of the group sends
 // with InitRemote, as tensordict's from_remote_init. Options: WithGroup,
 // WithBroadcast, WithContext, WithMaxBytes, WithDevice, WithMemmap,
-// WithAllocator.
+// WithAllocator. Point to point, src may be AnySource: the result is the
+// first rank's whose InitRemote matches, which its Source names.
 //
 // Everything from the peer is checked before use: the header against the
 // limits (WithMaxBytes: by default the machine's memory, at most 64 GiB)
@@ -621,7 +625,8 @@ func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
 
 func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 	if torchOn(opts) {
-		return fromRemoteInitTorch(src, opts)
+		td, err := fromRemoteInitTorch(src, opts)
+		return td.receivedFrom(src), err
 	}
 	var lv link // on the stack: see link.init
 	l := &lv
@@ -635,10 +640,12 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 			return nil, l.Errorf("the root of a broadcast calls InitRemote, not FromRemoteInit")
 		}
 		l.LogStart(-1, -1)
-		return l.bcastRecv()
+		td, err := l.bcastRecv()
+		return td.receivedFrom(src), err
 	}
 	l.LogStart(-1, xfer.InitHeaderTag)
-	return l.recvInit()
+	td, err := l.recvInit()
+	return td.receivedFrom(l.Peer), err // l.Peer: the sender, for AnySource too
 }
 
 // recvInit is the point-to-point receiving side of InitRemote.
@@ -1079,6 +1086,9 @@ func layoutOf(frame []byte, lim wire.Limits) initLayout {
 func (l *link) recvSized(tag int, most, whole int64, guess []byte, buffer func(n int) (frame, tail []byte, err error), refuse func(head []byte, n int64) error) (frame []byte, inGuess bool, err error) {
 	var m mpi.Message
 	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, tag, &m, guess)
+	if err == nil && l.Peer == mpi.AnySource {
+		l.Peer = st.Source // the rest of the transfer comes from its sender (see AnySource)
+	}
 	switch {
 	case err != nil:
 		return nil, false, fmt.Errorf("waiting for the header: %w", err)

@@ -87,6 +87,7 @@ type TensorDict struct {
 	plan        atomic.Pointer[leafPlan] // the collectives' view of its leaves, see leafPlanOf
 	edits       uint64                   // changes to this node (see edited)
 	tmpl        *treeTemplate            // on the root of a copy of a receive template (template.go)
+	source      int32                    // 1 + the rank the last receive into it came from, 0 for none (see Source)
 }
 
 // New returns an empty TensorDict with the given batch size. It panics if a

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // Background receives (tensordict's IRecv) hold no goroutine and no MPI
@@ -63,8 +64,8 @@ var queues = struct {
 // StepQueue.
 const AllSeq = math.MaxUint64
 
-// Enqueue adds op, a receive from peer on g over the distinct sorted tags,
-// after the others from peer.
+// Enqueue adds op, a receive from peer (or mpi.AnySource) on g over the
+// distinct sorted tags, after the others from peer.
 func Enqueue(g *group.Group, peer int, tags []int, op BackgroundOp) *Queued {
 	q := &Queued{op: op, key: queueKey{g: g, peer: peer}, tags: tags}
 	queues.Lock()
@@ -118,24 +119,55 @@ func NextSeq() uint64 {
 
 // StepQueue steps, oldest first and without waiting, the background
 // receives from peer on g called before seq, each allowed to start when
-// no older pending one shares a tag with it. It reports whether none of
-// them that shares a tag with tags (sorted) is left pending.
+// no older pending one it must follow (see follows) is pending. It
+// reports whether none of them that a receive from peer on tags (sorted)
+// must follow is left pending. peer may be mpi.AnySource: a receive from
+// any source follows every older one on g that shares a tag with it, and
+// a receive from one source follows the older ones from any source too.
 func StepQueue(g *group.Group, peer int, seq uint64, tags []int) bool {
 	queues.Lock()
-	ops := queues.m[queueKey{g: g, peer: peer}]
-	n, _ := slices.BinarySearchFunc(ops, seq, func(o *Queued, seq uint64) int { return cmp.Compare(o.seq, seq) })
-	ops = slices.Clone(ops[:n])
+	ops := older(g, peer, seq)
 	queues.Unlock()
 	clear := true
-	var busy []int // the tags of the older ones still pending, sorted
+	var busy []*Queued // the older ones still pending
 	for _, o := range ops {
-		o.op.TryStep(!overlaps(o.tags, busy))
+		o.op.TryStep(!slices.ContainsFunc(busy, func(b *Queued) bool { return follows(o.key.peer, o.tags, b) }))
 		if !o.op.Over() {
-			busy = union(busy, o.tags)
-			clear = clear && !overlaps(o.tags, tags)
+			busy = append(busy, o)
+			clear = clear && !follows(peer, tags, o)
 		}
 	}
 	return clear
+}
+
+// follows reports whether a receive from peer on tags (sorted) must wait
+// for the older background receive b: b may take the messages it would.
+func follows(peer int, tags []int, b *Queued) bool {
+	meet := peer == b.key.peer || peer == mpi.AnySource || b.key.peer == mpi.AnySource
+	return meet && overlaps(tags, b.tags)
+}
+
+// older returns, in call order, the background receives on g called
+// before seq that StepQueue steps for a receive from peer: those from
+// peer; every one of g when peer is mpi.AnySource or some receive from
+// any source is pending on g, so that each one's freedom is judged
+// against all the older ones it must follow. queues must be locked.
+func older(g *group.Group, peer int, seq uint64) []*Queued {
+	before := func(ops []*Queued) []*Queued {
+		n, _ := slices.BinarySearchFunc(ops, seq, func(o *Queued, seq uint64) int { return cmp.Compare(o.seq, seq) })
+		return ops[:n]
+	}
+	if peer != mpi.AnySource && len(queues.m[queueKey{g: g, peer: mpi.AnySource}]) == 0 {
+		return slices.Clone(before(queues.m[queueKey{g: g, peer: peer}]))
+	}
+	var all []*Queued
+	for k, ops := range queues.m {
+		if k.g == g {
+			all = append(all, before(ops)...)
+		}
+	}
+	slices.SortFunc(all, func(a, b *Queued) int { return cmp.Compare(a.seq, b.seq) })
+	return all
 }
 
 // stepping is set while StepAll runs, which is never nested.
@@ -172,13 +204,4 @@ func overlaps(a, b []int) bool {
 		}
 	}
 	return false
-}
-
-// union returns the sorted distinct tags of dst and tags, both sorted, in
-// dst.
-func union(dst, tags []int) []int {
-	if !slices.ContainsFunc(tags, func(t int) bool { _, found := slices.BinarySearch(dst, t); return !found }) {
-		return dst
-	}
-	return TagSet(dst, append(dst, tags...))
 }

@@ -59,8 +59,14 @@ func DescribeGroup(g *group.Group) string {
 	return b.String()
 }
 
-// Errorf returns "tensordict: <op>: rank <r> of <n>, <dir> rank <peer>: <msg>".
+// Errorf returns "tensordict: <op>: rank <r> of <n>, <dir> rank <peer>: <msg>",
+// or "<dir> any rank" for a receive from mpi.AnySource that has not
+// matched its first message yet.
 func (l *Link) Errorf(format string, args ...any) error {
+	if l.Peer == mpi.AnySource {
+		return fmt.Errorf("tensordict: %s: rank %d of %d, %s any rank: %w",
+			l.Op, l.Group.Rank(), l.Group.Size(), l.Dir, fmt.Errorf(format, args...))
+	}
 	return fmt.Errorf("tensordict: %s: rank %d of %d, %s rank %d: %w",
 		l.Op, l.Group.Rank(), l.Group.Size(), l.Dir, l.Peer, fmt.Errorf(format, args...))
 }

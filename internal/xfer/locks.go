@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // Send and Recv exchange several messages per call (a header, the metadata,
@@ -116,7 +117,11 @@ type Held struct {
 
 // Lock takes the locks of tags (sorted and distinct, so that two
 // transfers cannot deadlock) for a transfer with peer on g, waiting for
-// the transfers that hold them.
+// the transfers that hold them. A receive from mpi.AnySource takes the
+// locks of its tags for every rank of g: its first message may come from
+// any of them, and it must not match the header of a transfer whose
+// other messages a receive from that rank is taking, or take those
+// messages itself.
 func (h *Held) Lock(g *group.Group, peer int, recv bool, tags []int) {
 	h.lock(h.table(g), peer, recv, tags)
 }
@@ -210,14 +215,19 @@ func (h *Held) tryLock(t *tagTable, peer int, recv bool, tags []int) bool {
 
 // refer makes h.locks the locks of tags for peer in t, referenced: the
 // ones it references already when they are those (no lookup), else the
-// table's.
+// table's. For peer mpi.AnySource they are the locks of tags for every
+// rank of h's group (see Lock).
 func (h *Held) refer(t *tagTable, peer int, recv bool, tags []int) {
-	if h.t == t && len(h.locks) == len(tags) {
-		same := true
-		for i, l := range h.locks {
-			if l.key != (tagKey{peer: peer, tag: tags[i], recv: recv}) {
-				same = false
-				break
+	first, last := lockPeers(h.g, peer)
+	if h.t == t && len(h.locks) == (last-first+1)*len(tags) {
+		same, i := true, 0
+		for p := first; p <= last && same; p++ {
+			for _, tag := range tags {
+				if h.locks[i].key != (tagKey{peer: p, tag: tag, recv: recv}) {
+					same = false
+					break
+				}
+				i++
 			}
 		}
 		if same {
@@ -227,10 +237,22 @@ func (h *Held) refer(t *tagTable, peer int, recv bool, tags []int) {
 	h.drop()
 	h.t = t
 	t.mu.Lock()
-	for _, tag := range tags {
-		h.locks = append(h.locks, t.ref(tagKey{peer: peer, tag: tag, recv: recv}))
+	for p := first; p <= last; p++ {
+		for _, tag := range tags {
+			h.locks = append(h.locks, t.ref(tagKey{peer: p, tag: tag, recv: recv}))
+		}
 	}
 	t.mu.Unlock()
+}
+
+// lockPeers returns the ranks of g whose locks a transfer with peer
+// takes: peer alone, or every rank for mpi.AnySource. Taken in the order
+// of (rank, tag), the locks of any two transfers cannot deadlock.
+func lockPeers(g *group.Group, peer int) (first, last int) {
+	if peer == mpi.AnySource {
+		return 0, g.Size() - 1
+	}
+	return peer, peer
 }
 
 // TagSet returns the distinct tags of tags, sorted, in dst.

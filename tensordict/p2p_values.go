@@ -1,0 +1,228 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/wire"
+)
+
+// Non-tensor values of Send and Recv.
+//
+// A Send carries the sender's metadata, non-tensor values included, with
+// its first transfer of a structure to a place (a rank, a tag and a mode:
+// see p2pState.described), and again after any change of the sender's
+// metadata, a non-tensor value say, which rebuilds the sender's state;
+// the other transfers carry the header alone. The receiver keeps, per
+// group and place, the last metadata that came from there (placeValues),
+// and a Recv that succeeds gives td the non-tensor values it holds
+// (takeValues): a changed value arrives with the transfer that follows
+// the change, and the steady state stays one message, with one pointer
+// comparison on the receiver. The values kept per place, not per
+// TensorDict, serve a TensorDict that receives from several ranks
+// (AnySource) or several TensorDicts that take turns receiving from one.
+
+// valuesKey is a place transfers come from: the sender's rank, the tag
+// of their header and their mode.
+type valuesKey struct {
+	peer    int
+	tag     int
+	perLeaf bool
+}
+
+// valuesRec is the metadata a transfer from a place carried, and the
+// non-tensor values in it, decoded once (values).
+type valuesRec struct {
+	meta  []byte
+	total int64
+	once  sync.Once
+	vals  []keyedValue
+	err   error
+}
+
+// keyedValue is one non-tensor value of a sender's TensorDict.
+type keyedValue struct {
+	k Key
+	v any
+}
+
+// placeValues holds a group's valuesRec, by place. A place's slot, once
+// made, stays: a receive keeps it (recvValues) and checks it without the
+// lock.
+type placeValues struct {
+	mu sync.Mutex
+	m  map[valuesKey]*atomic.Pointer[valuesRec]
+}
+
+var placeValuesOf = group.Slot[placeValues]{New: func() *placeValues {
+	return &placeValues{m: map[valuesKey]*atomic.Pointer[valuesRec]{}}
+}}
+
+// slot returns the slot of key, made if missing.
+func (p *placeValues) slot(key valuesKey) *atomic.Pointer[valuesRec] {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.m[key]
+	if s == nil {
+		s = new(atomic.Pointer[valuesRec])
+		p.m[key] = s
+	}
+	return s
+}
+
+// recvValues is what a p2pState keeps of the non-tensor values its
+// TensorDict received: the place of the last receive, its slot, and the
+// record whose values the TensorDict holds since the state was built
+// (nil: none yet). build resets it: a change of the TensorDict's values
+// rebuilds the state, so while rec is the slot's, the values are rec's.
+type recvValues struct {
+	g    *group.Group
+	key  valuesKey
+	slot *atomic.Pointer[valuesRec]
+	rec  *valuesRec
+}
+
+func (v *recvValues) reset() { v.rec = nil }
+
+// valuesKeyOf is the place l's transfer of s comes from, its sender known.
+func (s *p2pState) valuesKeyOf(l *link) valuesKey {
+	return valuesKey{peer: l.Peer, tag: s.tag0, perLeaf: !l.o.consolidated}
+}
+
+// noteValues records the metadata of a transfer from l's peer into s that
+// carried it (h not described), which this side accepted: meta is its
+// metadata as the header message brought it.
+func (s *p2pState) noteValues(l *link, h *wire.Header, meta []byte) {
+	if h.Flags&wire.FlagDescribed != 0 || len(meta) == 0 {
+		return
+	}
+	slot := placeValuesOf.Of(l.Group).slot(s.valuesKeyOf(l))
+	if cur := slot.Load(); cur != nil && cur.total == h.Total && bytes.Equal(cur.meta, meta) {
+		return
+	}
+	slot.Store(&valuesRec{meta: bytes.Clone(meta), total: h.Total})
+}
+
+// takeValues gives td, into which a transfer from l's peer into s has just
+// been received, the non-tensor values its place last sent (see the top
+// of the file). In the steady state it compares two pointers.
+func (s *p2pState) takeValues(l *link, td *TensorDict) error {
+	v := &s.values
+	key := s.valuesKeyOf(l)
+	if v.slot == nil || v.g != l.Group || v.key != key {
+		v.g, v.key, v.slot, v.rec = l.Group, key, placeValuesOf.Of(l.Group).slot(key), nil
+	}
+	rec := v.slot.Load()
+	if rec == v.rec || rec == nil {
+		return nil
+	}
+	vals, err := rec.values()
+	if err != nil {
+		return fmt.Errorf("the sender's non-tensor values: %w", err)
+	}
+	for _, kv := range vals {
+		if err := setReceivedValue(td, kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	v.rec = rec
+	return nil
+}
+
+// values returns the non-tensor values of r's metadata, decoded once.
+func (r *valuesRec) values() ([]keyedValue, error) {
+	r.once.Do(func() {
+		root, _, err := codec.Decode(r.meta, int(r.total), codec.DefaultLimits())
+		if err != nil {
+			r.err = err
+			return
+		}
+		var walk func(n *codec.Node)
+		walk = func(n *codec.Node) {
+			for _, nt := range n.NonTensors {
+				v := nt.Value
+				if nt.Stack != nil {
+					v = fromElements(nt.Stack.Values, nt.Stack.Shape, nil)
+				}
+				r.vals = append(r.vals, keyedValue{k: Key(n.Path()).child(nt.Name), v: v})
+			}
+			for _, c := range n.Children {
+				walk(c.Node)
+			}
+		}
+		walk(root)
+	})
+	return r.vals, r.err
+}
+
+// setReceivedValue sets the non-tensor value k of td to v, received, unless
+// it holds an equal value already. A receive writes into a locked
+// TensorDict, as it writes its tensors. A missing entry is added; a
+// missing nested TensorDict, or an entry of another kind, is an error
+// wrapping ErrMismatch that names the key.
+func setReceivedValue(td *TensorDict, k Key, v any) error {
+	node := td
+	for i, name := range k[:len(k)-1] {
+		j, ok := node.lookup(name)
+		if !ok || node.entries[j].kind != kindTD {
+			return fmt.Errorf("%w: the sender has a non-tensor value at key %v, and this side no nested TensorDict at %v to hold it", ErrMismatch, k, k[:i+1])
+		}
+		node = node.entries[j].td
+	}
+	name := k[len(k)-1]
+	if j, ok := node.lookup(name); ok {
+		switch e := &node.entries[j]; {
+		case e.kind != kindNonTensor:
+			return fmt.Errorf("%w: the sender has a non-tensor value at key %v, this side another kind of entry", ErrMismatch, k)
+		case equalValues(e.v, v):
+			return nil
+		}
+	}
+	if s, ok := v.(*NonTensorStack); ok && !slices.Equal(s.shape, node.batch) {
+		return fmt.Errorf("%w: the sender's non-tensor stack at key %v has shape %v, this side's batch size is %v", ErrMismatch, k, s.shape, node.batch)
+	}
+	node.add(name, entry{kind: kindNonTensor, v: cloneValue(v)})
+	return nil
+}
+
+// describedPlace is a place a Send of a p2pState carried its metadata to
+// (see p2pState.described), with the place's slot of sentMeta.
+type describedPlace struct {
+	key  describedKey
+	slot *atomic.Pointer[byte]
+}
+
+// sentMeta holds, per group and place a Send goes to, the metadata token
+// (p2pState.metaTok) of the last transfer that carried metadata there: a
+// TensorDict describes a transfer to a place only while its own is the
+// last, so that the receiver, which keeps the last metadata per place,
+// holds its values.
+var sentMeta = group.Slot[sentPlaces]{New: func() *sentPlaces {
+	return &sentPlaces{m: map[describedKey]*atomic.Pointer[byte]{}}
+}}
+
+type sentPlaces struct {
+	mu sync.Mutex
+	m  map[describedKey]*atomic.Pointer[byte]
+}
+
+// sentMetaSlot returns g's slot of sentMeta for key, made if missing.
+func sentMetaSlot(g *group.Group, key describedKey) *atomic.Pointer[byte] {
+	p := sentMeta.Of(g)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.m[key]
+	if s == nil {
+		s = new(atomic.Pointer[byte])
+		p.m[key] = s
+	}
+	return s
+}
