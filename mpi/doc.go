@@ -151,7 +151,8 @@
 // Request.Test, WaitAll, WaitAny, or Cancel followed by Wait), so the
 // garbage collector can neither free nor move them while MPI uses them,
 // even if nothing else refers to them. The caller must not touch the
-// buffers until completion. A Request belongs to one goroutine at a time.
+// buffers until completion. Several goroutines may wait for, test, cancel
+// or abandon one Request at once: each gets its result (see Request).
 // A dropped Request is safe: the package keeps the operation registered
 // and unpins its buffers once MPI completes it (see Request and InFlight).
 //
