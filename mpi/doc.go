@@ -13,17 +13,22 @@
 //
 //	go build ./...                 Open MPI (pkg-config ompi-c), the default
 //	go build -tags mpich ./...     MPICH and its ABI (pkg-config mpich)
-//	CGO_ENABLED=0 go build ./...   no MPI: every entry point returns ErrNoMPI
+//	go build -tags nompi ./...     no MPI: every entry point returns ErrNoMPI
+//	CGO_ENABLED=0 go build ./...   no MPI, as with -tags nompi
 //
 // Library reports the family built in, LibraryVersion the library's own
 // version text. Compare errors by class (errors.Is against ErrTruncate and
 // the others), not by text: the families word their messages differently,
 // though Error always starts the message with the class name.
 //
-// Without cgo (CGO_ENABLED=0) the package still builds, with the same API:
-// Init, InitThread and every operation return ErrNoMPI, Initialized and
-// Finalized report false, and Library returns FamilyNone. Programs that
-// only read and write tensordict files need no MPI library at all.
+// With -tags nompi, or without cgo (CGO_ENABLED=0), the package builds
+// with no C and the same API: Init, InitThread and every operation return
+// ErrNoMPI, Initialized and Finalized report false, and Library returns
+// FamilyNone. The files with C are those constrained by "cgo && !nompi",
+// their stand-in is nompi.go ("!cgo || nompi"). Programs that only read
+// and write tensordict files need no MPI library at all: built with
+// -tags nompi, they need neither MPI's development files nor its
+// libraries, even where cgo is on for other packages.
 //
 // Buffers are slices of a Scalar type. Operations on them are generic
 // functions taking the communicator first, since Go methods cannot have type
@@ -146,7 +151,8 @@
 // Request.Test, WaitAll, WaitAny, or Cancel followed by Wait), so the
 // garbage collector can neither free nor move them while MPI uses them,
 // even if nothing else refers to them. The caller must not touch the
-// buffers until completion. A Request belongs to one goroutine at a time.
+// buffers until completion. Several goroutines may wait for, test, cancel
+// or abandon one Request at once: each gets its result (see Request).
 // A dropped Request is safe: the package keeps the operation registered
 // and unpins its buffers once MPI completes it (see Request and InFlight).
 //

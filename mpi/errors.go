@@ -45,8 +45,9 @@ func (e *Error) Is(target error) bool {
 var ErrBusy = errors.New("MPI is in use")
 
 // ErrNoMPI is returned by every MPI entry point of a program built without
-// cgo (CGO_ENABLED=0), in which this package has no MPI library.
-var ErrNoMPI = errors.New("tdmpi was built without cgo: MPI is unavailable")
+// cgo (CGO_ENABLED=0) or with -tags nompi, in which this package has no MPI
+// library.
+var ErrNoMPI = errors.New("tdmpi was built without cgo or with -tags nompi: MPI is unavailable")
 
 // Error class sentinels, for use with errors.Is.
 var (

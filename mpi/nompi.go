@@ -1,14 +1,14 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-//go:build !cgo
+//go:build !cgo || nompi
 
 package mpi
 
 import "time"
 
-// This file is the package without cgo (CGO_ENABLED=0): the API of the cgo
-// build, with no MPI behind it. Init and every operation return ErrNoMPI;
+// This file is the package without MPI (-tags nompi, or CGO_ENABLED=0): the
+// API of the cgo build, with no MPI behind it. Init and every operation return ErrNoMPI;
 // nothing here can reach MPI, so a program built this way runs everything
 // of tdmpi that needs no communication.
 

@@ -1,7 +1,7 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-//go:build !cgo
+//go:build !cgo || nompi
 
 package mpi
 
@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestNoMPI checks the build without cgo: every entry point says MPI is
-// unavailable, with one error.
+// TestNoMPI checks the build without MPI (-tags nompi, or without cgo):
+// every entry point says MPI is unavailable, with one error.
 func TestNoMPI(t *testing.T) {
 	assert.Equal(t, FamilyNone, Library())
 	assert.Empty(t, LibraryVersion())
@@ -47,7 +47,7 @@ func TestNoMPI(t *testing.T) {
 	} {
 		assert.ErrorIs(t, tc.err, ErrNoMPI, tc.name)
 	}
-	assert.EqualError(t, ErrNoMPI, "tdmpi was built without cgo: MPI is unavailable")
+	assert.EqualError(t, ErrNoMPI, "tdmpi was built without cgo or with -tags nompi: MPI is unavailable")
 	assert.Panics(t, func() { w.Rank() })
 	assert.Equal(t, "MPI_THREAD_MULTIPLE", ThreadMultiple.String())
 	assert.Equal(t, "MPI_SUM", OpSum.String())

@@ -1,6 +1,8 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
+//go:build cgo && !nompi
+
 package mpi
 
 // #include "shim.h"
@@ -15,6 +17,7 @@ import "C"
 import (
 	"errors"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -34,15 +37,22 @@ import (
 // nobody reads; Finalize refuses to run while such operations are
 // incomplete, since MPI forbids finalising with requests pending.
 //
-// A Request must be used by one goroutine at a time; different requests
-// may be waited on concurrently. Wait on a completed request returns its
-// final status again.
+// A Request may be used by several goroutines at once. Of Wait, Await,
+// Test, WaitAll and WaitAny called on one request concurrently, one
+// completes it and the others return its result too, each once the
+// request has completed (a Test or Await that finds it pending returns
+// done false). Once complete, every later call returns the same status
+// and error again. Cancel and Abandon act between the slices of a
+// concurrent Wait (see Await); while a WaitAll or WaitAny that holds the
+// request runs in MPI, they wait for it to return.
 type Request struct {
-	f    *inflight // nil once complete
+	mu   sync.Mutex // held by each call on the request, and by WaitAll and WaitAny while in MPI
+	f    *inflight  // nil once complete or abandoned
 	op   string
 	done bool
 	gone bool // abandoned (see Abandon)
 	st   Status
+	err  error // the error of the completion, if it failed
 	// Where the wait for the operation is, across the calls of Await and
 	// Wait (see tdmpi_wait_req).
 	waitStart C.longlong
@@ -215,15 +225,26 @@ func startUntil(op string, b buffer, coll, pause bool, done <-chan struct{}, cst
 const untilPause = true
 
 // finish records the completion of r's operation, whose status st was
-// filled in by the C call that completed it.
-func (r *Request) finish(st *C.tdmpi_status) {
+// filled in by the C call that completed it, with MPI error code rc. r's
+// lock is held.
+func (r *Request) finish(st *C.tdmpi_status, rc C.int) {
 	f := r.f
 	r.done, r.f = true, nil
 	if !f.coll {
 		r.st = makeStatus(st)
 	}
+	r.err = newError(r.op, rc)
 	runtime.SetFinalizer(r, nil)
 	f.release()
+}
+
+// result returns the result of r, complete: its status, or the error of
+// its completion. r's lock is held.
+func (r *Request) result() (done bool, st Status, err error) {
+	if r.err != nil {
+		return true, Status{}, r.err
+	}
+	return true, r.st, nil
 }
 
 // status completes the MPI status of a point-to-point request.
@@ -253,37 +274,47 @@ func (r *Request) Wait() (Status, error) {
 // completes, Await returns its status, as Wait.
 func (r *Request) Await() (done bool, st Status, err error) { return r.wait(false) }
 
-// wait is Wait (block) or Await: slices of tdmpi_wait_req over r's
-// pending handles, resumed where the last slice of r's wait ended.
+// wait is Wait (block) or Await: slices of r's wait (slice), with Yield
+// between (see waiting).
 func (r *Request) wait(block bool) (done bool, st Status, err error) {
 	if r == nil {
 		return false, Status{}, argError("MPI_Wait", C.MPI_ERR_REQUEST, "nil request")
 	}
+	defer callWait.enter().leave()
+	if !block {
+		return r.slice()
+	}
+	waiting(func() C.int {
+		if done, st, err = r.slice(); !done && err == nil {
+			return C.TDMPI_AGAIN
+		}
+		return C.MPI_SUCCESS
+	})
+	return done, st, err
+}
+
+// slice is one slice of r's wait, under r's lock: tdmpi_wait_req over r's
+// pending handles, resumed where the last slice of r's wait ended, by
+// whichever goroutine.
+func (r *Request) slice() (done bool, st Status, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.done {
-		return true, r.st, nil
+		return r.result()
 	}
 	if r.gone {
 		return false, Status{}, r.errGone("MPI_Wait")
 	}
-	defer callWait.enter().leave()
 	f := r.f
 	cst := C.tdmpi_status{wait_start: r.waitStart, wait_phase: r.waitPhase}
-	slice := func() C.int {
-		for i := range f.hs {
-			if f.hs[i] == requestNull {
-				continue
-			}
-			if rc := C.tdmpi_wait_req(&f.hs[i], &cst, cbool(f.pause)); rc != C.MPI_SUCCESS {
-				return rc
-			}
+	rc := C.int(C.MPI_SUCCESS)
+	for i := range f.hs {
+		if f.hs[i] == requestNull {
+			continue
 		}
-		return C.MPI_SUCCESS
-	}
-	var rc C.int
-	if block {
-		rc = waiting(slice)
-	} else {
-		rc = slice()
+		if rc = C.tdmpi_wait_req(&f.hs[i], &cst, cbool(f.pause)); rc != C.MPI_SUCCESS {
+			break
+		}
 	}
 	r.waitStart, r.waitPhase = cst.wait_start, cst.wait_phase
 	if rc == C.TDMPI_AGAIN {
@@ -293,12 +324,10 @@ func (r *Request) wait(block bool) (done bool, st Status, err error) {
 		rc = f.status(&cst)
 	}
 	if f.complete() {
-		r.finish(&cst) // MPI frees a failed request too
+		r.finish(&cst, rc) // MPI frees a failed request too
+		return r.result()
 	}
-	if err := newError(r.op, rc); err != nil {
-		return r.done, Status{}, err
-	}
-	return true, r.st, nil
+	return false, Status{}, newError(r.op, rc)
 }
 
 // Abandon hands r's operation to the package: the caller will neither wait
@@ -306,9 +335,16 @@ func (r *Request) wait(block bool) (done bool, st Status, err error) {
 // but without waiting for the garbage collector to notice. The package
 // completes it as it completes dropped requests, in InFlight, Busy,
 // Finalize and whenever a nonblocking operation starts, and unpins its
-// buffers then. Abandon on a completed or nil request does nothing.
+// buffers then. Abandon on a completed, abandoned or nil request does
+// nothing. Every later call on an abandoned request (and any call still
+// waiting for it) returns an error wrapping ErrRequest; WaitAny ignores it.
 func (r *Request) Abandon() {
-	if r == nil || r.f == nil {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
 		return
 	}
 	f := r.f
@@ -317,7 +353,7 @@ func (r *Request) Abandon() {
 	orphan(f)
 }
 
-// errGone is returned by Wait and Test on an abandoned request.
+// errGone is returned by the calls on an abandoned request.
 func (r *Request) errGone(op string) error {
 	return argError(op, C.MPI_ERR_REQUEST, "%s request was abandoned", r.op)
 }
@@ -331,11 +367,18 @@ func (r *Request) Test() (done bool, st Status, err error) {
 	if r == nil {
 		return false, Status{}, argError("MPI_Test", C.MPI_ERR_REQUEST, "nil request")
 	}
-	if r.done {
-		return true, r.st, nil
-	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.gone {
 		return false, Status{}, r.errGone("MPI_Test")
+	}
+	return r.test()
+}
+
+// test is Test on r, not abandoned, under r's lock.
+func (r *Request) test() (done bool, st Status, err error) {
+	if r.done {
+		return r.result()
 	}
 	defer callTest.enter().leave()
 	f := r.f
@@ -343,15 +386,16 @@ func (r *Request) Test() (done bool, st Status, err error) {
 	flag, rc := f.test(&cst)
 	if rc != C.MPI_SUCCESS {
 		if f.complete() {
-			r.finish(&cst)
+			r.finish(&cst, rc)
+			return r.result()
 		}
-		return r.done, Status{}, newError(r.op, rc)
+		return false, Status{}, newError(r.op, rc)
 	}
 	if !flag {
 		return false, Status{}, nil
 	}
-	r.finish(&cst)
-	return true, r.st, nil
+	r.finish(&cst, rc)
+	return r.result()
 }
 
 // test tests every handle of f, as MPI_Test, and fills st once all are
@@ -377,42 +421,88 @@ func (f *inflight) test(st *C.tdmpi_status) (bool, C.int) {
 // Cancel asks MPI to cancel r, as MPI_Cancel. The request must still be
 // completed with Wait (or Test); its Status then reports Cancelled if the
 // cancellation succeeded, and the buffer is released. Collectives cannot
-// be cancelled.
+// be cancelled, nor can an abandoned request (an error wrapping
+// ErrRequest); Cancel of a completed request does nothing.
 func (r *Request) Cancel() error {
 	const name = "MPI_Cancel"
 	if r == nil {
 		return argError(name, C.MPI_ERR_REQUEST, "nil request")
 	}
-	if r.done {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.done:
 		return nil
-	}
-	if r.f.coll {
+	case r.gone:
+		return r.errGone(name)
+	case r.f.coll:
 		return argError(name, C.MPI_ERR_REQUEST, "%s cannot be cancelled", r.op)
 	}
 	h := r.f.hs[0]
 	return newError(name, C.MPI_Cancel(&h))
 }
 
+// lockAll locks the requests of reqs that are not nil, each once, without
+// waiting: it reports false, with none locked, when another goroutine
+// holds one of them or reqs holds one twice. The caller then completes
+// them one at a time.
+func lockAll(reqs []*Request) bool {
+	for i, r := range reqs {
+		if r != nil && !r.mu.TryLock() {
+			unlockAll(reqs[:i])
+			return false
+		}
+	}
+	return true
+}
+
+// unlockAll unlocks the requests of reqs that are not nil.
+func unlockAll(reqs []*Request) {
+	for _, r := range reqs {
+		if r != nil {
+			r.mu.Unlock()
+		}
+	}
+}
+
 // WaitAll blocks until every request of reqs completes, as MPI_Waitall.
-// nil and already completed requests are ignored; an abandoned one is an
-// error. The status of each request
-// is then available from its Wait method. The error joins the errors of the
-// requests that failed.
+// nil requests are ignored, and so are completed ones, but for the error
+// of their completion; an abandoned one is an error. The status of each
+// request is then available from its Wait method. The error joins the
+// errors of the requests that failed. When another goroutine is using one
+// of reqs, or reqs holds one twice, WaitAll waits for each in turn, as
+// Wait.
 func WaitAll(reqs ...*Request) error {
 	const name = "MPI_Waitall"
+	if !lockAll(reqs) {
+		var errs []error
+		for _, r := range reqs {
+			if r != nil {
+				if _, err := r.Wait(); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}
+	defer unlockAll(reqs)
 	var hs []C.MPI_Request
-	var gone []error
+	var errs []error
 	for _, r := range reqs {
 		switch {
-		case r == nil || r.done:
+		case r == nil:
+		case r.done:
+			if r.err != nil {
+				errs = append(errs, r.err)
+			}
 		case r.gone:
-			gone = append(gone, r.errGone(name))
+			errs = append(errs, r.errGone(name))
 		default:
 			hs = append(hs, r.f.hs...)
 		}
 	}
 	if len(hs) == 0 {
-		return errors.Join(gone...)
+		return errors.Join(errs...)
 	}
 	n, err := count32(name, len(hs))
 	if err != nil {
@@ -421,7 +511,6 @@ func WaitAll(reqs ...*Request) error {
 	defer callWaitall.enter().leave()
 	sts := make([]C.MPI_Status, len(hs))
 	rc := C.MPI_Waitall(n, unsafe.SliceData(hs), unsafe.SliceData(sts))
-	errs := gone
 	i := 0
 	for _, r := range reqs {
 		if r == nil || r.done || r.gone {
@@ -443,7 +532,7 @@ func WaitAll(reqs ...*Request) error {
 			code = f.status(&st)
 		}
 		if f.complete() {
-			r.finish(&st) // MPI frees a failed request too
+			r.finish(&st, code) // MPI frees a failed request too
 		}
 		if err := newError(r.op, code); err != nil {
 			errs = append(errs, err)
@@ -457,11 +546,25 @@ func WaitAll(reqs ...*Request) error {
 
 // WaitAny blocks until one request of reqs completes, as MPI_Waitany, and
 // returns its index and status. nil, completed and abandoned requests are
-// ignored; if
-// there is no other, WaitAny returns index Undefined at once. A reduction
-// over more than 2^30 elements is several MPI requests: with one among
-// reqs, WaitAny polls them with Test instead.
+// ignored; if there is no other, WaitAny returns index Undefined at once.
+// A reduction over more than 2^30 elements is several MPI requests: with
+// one among reqs, WaitAny polls them with Test instead, as it does when
+// another goroutine is using one of reqs, or reqs holds one twice.
 func WaitAny(reqs ...*Request) (index int, st Status, err error) {
+	if !lockAll(reqs) {
+		return pollAny(reqs)
+	}
+	index, st, poll, err := waitAny(reqs)
+	unlockAll(reqs)
+	if poll {
+		return pollAny(reqs)
+	}
+	return index, st, err
+}
+
+// waitAny is WaitAny with MPI_Waitany, with reqs locked; it reports poll
+// true, having done nothing, when one of reqs is several MPI requests.
+func waitAny(reqs []*Request) (index int, st Status, poll bool, err error) {
 	const name = "MPI_Waitany"
 	hs := make([]C.MPI_Request, len(reqs))
 	live := false
@@ -471,23 +574,23 @@ func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 			continue
 		}
 		if len(r.f.hs) > 1 {
-			return pollAny(reqs)
+			return Undefined, Status{}, true, nil
 		}
 		hs[i], live = r.f.hs[0], true
 	}
 	if !live {
-		return Undefined, Status{}, nil
+		return Undefined, Status{}, false, nil
 	}
 	n, err := count32(name, len(reqs))
 	if err != nil {
-		return Undefined, Status{}, err
+		return Undefined, Status{}, false, err
 	}
 	defer callWaitany.enter().leave()
 	var cst C.MPI_Status
 	var idx C.int
 	rc := C.MPI_Waitany(n, &hs[0], &idx, &cst)
 	if idx == C.MPI_UNDEFINED || idx < 0 || int(idx) >= len(reqs) {
-		return Undefined, Status{}, newError(name, rc)
+		return Undefined, Status{}, false, newError(name, rc)
 	}
 	r := reqs[idx]
 	r.f.hs[0] = hs[idx]
@@ -496,12 +599,12 @@ func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 		rc = r.f.status(&cs)
 	}
 	if r.f.complete() {
-		r.finish(&cs)
+		r.finish(&cs, rc)
 	}
 	if err := newError(r.op, rc); err != nil {
-		return int(idx), Status{}, err
+		return int(idx), Status{}, false, err
 	}
-	return int(idx), r.st, nil
+	return int(idx), r.st, false, nil
 }
 
 // pollAny is WaitAny by polling each request with Test, pausing between
@@ -511,14 +614,22 @@ func pollAny(reqs []*Request) (int, Status, error) {
 	for {
 		live := false
 		for i, r := range reqs {
-			if r == nil || r.done || r.gone {
+			if r == nil {
 				continue
 			}
-			live = true
-			done, st, err := r.Test()
+			r.mu.Lock()
+			active := !r.done && !r.gone
+			var done bool
+			var st Status
+			var err error
+			if active {
+				done, st, err = r.test()
+			}
+			r.mu.Unlock()
 			if err != nil || done {
 				return i, st, err
 			}
+			live = live || active
 		}
 		if !live {
 			return Undefined, Status{}, nil

@@ -1,13 +1,14 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-//go:build cgo
+//go:build cgo && !nompi
 
 package mpi
 
 import (
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -202,4 +203,180 @@ func TestAwait(t *testing.T) {
 	var nilReq *Request
 	_, _, err = nilReq.Await()
 	assert.ErrorIs(t, err, ErrRequest)
+}
+
+// TestRequestConcurrentCompletion completes one receive from several
+// goroutines at once, by Wait, Await, Test, WaitAll and WaitAny (run with
+// -race too): each waits for the receive and gets the same status, once
+// the message comes; none crashes or races with another's completion.
+func TestRequestConcurrentCompletion(t *testing.T) {
+	s := Self()
+	for round := range 20 {
+		tag := 300 + round
+		got := make([]int32, 4)
+		req, err := Irecv(s, got, 0, tag)
+		require.NoError(t, err)
+		type result struct {
+			how string
+			st  Status
+			err error
+		}
+		waitAny := func(reqs ...*Request) func() (Status, error) {
+			return func() (Status, error) {
+				i, st, err := WaitAny(reqs...)
+				if err == nil && i == Undefined { // another goroutine completed it
+					return req.Wait()
+				}
+				return st, err
+			}
+		}
+		results := make(chan result, 8)
+		ways := map[string]func() (Status, error){
+			"Wait":       req.Wait,
+			"Wait again": req.Wait,
+			"Await": func() (Status, error) {
+				for {
+					if done, st, err := req.Await(); done || err != nil {
+						return st, err
+					}
+				}
+			},
+			"Test": func() (Status, error) {
+				for {
+					if done, st, err := req.Test(); done || err != nil {
+						return st, err
+					}
+					runtime.Gosched()
+				}
+			},
+			"WaitAll": func() (Status, error) {
+				if err := WaitAll(req); err != nil {
+					return Status{}, err
+				}
+				return req.Wait()
+			},
+			"WaitAll, twice in the list": func() (Status, error) {
+				if err := WaitAll(req, nil, req); err != nil {
+					return Status{}, err
+				}
+				return req.Wait()
+			},
+			"WaitAny":                    waitAny(req),
+			"WaitAny, twice in the list": waitAny(nil, req, req),
+		}
+		for how, wait := range ways {
+			go func() {
+				st, err := wait()
+				results <- result{how, st, err}
+			}()
+		}
+		require.NoError(t, Send(s, []int32{1, 2, 3}, 0, tag))
+		for range ways {
+			r := <-results
+			if assert.NoError(t, r.err, r.how) {
+				assert.Equal(t, tag, r.st.Tag, r.how)
+				assert.Equal(t, 0, r.st.Source, r.how)
+				assert.Equal(t, 3, Count[int32](r.st), r.how)
+			}
+		}
+		assert.Equal(t, []int32{1, 2, 3, 0}, got)
+	}
+	assert.Zero(t, InFlight())
+}
+
+// TestRequestConcurrentCancelAbandon cancels a receive while other
+// goroutines wait for it, which then all see it cancelled; and abandons
+// one while others wait, which then all return an error wrapping
+// ErrRequest. Neither crashes or races (run with -race too).
+func TestRequestConcurrentCancelAbandon(t *testing.T) {
+	s := Self()
+	const waiters = 4
+	start := func(tag int) (*Request, chan error, chan Status) {
+		req, err := Irecv(s, make([]int64, 2), 0, tag)
+		require.NoError(t, err)
+		errs, sts := make(chan error, waiters), make(chan Status, waiters)
+		for g := range waiters {
+			go func() {
+				var st Status
+				var err error
+				if g%2 == 0 {
+					st, err = req.Wait()
+				} else {
+					for done := false; !done && err == nil; {
+						done, st, err = req.Test()
+						runtime.Gosched()
+					}
+				}
+				errs <- err
+				sts <- st
+			}()
+		}
+		return req, errs, sts
+	}
+
+	req, errs, sts := start(400)
+	require.NoError(t, req.Cancel())
+	for range waiters {
+		require.NoError(t, <-errs)
+		assert.True(t, (<-sts).Cancelled(), "a waiter of the cancelled receive")
+	}
+
+	req, errs, _ = start(401)
+	req.Abandon()
+	for range waiters {
+		assert.ErrorIs(t, <-errs, ErrRequest, "a waiter of the abandoned receive")
+	}
+	// The abandoned receive still takes its message, then leaves InFlight.
+	require.NoError(t, Send(s, []int64{5, 6}, 0, 401))
+	require.Eventually(t, func() bool { return InFlight() == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// TestRequestAfterEnd calls every method of Request, and WaitAll and
+// WaitAny, on an abandoned request and on a completed one: an abandoned
+// request is an error wrapping ErrRequest everywhere (Cancel used to
+// dereference nil), a second Abandon does nothing; a completed request
+// returns its result again, its Cancel and Abandon do nothing.
+func TestRequestAfterEnd(t *testing.T) {
+	s := Self()
+	gone, err := Irecv(s, make([]byte, 4), 0, 500)
+	require.NoError(t, err)
+	gone.Abandon()
+	gone.Abandon()
+	_, err = gone.Wait()
+	assert.ErrorIs(t, err, ErrRequest, "Wait")
+	_, _, err = gone.Await()
+	assert.ErrorIs(t, err, ErrRequest, "Await")
+	_, _, err = gone.Test()
+	assert.ErrorIs(t, err, ErrRequest, "Test")
+	err = gone.Cancel()
+	assert.ErrorIs(t, err, ErrRequest, "Cancel")
+	assert.ErrorContains(t, err, "MPI_Irecv request was abandoned")
+	assert.ErrorIs(t, WaitAll(gone), ErrRequest, "WaitAll")
+	i, _, err := WaitAny(gone)
+	assert.NoError(t, err, "WaitAny ignores an abandoned request")
+	assert.Equal(t, Undefined, i)
+	assert.Equal(t, "MPI_Irecv", gone.Op())
+	require.NoError(t, Send(s, []byte{1, 2, 3, 4}, 0, 500)) // completes the abandoned receive
+
+	done, err := Irecv(s, make([]byte, 4), 0, 501)
+	require.NoError(t, err)
+	require.NoError(t, Send(s, []byte{1, 2}, 0, 501))
+	st, err := done.Wait()
+	require.NoError(t, err)
+	assert.NoError(t, done.Cancel(), "Cancel")
+	done.Abandon()
+	for _, again := range []func() (Status, error){
+		done.Wait,
+		func() (Status, error) { _, st, err := done.Await(); return st, err },
+		func() (Status, error) { _, st, err := done.Test(); return st, err },
+	} {
+		got, err := again()
+		assert.NoError(t, err)
+		assert.Equal(t, st, got)
+	}
+	assert.NoError(t, WaitAll(done))
+	i, _, err = WaitAny(done)
+	assert.NoError(t, err)
+	assert.Equal(t, Undefined, i)
+	require.Eventually(t, func() bool { return InFlight() == 0 }, 10*time.Second, time.Millisecond)
 }

@@ -1,4 +1,4 @@
-//go:build cgo
+//go:build cgo && !nompi
 
 package tensordict_test
 

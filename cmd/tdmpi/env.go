@@ -118,12 +118,13 @@ func runEnv(sio *stdio) (err error) {
 }
 
 // needMPI returns an error saying that MPI is not built in when tdmpi was
-// built without cgo, for the commands (env, bench) that need it.
+// built without cgo or with -tags nompi, for the commands (env, bench) that
+// need it.
 func needMPI(cmd string) error {
 	if mpi.Library() != mpi.FamilyNone {
 		return nil
 	}
-	return fmt.Errorf("MPI is not built in: %w; %s needs a tdmpi built with cgo and an MPI library (Open MPI, or MPICH with -tags mpich)", mpi.ErrNoMPI, cmd)
+	return fmt.Errorf("MPI is not built in: %w; %s needs a tdmpi built with cgo, without -tags nompi, and an MPI library (Open MPI, or MPICH with -tags mpich)", mpi.ErrNoMPI, cmd)
 }
 
 // gatherStrings collects every rank's s at root, in rank order. Other

@@ -1,7 +1,7 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-//go:build !cgo
+//go:build !cgo || nompi
 
 package main
 
@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestWithoutMPI checks a tdmpi built without cgo: env and bench say that
-// MPI is not built in, and version says so too.
+// TestWithoutMPI checks a tdmpi built without MPI (without cgo, or with
+// -tags nompi): env and bench say that MPI is not built in, and version
+// says so too.
 func TestWithoutMPI(t *testing.T) {
 	for _, cmd := range []string{"env", "bench"} {
 		code, _, stderr := runTdmpi(cmd)
@@ -21,5 +22,5 @@ func TestWithoutMPI(t *testing.T) {
 	}
 	code, stdout, _ := runTdmpi("version")
 	assert.Equal(t, exitOK, code)
-	assert.Contains(t, stdout, "mpi      not built in (tdmpi was built without cgo)\n")
+	assert.Contains(t, stdout, "mpi      not built in (tdmpi was built without cgo or with -tags nompi)\n")
 }

@@ -30,7 +30,7 @@ MPI_Get_library_version may be called before MPI_Init.`,
 			bi, _ := debug.ReadBuildInfo()
 			lib := mpi.LibraryVersion()
 			if mpi.Library() == mpi.FamilyNone {
-				lib = "not built in (tdmpi was built without cgo)"
+				lib = "not built in (tdmpi was built without cgo or with -tags nompi)"
 			}
 			writeVersion(sio.out, bi, lib)
 			return nil

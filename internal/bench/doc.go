@@ -6,6 +6,8 @@
 // a Go benchmark can report its figures beside C's in the same run.
 //
 // It uses MPI_COMM_WORLD and expects MPI to be initialised (by package mpi).
+// Like package mpi's C, it is built only with cgo and without -tags nompi;
+// otherwise the package is empty.
 //
 // # Files
 //
