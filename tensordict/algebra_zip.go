@@ -31,7 +31,7 @@ func zip(s *zipSpec, tds []*TensorDict) (*TensorDict, error) {
 			return nil, fmt.Errorf("tensordict: %s: tensordict %d is nil", s.op, i)
 		}
 	}
-	return zipAt(s, nil, tds)
+	return guarded(s.op, func() (*TensorDict, error) { return zipAt(s, nil, tds) })
 }
 
 func zipAt(s *zipSpec, prefix Key, tds []*TensorDict) (*TensorDict, error) {
@@ -170,7 +170,7 @@ func (td *TensorDict) zip2InPlace(op string, o *TensorDict, fn func(a, b *tensor
 // eachLeaf applies fn to every tensor leaf of td in place, naming the key in
 // an error.
 func (td *TensorDict) eachLeaf(op string, fn func(t *tensor.Tensor) error) error {
-	return td.walkLeaves(nil, func(k Key, n *TensorDict, j int) error {
+	return td.guardedWalk(op, func(k Key, n *TensorDict, j int) error {
 		if err := fn(n.entries[j].t); err != nil {
 			return fmt.Errorf("tensordict: %s: key %v: %w", op, k, err)
 		}

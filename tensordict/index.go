@@ -22,13 +22,13 @@ func (td *TensorDict) batchDim(op string, dim int) (int, error) {
 // wrapping errors with the key. A NonTensorStack is kept if the batch size
 // is, and refused otherwise (see rebuild).
 func (td *TensorDict) indexed(op string, nb func([]int) []int, fn func(*tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
-	return td.rebuild(op, nil, nb, keyed(op, fn), false)
+	return guarded(op, func() (*TensorDict, error) { return td.rebuild(op, nil, nb, keyed(op, fn), false) })
 }
 
 // viewed is indexed for a layout operation fn (indexing, slicing,
 // reshaping, permuting): a NonTensorStack follows it (see rebuild).
 func (td *TensorDict) viewed(op string, nb func([]int) []int, fn func(*tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
-	return td.rebuild(op, nil, nb, keyed(op, fn), true)
+	return guarded(op, func() (*TensorDict, error) { return td.rebuild(op, nil, nb, keyed(op, fn), true) })
 }
 
 // keyed returns fn as a leafFunc whose errors name op and the key.

@@ -37,11 +37,13 @@ import (
 // SIGBUS, which ends a Go program. The library's own accesses are guarded
 // (debug.SetPanicOnFault, see memmap.Guard) and return an error wrapping
 // memmap.ErrFault (or syscall.EFAULT where a write(2) reads the pages):
-// Consolidate, ConsolidateInto, SaveConsolidated, Memmap, SetInPlace and
-// Set. The TensorDict operations that return no error (Clone, Contiguous,
-// To, EqScalar, NeScalar and the scalar algebra) panic instead, with an
-// error wrapping memmap.ErrFault that names the operation; memmap.Guard
-// around the call returns it. MPI reads and writes a transfer's memory in
+// every TensorDict method that returns an error and reads or writes the
+// leaves (Consolidate, SaveConsolidated, Memmap, Set, SetInPlace, SetAt,
+// Update, Apply, the algebra: Sum, Add, AddInPlace, Fill, Cat, Stack, ...).
+// The TensorDict operations that return no error (Clone, Contiguous, To,
+// EqScalar, All, Any and the scalar algebra) panic instead, with an error
+// wrapping memmap.ErrFault that names the operation; memmap.Guard around
+// the call returns it. String prints such a leaf's values as <fault>. MPI reads and writes a transfer's memory in
 // C, where no fault can be caught, so Send, ISend, InitRemote, Recv,
 // IRecv, AllReduce, Reduce and Broadcast first check every mapped buffer
 // they hand to MPI (one byte of its last page, which is the first page a
