@@ -334,7 +334,7 @@ func createFile(path, op string, existsOK bool) (*newFd, error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, fmt.Errorf("memmap: %s %s: refusing to write through a symbolic link", op, path)
 	case !existsOK:
-		return nil, fmt.Errorf("memmap: %s %s: file already exists (pass ExistsOK to overwrite)", op, path)
+		return nil, fmt.Errorf("memmap: %s %s: %w (pass ExistsOK to overwrite)", op, path, fs.ErrExist)
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("memmap: %s %s: not a regular file (%v)", op, path, fi.Mode().Type())
 	}

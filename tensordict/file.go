@@ -24,7 +24,8 @@ import (
 // expect; plain TensorDicts stay readable by Python.
 //
 // The file is written under a temporary name in the same folder and renamed
-// into place, so readers never see a partial file.
+// into place, so readers never see a partial file. An existing file is
+// replaced, as Memmap overwrites an existing save by default.
 func (td *TensorDict) SaveConsolidated(filename string) (err error) {
 	var (
 		meta  []byte
