@@ -75,6 +75,37 @@ func (td *TensorDict) MemmapLike(prefix string, opts ...MemmapOption) (*TensorDi
 	return td.memmapTo("MemmapLike", prefix, false, true, memmapOptions(opts))
 }
 
+// Flush writes the changes made to td's memory-mapped leaves, nested ones
+// included, to their files and waits until they reach the storage device
+// (msync, see memmap.Flush): the files of Memmap and LoadMemmap. Each
+// file is flushed once, whatever the number of leaves viewing it. Leaves
+// that are not memory-mapped, and copy-on-write mappings (CopyOnWrite, and
+// LoadConsolidated's, whose changes never reach the file), are skipped. Other
+// processes mapping the same files see the changes before Flush; Flush
+// makes them durable. An error names the key of the leaf whose file
+// failed (a released leaf wraps tensor.ErrReleased).
+func (td *TensorDict) Flush() error {
+	if td == nil {
+		return nilError("Flush")
+	}
+	done := make(map[*memmap.File]bool)
+	return td.walkLeaves(nil, func(k Key, n *TensorDict, j int) error {
+		t := n.entries[j].t
+		if t.Storage().Released() {
+			return fmt.Errorf("tensordict: Flush: key %v: %w", k, tensor.ErrReleased)
+		}
+		f, ok := memmap.Of(t)
+		if !ok || f.Private() || done[f] {
+			return nil
+		}
+		done[f] = true
+		if err := memmap.Flush(t); err != nil {
+			return fmt.Errorf("tensordict: Flush: key %v: %w", k, err)
+		}
+		return nil
+	})
+}
+
 // SavedPath returns the directory td was saved to by Memmap or loaded from by
 // LoadMemmap, or "" (also for an anonymous Memmap).
 func (td *TensorDict) SavedPath() string { return td.savedPathValue() }
