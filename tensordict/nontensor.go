@@ -539,3 +539,49 @@ func equalStacks(a, b *NonTensorStack) bool {
 	}
 	return true
 }
+
+// GetNonTensorAs returns the non-tensor value named k as a T: the typed
+// form of GetNonTensor. The stored value is in canonical form (see
+// SetNonTensor: int64, float64, string, bool, []any, map[string]any),
+// and is returned as it is when it is a T already. Otherwise it is
+// converted as encoding/json decodes its JSON text into a T, so that
+// int, float32, []string, map[string]int or a struct work, and a number
+// converts between integer and floating types when the value fits: 3.0
+// (a float64, as a value from Python or from JSON may be) reads as the
+// int 3, while 3.5, or 1e20 as an int64, is an error. A null value reads
+// only into a T that can be nil (pointer, slice, map, interface), and a
+// NonTensorStack only as a *NonTensorStack. A value that does not convert
+// is an error wrapping ErrKind that names the key and both types.
+func GetNonTensorAs[T any](td *TensorDict, k Key) (T, error) {
+	var zero T
+	v, err := td.GetNonTensor(k)
+	if err != nil {
+		return zero, err
+	}
+	if x, ok := v.(T); ok {
+		return x, nil
+	}
+	typ := reflect.TypeFor[T]()
+	mismatch := func(why string) (T, error) {
+		return zero, fmt.Errorf("tensordict: GetNonTensorAs: key %v holds %s, not a %v: %w", k, why, typ, ErrKind)
+	}
+	switch v.(type) {
+	case nil:
+		switch typ.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			return zero, nil
+		}
+		return mismatch("null")
+	case *NonTensorStack:
+		return mismatch("a NonTensorStack (values that differ along the batch; read it as *NonTensorStack)")
+	}
+	b, err := json.Marshal(v)
+	if err != nil { // canonical values always encode
+		return mismatch(fmt.Sprintf("a %T (%v)", v, err))
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		return mismatch(fmt.Sprintf("a %T %s", v, truncateRunes(string(b), maxValueRunes)))
+	}
+	return out, nil
+}
