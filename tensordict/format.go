@@ -283,7 +283,7 @@ func (td *TensorDict) writeRepr(b *strings.Builder, ind string) {
 			e.td.writeRepr(b, in2)
 		case kindNonTensor:
 			if st, ok := e.v.(*NonTensorStack); ok {
-				b.WriteString(st.String())
+				b.WriteString(st.PythonRepr())
 				break
 			}
 			fmt.Fprintf(b, "NonTensorData(data=%s, batch_size=%s, device=None)", pyValue(e.v), torchSize(td.batch))
