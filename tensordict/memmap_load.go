@@ -55,6 +55,11 @@ import (
 // operations on a leaf and the caller's reads outside memmap.Guard. InMemory reads the files at load
 // instead, for directories that others may truncate.
 //
+// Each load's leaves are its own tensors, released by its Release; shared
+// mappings of the same files are reused between loads (see
+// memmap.FromFile), so loading a directory again and again without
+// Release keeps one mapping per file, not one per file per load.
+//
 // LoadMemmap holds a shared lock on the directory it loads while it loads
 // (see Memmap), so a Memmap of this package into it, from any process,
 // waits, and the result is one complete save. Files that a later save
