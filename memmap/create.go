@@ -144,7 +144,10 @@ func Full(dt tensor.DType, v float64, filename string, shape []int, opts ...Opti
 //
 // A file this process may write is mapped shared (MAP_SHARED): writes through
 // the tensor reach the file, and writes by other processes that map it shared
-// are visible. A read-only file, or any file with the Private option, is
+// are visible. A file mapped shared again while an earlier shared mapping
+// of the same bytes is in use reuses that mapping (the pages are the same),
+// so loading one file many times without Close adds no mappings. A
+// read-only file, or any file with the Private option, is
 // mapped copy-on-write (MAP_PRIVATE). A file with more than one hard link
 // is refused for a shared mapping (an error wrapping ErrHardLink) unless
 // the HardLinks option is given; with Private it is mapped. A symbolic
@@ -185,7 +188,11 @@ func FromFile(filename string, dt tensor.DType, shape []int, opts ...Option) (*t
 	if n := links(fi); n > 1 && !private && !o.hardLinks {
 		return nil, fmt.Errorf("memmap: FromFile %s: %w: the file has %d names, and writes through a shared mapping would change it under the others (pass Private, or HardLinks if that is intended)", abs, ErrHardLink, n)
 	}
-	if err := f.mapFd(fd, nb, private); err != nil {
+	if private {
+		if err := f.mapFd(fd, nb, true); err != nil {
+			return nil, err
+		}
+	} else if err := f.mapShared(fd, fi, nb); err != nil {
 		return nil, err
 	}
 	return f.newTensor(dt, shape)
@@ -334,7 +341,7 @@ func createFile(path, op string, existsOK bool) (*newFd, error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, fmt.Errorf("memmap: %s %s: refusing to write through a symbolic link", op, path)
 	case !existsOK:
-		return nil, fmt.Errorf("memmap: %s %s: file already exists (pass ExistsOK to overwrite)", op, path)
+		return nil, fmt.Errorf("memmap: %s %s: %w (pass ExistsOK to overwrite)", op, path, fs.ErrExist)
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("memmap: %s %s: not a regular file (%v)", op, path, fi.Mode().Type())
 	}

@@ -23,6 +23,7 @@ type File struct {
 	data    []byte // the mapping; nil for a zero-byte tensor or once closed
 	private bool   // copy-on-write (MAP_PRIVATE): changes never reach the file
 	closed  bool
+	shared  *sharedMap // FromFile's shared mapping, which other Files may use too
 }
 
 // Name returns the absolute path of the mapped file, or "" for an anonymous
@@ -74,6 +75,9 @@ func (f *File) unmap() error {
 	f.closed = true
 	data := f.data
 	f.data = nil
+	if f.shared != nil && !f.shared.drop() {
+		return nil // another File still uses the mapping
+	}
 	if len(data) == 0 {
 		return nil
 	}
@@ -169,8 +173,9 @@ func Flush(t *tensor.Tensor) error {
 	return f.flush()
 }
 
-// Close unmaps the memory behind t by releasing t's storage. It is
-// idempotent. Afterwards t and every view sharing its storage are unusable:
+// Close unmaps the memory behind t by releasing t's storage (a shared
+// mapping that FromFile reuses for several tensors of one file is unmapped
+// when the last of them is closed). It is idempotent. Afterwards t and every view sharing its storage are unusable:
 // tensor operations on them return "storage was released" errors. Slices
 // obtained earlier from t (Bytes, Data) must not be used after Close. A
 // mapping that a transfer of tdmpi still hands to MPI (an ISend not yet

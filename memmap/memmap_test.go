@@ -1,6 +1,7 @@
 package memmap
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -99,7 +100,7 @@ func TestExclusiveCreateAndExistsOK(t *testing.T) {
 	require.NoError(t, Close(m))
 
 	_, err = Zeros(tensor.Int16, path, []int{3})
-	require.Error(t, err)
+	require.ErrorIs(t, err, fs.ErrExist)
 	assert.Contains(t, err.Error(), path)
 	assert.Contains(t, err.Error(), "already exists")
 

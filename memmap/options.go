@@ -14,8 +14,8 @@ type options struct {
 // under a temporary name in the same directory and renamed over the old
 // file, so the file changes all at once and tensors still mapping the old
 // file keep their content. Without ExistsOK a file is created exclusively
-// (O_CREAT|O_EXCL), and an existing one is an error. A symbolic link is
-// refused either way.
+// (O_CREAT|O_EXCL), and an existing one is an error wrapping fs.ErrExist.
+// A symbolic link is refused either way.
 func ExistsOK() Option { return func(o *options) { o.existsOK = true } }
 
 // Private makes FromFile map the file copy-on-write (MAP_PRIVATE) even when it

@@ -166,7 +166,7 @@ func (td *TensorDict) SetAt(ix Index, src *TensorDict) error {
 		return err
 	}
 	for i, dst := range dsts {
-		if err := ix.write(dst, srcs[i]); err != nil {
+		if err := guardFault("SetAt", func() error { return ix.write(dst, srcs[i]) }); err != nil {
 			return fmt.Errorf("tensordict: SetAt: key %v at %v: %w", keys[i], ix, err)
 		}
 	}
@@ -186,7 +186,7 @@ func (td *TensorDict) SetAtKey(k Key, v *tensor.Tensor, ix Index) error {
 	if err != nil {
 		return err
 	}
-	if err := ix.write(dst, v); err != nil {
+	if err := guardFault("SetAtKey", func() error { return ix.write(dst, v) }); err != nil {
 		return fmt.Errorf("tensordict: SetAtKey: key %v at %v: %w", k, ix, err)
 	}
 	return nil
@@ -206,7 +206,7 @@ func (td *TensorDict) GetAt(ix Index) (*TensorDict, error) {
 // keeps its storage, so it must broadcast to the leaf's shape and is
 // converted to its dtype. fn returning nil leaves the leaf unchanged.
 func (td *TensorDict) ApplyInPlace(fn func(Key, *tensor.Tensor) (*tensor.Tensor, error)) error {
-	return td.walkLeaves(nil, func(k Key, n *TensorDict, j int) error {
+	return td.guardedWalk("ApplyInPlace", func(k Key, n *TensorDict, j int) error {
 		t := n.entries[j].t
 		r, err := fn(k, t)
 		if err != nil {
@@ -456,5 +456,5 @@ func (td *TensorDict) UpdateInPlace(o *TensorDict, keys ...Key) error {
 	if len(keys) > 0 {
 		c.keys = buildKeyTree(keys)
 	}
-	return td.update(nil, o, c)
+	return guardFault("UpdateInPlace", func() error { return td.update(nil, o, c) })
 }

@@ -285,8 +285,8 @@ func (td *TensorDict) Chunk(n, dim int) ([]*TensorDict, error) {
 // dimension dim, like torch.cat of TensorDicts: their batch sizes must agree
 // except in dim and each leaf is concatenated into new contiguous storage.
 // Non-tensor values that differ between the inputs are concatenated into a
-// NonTensorStack (equal ones stay one value). An error names the first key
-// that differs in structure.
+// NonTensorStack (equal ones stay one value). An error wrapping
+// ErrMismatch names the first key that differs in structure.
 func Cat(tds []*TensorDict, dim int) (*TensorDict, error) {
 	if len(tds) == 0 {
 		return nil, fmt.Errorf("tensordict: Cat: no tensordicts")
@@ -315,7 +315,7 @@ func Cat(tds []*TensorDict, dim int) (*TensorDict, error) {
 			}
 			return nb, nil
 		},
-		leaf:      func(_ Key, ts []*tensor.Tensor) (*tensor.Tensor, error) { return tensor.Cat(ts, d) },
+		leaf:      func(_ Key, ts []*tensor.Tensor) (*tensor.Tensor, error) { return mismatched(tensor.Cat(ts, d)) },
 		nonTensor: catValues(d),
 	}, tds)
 }

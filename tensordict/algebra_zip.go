@@ -23,15 +23,16 @@ type zipSpec struct {
 
 // zip walks TensorDicts that have the same keys at every level (in any
 // order; the result has the first one's order) and builds the result the
-// spec describes. An error names the first key that differs, or the first
-// key whose leaves the spec refuses.
+// spec describes. An error names the first key that differs (wrapping
+// ErrMismatch when keys, kinds or batch sizes differ), or the first key
+// whose leaves the spec refuses.
 func zip(s *zipSpec, tds []*TensorDict) (*TensorDict, error) {
 	for i, o := range tds {
 		if o == nil {
 			return nil, fmt.Errorf("tensordict: %s: tensordict %d is nil", s.op, i)
 		}
 	}
-	return zipAt(s, nil, tds)
+	return guarded(s.op, func() (*TensorDict, error) { return zipAt(s, nil, tds) })
 }
 
 func zipAt(s *zipSpec, prefix Key, tds []*TensorDict) (*TensorDict, error) {
@@ -42,7 +43,7 @@ func zipAt(s *zipSpec, prefix Key, tds []*TensorDict) (*TensorDict, error) {
 		if len(o.entries) != len(first.entries) {
 			for i := range o.entries {
 				if _, ok := first.lookup(o.entries[i].name); !ok {
-					return nil, fmt.Errorf("tensordict: %s: key %v of tensordict %d missing from tensordict 0 (keys %v vs %v)", s.op, prefix.child(o.entries[i].name), n, o.names(), first.names())
+					return nil, fmt.Errorf("tensordict: %s: key %v of tensordict %d missing from tensordict 0 (keys %v vs %v): %w", s.op, prefix.child(o.entries[i].name), n, o.names(), first.names(), ErrMismatch)
 				}
 			}
 			// o lacks a key of first: the loop below names it.
@@ -50,7 +51,7 @@ func zipAt(s *zipSpec, prefix Key, tds []*TensorDict) (*TensorDict, error) {
 	}
 	nb, err := s.batch(batches)
 	if err != nil {
-		return nil, fmt.Errorf("tensordict: %s: at %v: %w", s.op, keyOrRoot(prefix), err)
+		return nil, fmt.Errorf("tensordict: %s: at %v: %w: %w", s.op, keyOrRoot(prefix), err, ErrMismatch)
 	}
 	out := newTD(nb)
 	out.class = first.class
@@ -62,10 +63,10 @@ func zipAt(s *zipSpec, prefix Key, tds []*TensorDict) (*TensorDict, error) {
 		for n, o := range tds {
 			j, ok := o.lookup(e.name)
 			if !ok {
-				return nil, fmt.Errorf("tensordict: %s: key %v missing from tensordict %d", s.op, k, n)
+				return nil, fmt.Errorf("tensordict: %s: key %v missing from tensordict %d: %w", s.op, k, n, ErrMismatch)
 			}
 			if parts[n] = &o.entries[j]; parts[n].kind != e.kind {
-				return nil, fmt.Errorf("tensordict: %s: key %v is a %v in tensordict %d and a %v in tensordict 0", s.op, k, parts[n].kind, n, e.kind)
+				return nil, fmt.Errorf("tensordict: %s: key %v is a %v in tensordict %d and a %v in tensordict 0: %w", s.op, k, parts[n].kind, n, e.kind, ErrMismatch)
 			}
 		}
 		switch e.kind {
@@ -178,7 +179,7 @@ func (td *TensorDict) zip2InPlace(op string, o *TensorDict, fn func(a, b *tensor
 // eachLeaf applies fn to every tensor leaf of td in place, naming the key in
 // an error.
 func (td *TensorDict) eachLeaf(op string, fn func(t *tensor.Tensor) error) error {
-	return td.walkLeaves(nil, func(k Key, n *TensorDict, j int) error {
+	return td.guardedWalk(op, func(k Key, n *TensorDict, j int) error {
 		if err := fn(n.entries[j].t); err != nil {
 			return fmt.Errorf("tensordict: %s: key %v: %w", op, k, err)
 		}

@@ -51,12 +51,12 @@ func compareValues(a, b any, batch []int, eq bool) *tensor.Tensor {
 // the batch size, true where the values are equal (everywhere or nowhere
 // unless one is a NonTensorStack).
 func (td *TensorDict) Eq(o *TensorDict) (*TensorDict, error) {
-	return td.compare("Eq", nil, o, (*tensor.Tensor).Eq, true)
+	return guarded("Eq", func() (*TensorDict, error) { return td.compare("Eq", nil, o, (*tensor.Tensor).Eq, true) })
 }
 
 // Ne is the element-wise negation of Eq.
 func (td *TensorDict) Ne(o *TensorDict) (*TensorDict, error) {
-	return td.compare("Ne", nil, o, (*tensor.Tensor).Ne, false)
+	return guarded("Ne", func() (*TensorDict, error) { return td.compare("Ne", nil, o, (*tensor.Tensor).Ne, false) })
 }
 
 func (td *TensorDict) compare(op string, prefix Key, o *TensorDict, fn func(a, b *tensor.Tensor) (*tensor.Tensor, error), eq bool) (*TensorDict, error) {
@@ -151,24 +151,31 @@ func (td *TensorDict) scalarCompare(v float64, fn func(*tensor.Tensor, float64) 
 
 // All reports whether every element of every tensor leaf, at every level, is
 // non-zero (true for a TensorDict without leaves), like Python's
-// bool(td.all()). Non-tensor values are not considered.
+// bool(td.all()). Non-tensor values are not considered. A fault reading
+// a mapped leaf panics as EqScalar's does.
 func (td *TensorDict) All() bool {
-	err := td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
-		if !distinct(n.entries[j].t).All() {
-			return errStop
-		}
-		return nil
+	var err error
+	faultPanics("All", func() {
+		err = td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
+			if !distinct(n.entries[j].t).All() {
+				return errStop
+			}
+			return nil
+		})
 	})
 	return err == nil
 }
 
 // Any reports whether some element of some tensor leaf is non-zero.
 func (td *TensorDict) Any() bool {
-	err := td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
-		if distinct(n.entries[j].t).Any() {
-			return errStop
-		}
-		return nil
+	var err error
+	faultPanics("Any", func() {
+		err = td.walkLeaves(nil, func(_ Key, n *TensorDict, j int) error {
+			if distinct(n.entries[j].t).Any() {
+				return errStop
+			}
+			return nil
+		})
 	})
 	return err != nil
 }

@@ -21,6 +21,9 @@ import (
 type consState struct {
 	st        *tensor.Storage
 	base, end int
+	// part: the state of a nested TensorDict of a consolidated tree,
+	// which views part of the storage its root owns (see Release).
+	part bool
 }
 
 // Consolidate returns a new TensorDict whose tensor leaves all view one byte
@@ -212,7 +215,7 @@ func (v *viewBuilder) build(ni int) (*TensorDict, int, error) {
 		first, last = 0, 0
 	}
 	cs := &v.cons[ni]
-	*cs = consState{st: v.st, base: first, end: last}
+	*cs = consState{st: v.st, base: first, end: last, part: ni > 0}
 	out.cons = cs
 	return out, ni + n.nodes, nil
 }

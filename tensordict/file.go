@@ -24,7 +24,8 @@ import (
 // expect; plain TensorDicts stay readable by Python.
 //
 // The file is written under a temporary name in the same folder and renamed
-// into place, so readers never see a partial file.
+// into place, so readers never see a partial file. An existing file is
+// replaced, as Memmap overwrites an existing save by default.
 func (td *TensorDict) SaveConsolidated(filename string) (err error) {
 	var (
 		meta  []byte
@@ -208,27 +209,44 @@ func fromConsolidatedBytes(data []byte, owner any, release func() error, cfg rea
 	return td, nil
 }
 
-// Release frees every storage outside the Go heap that td's leaves view,
-// such as the mapping of LoadConsolidated, and releases the storage that
-// FromRemoteInit (either mode) or Broadcast received a new result into,
-// or that Consolidate packed one into, whose memory the receive pool then
-// reuses: at once if no code outside tdmpi took its bytes (Bytes, Data,
-// Dense) and no transfer reads it, else as soon as nothing references it;
-// other heap storages are left to the garbage collector. td
-// and every tensor viewing those storages must not be used afterwards
-// (their accessors return errors). Release is idempotent, and does nothing
-// on a nil *TensorDict.
+// Release releases the storages td owns, whatever their size: the storage
+// of a consolidated TensorDict (Consolidate, ConsolidateInto,
+// FromConsolidated, LoadConsolidated's mapping) or of one received new
+// (FromRemoteInit in either mode, Broadcast), and every storage outside
+// the Go heap or from the receive pool that td's leaves view (LoadMemmap's
+// and Memmap's files, tensor.EmptyOffHeap). Mapped and off-heap memory is
+// freed; receive-pool memory goes back to the pool at once if no code
+// outside tdmpi took its bytes (Bytes, Data, Dense) and no transfer reads
+// it, else as soon as nothing references it. Other heap storages, such as
+// those of tensors the caller stored with Set, are the caller's and are
+// left alone. Afterwards td's leaves and every tensor viewing a released
+// storage are unusable: their accessors return errors wrapping
+// tensor.ErrReleased (String prints <released>), for a 100-byte TensorDict
+// as for a 1 GiB one.
+//
+// A nested TensorDict of a consolidated, received or LoadConsolidated
+// TensorDict (GetTD) views part of the storage its root owns, so that its
+// Release would break the root's other leaves: it returns an error
+// wrapping ErrShared and releases nothing; release the root instead.
+// Release is idempotent, and does nothing on a nil *TensorDict.
 func (td *TensorDict) Release() error {
 	if td == nil {
 		return nil
 	}
 	var r releaser
-	if td.cons != nil {
-		r.release(td.cons.st)
+	if td.cons != nil && td.cons.st != nil {
+		if td.cons.part && !td.cons.st.Released() {
+			return fmt.Errorf("tensordict: Release: a nested TensorDict views part of its root's consolidated storage: %w", ErrShared)
+		}
+		r.owned(td.cons.st)
 	}
 	r.tree(td)
 	return errors.Join(r.errs...)
 }
+
+// ErrShared is wrapped by the error of Release on a nested TensorDict
+// that shares its root's consolidated storage.
+var ErrShared = errors.New("storage is shared with the TensorDict this one is nested in")
 
 // releaser is Release's walk: the storages it released, each once, and
 // their errors. The leaves of a consolidated or received TensorDict all
@@ -255,7 +273,16 @@ func (r *releaser) tree(td *TensorDict) {
 // release releases st, unless it is nil, a heap storage left to the
 // collector, or released by r already.
 func (r *releaser) release(st *tensor.Storage) {
-	if st == nil || !(st.External() || st.Reusable()) || st == r.first || r.more[st] {
+	if st == nil || !(st.External() || st.Reusable()) {
+		return
+	}
+	r.owned(st)
+}
+
+// owned releases st, a storage td owns whatever its kind, unless r
+// released it already.
+func (r *releaser) owned(st *tensor.Storage) {
+	if st == r.first || r.more[st] {
 		return
 	}
 	switch {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tdmpi/tdmpi/internal/bytesize"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -164,7 +165,8 @@ func writeTreeRows(w io.Writer, items []Item, indent string, top bool, values in
 }
 
 // leadingElements formats the first n elements of t as "[1 2 3 ...]", or
-// returns "" when n is 0 or less.
+// returns "" when n is 0 or less, "<released>" for a released storage and
+// "<fault>" for a mapped file another process truncated.
 func leadingElements(t *tensor.Tensor, n int) string {
 	if n <= 0 {
 		return ""
@@ -172,7 +174,11 @@ func leadingElements(t *tensor.Tensor, n int) string {
 	if t.Storage().Released() {
 		return "<released>"
 	}
-	elems, more := t.FormatElements(n)
+	var elems []string
+	var more bool
+	if mem.CatchFault(func() error { elems, more = t.FormatElements(n); return nil }) != nil {
+		return "<fault>"
+	}
 	if more {
 		elems = append(elems, "...")
 	}
@@ -277,7 +283,7 @@ func (td *TensorDict) writeRepr(b *strings.Builder, ind string) {
 			e.td.writeRepr(b, in2)
 		case kindNonTensor:
 			if st, ok := e.v.(*NonTensorStack); ok {
-				b.WriteString(st.String())
+				b.WriteString(st.PythonRepr())
 				break
 			}
 			fmt.Fprintf(b, "NonTensorData(data=%s, batch_size=%s, device=None)", pyValue(e.v), torchSize(td.batch))

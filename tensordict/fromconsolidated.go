@@ -245,6 +245,7 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 		if err != nil {
 			return nil, err
 		}
+		sub.cons.part = true
 		if err := addNew(td, n, c.Name, entry{kind: kindTD, td: sub}); err != nil {
 			return nil, err
 		}

@@ -22,13 +22,13 @@ func (td *TensorDict) batchDim(op string, dim int) (int, error) {
 // wrapping errors with the key. A NonTensorStack is kept if the batch size
 // is, and refused otherwise (see rebuild).
 func (td *TensorDict) indexed(op string, nb func([]int) []int, fn func(*tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
-	return td.rebuild(op, nil, nb, keyed(op, fn), false)
+	return guarded(op, func() (*TensorDict, error) { return td.rebuild(op, nil, nb, keyed(op, fn), false) })
 }
 
 // viewed is indexed for a layout operation fn (indexing, slicing,
 // reshaping, permuting): a NonTensorStack follows it (see rebuild).
 func (td *TensorDict) viewed(op string, nb func([]int) []int, fn func(*tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
-	return td.rebuild(op, nil, nb, keyed(op, fn), true)
+	return guarded(op, func() (*TensorDict, error) { return td.rebuild(op, nil, nb, keyed(op, fn), true) })
 }
 
 // keyed returns fn as a leafFunc whose errors name op and the key.
@@ -157,7 +157,8 @@ func (td *TensorDict) Mask(mask *tensor.Tensor) (*TensorDict, error) {
 // TensorDicts are stacked recursively. Non-tensor values that differ
 // between the inputs are stacked into a NonTensorStack, as Python's
 // torch.stack makes a NonTensorStack; equal ones stay one value. It returns
-// an error naming the first key that differs in structure.
+// an error wrapping ErrMismatch naming the first key that differs in
+// structure (keys, kinds, batch sizes, leaf shapes).
 func Stack(tds []*TensorDict, dim int) (*TensorDict, error) {
 	if len(tds) == 0 {
 		return nil, fmt.Errorf("tensordict: Stack: no tensordicts")
@@ -184,9 +185,19 @@ func Stack(tds []*TensorDict, dim int) (*TensorDict, error) {
 			b := batches[0]
 			return append(append(append(make([]int, 0, len(b)+1), b[:d]...), len(tds)), b[d:]...), nil
 		},
-		leaf:      func(_ Key, ts []*tensor.Tensor) (*tensor.Tensor, error) { return tensor.Stack(ts, d) },
+		leaf:      func(_ Key, ts []*tensor.Tensor) (*tensor.Tensor, error) { return mismatched(tensor.Stack(ts, d)) },
 		nonTensor: stackValues(d),
 	}, tds)
+}
+
+// mismatched wraps ErrMismatch around the error of stacking or
+// concatenating leaves, which fails when their shapes differ: Stack's and
+// Cat's structure errors all match ErrMismatch.
+func mismatched(t *tensor.Tensor, err error) (*tensor.Tensor, error) {
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrMismatch)
+	}
+	return t, nil
 }
 
 // equalInts reports whether a and b hold the same values.

@@ -51,6 +51,10 @@ import (
 // (some NFS setups, Lustre without -o flock) nothing is locked. A writer
 // waits for the lock as long as another holds it.
 //
+// A directory that already holds a save is overwritten, as Python's
+// default existsok=True does and as SaveConsolidated replaces a file;
+// MemmapExclusive refuses it with an error wrapping fs.ErrExist.
+//
 // An empty prefix maps every leaf anonymously (shared memory, no files, no
 // metadata). The result is a new TensorDict; td is unchanged.
 func (td *TensorDict) Memmap(prefix string, opts ...MemmapOption) (*TensorDict, error) {
@@ -69,6 +73,37 @@ func (td *TensorDict) MemmapInPlace(prefix string, opts ...MemmapOption) (*Tenso
 // memmap_like). Non-tensor values are written as they are.
 func (td *TensorDict) MemmapLike(prefix string, opts ...MemmapOption) (*TensorDict, error) {
 	return td.memmapTo("MemmapLike", prefix, false, true, memmapOptions(opts))
+}
+
+// Flush writes the changes made to td's memory-mapped leaves, nested ones
+// included, to their files and waits until they reach the storage device
+// (msync, see memmap.Flush): the files of Memmap and LoadMemmap. Each
+// file is flushed once, whatever the number of leaves viewing it. Leaves
+// that are not memory-mapped, and copy-on-write mappings (CopyOnWrite, and
+// LoadConsolidated's, whose changes never reach the file), are skipped. Other
+// processes mapping the same files see the changes before Flush; Flush
+// makes them durable. An error names the key of the leaf whose file
+// failed (a released leaf wraps tensor.ErrReleased).
+func (td *TensorDict) Flush() error {
+	if td == nil {
+		return nilError("Flush")
+	}
+	done := make(map[*memmap.File]bool)
+	return td.walkLeaves(nil, func(k Key, n *TensorDict, j int) error {
+		t := n.entries[j].t
+		if t.Storage().Released() {
+			return fmt.Errorf("tensordict: Flush: key %v: %w", k, tensor.ErrReleased)
+		}
+		f, ok := memmap.Of(t)
+		if !ok || f.Private() || done[f] {
+			return nil
+		}
+		done[f] = true
+		if err := memmap.Flush(t); err != nil {
+			return fmt.Errorf("tensordict: Flush: key %v: %w", k, err)
+		}
+		return nil
+	})
 }
 
 // SavedPath returns the directory td was saved to by Memmap or loaded from by
@@ -279,7 +314,7 @@ func prepareDirs(op string, n *mmNode, existsOK, root bool, locks *[]*memmap.Dir
 		meta := filepath.Join(d, memmap.MetaFile)
 		if _, err := os.Lstat(meta); err == nil {
 			if !existsOK {
-				return fmt.Errorf("tensordict: %s: %s already exists (pass MemmapExistsOK to overwrite)", op, meta)
+				return fmt.Errorf("tensordict: %s: %s: %w (MemmapExclusive refuses to overwrite a saved TensorDict)", op, meta, fs.ErrExist)
 			}
 			if err := os.Remove(meta); err != nil {
 				return fmt.Errorf("tensordict: %s: %w", op, err)
@@ -461,11 +496,20 @@ type memmapConfig struct {
 }
 
 // MemmapExistsOK lets Memmap write into a directory that already holds a
-// saved TensorDict, overwriting its files (tensordict's existsok=True, which
-// is Python's default). Without it, an existing meta.json or tensor file is
-// an error. Before anything is overwritten, the old meta.json files are
-// removed, so an interrupted overwrite never loads as a mix of old and new.
+// saved TensorDict, overwriting its files (tensordict's existsok=True). It
+// is the default, as in Python tensordict and as SaveConsolidated replaces
+// an existing file; the option undoes an earlier MemmapExclusive. Before
+// anything is overwritten, the old meta.json files are removed, so an
+// interrupted overwrite never loads as a mix of old and new; tensors still
+// mapping the old files keep their content (the new files are renamed over
+// them).
 func MemmapExistsOK() MemmapOption { return func(c *memmapConfig) { c.existsOK = true } }
+
+// MemmapExclusive makes Memmap refuse a directory that already holds a
+// saved TensorDict (a meta.json) or a tensor file it would write, with an
+// error wrapping fs.ErrExist, before anything is written (tensordict's
+// existsok=False).
+func MemmapExclusive() MemmapOption { return func(c *memmapConfig) { c.existsOK = false } }
 
 // MemmapWorkers sets how many goroutines write tensor files at once. The
 // default is twice GOMAXPROCS, at most 16. An n below 1 makes Memmap
@@ -488,7 +532,7 @@ func MemmapWorkers(n int) MemmapOption {
 func MemmapNoSync() MemmapOption { return func(c *memmapConfig) { c.noSync = true } }
 
 func memmapOptions(opts []MemmapOption) memmapConfig {
-	c := memmapConfig{workers: min(2*runtime.GOMAXPROCS(0), 16)}
+	c := memmapConfig{existsOK: true, workers: min(2*runtime.GOMAXPROCS(0), 16)}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -64,3 +64,37 @@ func ExampleLoadMemmap_subPath() {
 	fmt.Println(nested.BatchSize(), d, s)
 	// Output: [2 1] [1 2] [a string!]
 }
+
+// Change a loaded TensorDict in place and make the change durable with
+// Flush, which syncs every memory-mapped leaf's file.
+func ExampleTensorDict_Flush() {
+	dir, err := os.MkdirTemp("", "td-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	prefix := filepath.Join(dir, "td")
+
+	td := tensordict.New(2)
+	td.Set(tensordict.K("nested", "count"), tensor.Zeros(tensor.Int64, 2))
+	saved, err := td.Memmap(prefix)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer saved.Release()
+
+	if err := saved.AddScalarInPlace(7); err != nil {
+		log.Fatal(err)
+	}
+	if err := saved.Flush(); err != nil {
+		log.Fatal(err)
+	}
+	loaded, err := tensordict.LoadMemmap(prefix)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer loaded.Release()
+	count, _ := loaded.Get(tensordict.K("nested", "count"))
+	fmt.Println(count)
+	// Output: int64[2] [7 7]
+}

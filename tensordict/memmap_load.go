@@ -37,11 +37,13 @@ import (
 // SIGBUS, which ends a Go program. The library's own accesses are guarded
 // (debug.SetPanicOnFault, see memmap.Guard) and return an error wrapping
 // memmap.ErrFault (or syscall.EFAULT where a write(2) reads the pages):
-// Consolidate, ConsolidateInto, SaveConsolidated, Memmap, SetInPlace and
-// Set. The TensorDict operations that return no error (Clone, Contiguous,
-// To, EqScalar, NeScalar and the scalar algebra) panic instead, with an
-// error wrapping memmap.ErrFault that names the operation; memmap.Guard
-// around the call returns it. MPI reads and writes a transfer's memory in
+// every TensorDict method that returns an error and reads or writes the
+// leaves (Consolidate, SaveConsolidated, Memmap, Set, SetInPlace, SetAt,
+// Update, Apply, the algebra: Sum, Add, AddInPlace, Fill, Cat, Stack, ...).
+// The TensorDict operations that return no error (Clone, Contiguous, To,
+// EqScalar, All, Any and the scalar algebra) panic instead, with an error
+// wrapping memmap.ErrFault that names the operation; memmap.Guard around
+// the call returns it. String prints such a leaf's values as <fault>. MPI reads and writes a transfer's memory in
 // C, where no fault can be caught, so Send, ISend, InitRemote, Recv,
 // IRecv, AllReduce, Reduce and Broadcast first check every mapped buffer
 // they hand to MPI (one byte of its last page, which is the first page a
@@ -52,6 +54,11 @@ import (
 // transfer) still ends the process, as do the tensor package's own
 // operations on a leaf and the caller's reads outside memmap.Guard. InMemory reads the files at load
 // instead, for directories that others may truncate.
+//
+// Each load's leaves are its own tensors, released by its Release; shared
+// mappings of the same files are reused between loads (see
+// memmap.FromFile), so loading a directory again and again without
+// Release keeps one mapping per file, not one per file per load.
 //
 // LoadMemmap holds a shared lock on the directory it loads while it loads
 // (see Memmap), so a Memmap of this package into it, from any process,

@@ -1,6 +1,7 @@
 package tensordict
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -252,9 +253,9 @@ func TestMemmapInPlaceAndLike(t *testing.T) {
 	assert.Equal(t, []int16{9, 9, 9, 9}, d2)
 
 	// Saving again to the same place keeps the mapped leaves.
+	_, err = td.MemmapInPlace(dir, MemmapExclusive())
+	require.ErrorIs(t, err, fs.ErrExist)
 	_, err = td.MemmapInPlace(dir)
-	require.Error(t, err, "exclusive by default")
-	_, err = td.MemmapInPlace(dir, MemmapExistsOK())
 	require.NoError(t, err)
 	a3, _ := td.Get(K("a"))
 	assert.Same(t, a, a3)
@@ -288,11 +289,18 @@ func TestMemmapExclusiveAndExistsOK(t *testing.T) {
 
 	two := New(1)
 	require.NoError(t, two.Set(K("x"), tensor.Full(tensor.Int64, 2, 1)))
-	_, err = two.Memmap(dir)
-	require.Error(t, err)
+	_, err = two.Memmap(dir, MemmapExclusive())
+	require.ErrorIs(t, err, fs.ErrExist)
 	assert.Contains(t, err.Error(), filepath.Join(dir, "meta.json"))
+	// A leaf file without a meta.json is refused too.
+	require.NoError(t, os.Remove(filepath.Join(dir, "meta.json")))
+	_, err = two.Memmap(dir, MemmapExclusive())
+	require.ErrorIs(t, err, fs.ErrExist)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "x.memmap"))
 
-	m2, err := two.Memmap(dir, MemmapExistsOK(), MemmapWorkers(1))
+	// Overwriting is the default, as in Python; MemmapExistsOK undoes
+	// MemmapExclusive.
+	m2, err := two.Memmap(dir, MemmapExclusive(), MemmapExistsOK(), MemmapWorkers(1))
 	require.NoError(t, err)
 	defer m2.Release()
 	back, err := LoadMemmap(dir)
@@ -524,4 +532,33 @@ func TestMemmapKeepsClassName(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "MyData", bn.ClassName())
 	assert.Equal(t, "", back.ClassName())
+}
+
+// TestMemmapOverwritesByDefault is issue 43 item 7: Memmap into a
+// directory that holds a save overwrites it, as Python's default
+// existsok=True does and as SaveConsolidated replaces a file.
+func TestMemmapOverwritesByDefault(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "td")
+	file := filepath.Join(t.TempDir(), "td.consolidated")
+	for _, v := range []float64{1, 2} {
+		td := New(2)
+		require.NoError(t, td.Set(K("n", "x"), tensor.Full(tensor.Int64, v, 2)))
+		m, err := td.Memmap(dir)
+		require.NoError(t, err, "Memmap %d", v)
+		require.NoError(t, m.Release())
+		require.NoError(t, td.SaveConsolidated(file), "SaveConsolidated %d", v)
+	}
+	for _, load := range []func() (*TensorDict, error){
+		func() (*TensorDict, error) { return LoadMemmap(dir) },
+		func() (*TensorDict, error) { return LoadConsolidated(file) },
+	} {
+		back, err := load()
+		require.NoError(t, err)
+		x, err := back.Get(K("n", "x"))
+		require.NoError(t, err)
+		d, err := tensor.Data[int64](x)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{2, 2}, d)
+		require.NoError(t, back.Release())
+	}
 }

@@ -3,10 +3,13 @@ package tensordict
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
@@ -339,9 +342,91 @@ func (s *NonTensorStack) MarshalJSON() ([]byte, error) {
 	return json.Marshal(s.ToList())
 }
 
-// String prints the stack as Python's repr of a NonTensorStack would,
-// without the truncation.
-func (s *NonTensorStack) String() string {
+// String formats s on one line, as a tensor prints: its shape, the kind of
+// its values and its first 6 values in row-major order, as compact JSON
+// (each cut to 20 characters), "..." standing for the rest:
+//
+//	NonTensorStack[2 3] string ["a" "b" "c" "d" "e" "f"]
+//	NonTensorStack[100] mixed [1 "b" 2.5 ["x"] null true ...]
+//
+// The kind is the values' JSON type when they share one (string, int64,
+// float64, number for integers and floats, bool, list, map, null) and
+// mixed otherwise. fmt's %+v prints every value; PythonRepr gives Python's
+// repr.
+func (s *NonTensorStack) String() string { return s.format(stringValues) }
+
+// Format implements fmt.Formatter: %v and %s print String, %+v and %#v
+// print every value, %q prints String quoted.
+func (s *NonTensorStack) Format(f fmt.State, verb rune) {
+	switch {
+	case verb == 'v' && (f.Flag('+') || f.Flag('#')):
+		io.WriteString(f, s.format(-1))
+	case verb == 'v' || verb == 's':
+		io.WriteString(f, s.String())
+	case verb == 'q':
+		io.WriteString(f, strconv.Quote(s.String()))
+	default:
+		fmt.Fprintf(f, "%%!%c(*tensordict.NonTensorStack=%s)", verb, s.String())
+	}
+}
+
+// format is String showing at most n values (all for n < 0).
+func (s *NonTensorStack) format(n int) string {
+	if s == nil {
+		return "<nil>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "NonTensorStack%v %s [", s.shape, stackKind(s.values))
+	for i, v := range s.values {
+		if n >= 0 && i == n {
+			b.WriteString(" ...")
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(truncateRunes(compactJSON(v), 20))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// stackKind names the JSON type the canonical values share (see String).
+func stackKind(values []any) string {
+	kind := ""
+	for _, v := range values {
+		k := "mixed"
+		switch v.(type) {
+		case nil:
+			k = "null"
+		case bool:
+			k = "bool"
+		case int64:
+			k = "int64"
+		case float64:
+			k = "float64"
+		case string:
+			k = "string"
+		case []any:
+			k = "list"
+		case map[string]any:
+			k = "map"
+		}
+		switch {
+		case kind == "" || kind == k:
+			kind = k
+		case (kind == "int64" || kind == "float64" || kind == "number") && (k == "int64" || k == "float64"):
+			kind = "number"
+		default:
+			return "mixed"
+		}
+	}
+	return kind
+}
+
+// PythonRepr prints the stack as Python's repr of a NonTensorStack would,
+// without the truncation; String is the Go form.
+func (s *NonTensorStack) PythonRepr() string {
 	return fmt.Sprintf("NonTensorStack(%s, batch_size=%s, device=None)", pyValue(s.ToList()), torchSize(s.shape))
 }
 
@@ -538,4 +623,50 @@ func equalStacks(a, b *NonTensorStack) bool {
 		}
 	}
 	return true
+}
+
+// GetNonTensorAs returns the non-tensor value named k as a T: the typed
+// form of GetNonTensor. The stored value is in canonical form (see
+// SetNonTensor: int64, float64, string, bool, []any, map[string]any),
+// and is returned as it is when it is a T already. Otherwise it is
+// converted as encoding/json decodes its JSON text into a T, so that
+// int, float32, []string, map[string]int or a struct work, and a number
+// converts between integer and floating types when the value fits: 3.0
+// (a float64, as a value from Python or from JSON may be) reads as the
+// int 3, while 3.5, or 1e20 as an int64, is an error. A null value reads
+// only into a T that can be nil (pointer, slice, map, interface), and a
+// NonTensorStack only as a *NonTensorStack. A value that does not convert
+// is an error wrapping ErrKind that names the key and both types.
+func GetNonTensorAs[T any](td *TensorDict, k Key) (T, error) {
+	var zero T
+	v, err := td.GetNonTensor(k)
+	if err != nil {
+		return zero, err
+	}
+	if x, ok := v.(T); ok {
+		return x, nil
+	}
+	typ := reflect.TypeFor[T]()
+	mismatch := func(why string) (T, error) {
+		return zero, fmt.Errorf("tensordict: GetNonTensorAs: key %v holds %s, not a %v: %w", k, why, typ, ErrKind)
+	}
+	switch v.(type) {
+	case nil:
+		switch typ.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			return zero, nil
+		}
+		return mismatch("null")
+	case *NonTensorStack:
+		return mismatch("a NonTensorStack (values that differ along the batch; read it as *NonTensorStack)")
+	}
+	b, err := json.Marshal(v)
+	if err != nil { // canonical values always encode
+		return mismatch(fmt.Sprintf("a %T (%v)", v, err))
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		return mismatch(fmt.Sprintf("a %T %s", v, truncateRunes(string(b), maxValueRunes)))
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package tensordict_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tdmpi/tdmpi/tensor"
@@ -32,4 +33,25 @@ func ExampleNonTensorStack() {
 	// [3] [cat dog cat]
 	// camera 1
 	// dog
+}
+
+// Read a non-tensor value back with its type. Numbers convert when the
+// value fits, so a count that went through JSON as 3.0 still reads as an
+// int; a value of another type is an error wrapping ErrKind.
+func ExampleGetNonTensorAs() {
+	td := tensordict.New()
+	td.SetNonTensor(tensordict.K("env"), "CartPole-v1")
+	td.SetNonTensor(tensordict.K("count"), 3.0)
+	td.SetNonTensor(tensordict.K("tags"), []string{"train", "eval"})
+
+	env, _ := tensordict.GetNonTensorAs[string](td, tensordict.K("env"))
+	count, _ := tensordict.GetNonTensorAs[int](td, tensordict.K("count"))
+	tags, _ := tensordict.GetNonTensorAs[[]string](td, tensordict.K("tags"))
+	fmt.Println(env, count, tags)
+
+	_, err := tensordict.GetNonTensorAs[int](td, tensordict.K("env"))
+	fmt.Println(errors.Is(err, tensordict.ErrKind))
+	// Output:
+	// CartPole-v1 3 [train eval]
+	// true
 }

@@ -308,7 +308,7 @@ func TestNonTensorStackAccessors(t *testing.T) {
 	vals[0] = "changed"
 	again, _ := s.At(0, 0)
 	assert.Equal(t, int64(1), again, "Values returns a copy")
-	assert.Equal(t, "NonTensorStack([[1, 'b', 2.5], [['x'], None, True]], batch_size=torch.Size([2, 3]), device=None)", s.String())
+	assert.Equal(t, "NonTensorStack([[1, 'b', 2.5], [['x'], None, True]], batch_size=torch.Size([2, 3]), device=None)", s.PythonRepr())
 
 	// A uniform stack is stored as its one value.
 	u, err := NewNonTensorStack(strs("same", "same"), 2)

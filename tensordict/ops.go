@@ -118,7 +118,7 @@ func sameBatch(b []int) []int { return b }
 // size as their leading dimensions. Nested TensorDicts and non-tensor values
 // are kept (non-tensor values are copied).
 func (td *TensorDict) Apply(fn func(Key, *tensor.Tensor) (*tensor.Tensor, error)) (*TensorDict, error) {
-	return td.rebuild("Apply", nil, sameBatch, fn, false)
+	return guarded("Apply", func() (*TensorDict, error) { return td.rebuild("Apply", nil, sameBatch, fn, false) })
 }
 
 // mustRebuild is rebuild for leaf functions that return no error.
@@ -279,7 +279,8 @@ func (td *TensorDict) Update(o *TensorDict, opts ...UpdateOption) error {
 	if o == nil {
 		return fmt.Errorf("tensordict: Update: nil tensordict")
 	}
-	return td.update(nil, o, updateOptions(opts))
+	c := updateOptions(opts)
+	return guardFault("Update", func() error { return td.update(nil, o, c) })
 }
 
 func (td *TensorDict) update(prefix Key, o *TensorDict, c *updateConfig) error {

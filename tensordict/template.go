@@ -260,7 +260,7 @@ func (tp *treeTemplate) instantiateIn(block unsafe.Pointer, st *tensor.Storage) 
 	for i := range nodes {
 		src, dst := &tp.nodes[i], &nodes[i]
 		n := len(src.td.entries)
-		dst.cs = consState{st: st, base: src.cs.base, end: src.cs.end}
+		dst.cs = consState{st: st, base: src.cs.base, end: src.cs.end, part: i > 0}
 		dst.td.batch = src.td.batch
 		dst.td.entries = entries[off : off+n : off+n]
 		dst.td.index, dst.td.sharedIndex = src.td.index, src.td.index != nil
