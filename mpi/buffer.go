@@ -59,13 +59,13 @@ func bufOf[T Scalar](s []T) buffer {
 	return b
 }
 
-// at returns the address of element off of b when m > 0 elements from there
-// are passed to MPI, and nil otherwise.
-func (b buffer) at(off, m int) unsafe.Pointer {
+// at returns the address of element off of b, as mem does, when m > 0
+// elements from there are passed to MPI, and nil otherwise.
+func (b buffer) at(off, m int) *C.tdmpi_mem {
 	if m <= 0 || b.ptr == nil {
 		return nil
 	}
-	return unsafe.Add(b.ptr, off*b.size)
+	return cmem(unsafe.Add(b.ptr, off*b.size))
 }
 
 // bytes returns the size of b in bytes.
@@ -99,9 +99,17 @@ func (b buffer) dtype(op string) (C.MPI_Datatype, C.int, bool, error) {
 	return t, 1, true, nil
 }
 
-// mem returns b's address as the C type that cgo does not check (see
-// tdmpi_word in shim.h).
-func (b buffer) mem() *C.tdmpi_mem { return (*C.tdmpi_mem)(b.ptr) }
+// mem returns b's address as the C type that cgo does not check, as every
+// call that passes MPI a buffer does (see tdmpi_word in shim.h).
+func (b buffer) mem() *C.tdmpi_mem { return cmem(b.ptr) }
+
+// cmem converts p, the address of a buffer MPI reads or writes, to the
+// char pointer that shim.h's functions take: cgo checks an unsafe.Pointer
+// (C void *) argument as the whole Go object it points into, and fails
+// when that object also holds unpinned Go pointers (a small received
+// TensorDict's storage shares one allocation with its tree); it does not
+// check a pointer to char. The one conversion of package mpi.
+func cmem(p unsafe.Pointer) *C.tdmpi_mem { return (*C.tdmpi_mem)(p) }
 
 // typeWord returns the word of t (see tdmpi_word in shim.h), the datatype
 // dtype returned for b: the table's for b's predefined type, a conversion
@@ -115,7 +123,7 @@ func (b buffer) typeWord(t C.MPI_Datatype) C.tdmpi_word {
 
 // bytesMem returns the address of p's first byte as the C type that cgo
 // does not check (see tdmpi_word in shim.h); p is not empty.
-func bytesMem(p []byte) *C.tdmpi_mem { return (*C.tdmpi_mem)(unsafe.Pointer(&p[0])) }
+func bytesMem(p []byte) *C.tdmpi_mem { return cmem(unsafe.Pointer(&p[0])) }
 
 func freeType(t C.MPI_Datatype, derived bool) {
 	if derived {

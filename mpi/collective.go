@@ -6,8 +6,8 @@
 package mpi
 
 // #include "shim.h"
-// #cgo noescape MPI_Bcast
-// #cgo nocallback MPI_Bcast
+// #cgo noescape tdmpi_bcast
+// #cgo nocallback tdmpi_bcast
 import "C"
 
 import "unsafe"
@@ -38,7 +38,7 @@ func Bcast[T Scalar](c *Comm, buf []T, root int) error {
 		return err
 	}
 	defer callBcast.enter().leave()
-	err = newError(op, C.MPI_Bcast(b.ptr, n, dt, C.int(root), h))
+	err = newError(op, C.tdmpi_bcast(b.mem(), n, dt, C.int(root), h))
 	freeType(dt, derived)
 	return err
 }
@@ -93,7 +93,7 @@ func gather[T Scalar](c *Comm, send, recv []T, root int, inplace bool) error {
 	}
 	defer callGather.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return newError(op, C.tdmpi_gather(sb.ptr, cbool(inplace), cn, rb.ptr, cn, datatypes[sb.k], C.int(root), h))
+	return newError(op, C.tdmpi_gather(sb.mem(), cbool(inplace), cn, rb.mem(), cn, datatypes[sb.k], C.int(root), h))
 }
 
 // Allgather collects len(send) elements from every process of c into recv
@@ -126,7 +126,7 @@ func allgather[T Scalar](c *Comm, send, recv []T, inplace bool) error {
 	}
 	defer callAllgather.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return newError(op, C.tdmpi_allgather(sb.ptr, cbool(inplace), cn, rb.ptr, cn, datatypes[sb.k], h))
+	return newError(op, C.tdmpi_allgather(sb.mem(), cbool(inplace), cn, rb.mem(), cn, datatypes[sb.k], h))
 }
 
 // Scatter sends block i of send, send[i*len(recv):(i+1)*len(recv)], from
@@ -162,7 +162,7 @@ func scatter[T Scalar](c *Comm, send, recv []T, root int, inplace bool) error {
 	}
 	defer callScatter.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return newError(op, C.tdmpi_scatter(sb.ptr, cn, rb.ptr, cbool(inplace), cn, datatypes[sb.k], C.int(root), h))
+	return newError(op, C.tdmpi_scatter(sb.mem(), cn, rb.mem(), cbool(inplace), cn, datatypes[sb.k], C.int(root), h))
 }
 
 // Alltoall sends block j of send to rank j and receives rank j's block into
@@ -196,7 +196,7 @@ func alltoall[T Scalar](c *Comm, send, recv []T, inplace bool) error {
 	}
 	defer callAlltoall.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return newError(op, C.tdmpi_alltoall(sb.ptr, cbool(inplace), cn, rb.ptr, datatypes[rb.k], h))
+	return newError(op, C.tdmpi_alltoall(sb.mem(), cbool(inplace), cn, rb.mem(), datatypes[rb.k], h))
 }
 
 // vlayout checks per-rank counts and displacements (in elements) against a
@@ -268,7 +268,7 @@ func gatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, root int, 
 	}
 	defer callGatherv.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return newError(op, C.tdmpi_gatherv(sb.ptr, cbool(inplace), sn, rb.ptr, cptr(cc), cptr(cd), datatypes[sb.k], C.int(root), h))
+	return newError(op, C.tdmpi_gatherv(sb.mem(), cbool(inplace), sn, rb.mem(), cptr(cc), cptr(cd), datatypes[sb.k], C.int(root), h))
 }
 
 // Allgatherv collects len(send) elements from each process of c into recv
@@ -306,7 +306,7 @@ func allgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, inplace
 	}
 	defer callAllgatherv.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return newError(op, C.tdmpi_allgatherv(sb.ptr, cbool(inplace), C.int(len(send)), rb.ptr, cptr(cc), cptr(cd), datatypes[rb.k], h))
+	return newError(op, C.tdmpi_allgatherv(sb.mem(), cbool(inplace), C.int(len(send)), rb.mem(), cptr(cc), cptr(cd), datatypes[rb.k], h))
 }
 
 // Scatterv sends send[displs[i]:displs[i]+counts[i]] from root to rank i
@@ -346,7 +346,7 @@ func scatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root 
 	}
 	defer callScatterv.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return newError(op, C.tdmpi_scatterv(sb.ptr, cptr(cc), cptr(cd), rb.ptr, cbool(inplace), rn, datatypes[rb.k], C.int(root), h))
+	return newError(op, C.tdmpi_scatterv(sb.mem(), cptr(cc), cptr(cd), rb.mem(), cbool(inplace), rn, datatypes[rb.k], C.int(root), h))
 }
 
 func cptr(s []C.int) *C.int {

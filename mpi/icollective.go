@@ -27,8 +27,9 @@ func Ibcast[T Scalar](c *Comm, buf []T, root int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return istart(op, bufOf(buf), true, func(dt C.MPI_Datatype, n C.int, b unsafe.Pointer, q *C.MPI_Request) C.int {
-		return C.MPI_Ibcast(b, n, dt, C.int(root), h, q)
+	b := bufOf(buf)
+	return istart(op, b, true, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer, q *C.MPI_Request) C.int {
+		return C.tdmpi_ibcast(b.mem(), n, dt, C.int(root), h, q)
 	})
 }
 
@@ -56,8 +57,8 @@ func IbcastUntil[T Scalar](c *Comm, buf []T, root int, done <-chan struct{}) (en
 	}
 	b := bufOf(buf)
 	var cst C.tdmpi_status
-	rc, ended, err := startUntil(op, b, true, b.bytes() <= pauseMaxBytes, done, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
-		return C.tdmpi_ibcast_start(p, n, dt, C.int(root), h)
+	rc, ended, err := startUntil(op, b, true, b.bytes() <= pauseMaxBytes, done, &cst, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer) C.tdmpi_started {
+		return C.tdmpi_ibcast_start(b.mem(), n, dt, C.int(root), h)
 	})
 	if err != nil || ended {
 		return ended, err
@@ -129,8 +130,8 @@ func IallreduceInPlaceUntil[T Scalar](c *Comm, buf []T, op Op, done <-chan struc
 	}
 	b := bufOf(buf)
 	var cst C.tdmpi_status
-	rc, ended, err := startUntil(name, b, true, b.bytes() <= pauseMaxBytes, done, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
-		return C.tdmpi_iallreduce_start(p, n, dt, ops[op], h)
+	rc, ended, err := startUntil(name, b, true, b.bytes() <= pauseMaxBytes, done, &cst, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer) C.tdmpi_started {
+		return C.tdmpi_iallreduce_start(b.mem(), n, dt, ops[op], h)
 	})
 	if err != nil || ended {
 		return ended, err
@@ -163,7 +164,7 @@ func ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) (
 	sb, rb := bufOf(send), bufOf(recv)
 	r := newRequest(name, k, sb.size, true, max(sb.bytes(), rb.bytes()), sb.ptr, rb.ptr)
 	err = chunks(n, func(off, m int) error {
-		s, rp := sb.at(off, m), unsafe.Pointer(nil)
+		s, rp := sb.at(off, m), (*C.tdmpi_mem)(nil)
 		if c.rank == root {
 			rp = rb.at(off, m)
 		}
@@ -196,7 +197,7 @@ func iallgatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, inplac
 	}
 	sb, rb := bufOf(send), bufOf(recv)
 	return vstart(op, rb, sb, cc, cd, func(q *C.MPI_Request) C.int {
-		return C.tdmpi_iallgatherv(sb.ptr, cbool(inplace), C.int(len(send)), rb.ptr, cptr(cc), cptr(cd), datatypes[rb.k], h, q)
+		return C.tdmpi_iallgatherv(sb.mem(), cbool(inplace), C.int(len(send)), rb.mem(), cptr(cc), cptr(cd), datatypes[rb.k], h, q)
 	})
 }
 
@@ -231,7 +232,7 @@ func igatherv[T Scalar](c *Comm, send, recv []T, counts, displs []int, root int,
 	}
 	sb, rb := bufOf(send), bufOf(recv)
 	return vstart(op, sb, rb, cc, cd, func(q *C.MPI_Request) C.int {
-		return C.tdmpi_igatherv(sb.ptr, cbool(inplace), sn, rb.ptr, cptr(cc), cptr(cd), datatypes[sb.k], C.int(root), h, q)
+		return C.tdmpi_igatherv(sb.mem(), cbool(inplace), sn, rb.mem(), cptr(cc), cptr(cd), datatypes[sb.k], C.int(root), h, q)
 	})
 }
 
@@ -257,6 +258,6 @@ func iscatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root
 	}
 	sb, rb := bufOf(send), bufOf(recv)
 	return vstart(op, rb, sb, cc, cd, func(q *C.MPI_Request) C.int {
-		return C.tdmpi_iscatterv(sb.ptr, cptr(cc), cptr(cd), rb.ptr, cbool(inplace), rn, datatypes[rb.k], C.int(root), h, q)
+		return C.tdmpi_iscatterv(sb.mem(), cptr(cc), cptr(cd), rb.mem(), cbool(inplace), rn, datatypes[rb.k], C.int(root), h, q)
 	})
 }

@@ -240,10 +240,10 @@ func MrecvUntil(m *Message, buf []byte, done <-chan struct{}) (st Status, ended 
 	if int64(m.bytes) > int64(len(buf)) {
 		return Status{}, false, argError(op, C.MPI_ERR_TRUNCATE, "message of %d bytes, buffer of %d", int64(m.bytes), len(buf))
 	}
-	h := m.h
+	h, b := m.h, bufOf(buf)
 	var cst C.tdmpi_status
-	rc, ended, err := startUntil(op, bufOf(buf), false, untilPause, done, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
-		return C.tdmpi_imrecv_start(p, n, dt, h)
+	rc, ended, err := startUntil(op, b, false, untilPause, done, &cst, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer) C.tdmpi_started {
+		return C.tdmpi_imrecv_start(b.mem(), n, dt, h)
 	})
 	if err != nil {
 		return Status{}, false, err
@@ -276,8 +276,8 @@ func Imrecv[T Scalar](m *Message, buf []T) (*Request, error) {
 		return nil, argError(op, C.MPI_ERR_TRUNCATE, "message of %d bytes, buffer of %d", int64(m.bytes), int64(b.bytes()))
 	}
 	h := m.h
-	r, err := istart(op, b, false, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer, q *C.MPI_Request) C.int {
-		return C.tdmpi_imrecv(p, n, dt, &h, q)
+	r, err := istart(op, b, false, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer, q *C.MPI_Request) C.int {
+		return C.tdmpi_imrecv(b.mem(), n, dt, &h, q)
 	})
 	if err == nil {
 		m.h = messageNull

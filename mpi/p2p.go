@@ -259,9 +259,10 @@ func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended 
 	if err != nil {
 		return false, err
 	}
+	b := bufOf(buf)
 	var cst C.tdmpi_status
-	rc, ended, err := startUntil(op, bufOf(buf), false, untilPause, done, &cst, func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started {
-		return C.tdmpi_isend_start(p, n, dt, C.int(dest), C.int(tag), w)
+	rc, ended, err := startUntil(op, b, false, untilPause, done, &cst, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer) C.tdmpi_started {
+		return C.tdmpi_isend_start(b.mem(), n, dt, C.int(dest), C.int(tag), w)
 	})
 	if err != nil || ended {
 		return ended, err

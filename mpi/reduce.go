@@ -8,8 +8,6 @@ package mpi
 // #include "shim.h"
 import "C"
 
-import "unsafe"
-
 // Reduce combines send from every process of c with op into recv at root,
 // as MPI_Reduce. recv must have len(send) elements at root and is ignored
 // elsewhere (it may be nil). Any length works; beyond 2^30 elements the
@@ -63,7 +61,7 @@ func reduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) er
 	defer callReduce.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
 	return chunks(n, func(off, m int) error {
-		s, r := sb.at(off, m), unsafe.Pointer(nil)
+		s, r := sb.at(off, m), (*C.tdmpi_mem)(nil)
 		if c.rank == root {
 			r = rb.at(off, m)
 		}
@@ -159,7 +157,7 @@ func scan[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) error {
 	}
 	defer callScan.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return newError(name, C.tdmpi_scan(sb.ptr, cbool(inplace), rb.ptr, n, datatypes[k], ops[op], h))
+	return newError(name, C.tdmpi_scan(sb.mem(), cbool(inplace), rb.mem(), n, datatypes[k], ops[op], h))
 }
 
 func cbool(b bool) C.int {

@@ -29,13 +29,19 @@ static inline MPI_Datatype tdmpi_datatype_null(void) { return MPI_DATATYPE_NULL;
 // Words. At every call into C, cgo checks each argument whose type may
 // hold a Go pointer: a void * buffer, an MPI handle (a pointer under Open
 // MPI), a pointer to a matched message or to a status holding a request.
-// Those checks cannot fail here (handles point to C memory; the buffers,
-// of Scalar elements, hold no pointers), and they cost 10-15 ns each, some
-// 60 ns of a small message's one-way time through Send and Recv. The
+// A void * argument into Go memory is checked as the whole object that
+// holds it: cgo cannot know the element type, so every pointer word of the
+// allocation must point outside Go memory or be pinned. That check fails
+// on a buffer of plain elements inside an object with pointers (a small
+// received TensorDict keeps its storage in one allocation with its tree,
+// see tensordict's template.go), and costs 10-15 ns a call even where it
+// passes, some 60 ns of a small message's one-way time through Send and
+// Recv. So every function here that MPI reads or writes a Go buffer
+// through takes the buffer as a tdmpi_mem (char) pointer, which cgo leaves
+// alone (buffer.mem and buffer.at in buffer.go make them); and the
 // functions of the point-to-point path (blocking, and Isend and Irecv but
-// for their request) therefore take handles as tdmpi_word integers and
-// buffers as tdmpi_mem pointers, which cgo leaves alone: Go converts a
-// handle to its word once, when it gets the handle.
+// for their request) take handles as tdmpi_word integers too: Go converts
+// a handle to its word once, when it gets the handle.
 typedef uintptr_t tdmpi_word;
 typedef char tdmpi_mem;
 #define TDMPI_COMM(w) ((MPI_Comm)(w))
@@ -181,7 +187,7 @@ typedef struct {
 } tdmpi_started;
 
 // tdmpi_ibcast_start is MPI_Ibcast (IbcastWait).
-static inline tdmpi_started tdmpi_ibcast_start(void *buf, int n, MPI_Datatype dt, int root, MPI_Comm c) {
+static inline tdmpi_started tdmpi_ibcast_start(tdmpi_mem *buf, int n, MPI_Datatype dt, int root, MPI_Comm c) {
 	tdmpi_started s;
 	s.q = MPI_REQUEST_NULL;
 	s.rc = MPI_Ibcast(buf, n, dt, root, c, &s.q);
@@ -189,7 +195,7 @@ static inline tdmpi_started tdmpi_ibcast_start(void *buf, int n, MPI_Datatype dt
 }
 
 // tdmpi_iallreduce_start is MPI_Iallreduce in place (IallreduceInPlaceWait).
-static inline tdmpi_started tdmpi_iallreduce_start(void *buf, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
+static inline tdmpi_started tdmpi_iallreduce_start(tdmpi_mem *buf, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
 	tdmpi_started s;
 	s.q = MPI_REQUEST_NULL;
 	s.rc = MPI_Iallreduce(MPI_IN_PLACE, buf, n, dt, op, c, &s.q);
@@ -197,7 +203,7 @@ static inline tdmpi_started tdmpi_iallreduce_start(void *buf, int n, MPI_Datatyp
 }
 
 // tdmpi_isend_start is MPI_Isend (SendUntil).
-static inline tdmpi_started tdmpi_isend_start(const void *buf, int n, MPI_Datatype dt, int dest, int tag, tdmpi_word c) {
+static inline tdmpi_started tdmpi_isend_start(const tdmpi_mem *buf, int n, MPI_Datatype dt, int dest, int tag, tdmpi_word c) {
 	tdmpi_started s;
 	s.q = MPI_REQUEST_NULL;
 	s.rc = MPI_Isend(buf, n, dt, dest, tag, TDMPI_COMM(c), &s.q);
@@ -205,7 +211,7 @@ static inline tdmpi_started tdmpi_isend_start(const void *buf, int n, MPI_Dataty
 }
 
 // tdmpi_imrecv_start is MPI_Imrecv of matched message m (MrecvUntil).
-static inline tdmpi_started tdmpi_imrecv_start(void *buf, int n, MPI_Datatype dt, tdmpi_word m) {
+static inline tdmpi_started tdmpi_imrecv_start(tdmpi_mem *buf, int n, MPI_Datatype dt, tdmpi_word m) {
 	tdmpi_started s;
 	MPI_Message mm = TDMPI_MESSAGE(m);
 	s.q = MPI_REQUEST_NULL;
@@ -536,7 +542,7 @@ static inline int tdmpi_improbe(int src, int tag, tdmpi_word c, int *flag, tdmpi
 }
 
 // tdmpi_imrecv is MPI_Imrecv of the matched message *m (a word).
-static inline int tdmpi_imrecv(void *buf, int count, MPI_Datatype dt, tdmpi_word *m, MPI_Request *q) {
+static inline int tdmpi_imrecv(tdmpi_mem *buf, int count, MPI_Datatype dt, tdmpi_word *m, MPI_Request *q) {
 	MPI_Message mm = TDMPI_MESSAGE(*m);
 	int rc = MPI_Imrecv(buf, count, dt, &mm, q);
 	*m = (tdmpi_word)mm;
@@ -569,52 +575,59 @@ static inline int tdmpi_sig_restore(const tdmpi_sigsave *s) {
 // tdmpi_request_free frees a request of a failed, partly started operation.
 static inline int tdmpi_request_free(MPI_Request r) { return MPI_Request_free(&r); }
 
-// Collective wrappers that substitute MPI_IN_PLACE, so Go never holds it.
-static inline int tdmpi_reduce(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm c) {
+// Collective wrappers, taking buffers as tdmpi_mem (see tdmpi_word), that
+// substitute MPI_IN_PLACE, so Go never holds it.
+static inline int tdmpi_bcast(tdmpi_mem *buf, int n, MPI_Datatype dt, int root, MPI_Comm c) {
+	return MPI_Bcast(buf, n, dt, root, c);
+}
+static inline int tdmpi_reduce(const tdmpi_mem *s, int inplace, tdmpi_mem *r, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm c) {
 	return MPI_Reduce(inplace ? MPI_IN_PLACE : s, r, n, dt, op, root, c);
 }
-static inline int tdmpi_allreduce(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
+static inline int tdmpi_allreduce(const tdmpi_mem *s, int inplace, tdmpi_mem *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
 	return MPI_Allreduce(inplace ? MPI_IN_PLACE : s, r, n, dt, op, c);
 }
-static inline int tdmpi_gather(const void *s, int inplace, int sn, void *r, int rn, MPI_Datatype dt, int root, MPI_Comm c) {
+static inline int tdmpi_gather(const tdmpi_mem *s, int inplace, int sn, tdmpi_mem *r, int rn, MPI_Datatype dt, int root, MPI_Comm c) {
 	return MPI_Gather(inplace ? MPI_IN_PLACE : s, sn, dt, r, rn, dt, root, c);
 }
-static inline int tdmpi_allgather(const void *s, int inplace, int sn, void *r, int rn, MPI_Datatype dt, MPI_Comm c) {
+static inline int tdmpi_allgather(const tdmpi_mem *s, int inplace, int sn, tdmpi_mem *r, int rn, MPI_Datatype dt, MPI_Comm c) {
 	return MPI_Allgather(inplace ? MPI_IN_PLACE : s, sn, dt, r, rn, dt, c);
 }
-static inline int tdmpi_scatter(const void *s, int sn, void *r, int inplace, int rn, MPI_Datatype dt, int root, MPI_Comm c) {
+static inline int tdmpi_scatter(const tdmpi_mem *s, int sn, tdmpi_mem *r, int inplace, int rn, MPI_Datatype dt, int root, MPI_Comm c) {
 	return MPI_Scatter(s, sn, dt, inplace ? MPI_IN_PLACE : r, rn, dt, root, c);
 }
-static inline int tdmpi_gatherv(const void *s, int inplace, int sn, void *r, const int *counts, const int *displs, MPI_Datatype dt, int root, MPI_Comm c) {
+static inline int tdmpi_gatherv(const tdmpi_mem *s, int inplace, int sn, tdmpi_mem *r, const int *counts, const int *displs, MPI_Datatype dt, int root, MPI_Comm c) {
 	return MPI_Gatherv(inplace ? MPI_IN_PLACE : s, sn, dt, r, counts, displs, dt, root, c);
 }
-static inline int tdmpi_allgatherv(const void *s, int inplace, int sn, void *r, const int *counts, const int *displs, MPI_Datatype dt, MPI_Comm c) {
+static inline int tdmpi_allgatherv(const tdmpi_mem *s, int inplace, int sn, tdmpi_mem *r, const int *counts, const int *displs, MPI_Datatype dt, MPI_Comm c) {
 	return MPI_Allgatherv(inplace ? MPI_IN_PLACE : s, sn, dt, r, counts, displs, dt, c);
 }
-static inline int tdmpi_scatterv(const void *s, const int *counts, const int *displs, void *r, int inplace, int rn, MPI_Datatype dt, int root, MPI_Comm c) {
+static inline int tdmpi_scatterv(const tdmpi_mem *s, const int *counts, const int *displs, tdmpi_mem *r, int inplace, int rn, MPI_Datatype dt, int root, MPI_Comm c) {
 	return MPI_Scatterv(s, counts, displs, dt, inplace ? MPI_IN_PLACE : r, rn, dt, root, c);
 }
-static inline int tdmpi_alltoall(const void *s, int inplace, int n, void *r, MPI_Datatype dt, MPI_Comm c) {
+static inline int tdmpi_alltoall(const tdmpi_mem *s, int inplace, int n, tdmpi_mem *r, MPI_Datatype dt, MPI_Comm c) {
 	return MPI_Alltoall(inplace ? MPI_IN_PLACE : s, n, dt, r, n, dt, c);
 }
-static inline int tdmpi_scan(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
+static inline int tdmpi_scan(const tdmpi_mem *s, int inplace, tdmpi_mem *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
 	return MPI_Scan(inplace ? MPI_IN_PLACE : s, r, n, dt, op, c);
 }
 
-// Nonblocking collectives, with MPI_IN_PLACE substituted as above.
-static inline int tdmpi_iallreduce(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c, MPI_Request *q) {
+// Nonblocking collectives, with buffers and MPI_IN_PLACE as above.
+static inline int tdmpi_ibcast(tdmpi_mem *buf, int n, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *q) {
+	return MPI_Ibcast(buf, n, dt, root, c, q);
+}
+static inline int tdmpi_iallreduce(const tdmpi_mem *s, int inplace, tdmpi_mem *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c, MPI_Request *q) {
 	return MPI_Iallreduce(inplace ? MPI_IN_PLACE : s, r, n, dt, op, c, q);
 }
-static inline int tdmpi_ireduce(const void *s, int inplace, void *r, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm c, MPI_Request *q) {
+static inline int tdmpi_ireduce(const tdmpi_mem *s, int inplace, tdmpi_mem *r, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm c, MPI_Request *q) {
 	return MPI_Ireduce(inplace ? MPI_IN_PLACE : s, r, n, dt, op, root, c, q);
 }
-static inline int tdmpi_iallgatherv(const void *s, int inplace, int sn, void *r, const int *counts, const int *displs, MPI_Datatype dt, MPI_Comm c, MPI_Request *q) {
+static inline int tdmpi_iallgatherv(const tdmpi_mem *s, int inplace, int sn, tdmpi_mem *r, const int *counts, const int *displs, MPI_Datatype dt, MPI_Comm c, MPI_Request *q) {
 	return MPI_Iallgatherv(inplace ? MPI_IN_PLACE : s, sn, dt, r, counts, displs, dt, c, q);
 }
-static inline int tdmpi_igatherv(const void *s, int inplace, int sn, void *r, const int *counts, const int *displs, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *q) {
+static inline int tdmpi_igatherv(const tdmpi_mem *s, int inplace, int sn, tdmpi_mem *r, const int *counts, const int *displs, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *q) {
 	return MPI_Igatherv(inplace ? MPI_IN_PLACE : s, sn, dt, r, counts, displs, dt, root, c, q);
 }
-static inline int tdmpi_iscatterv(const void *s, const int *counts, const int *displs, void *r, int inplace, int rn, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *q) {
+static inline int tdmpi_iscatterv(const tdmpi_mem *s, const int *counts, const int *displs, tdmpi_mem *r, int inplace, int rn, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *q) {
 	return MPI_Iscatterv(s, counts, displs, dt, inplace ? MPI_IN_PLACE : r, rn, dt, root, c, q);
 }
 
