@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -115,4 +117,76 @@ func TestConsolidateIntoReleasedOffHeap(t *testing.T) {
 		}
 		later(t)
 	})
+}
+
+// TestOverReleasedExternalBytes: TensorDicts over the bytes of an off-heap
+// storage or a memory map, made by ConsolidateInto or by FromConsolidated
+// over tensor.StorageOf of them, see the release (or Close) of that
+// storage: their leaves report tensor.ErrReleased instead of touching
+// unmapped memory (issue 41 item 11).
+func TestOverReleasedExternalBytes(t *testing.T) {
+	mpitest.Need(t, 1)
+	src := alignTD(t)
+	_, total, err := Layout(src)
+	require.NoError(t, err)
+	c, err := src.Consolidate()
+	require.NoError(t, err)
+	meta, err := c.ConsolidatedMetadata()
+	require.NoError(t, err)
+	for _, ext := range []struct {
+		name    string
+		make    func(t *testing.T) *tensor.Tensor
+		release func(x *tensor.Tensor) error
+	}{
+		{"off-heap", func(t *testing.T) *tensor.Tensor {
+			x, err := tensor.EmptyOffHeap(tensor.Uint8, total)
+			require.NoError(t, err)
+			return x
+		}, func(x *tensor.Tensor) error { return x.Storage().Release() }},
+		{"memmap", func(t *testing.T) *tensor.Tensor {
+			x, err := memmap.Empty(tensor.Uint8, filepath.Join(t.TempDir(), "x"), []int{total})
+			require.NoError(t, err)
+			return x
+		}, memmap.Close},
+	} {
+		for _, build := range []struct {
+			name string
+			f    func(t *testing.T, b []byte) *TensorDict
+		}{
+			{"ConsolidateInto", func(t *testing.T, b []byte) *TensorDict {
+				td, err := src.ConsolidateInto(b)
+				require.NoError(t, err)
+				return td
+			}},
+			{"FromConsolidated", func(t *testing.T, b []byte) *TensorDict {
+				copy(b, mustBytes(t, c.ConsolidatedStorage()))
+				td, err := FromConsolidated(tensor.StorageOf(b), meta)
+				require.NoError(t, err)
+				return td
+			}},
+		} {
+			t.Run(ext.name+"/"+build.name, func(t *testing.T) {
+				x := ext.make(t)
+				b, err := x.Bytes()
+				require.NoError(t, err)
+				td := build.f(t, b)
+				requireAlignValues(t, td)
+				require.NoError(t, ext.release(x))
+				assert.False(t, td.IsConsolidated())
+				for _, it := range td.Items(IncludeNested(), LeavesOnly()) {
+					_, err := it.Tensor.Bytes()
+					require.ErrorIs(t, err, tensor.ErrReleased, "key %v", it.Key)
+				}
+				_, err = td.Consolidate()
+				require.ErrorIs(t, err, tensor.ErrReleased)
+			})
+		}
+	}
+}
+
+// mustBytes returns the bytes of st.
+func mustBytes(t *testing.T, st *tensor.Storage) []byte {
+	t.Helper()
+	require.NotNil(t, st)
+	return st.Bytes()
 }
