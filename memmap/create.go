@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -106,7 +107,13 @@ func Empty(dt tensor.DType, filename string, shape []int, opts ...Option) (*tens
 	if err != nil {
 		return nil, fmt.Errorf("memmap: Empty: %w", err)
 	}
-	f, fd, err := newFile(filename, nb, "Empty", collect(opts), reserve)
+	return create("Empty", dt, filename, shape, nb, opts, reserve)
+}
+
+// create makes the file of a new tensor of dtype dt, shape and nb bytes
+// with fill (see newFile), maps it and returns the tensor that views it.
+func create(op string, dt tensor.DType, filename string, shape []int, nb int, opts []Option, fill func(*os.File, int) error) (*tensor.Tensor, error) {
+	f, fd, err := newFile(filename, nb, op, collect(opts), fill)
 	if err != nil {
 		return nil, err
 	}
@@ -129,12 +136,39 @@ func Zeros(dt tensor.DType, filename string, shape []int, opts ...Option) (*tens
 }
 
 // Full returns a memory-mapped tensor of dtype dt and the given shape with
-// every element set to v, converted as tensor.Full converts it.
+// every element set to v, converted as tensor.Full converts it. The file
+// is written as Empty reserves it (a full file system is an error wrapping
+// syscall.ENOSPC), without a copy of the tensor in memory. It returns an
+// error for a bad dtype or shape, and for a v that dt cannot hold (NaN or
+// ±Inf into an integer dtype, 1e10 into int32), where tensor.Full panics.
 func Full(dt tensor.DType, v float64, filename string, shape []int, opts ...Option) (*tensor.Tensor, error) {
-	if _, err := tensor.NBytesOf(dt, shape); err != nil {
+	nb, err := tensor.NBytesOf(dt, shape)
+	if err != nil {
 		return nil, fmt.Errorf("memmap: Full: %w", err)
 	}
-	return FromTensor(tensor.Full(dt, v, shape...), filename, opts...)
+	elem, err := tensor.New(dt)
+	if err == nil {
+		err = elem.Fill(v)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memmap: Full: %w", err)
+	}
+	e, err := elem.Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("memmap: Full: %w", err)
+	}
+	fill := reserve
+	if slices.ContainsFunc(e, func(c byte) bool { return c != 0 }) {
+		fill = func(fd *os.File, n int) error {
+			// Reserved first, a file too large for the disk fails at
+			// once rather than after writing what fits.
+			if err := reserve(fd, n); err != nil {
+				return err
+			}
+			return writeRepeated(fd, n, e)
+		}
+	}
+	return create("Full", dt, filename, shape, nb, opts, fill)
 }
 
 // FromFile maps an existing file as a tensor of dtype dt and the given shape.
@@ -299,6 +333,23 @@ func writeZeros(fd *os.File, n int) error {
 		c := min(n-off, len(zeroChunk))
 		if _, err := fd.WriteAt(zeroChunk[:c], int64(off)); err != nil {
 			return fmt.Errorf("reserving %d bytes: writing zeros at offset %d: %w", n, off, err)
+		}
+		off += c
+	}
+	return nil
+}
+
+// writeRepeated writes n bytes at the start of fd with pwrite: e over and
+// over (n is a multiple of len(e), which divides len(zeroChunk)).
+func writeRepeated(fd *os.File, n int, e []byte) error {
+	chunk := make([]byte, min(n, len(zeroChunk)))
+	for filled := copy(chunk, e); filled < len(chunk); filled *= 2 {
+		copy(chunk[filled:], chunk[:filled])
+	}
+	for off := 0; off < n; {
+		c := min(n-off, len(chunk))
+		if _, err := fd.WriteAt(chunk[:c], int64(off)); err != nil {
+			return fmt.Errorf("writing %d bytes at offset %d: %w", n, off, err)
 		}
 		off += c
 	}

@@ -35,7 +35,7 @@ func alloc(op string, dt DType, shape []int, zero bool) (*Tensor, error) {
 	if zero {
 		st = NewStorage(nb)
 	} else {
-		st = StorageOf(mem.AllocUninit(nb))
+		st = newStorage(mem.AllocUninit(nb)) // new heap memory: no parent
 	}
 	return newTensor(dt, contiguousDims(shape), 0, st), nil
 }

@@ -72,7 +72,9 @@
 // error from every operation that returns one, and panics in the accessors
 // that cannot (At, Sum, To, EqScalar, ...), rather than touching unmapped
 // memory; slices obtained earlier from Bytes, Data or Dense must not be used
-// after Release.
+// after Release. A Storage made over such a slice (StorageOf, FromBytes)
+// while its storage is live refers to that storage, and is released with
+// it.
 //
 // Every operation that allocates a result (or a temporary) from a shape
 // checks its size first: an element or byte count that overflows an int,
@@ -125,6 +127,8 @@
 //	elem.go, half.go     Elem, the Go element types; F16 and BF16 conversions
 //	shape.go             Numel, NBytesOf: shape arithmetic checked for overflow
 //	storage.go           Storage: heap and external storages, Release
+//	within.go            the live external storages' memory ranges, which
+//	                     a Storage over part of one refers to
 //	offheap*.go          NewOffHeapStorage, EmptyOffHeap: huge-page memory
 //	                     outside the Go heap (Linux; elsewhere an error)
 //	ones.go, arange.go   Ones, Full, Arange

@@ -22,6 +22,13 @@ import (
 // does not manage (a memory-mapped file, an off-heap buffer): its owner frees it
 // with Release, exactly once; slices obtained from it (Bytes, Data, Dense) must
 // not be used after that. Release on a heap Storage only marks it released.
+//
+// A Storage made by StorageOf (or FromBytes, or NewExternalStorage) over
+// part of the memory of a live external Storage refers to that Storage:
+// once it is released, the new Storage reports itself released too
+// (Released, and ErrReleased from the tensors over it), and a transfer of
+// tdmpi that uses the new Storage keeps the memory mapped until it ends
+// (see Release).
 type Storage struct {
 	// data is the first byte of the memory, n its length. Readers load
 	// data without a lock (an atomic load is a plain load on the
@@ -45,6 +52,11 @@ type Storage struct {
 	external bool
 	reusable bool
 	owner    any
+	// parent is the live external storage whose memory s lies in (see
+	// within.go), nil if none; recorded: s is an external storage whose
+	// range is in mappings.
+	parent   *Storage
+	recorded bool
 }
 
 func init() {
@@ -71,7 +83,7 @@ func (s *Storage) init(b []byte) {
 // view returns the memory of s, or false once s is released.
 func (s *Storage) view() ([]byte, bool) {
 	p := s.data.Load()
-	if s.released.Load() || (p == nil && s.n > 0) {
+	if s.Released() || (p == nil && s.n > 0) {
 		return nil, false
 	}
 	return unsafe.Slice(p, s.n), true
@@ -86,9 +98,18 @@ func NewStorage(n int) *Storage {
 	return newStorage(alignedBytes(n))
 }
 
-// StorageOf returns a Storage that shares b. b's memory stays managed by the Go
-// garbage collector; the Storage keeps it alive.
-func StorageOf(b []byte) *Storage { return newStorage(b) }
+// StorageOf returns a Storage that shares b. Go heap memory stays managed by
+// the garbage collector; the Storage keeps it alive. If b lies in the memory
+// of a live external Storage (the Bytes of an off-heap storage or a memory
+// map), the new Storage is external and refers to it: it is released when
+// that Storage is (see Storage).
+func StorageOf(b []byte) *Storage {
+	s := newStorage(b)
+	if p := storageHolding(b); p != nil {
+		s.parent, s.external = p, true
+	}
+	return s
+}
 
 // reusableStorageOf returns a Storage that shares b, heap memory from
 // the receive pool (mem.Recv) that the pool takes back for reuse once
@@ -114,9 +135,15 @@ func (s *Storage) Reusable() bool { return s.reusable }
 // manage, such as a memory mapping. owner is any value the maker wants to find
 // again from the storage (package memmap keeps its file mapping there; see
 // Owner). release is called once, by the first call to Release; it may be nil.
+//
+// If b lies in the memory of another live external Storage, the new one
+// refers to it, as a Storage made by StorageOf does.
 func NewExternalStorage(b []byte, owner any, release func() error) *Storage {
 	s := newStorage(b)
 	s.release, s.external, s.owner = release, true, owner
+	if s.parent = storageHolding(b); s.parent == nil {
+		s.recorded = record(s, b)
+	}
 	return s
 }
 
@@ -142,7 +169,7 @@ func (s *Storage) Bytes() []byte {
 
 // Len returns the size of the storage in bytes (0 once released).
 func (s *Storage) Len() int {
-	if s.released.Load() {
+	if s.Released() {
 		return 0
 	}
 	return s.n
@@ -151,8 +178,11 @@ func (s *Storage) Len() int {
 // External reports whether the storage's memory lies outside the Go heap.
 func (s *Storage) External() bool { return s.external }
 
-// Released reports whether Release has been called.
-func (s *Storage) Released() bool { return s.released.Load() }
+// Released reports whether Release has been called, on s or on the
+// external Storage whose memory s lies in (see Storage).
+func (s *Storage) Released() bool {
+	return s.released.Load() || (s.parent != nil && s.parent.released.Load())
+}
 
 // Release marks the storage unusable and frees its memory if it is
 // external. It is idempotent: later calls return nil and do nothing. The
@@ -190,6 +220,9 @@ func (s *Storage) free() error {
 	}
 	s.freed = true
 	d := s.data.Swap(nil)
+	if s.recorded {
+		forget(s, d) // before the memory may be mapped again
+	}
 	// A reader marks the storage seen, or holds it, before it loads
 	// data, and data is nil now: a storage neither seen nor held has no
 	// slice of its memory anywhere (package rawbytes).
@@ -204,8 +237,11 @@ func (s *Storage) free() error {
 
 // hold counts a transfer that MPI may read or write s's memory for, and
 // reports whether s is live: it returns false, holding nothing, once s is
-// released.
+// released. A hold on s holds its parent too.
 func (s *Storage) hold() bool {
+	if s.parent != nil && !s.parent.hold() {
+		return false
+	}
 	s.holds.Add(1)
 	if s.released.Load() {
 		s.unhold()
@@ -215,15 +251,17 @@ func (s *Storage) hold() bool {
 }
 
 // unhold ends a hold, and frees s's memory when it was the last one and
-// s was released meanwhile.
+// s was released meanwhile; then it ends the hold of s's parent.
 func (s *Storage) unhold() {
-	if s.holds.Add(-1) != 0 || !s.released.Load() {
-		return
+	if s.holds.Add(-1) == 0 && s.released.Load() {
+		s.mu.Lock()
+		if s.holds.Load() == 0 {
+			_ = s.free() // Release has returned: nobody to tell
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.holds.Load() == 0 {
-		_ = s.free() // Release has returned: nobody to tell
+	if s.parent != nil {
+		s.parent.unhold()
 	}
 }
 

@@ -122,31 +122,49 @@ func keyOrRoot(k Key) string {
 // entry gives a bool tensor of the batch size, true when the value is the
 // number v.
 func (td *TensorDict) EqScalar(v float64) (out *TensorDict) {
-	faultPanics("EqScalar", func() { out = td.scalarCompare(v, (*tensor.Tensor).EqScalar, true) })
+	faultPanics("EqScalar", func() { out = td.scalarCompare("EqScalar", nil, v, (*tensor.Tensor).EqScalar, true) })
 	return out
 }
 
 // NeScalar is the element-wise negation of EqScalar.
 func (td *TensorDict) NeScalar(v float64) (out *TensorDict) {
-	faultPanics("NeScalar", func() { out = td.scalarCompare(v, (*tensor.Tensor).NeScalar, false) })
+	faultPanics("NeScalar", func() { out = td.scalarCompare("NeScalar", nil, v, (*tensor.Tensor).NeScalar, false) })
 	return out
 }
 
-func (td *TensorDict) scalarCompare(v float64, fn func(*tensor.Tensor, float64) *tensor.Tensor, eq bool) *TensorDict {
+// scalarCompare is EqScalar (eq) or NeScalar, op, of td, whose key is
+// prefix.
+func (td *TensorDict) scalarCompare(op string, prefix Key, v float64, fn func(*tensor.Tensor, float64) *tensor.Tensor, eq bool) *TensorDict {
 	out := newTD(td.batch)
 	out.class = td.class
 	for i := range td.entries {
 		e := &td.entries[i]
 		switch e.kind {
 		case kindTensor:
-			out.add(e.name, entry{kind: kindTensor, t: fn(e.t, v)})
+			out.add(e.name, entry{kind: kindTensor, t: namedNoMemory(op, prefix, e.name, func() *tensor.Tensor { return fn(e.t, v) })})
 		case kindTD:
-			out.add(e.name, entry{kind: kindTD, td: e.td.scalarCompare(v, fn, eq)})
+			out.add(e.name, entry{kind: kindTD, td: e.td.scalarCompare(op, prefix.child(e.name), v, fn, eq)})
 		case kindNonTensor:
 			out.add(e.name, entry{kind: kindTensor, t: compareValues(e.v, v, td.batch, eq)})
 		}
 	}
 	return out
+}
+
+// namedNoMemory returns f(), the result of op for the entry name of the
+// TensorDict whose key is prefix: a result too large for memory, which f
+// panics with (see catchNoMemory), panics again with an error naming op
+// and the entry's key, as Contiguous's does.
+func namedNoMemory(op string, prefix Key, name string, f func() *tensor.Tensor) (t *tensor.Tensor) {
+	var err error
+	func() {
+		defer catchNoMemory(&err, "", nil)
+		t = f()
+	}()
+	if err != nil {
+		panic(fmt.Errorf("tensordict: %s: key %v: %w", op, prefix.child(name), err))
+	}
+	return t
 }
 
 // All reports whether every element of every tensor leaf, at every level, is

@@ -62,12 +62,14 @@ func (td *TensorDict) Consolidate() (*TensorDict, error) {
 
 // ConsolidateInto packs td's leaves, as Consolidate does, into buf, which
 // must hold exactly the total size Layout reports and be 8-byte aligned. It
-// returns a consolidated TensorDict whose leaves view buf as a new heap
-// Storage: nothing links them to where buf came from, so buf must stay
-// valid as long as they are used. For the memory of a Storage outside the
-// Go heap (off-heap, memory-mapped), use ConsolidateIntoStorage instead,
-// which keeps that Storage: once it is released, the leaves report
-// tensor.ErrReleased rather than touch unmapped memory.
+// returns a consolidated TensorDict whose leaves view buf as a new Storage
+// (tensor.StorageOf). When buf lies in the memory of a live Storage outside
+// the Go heap (the Bytes of an off-heap storage or a memory map), the new
+// Storage refers to it: once that is released, the leaves report
+// tensor.ErrReleased rather than touch unmapped memory, and a transfer
+// into or from them under way keeps the memory until it ends. Other memory
+// (from C, say) must stay valid as long as the leaves are used.
+// ConsolidateIntoStorage gives the leaves the Storage itself.
 func (td *TensorDict) ConsolidateInto(buf []byte) (*TensorDict, error) {
 	return td.consolidateInto("ConsolidateInto", buf, nil)
 }

@@ -91,6 +91,17 @@ func TestTooLargeResultPanicsWithError(t *testing.T) {
 	err, _ := recovered(func() { e.Contiguous() }).(error)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "tensordict: Contiguous: key a:")
+	for _, tc := range []struct {
+		name, want string
+		call       func()
+	}{
+		{"EqScalar", "tensordict: EqScalar: key a: ", func() { e.EqScalar(1) }},
+		{"NeScalar nested", "tensordict: NeScalar: key n.b: ", func() { e.Exclude(K("a")).NeScalar(1) }},
+	} {
+		err, _ := recovered(tc.call).(error)
+		require.ErrorIs(t, err, ErrNoMemory, tc.name)
+		assert.Contains(t, err.Error(), tc.want, tc.name)
+	}
 }
 
 func recovered(f func()) (r any) {
