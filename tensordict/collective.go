@@ -127,6 +127,23 @@ func (cl *coll) checkRoot(what string, r int) error {
 	return nil
 }
 
+// agreeRoot is the first step of a collective whose ranks each pass its
+// root r (Broadcast): before any message of the collective is posted, the
+// ranks compare their roots (xfer.Step.AgreeRoot), and every rank returns
+// an error wrapping ErrMismatch, naming the lowest and the highest root
+// passed, when they differ; then checkRoot's error when r is not a rank
+// of the group.
+func (cl *coll) agreeRoot(what string, r int) error {
+	lo, hi, _, err := cl.AgreeRoot(r, false)
+	switch {
+	case err != nil:
+		return cl.errorf("agreeing on the %s: %w", what, outOfStep(err))
+	case lo != hi:
+		return cl.errorf("ranks passed different roots (%s %d and %d; this rank %d): %w", what, lo, hi, r, ErrMismatch)
+	}
+	return cl.checkRoot(what, r)
+}
+
 // runCollective checks the resolved options o, takes the group's protocol
 // lock and runs f, then the closing step (closeCollective). It logs the
 // start (with root, unless negative, and bytes(rank), when bytes is not
