@@ -14,6 +14,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // An IRecv has no goroutine of its own: it is an irecvOp that advances
@@ -144,12 +145,12 @@ func (op *irecvOp) step(free bool) bool {
 		case !ok:
 			return false
 		case err != nil:
-			op.finish(err)
+			op.finish(refused(l, err))
 			return true
 		}
 		if err := s.prepare(l); err != nil {
 			s.mu.Unlock()
-			op.finish(err)
+			op.finish(refused(l, err))
 			return true
 		}
 		if !s.recvHeld.TryLock(l.Group, l.Peer, true, s.tagSet) {
@@ -175,6 +176,18 @@ func (op *irecvOp) step(free bool) bool {
 		return false
 	}
 	return op.r.phase != phase || op.r.i != i
+}
+
+// refused returns err, the error that stops a receive over l before it
+// takes its transfer's header, which has arrived: when td's storage was
+// released, joined with the error of consuming the transfer
+// (link.refuseIncoming), as Recv does, so that the sender is not left
+// blocked and no later receive takes the stale transfer.
+func refused(l *link, err error) error {
+	if errors.Is(err, tensor.ErrReleased) {
+		err = errors.Join(err, l.refuseIncoming())
+	}
+	return err
 }
 
 // release gives back the state and locks a started op holds.
@@ -254,7 +267,10 @@ func (op *irecvOp) wait() {
 // waits for the IRecvs called before it from its source on one of its
 // tags. A message is only received into td's tensors after its header has
 // been checked against td's structure, so a sender with another structure
-// gets an ErrMismatch error, not a corrupted td.
+// gets an ErrMismatch error, not a corrupted td. A td whose storage is
+// released before the transfer arrives makes Wait return an error
+// wrapping tensor.ErrReleased, and the transfer is consumed and
+// discarded, as Recv does, so that its sender is not left blocked.
 //
 // When the context of WithContext ends, or Cancel is called, before the
 // header has arrived, the IRecv ends at once with an error wrapping the
