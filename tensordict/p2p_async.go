@@ -277,7 +277,12 @@ func (op *irecvOp) wait() {
 // context's error, having received nothing; nothing of it remains, and
 // the transfer is left for a later receive. After the header, it ends as
 // a Recv whose context ends, and as Cancel says when cancelled. A Pending
-// dropped without Wait is cancelled when the garbage collector finds it.
+// dropped without Wait is still a receive: once the garbage collector
+// finds it, the IRecv goes on by itself (a goroutine) and, if its
+// transfer's header comes within 2 s (xfer.DrainIdle), takes the
+// transfer and discards what td has not received yet, so that the sender
+// is not left blocked; otherwise it ends as if cancelled, and the
+// transfer is left for a later receive.
 func (td *TensorDict) IRecv(src int, opts ...RecvOption) (*Pending, error) {
 	p, err := td.irecv(src, opts)
 	return p, xfer.LogFailed("IRecv", err)
@@ -337,12 +342,33 @@ type Pending struct {
 }
 
 // newIRecvPending returns the Pending of op. Dropped without Wait, it
-// cancels op when collected, so that op's queue and locks are not held
-// forever by a receive nobody will read.
+// ends op when collected (drop), so that op's queue and locks are not held
+// forever by a receive nobody will read, nor its sender left blocked.
 func newIRecvPending(op *irecvOp) *Pending {
 	p := &Pending{l: &op.l, r: op}
-	runtime.AddCleanup(p, func(op *irecvOp) { op.cancel(errDropped) }, op)
+	runtime.AddCleanup(p, func(op *irecvOp) { go op.drop() }, op)
 	return p
+}
+
+// drop ends op, whose Pending was collected without Wait, on a goroutine
+// of its own. A dropped IRecv is still a receive: its sender, which may
+// be blocked in a message too large for MPI to buffer, is waiting for it,
+// and nobody else will step it. So drop steps op for up to xfer.DrainIdle
+// (bounded by op's context too), as a drain awaits each message it was
+// told of, until op has taken its transfer's header; then it ends op,
+// which consumes and discards the rest of the transfer (see end). A
+// transfer whose header has not come by then is left for a later
+// receive, as Cancel leaves it.
+func (op *irecvOp) drop() {
+	ctx, cancel := context.WithTimeout(op.l.Ctx, xfer.DrainIdle)
+	defer cancel()
+	_ = xfer.Poll(ctx, func() (bool, error) {
+		op.progress()
+		op.mu.Lock()
+		defer op.mu.Unlock()
+		return op.started || op.over.Load(), nil
+	})
+	op.cancel(errDropped)
 }
 
 // errDropped is the cause of the end of an IRecv whose Pending was

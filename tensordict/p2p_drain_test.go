@@ -4,12 +4,15 @@
 package tensordict
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -59,6 +62,70 @@ func TestIRecvReleasedDrains(t *testing.T) {
 			_, err = next.Recv(0, mpitest.As[RecvOption](append(opts, testCtx(t)))...)
 			require.NoError(t, err)
 			checkBigTD(t, next, 2, 1<<18, 7)
+			noTransferState(t)
+		})
+	}
+}
+
+// TestIRecvDroppedDrains: an IRecv whose Pending is dropped without Wait
+// and collected before its transfer comes still takes the transfer, and
+// discards it, so that the sender's blocking Send of a transfer too large
+// for MPI to buffer returns while the receiver only runs the collector;
+// the next transfer on the same tag then arrives intact.
+func TestIRecvDroppedDrains(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	const tag, goTag, doneTag = 932, 933, 934
+	for _, m := range drainModes {
+		mpitest.Run(t, m.name, func(t *testing.T) {
+			if g.Rank() > 1 {
+				return
+			}
+			opts := append([]any{WithTag(tag)}, m.opts...)
+			if g.Rank() == 0 {
+				var b [1]byte
+				_, err := mpi.Recv(g.LibComm(), b[:], 1, goTag) // the IRecv was collected
+				require.NoError(t, err)
+				sctx := WithContext(mpitest.Ctx(t, 30*time.Second)) // the hang guard
+				err = bigTD(t, 2, 1<<18, 6).Send(1, mpitest.As[SendOption](append(opts, sctx))...)
+				assert.NoError(t, err, "the Send to the dropped IRecv")
+				b[0] = 0
+				if err == nil {
+					b[0] = 1
+				}
+				require.NoError(t, mpi.Send(g.LibComm(), b[:], 1, doneTag))
+				require.NoError(t, bigTD(t, 2, 1<<18, 7).Send(1, mpitest.As[SendOption](append(opts, sctx))...))
+				return
+			}
+			start := runtime.NumGoroutine()
+			td := bigTD(t, 2, 1<<18, 0)
+			_, err := td.IRecv(0, mpitest.As[RecvOption](opts)...)
+			require.NoError(t, err)
+			for range 3 {
+				runtime.GC() // collects the Pending
+			}
+			require.NoError(t, mpi.Send(g.LibComm(), []byte{1}, 0, goTag))
+			// Only the collector runs here, and no receive of this
+			// package, until the sender says how its Send ended.
+			var b [1]byte
+			deadline := time.Now().Add(45 * time.Second)
+			for {
+				ok, _, err := mpi.Iprobe(g.LibComm(), 0, doneTag)
+				require.NoError(t, err)
+				if ok {
+					_, err = mpi.Recv(g.LibComm(), b[:], 0, doneTag)
+					require.NoError(t, err)
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the sender never said how its Send ended")
+				runtime.GC()
+				time.Sleep(5 * time.Millisecond)
+			}
+			require.Equal(t, byte(1), b[0], "the sender's Send failed")
+			next := bigTD(t, 2, 1<<18, 0)
+			_, err = next.Recv(0, mpitest.As[RecvOption](append(opts, testCtx(t)))...)
+			require.NoError(t, err)
+			checkBigTD(t, next, 2, 1<<18, 7)
+			assert.LessOrEqual(t, settle(start), start+goroutineSlack, "goroutines left")
 			noTransferState(t)
 		})
 	}
