@@ -329,9 +329,13 @@ var errCanceled = fmt.Errorf("cancelled by Pending.Cancel: %w", context.Canceled
 // with Test; end an IRecv early with Cancel. Until it completes, the
 // TensorDict's tensors must not be modified (ISend) or read (IRecv). Its
 // buffers stay pinned, or off the Go heap, until then, so the garbage
-// collector cannot move them under MPI. A Pending is for one goroutine at
-// a time, except Cancel, which may be called from any goroutine.
+// collector cannot move them under MPI. Its methods may be called from
+// several goroutines at once: a Wait called while another goroutine
+// waits blocks until that one has completed the transfer and returns the
+// same error, a Test meanwhile reports it not complete, and Cancel ends
+// an IRecv however many goroutines wait for it.
 type Pending struct {
+	mu   sync.Mutex   // held by Wait, Tag and, when free, Test; not by Cancel
 	c    *collPending // IAllReduce, IReduce
 	l    *link
 	reqs []*mpi.Request // ISend: every posted message
@@ -380,11 +384,19 @@ var errDropped = fmt.Errorf("its Pending was dropped without Wait: %w", context.
 // error. An IRecv's Wait returns, with an error wrapping the context's
 // error, when the context of WithContext ends or Cancel is called.
 func (p *Pending) Wait() error {
-	if p != nil && p.c != nil {
-		return p.c.wait()
-	}
-	if p == nil || p.l == nil {
+	if p == nil || p.c == nil && p.l == nil {
 		return errNotPending("Wait")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wait()
+}
+
+// wait is Wait on a Pending returned by ISend, IRecv or an asynchronous
+// collective, p.mu held.
+func (p *Pending) wait() error {
+	if p.c != nil {
+		return p.c.wait()
 	}
 	if p.over {
 		return p.err
@@ -402,11 +414,15 @@ func (p *Pending) Wait() error {
 // Test reports whether the transfer has completed, and its error if so. It
 // does not block: an IRecv receives the messages that have arrived.
 func (p *Pending) Test() (bool, error) {
-	if p != nil && p.c != nil {
-		return p.c.test()
-	}
-	if p == nil || p.l == nil {
+	if p == nil || p.c == nil && p.l == nil {
 		return true, errNotPending("Test")
+	}
+	if !p.mu.TryLock() {
+		return false, nil // another goroutine waits for it
+	}
+	defer p.mu.Unlock()
+	if p.c != nil {
+		return p.c.test()
 	}
 	if p.over {
 		return true, p.err
@@ -425,7 +441,7 @@ func (p *Pending) Test() (bool, error) {
 		p.over = true
 		return true, nil
 	case p.l.Ctx.Err() != nil:
-		return true, p.Wait() // gives up at once, as Wait does
+		return true, p.wait() // gives up at once, as Wait does
 	}
 	return false, nil
 }
@@ -486,10 +502,13 @@ func (p *Pending) fail(err error) error {
 
 // Tag returns the last tag of the transfer, as tensordict's isend and recv
 // return it; for an IRecv it is known once the transfer has completed.
+// Called while another goroutine waits, it returns once that Wait has.
 func (p *Pending) Tag() int {
 	if p == nil {
 		return 0
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return p.tag
 }
 
