@@ -128,7 +128,11 @@ func (op *irecvOp) step(free bool) bool {
 	l := &op.l
 	if !op.started {
 		if l.Ctx.Err() != nil {
-			op.finish(fmt.Errorf("waiting for the header: %w", context.Cause(l.Ctx)))
+			hint := ""
+			if errors.Is(l.Ctx.Err(), context.DeadlineExceeded) {
+				hint = l.waitsElsewhere(op.tag0)
+			}
+			op.finish(fmt.Errorf("waiting for the header: %w%s", context.Cause(l.Ctx), hint))
 			return true
 		}
 		if !free {

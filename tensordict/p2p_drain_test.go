@@ -4,6 +4,8 @@
 package tensordict
 
 import (
+	"context"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -127,6 +131,52 @@ func TestIRecvDroppedDrains(t *testing.T) {
 			checkBigTD(t, next, 2, 1<<18, 7)
 			assert.LessOrEqual(t, settle(start), start+goroutineSlack, "goroutines left")
 			noTransferState(t)
+		})
+	}
+}
+
+// TestRecvNamesTagMismatch: a receive whose sender uses other tags
+// (WithPseudoRandTags on one side only) says so when it times out, naming
+// the tag the sender's message waits on, for Recv and IRecv; a message
+// on the header's tag that cannot be a header (a stray leaf) is refused
+// with an error naming the tag and the options, not only the header's
+// fault. The transfer is then received with the sender's options.
+func TestRecvNamesTagMismatch(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	const tag, strayTag = 950, 955
+	pseudoHeader := xfer.LeafTags(nil, 1, tag, true)[0]
+	for _, irecv := range []bool{false, true} {
+		mpitest.Run(t, map[bool]string{false: "Recv", true: "IRecv"}[irecv], func(t *testing.T) {
+			if g.Rank() > 1 {
+				return
+			}
+			if g.Rank() == 0 {
+				sctx := WithContext(mpitest.Ctx(t, 30*time.Second))
+				require.NoError(t, bigTD(t, 2, 1<<15, 3).Send(1, WithTag(tag), WithPseudoRandTags(), sctx))
+				stray := make([]byte, 1<<20) // a leaf's message, larger than any header message
+				require.NoError(t, mpi.Send(g.LibComm(), stray, 1, strayTag))
+				return
+			}
+			td := bigTD(t, 2, 1<<15, 0)
+			short := WithContext(mpitest.Ctx(t, 500*time.Millisecond))
+			var err error
+			if irecv {
+				var p *Pending
+				if p, err = td.IRecv(0, WithTag(tag), short); err == nil {
+					err = p.Wait()
+				}
+			} else {
+				_, err = td.Recv(0, WithTag(tag), short)
+			}
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.ErrorContains(t, err, fmt.Sprintf("nothing came on tag %d, but a message from rank 0 waits on tag %d: does the sender use other tags than this side's WithTag(%d)?", tag, pseudoHeader, tag))
+			_, err = td.Recv(0, WithTag(tag), WithPseudoRandTags(), testCtx(t))
+			require.NoError(t, err)
+			checkBigTD(t, td, 2, 1<<15, 3)
+
+			_, err = td.Recv(0, WithTag(strayTag), testCtx(t))
+			require.ErrorIs(t, err, wire.ErrHeader)
+			assert.ErrorContains(t, err, fmt.Sprintf("not a header on tag %d? a leaf of a transfer whose tags are not this side's WithTag(%d) lands there", strayTag, strayTag))
 		})
 	}
 }
