@@ -136,9 +136,10 @@ func TestCollectiveRootsDiffer(t *testing.T) {
 }
 
 // TestCollectiveRootInRange: a root out of the group's range on some ranks
-// only is a mismatch on every rank, not an error on those ranks while the
+// only fails on every rank (a mismatch for Broadcast, the failing rank's
+// error for Reduce and IReduce), not on those ranks alone while the
 // others wait for them; the same root out of range on every rank is
-// reported as such on every rank.
+// reported as such on every rank. The group works after.
 func TestCollectiveRootInRange(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	me, n := g.Rank(), g.Size()
@@ -154,6 +155,32 @@ func TestCollectiveRootInRange(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, ErrMismatch)
 	assert.ErrorContains(t, err, "src -1 is out of range")
+
+	for _, async := range []bool{false, true} {
+		td := rootTD(t, 2, 1)
+		if async {
+			var p *Pending
+			if p, err = td.IReduce(root, ReduceSum, c); err == nil {
+				err = p.Wait()
+			}
+		} else {
+			err = td.Reduce(root, ReduceSum, c)
+		}
+		require.Error(t, err, "async %v", async)
+		if me == n-1 {
+			assert.ErrorContains(t, err, fmt.Sprintf("dst %d is out of range", n))
+		} else {
+			var pe *PeerError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, n-1, pe.Rank)
+		}
+		checkRootTD(t, td, 2, 1) // nothing was reduced
+	}
+	td := rootTD(t, 2, 1)
+	require.NoError(t, td.Reduce(0, ReduceSum, c))
+	if me == 0 {
+		checkRootTD(t, td, 2, float64(n))
+	}
 }
 
 // TestBroadcastModeRootReceives: a root that calls FromRemoteInit in
