@@ -121,13 +121,30 @@ func (cl *coll) wrap(err error) error {
 	return cl.errorf("%w", err)
 }
 
-// checkRoot returns an error naming what if r is not a rank of the group.
-// Every rank passes the same root, so every rank returns the same error.
-func (cl *coll) checkRoot(what string, r int) error {
+// rootRange returns an error naming what if r is not a rank of the
+// group, without the op prefix.
+func (cl *coll) rootRange(what string, r int) error {
 	if r < 0 || r >= cl.size {
-		return cl.errorf("%s %d is out of range [0, %d) of %s", what, r, cl.size, xfer.DescribeGroup(cl.Group))
+		return fmt.Errorf("%s %d is out of range [0, %d) of %s", what, r, cl.size, xfer.DescribeGroup(cl.Group))
 	}
 	return nil
+}
+
+// agreeRoot is the first step of a collective whose ranks each pass its
+// root r (Broadcast): before any message of the collective is posted, the
+// ranks compare their roots (xfer.Step.AgreeRoot), and every rank returns
+// an error wrapping ErrMismatch, naming the lowest and the highest root
+// passed, when they differ; then, the same on every rank, rootRange's
+// error when r is not a rank of the group.
+func (cl *coll) agreeRoot(what string, r int) error {
+	lo, hi, _, err := cl.AgreeRoot(r, false)
+	switch {
+	case err != nil:
+		return cl.errorf("agreeing on the %s: %w", what, outOfStep(err))
+	case lo != hi:
+		return cl.errorf("ranks passed different roots (%s %d and %d; this rank %d): %w", what, lo, hi, r, ErrMismatch)
+	}
+	return cl.wrap(cl.rootRange(what, r))
 }
 
 // runCollective checks the resolved options o, takes the group's protocol

@@ -35,7 +35,7 @@ import (
 // Options: those of AllReduce.
 func (td *TensorDict) IAllReduce(op ReduceOp, opts ...CollectiveOption) (*Pending, error) {
 	return runCollectiveAsync("IAllReduce", -1, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
-		return cl.reduce(td, op, -1)
+		return cl.reduce(td, op, -1, nil)
 	})
 }
 
@@ -45,10 +45,7 @@ func (td *TensorDict) IAllReduce(op ReduceOp, opts ...CollectiveOption) (*Pendin
 // other than dst, td is only read, and must not be written until Wait.
 func (td *TensorDict) IReduce(dst int, op ReduceOp, opts ...CollectiveOption) (*Pending, error) {
 	return runCollectiveAsync("IReduce", dst, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
-		if err := cl.checkRoot("dst", dst); err != nil {
-			return err
-		}
-		return cl.reduce(td, op, dst)
+		return cl.reduce(td, op, dst, cl.rootRange("dst", dst))
 	})
 }
 

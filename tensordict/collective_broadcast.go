@@ -117,6 +117,11 @@ func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool, first 
 // tensordict's recv(consolidated=True). Otherwise it gets a new
 // TensorDict as usual.
 //
+// Every rank passes the same src. The ranks compare their src first, in
+// one small exchange, before anything is broadcast: ranks that passed
+// different ones all return an error wrapping ErrMismatch that names the
+// lowest and the highest src, and nothing is sent.
+//
 // Options: WithGroup, WithContext (checked before the storage moves),
 // WithMaxBytes, WithConsolidated.
 func (td *TensorDict) Broadcast(src int, opts ...CollectiveOption) (*TensorDict, error) {
@@ -163,7 +168,7 @@ func (td *TensorDict) bcastBytes(src int) func(r int) int64 {
 // to the result.
 func (td *TensorDict) broadcast(src int, out **TensorDict) func(cl *coll) error {
 	return func(cl *coll) error {
-		if err := cl.checkRoot("src", src); err != nil {
+		if err := cl.agreeRoot("src", src); err != nil {
 			return err
 		}
 		var err error

@@ -118,7 +118,7 @@ func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
 func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
 	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
-		if err := cl.checkRoot("dst", dst); err != nil {
+		if err := cl.agreeRoot("dst", dst); err != nil {
 			return err
 		}
 		b, p, local := cl.prepareBlock(td)
@@ -280,7 +280,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 		}
 		return n
 	}, resolve(opts, usesCollRecv), func(cl *coll) error {
-		if err := cl.checkRoot("src", src); err != nil {
+		if err := cl.agreeRoot("src", src); err != nil {
 			return err
 		}
 		var local error

@@ -50,7 +50,7 @@ import (
 // once under way).
 func (td *TensorDict) AllReduce(op ReduceOp, opts ...CollectiveOption) error {
 	return runCollective("AllReduce", -1, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
-		return cl.reduce(td, op, -1)
+		return cl.reduce(td, op, -1, nil)
 	})
 }
 
@@ -62,17 +62,20 @@ func (td *TensorDict) AllReduce(op ReduceOp, opts ...CollectiveOption) error {
 // compare with.
 func (td *TensorDict) Reduce(dst int, op ReduceOp, opts ...CollectiveOption) error {
 	return runCollective("Reduce", dst, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
-		if err := cl.checkRoot("dst", dst); err != nil {
-			return err
-		}
-		return cl.reduce(td, op, dst)
+		return cl.reduce(td, op, dst, cl.rootRange("dst", dst))
 	})
 }
 
-// reduce runs AllReduce (root < 0) or Reduce (to root).
-func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int) error {
+// reduce runs AllReduce (root -1) or Reduce (to root). badRoot is the
+// error of a root out of the group's range: this rank's failure in the
+// agreement, on some ranks or all, so that no rank is left waiting for
+// the others.
+func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int, badRoot error) error {
 	var p *leafPlan
 	local := cl.ready()
+	if badRoot != nil {
+		local, root = badRoot, 0
+	}
 	if td == nil {
 		local = errors.New("nil tensordict")
 	} else {

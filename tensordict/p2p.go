@@ -614,6 +614,8 @@ func (s *p2pState) parseHeader(l *link, body bool) (wire.Header, error) {
 		// sends after it; one that cannot be read at all tells nothing.
 		if all, perr := wire.Parse(s.hdr, wire.Limits{MaxTotal: math.MaxInt64}); perr == nil && all.Kind == wire.KindSend {
 			err = errors.Join(err, l.drainSend(&all, s.tag0, body && all.Body() > 0, 0))
+		} else if perr != nil {
+			err = fmt.Errorf("%w (%s)", err, l.notHeader(s.tag0))
 		}
 		return wire.Header{}, err
 	}
@@ -901,6 +903,9 @@ func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []
 		},
 		func(head []byte, n int64) error { return l.refuseHeaderMessage(head, tag, n, most) })
 	if err != nil {
+		if l.Ctx.Err() != nil {
+			err = fmt.Errorf("%w%s", err, l.waitsElsewhere(tag))
+		}
 		return nil, err
 	}
 	if len(b) == wire.Size && &b[0] == &hdr[0] { // the header alone
@@ -917,11 +922,41 @@ func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []
 // and drains what its header announces beyond it when the header is
 // readable, as for any refused transfer.
 func (l *link) refuseHeaderMessage(head []byte, tag int, n, most int64) error {
-	err := fmt.Errorf("header message of %d bytes, outside [%d, %d]: %w", n, wire.Size, most, wire.ErrLimit)
+	err := fmt.Errorf("header message of %d bytes, outside [%d, %d]: %w (%s)", n, wire.Size, most, wire.ErrLimit, l.notHeader(tag))
 	if h, herr := wire.Parse(head, wire.Limits{MaxTotal: math.MaxInt64}); herr == nil && h.Kind == wire.KindSend && n >= wire.Size {
 		err = errors.Join(err, l.drainSend(&h, tag, false, 0))
 	}
 	return err
+}
+
+// waitsElsewhere returns, for the error of a receive whose header did
+// not come on tag, a note naming the user tag that a message from the
+// peer waits on, if one does: a sender whose tags differ from this
+// side's (another WithTag, WithPseudoRandTags on one side only) sends
+// where nothing receives. It returns "" otherwise.
+func (l *link) waitsElsewhere(tag int) string {
+	ok, st, err := mpi.Iprobe(l.Comm, l.Peer, mpi.AnyTag)
+	if err != nil || !ok || st.Tag == tag || st.Tag >= MaxUserTag {
+		return ""
+	}
+	return fmt.Sprintf(" (nothing came on tag %d, but a message from rank %d waits on tag %d: does the sender use other tags than this side's %s?)",
+		tag, l.Peer, st.Tag, l.tagOptions())
+}
+
+// notHeader returns the note that ends the error about a message on
+// tag, where a receive expects a transfer's header, that cannot be one: a
+// leaf of a transfer whose tags differ from this side's lands there.
+func (l *link) notHeader(tag int) string {
+	return fmt.Sprintf("not a header on tag %d? a leaf of a transfer whose tags are not this side's %s lands there", tag, l.tagOptions())
+}
+
+// tagOptions describes the tag options of l for an error: "WithTag(5)",
+// or "WithTag(5) with WithPseudoRandTags".
+func (l *link) tagOptions() string {
+	if l.o.pseudoRand && !l.o.consolidated {
+		return fmt.Sprintf("WithTag(%d) with WithPseudoRandTags", l.o.tag)
+	}
+	return fmt.Sprintf("WithTag(%d)", l.o.tag)
 }
 
 // gotBody checks the metadata message body (with an inline storage) of

@@ -292,8 +292,9 @@ func TestIRecvOrder(t *testing.T) {
 }
 
 // TestIRecvDroppedPending: an IRecv whose Pending is dropped without Wait
-// does not crash at garbage collection; it is cancelled, having received
-// nothing, and the transfer goes to the next receive.
+// does not crash at garbage collection; when nothing comes for it within
+// xfer.DrainIdle, it ends having received nothing, and the transfer sent
+// after that goes to the next receive.
 func TestIRecvDroppedPending(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	const tag = 904

@@ -636,9 +636,6 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 	}
 	if l.o.broadcast {
 		l.Dir = "root"
-		if src == l.Group.Rank() {
-			return nil, l.Errorf("the root of a broadcast calls InitRemote, not FromRemoteInit")
-		}
 		l.LogStart(-1, -1)
 		td, err := l.bcastRecv()
 		return td.receivedFrom(src), err

@@ -21,6 +21,8 @@ import (
 // InitRemote and FromRemoteInit with WithBroadcast run these steps on every
 // rank, holding the group's collective lock:
 //
+//  0. the ranks check that they name the same root, and that the root is
+//     not among the receivers (link.agreeRoot), else all return an error;
 //  1. the root broadcasts the first message of Broadcast, bcastFirst
 //     bytes or as long as the last frame from this root (nextFirst): its
 //     frame (the wire header, the class name, the metadata and, up to
@@ -37,7 +39,8 @@ import (
 //     root broadcasts it in chunks of at most 1 GiB.
 //
 // A small TensorDict, or one sent again with the same structure, thus
-// takes two collective steps, the first message and the agreement, which also closes the call (it tells whether a rank
+// takes three collective steps, the roots' check, the first message and
+// the agreement, which also closes the call (it tells whether a rank
 // ran another collective on the group at the same time); otherwise
 // closeCollective closes it.
 
@@ -59,6 +62,9 @@ func (l *link) bcastSend(td *TensorDict) error {
 // bcastSendLocked is bcastSend inside the group's collective lock. closed
 // reports that its last step was an agreement that closed the call.
 func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (closed bool, err error) {
+	if err := l.agreeRoot(s, nil); err != nil {
+		return false, err
+	}
 	roots := bcastRoots.Of(l.Group)
 	firstLen, _ := roots.of(l.Peer, &l.o)
 	// td's own storage, which MPI may read in the last step (see holds).
@@ -267,6 +273,13 @@ func (l *link) bcastRecv() (*TensorDict, error) {
 func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) (closed bool, err error) {
 	var td *TensorDict
 	defer func() { *out = td }()
+	var misuse error
+	if l.Peer == l.Group.Rank() {
+		misuse = errors.New("the root of a broadcast calls InitRemote, not FromRemoteInit")
+	}
+	if err := l.agreeRoot(s, misuse); err != nil {
+		return false, err
+	}
 	// The result of a frame like the last ones from this root is made
 	// before the first message arrives (see bcastKnown).
 	roots := bcastRoots.Of(l.Group)
@@ -371,6 +384,27 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 		return closed, l.Errorf("%w", err)
 	}
 	return closed, nil
+}
+
+// agreeRoot is the first step of broadcast mode: before any message of the
+// broadcast is posted, the ranks check that they name the same root
+// (xfer.Step.AgreeRoot), and that no rank is stopped before it (local,
+// this rank's error: the root called FromRemoteInit, which nobody would
+// send to). Otherwise every rank returns an error: wrapping ErrMismatch
+// and naming the lowest and the highest root when the roots differ.
+func (l *link) agreeRoot(s xfer.Step, local error) error {
+	lo, hi, fail, err := s.AgreeRoot(l.Peer, local != nil)
+	switch {
+	case err != nil:
+		return l.Errorf("agreeing on the root: %w", outOfStep(errors.Join(err, local)))
+	case lo != hi:
+		return l.Errorf("ranks passed different roots (%d and %d): %w", lo, hi, errors.Join(ErrMismatch, local))
+	case local != nil:
+		return l.Errorf("%w", local)
+	case fail != -1:
+		return l.Errorf("rank %d of the group could not go on (its own error says why)", fail)
+	}
+	return nil
 }
 
 // agree tells every rank of the group whether all of them can go on. local

@@ -85,3 +85,29 @@ func TestCombineArgs(t *testing.T) {
 	s.Deferred = new(Deferred)
 	assert.Error(t, Combine(s, []int32{1}, mpi.OpMin), "deferred")
 }
+
+// TestAgreeRoot: every rank learns the lowest and the highest root passed
+// and the highest rank that cannot take part, the same on every rank,
+// whatever the roots (negative or out of range ones included).
+func TestAgreeRoot(t *testing.T) {
+	g := mpitest.Need(t, 1)
+	me, n := g.Rank(), g.Size()
+	for _, tc := range []struct {
+		name           string
+		root           func(r int) int
+		failed         func(r int) bool
+		lo, hi, failOn int
+	}{
+		{"same root", func(int) int { return 0 }, func(int) bool { return false }, 0, 0, -1},
+		{"each its own", func(r int) int { return r }, func(int) bool { return false }, 0, n - 1, -1},
+		{"out of range", func(r int) int { return r - 1 }, func(int) bool { return false }, -1, n - 2, -1},
+		{"failed", func(int) int { return n }, func(r int) bool { return r < n-1 || n == 1 }, n, n, max(n-2, 0)},
+	} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			s := NewStep(mpitest.Ctx(t, 30*time.Second), g)
+			lo, hi, fail, err := s.AgreeRoot(tc.root(me), tc.failed(me))
+			require.NoError(t, err)
+			assert.Equal(t, []int{tc.lo, tc.hi, tc.failOn}, []int{lo, hi, fail})
+		})
+	}
+}

@@ -344,6 +344,29 @@ func (s Step) agree(failed bool, x *int32) (int, int32, error) {
 	return r, low, s.CheckFailed(r, failed)
 }
 
+// AgreeRoot is the first step of a collective that every rank names the
+// root of (Broadcast, broadcast-mode InitRemote). MPI pairs a broadcast's
+// ranks by their order alone: ranks that passed different roots would
+// each keep their own buffer as the result, or wait for each other, and
+// leave the roots' messages queued for a later collective. So the ranks
+// combine their roots before any of them posts a message of the
+// collective: AgreeRoot returns the lowest and the highest root passed,
+// and the highest rank that cannot take part (failed), or -1 for none,
+// the same on every rank.
+func (s Step) AgreeRoot(root int, failed bool) (lo, hi, fail int, err error) {
+	f := int64(-1)
+	if failed {
+		f = int64(s.Comm.Rank())
+	}
+	// The maximum of a root and of its complement: the complement of the
+	// lowest root.
+	v := []int64{int64(root), ^int64(root), f}
+	if err := Combine(s, v, mpi.OpMax); err != nil {
+		return 0, 0, 0, err
+	}
+	return int(^v[1]), int(v[0]), int(v[2]), nil
+}
+
 // CheckFailed checks r, the failing rank that a combination across the
 // ranks named (size for none), against what this rank knows: failed says
 // whether it failed itself. A rank below zero or above the group's size,
