@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -542,7 +543,7 @@ func (p *Pending) endHolds() {
 // once, whoever holds the Pending.
 var sendsOut struct {
 	sync.Mutex
-	ps []*Pending
+	ps []weak.Pointer[Pending]
 }
 
 // reapWindow is how many ISends that have not completed reapSends tests
@@ -551,30 +552,33 @@ var sendsOut struct {
 const reapWindow = 8
 
 // trackSend registers p, a new ISend, in sendsOut, after reaping the
-// ISends before it.
+// ISends before it. sendsOut refers to p weakly: a Pending dropped without
+// Wait is still collected, and its requests left to package mpi, so that
+// nothing keeps the last ISends of a program in flight at Finalize.
 func trackSend(p *Pending) {
 	reapSends()
 	sendsOut.Lock()
-	sendsOut.ps = append(sendsOut.ps, p)
+	sendsOut.ps = append(sendsOut.ps, weak.Make(p))
 	sendsOut.Unlock()
 }
 
 // reapSends tests the ISends of sendsOut, oldest first, and drops those
-// that have completed, until it has found reapWindow that have not: it
-// moves those to the back, so that the next call tests others.
+// that have completed or were collected, until it has found reapWindow
+// that have not: it moves those to the back, so that the next call tests
+// others.
 func reapSends() {
 	sendsOut.Lock()
 	defer sendsOut.Unlock()
 	q := sendsOut.ps
-	var still [reapWindow]*Pending
+	var still [reapWindow]weak.Pointer[Pending]
 	n, i := 0, 0
 	for ; i < len(q) && n < reapWindow; i++ {
-		if !q[i].reaped() {
+		if p := q[i].Value(); p != nil && !p.reaped() {
 			still[n] = q[i]
 			n++
 		}
 	}
-	clear(q[:i]) // nothing keeps the dropped ones alive
+	clear(q[:i])
 	sendsOut.ps = append(q[i:], still[:n]...)
 }
 
