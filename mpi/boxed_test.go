@@ -1,7 +1,7 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-//go:build cgo
+//go:build cgo && !nompi
 
 package mpi
 
