@@ -36,7 +36,7 @@ func (g *Group) New(ranks []int) (*Group, error) {
 	if err := g.checkRanks(ranks); err != nil {
 		return nil, err
 	}
-	if err := g.Exclusive(func() error { return g.sameOrder(ranks) }); err != nil {
+	if err := g.exclusive(func() error { return g.sameOrder(ranks) }); err != nil {
 		return nil, err
 	}
 	comm, err := g.lib.CreateGroup(ranks, createTag(ranks))
@@ -183,7 +183,7 @@ func (g *Group) Split(color, key int) (*Group, error) {
 	// Split is collective over LibComm: keep it from interleaving with a
 	// library protocol of another goroutine.
 	var comm *mpi.Comm
-	err := g.Exclusive(func() error {
+	err := g.exclusive(func() error {
 		var err error
 		comm, err = g.lib.Split(color, key)
 		return err
