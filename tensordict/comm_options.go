@@ -279,7 +279,10 @@ func WithTag(initTag int) P2POption {
 
 // WithPseudoRandTags makes per-leaf messages use tensordict's pseudo-random
 // tag sequence (pseudo_rand=True) instead of consecutive tags: each tag is
-// IntGenerator of the previous tag plus one, starting from the WithTag tag.
+// Python tensordict's int_generator of the previous tag plus one, bit for
+// bit (numpy's default_rng(seed), eight bytes as a big-endian integer,
+// modulo 10000), starting from int_generator of the WithTag tag. Chained
+// from 10 it gives 6756, 1717, 4410, 9740, ...
 func WithPseudoRandTags() P2POption { return option{kind: optPseudoRand} }
 
 // WithConsolidated makes Send, Recv, ISend and IRecv move the whole
