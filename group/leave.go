@@ -135,7 +135,7 @@ func (g *Group) gotNotice(r int) {
 }
 
 // markLeft marks rank r of g gone: g is broken, and the waits for r learn
-// it (Departed, Departures).
+// it (proto.Departed, proto.Departures).
 func (g *Group) markLeft(r int) {
 	g.mu.Lock()
 	l := &g.leave
