@@ -46,9 +46,13 @@
 // # Groups and communicators
 //
 // Every Group owns two communicators with the same ranks. Comm is the
-// user's: messages and collectives the program sends itself. LibComm is a
-// private duplicate for tdmpi's own protocol messages, so library traffic
-// never matches a user's receive, whatever its source and tag.
+// user's: messages and collectives the program sends itself, with package
+// mpi. The other is a private duplicate for tdmpi's own protocol messages,
+// so library traffic never matches a user's receive, whatever its source
+// and tag; programs never see it. What tdmpi's packages keep per group
+// (that communicator, its tags, the protocol lock, the state of broken
+// groups and of ranks that left) is reached through internal/proto, not
+// through Group's methods.
 //
 // New makes a subgroup of some ranks, like torch.distributed.new_group; only
 // the members call it. Split partitions a group by color, as
@@ -60,19 +64,17 @@
 // With WithTorchPeers, Init expects some ranks of the world to be PyTorch
 // processes on torch.distributed's "mpi" backend, whose process group is
 // MPI_COMM_WORLD itself. It then makes no collective call on the world
-// that torch's ranks do not make: the world group's LibComm is the world
-// communicator (no duplicate), Init makes torch's init barrier (see
+// that torch's ranks do not make: the world group's library communicator
+// is the world communicator (no duplicate), Init makes torch's init barrier (see
 // TorchInitBarrier), and the Go ranks get a group of their own, GoGroup,
 // made with MPI_Comm_create_group, which only they take part in.
 //
 // # Concurrency
 //
-// A Group may be used from several goroutines at once. Protocols of several
-// messages on LibComm (a header then a payload, say) must not interleave
-// with another goroutine's protocol on the same group: run them inside
-// Exclusive (or between Lock and Unlock). As with any MPI communicator,
+// A Group may be used from several goroutines at once; tdmpi's own
+// protocols on one group take turns. As with any MPI communicator,
 // collective operations on a group must be called in the same order on
-// every rank.
+// every rank: the program's own on Comm, and package tensordict's.
 //
 // # Errors
 //
@@ -86,9 +88,14 @@
 //	init.go    Init and Finalize (MPI once per process), World, the launch
 //	           check, the registry of live groups
 //	leave.go   leave notices: Finalize tells the other ranks, the watcher
-//	           takes their notices; Departed, Departures, Left, PeerLeft
-//	group.go   Group: Rank, Size, Comm, LibComm (the private library
-//	           communicator), Env, Barrier, Lock and Exclusive, WorldRank
+//	           takes their notices (proto.Departed, Departures, Left,
+//	           PeerLeft report them)
+//	group.go   Group: Rank, Size, Comm, Env, Barrier, WorldRank, GroupRank
+//	proto.go   the Group's protocol state as internal/proto sees it:
+//	           library communicator, payload tags, protocol lock,
+//	           Collective, Break and Broken, Slot storage
+//	tags.go    the tag space of the library communicator: MaxUserTag
+//	torch.go   WithTorchPeers: jobs with PyTorch ranks, GoGroup
 //	new.go     New and Split: subgroups over new communicators
 //	option.go  Option: WithThreadLevel, WithEnv, WithoutLaunchCheck, WithLogger,
 //	           WithAllProcs

@@ -25,7 +25,7 @@ var (
 	// ErrBroken is wrapped by the errors of collectives on a group on
 	// which this rank gave up a collective step that MPI still has in
 	// progress (its context ended first), or had a step fail in MPI, or
-	// found the ranks in different collectives (see Group.Break), or
+	// found the ranks in different collectives (see proto.Break in internal/proto), or
 	// which a rank has left (ErrPeerLeft). MPI pairs a communicator's
 	// collectives by their order, so every later collective on it would
 	// be paired with the wrong step: the group can only be freed.

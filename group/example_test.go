@@ -85,33 +85,3 @@ func ExampleGroup_Split() {
 	// Output:
 	// true true
 }
-
-// Exclusive keeps a two-message protocol on the library communicator
-// together when several goroutines use the same group.
-func ExampleGroup_Exclusive() {
-	g := group.World()
-	err := g.Exclusive(func() error {
-		if g.Size() < 2 {
-			return nil
-		}
-		hdr, data := []int64{3}, []float64{1, 2, 3}
-		switch g.Rank() {
-		case 0:
-			if err := mpi.Send(g.LibComm(), hdr, 1, 1); err != nil {
-				return err
-			}
-			return mpi.Send(g.LibComm(), data, 1, 2)
-		case 1:
-			if _, err := mpi.Recv(g.LibComm(), hdr, 0, 1); err != nil {
-				return err
-			}
-			buf := make([]float64, hdr[0])
-			_, err := mpi.Recv(g.LibComm(), buf, 0, 2)
-			return err
-		}
-		return nil
-	})
-	fmt.Println(err)
-	// Output:
-	// <nil>
-}

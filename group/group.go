@@ -12,12 +12,14 @@ import (
 
 	"github.com/tdmpi/tdmpi/hpc"
 	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // Group is a set of ranks that communicate: the world, or a subgroup made by
-// New or Split. It owns the user's communicator and a private duplicate for
-// library traffic. Its methods are safe for concurrent use, except Free.
+// New or Split. It owns the user's communicator (Comm) and a private
+// duplicate for the library's traffic, which programs never see. Its
+// methods are safe for concurrent use, except Free.
 type Group struct {
 	comm  *mpi.Comm // the user's communicator
 	lib   *mpi.Comm // duplicate of comm for tdmpi's protocol messages
@@ -29,21 +31,21 @@ type Group struct {
 	torch   bool   // world group with torch peers: lib is comm (see torch.go)
 	goGroup *Group // the Go ranks' group when torch is set
 
-	proto sync.Mutex // held by Exclusive and Lock
+	protoMu sync.Mutex // the protocol lock (proto.Lock, proto.Exclusive)
 
 	// colls counts this process's collectives on g that are running or
-	// waiting for proto; contended is set, for good, when it exceeds one
-	// (see Collective).
+	// waiting for protoMu; contended is set, for good, when it exceeds one
+	// (see proto.Collective).
 	colls     atomic.Int32
 	contended atomic.Bool
 
-	nodeMap atomic.Pointer[[]uint64]            // see SameNode
-	payload payloadTags                         // see PayloadTag
-	slots   [maxSlots]atomic.Pointer[slotState] // the protocol's state, by Slot (see Slot)
+	nodeMap atomic.Pointer[[]uint64]                  // see SameNode
+	payload payloadTags                               // see proto.PayloadTag
+	slots   [proto.MaxSlots]atomic.Pointer[slotState] // the protocol's state, by proto.Slot
 
 	mu     sync.Mutex  // guards broken, leave, and freeing
 	freed  atomic.Bool // set once, by free, with mu held
-	broken error       // why g is broken (see Break), or nil
+	broken error       // why g is broken (see proto.Break), or nil
 	leave  leaveState  // the ranks that left g (see leave.go)
 }
 
@@ -78,12 +80,6 @@ func (g *Group) IsWorld() bool { return g.world }
 // messages. It must not be freed; Free frees it.
 func (g *Group) Comm() *mpi.Comm { return g.comm }
 
-// LibComm returns g's private communicator for tdmpi's protocol messages.
-// It has the same ranks as Comm but its own message space: nothing sent on
-// Comm is received on LibComm, and the reverse. Programs should not use it.
-// Its tag space is laid out in tags.go: MaxUserTag, HeaderTag, PayloadTag.
-func (g *Group) LibComm() *mpi.Comm { return g.lib }
-
 // Env returns the launcher environment Init detected.
 func (g *Group) Env() hpc.Env {
 	state.mu.Lock()
@@ -100,49 +96,12 @@ func (g *Group) String() string {
 	return fmt.Sprintf("%s rank %d of %d", kind, g.rank, g.size)
 }
 
-// Live returns an error wrapping ErrFreed, "group: <op>: rank r of n:
+// live returns an error wrapping ErrFreed, "group: <op>: rank r of n:
 // group is freed", if g was freed (by Free, or by Finalize for every
-// group), and nil otherwise. Packages that run protocols on g's
-// communicators check it first, so that a freed group is reported as such
-// rather than as an MPI error about an invalid communicator.
-func (g *Group) Live(op string) error { return g.live(op) }
-
-// live returns an error naming op if g is freed.
+// group), and nil otherwise.
 func (g *Group) live(op string) error {
 	if g.freed.Load() {
 		return g.errorf(op, "%w", ErrFreed)
-	}
-	return nil
-}
-
-// Break marks g broken, for good: cause says which collective step this
-// rank gave up while MPI still has it in progress (its context ended, for
-// example). From then on Broken returns an error wrapping ErrBroken and
-// cause, and the library's collectives on g fail at once on this rank.
-// The other ranks learn nothing: their collectives on g are bounded only
-// by their own contexts. The step's buffers stay pinned until MPI
-// completes it (see mpi.Request), and Finalize refuses to run until then.
-// Only the first cause is kept.
-func (g *Group) Break(cause error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.broken == nil {
-		g.broken = cause
-	}
-}
-
-// Broken returns nil if g is usable for collectives, and otherwise an
-// error "group: <op>: rank r of n: group is broken: <cause>" wrapping
-// ErrBroken and the cause given to Break (or an error wrapping ErrPeerLeft
-// naming the rank that left g, see Departed), or ErrFreed if g is freed.
-func (g *Group) Broken(op string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case g.freed.Load():
-		return g.errorf(op, "%w", ErrFreed)
-	case g.broken != nil:
-		return g.errorf(op, "%w: %w", ErrBroken, g.broken)
 	}
 	return nil
 }
@@ -158,47 +117,11 @@ func (g *Group) Barrier() error {
 	return nil
 }
 
-// Lock takes g's protocol lock: while one goroutine holds it, no other
-// goroutine of this process runs a library protocol on g. Unlock releases
-// it. Prefer Exclusive.
-func (g *Group) Lock() { g.proto.Lock() }
-
-// Unlock releases the lock taken by Lock.
-func (g *Group) Unlock() { g.proto.Unlock() }
-
-// Exclusive runs f holding g's protocol lock and returns its error. Library
-// operations that exchange several messages on LibComm (a broadcast of a
-// header then a payload, for example) run inside Exclusive, so that another
-// goroutine's operation on the same group cannot interleave with them.
-func (g *Group) Exclusive(f func() error) error {
-	g.proto.Lock()
-	defer g.proto.Unlock()
+// exclusive runs f holding g's protocol lock (see proto.Exclusive).
+func (g *Group) exclusive(f func() error) error {
+	g.protoMu.Lock()
+	defer g.protoMu.Unlock()
 	return f()
-}
-
-// Collective runs f as one collective operation on g, holding g's protocol
-// lock like Exclusive. busy, which f may call any number of times, reports
-// whether this process has ever had two collectives on g at once: another
-// goroutine entered a collective on g while one was waiting or running.
-// Once true it stays true for the life of g.
-//
-// MPI pairs the collectives of a communicator by their order on each rank,
-// so collectives started on one group from several goroutines are paired
-// in whatever order each rank's scheduler picked, and data from different
-// calls would be combined. The library's collectives treat busy as an
-// error that every rank learns at the collective's agreement step (a rank
-// whose own calls were sequential learns it from a peer), so that from
-// then on every collective on g fails on every rank instead of returning
-// wrong data, and a call during which busy became true fails on the rank
-// that saw it. Concurrent collectives need a group per goroutine (New).
-func (g *Group) Collective(f func(busy func() bool) error) error {
-	if g.colls.Add(1) > 1 {
-		g.contended.Store(true)
-	}
-	defer g.colls.Add(-1)
-	g.proto.Lock()
-	defer g.proto.Unlock()
-	return f(g.contended.Load)
 }
 
 // WorldRank returns the world rank of the process with rank groupRank in g.

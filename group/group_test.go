@@ -22,6 +22,7 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/hpc"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -39,10 +40,10 @@ func TestWorld(t *testing.T) {
 	assert.Equal(t, mpi.World().Rank(), g.Rank())
 	assert.Equal(t, mpi.World().Size(), g.Size())
 	assert.Same(t, mpi.World(), g.Comm())
-	require.NotNil(t, g.LibComm())
-	assert.NotSame(t, g.Comm(), g.LibComm())
-	assert.Equal(t, g.Size(), g.LibComm().Size())
-	assert.Equal(t, g.Rank(), g.LibComm().Rank())
+	require.NotNil(t, proto.LibComm(g))
+	assert.NotSame(t, g.Comm(), proto.LibComm(g))
+	assert.Equal(t, g.Size(), proto.LibComm(g).Size())
+	assert.Equal(t, g.Rank(), proto.LibComm(g).Rank())
 	assert.Equal(t, fmt.Sprintf("world rank %d of %d", g.Rank(), g.Size()), g.String())
 
 	env := g.Env()
@@ -249,25 +250,25 @@ func TestLibCommIsolation(t *testing.T) {
 	switch g.Rank() {
 	case 0:
 		require.NoError(t, mpi.Send(g.Comm(), []int64{42}, 1, tag))
-		require.NoError(t, mpi.Send(g.LibComm(), []int64{43}, 1, tag))
+		require.NoError(t, mpi.Send(proto.LibComm(g), []int64{43}, 1, tag))
 	case 1:
 		// Wait until both messages are here, each probed on its own
 		// communicator.
 		st, err := mpi.Probe(g.Comm(), 0, tag)
 		require.NoError(t, err)
 		assert.Equal(t, 0, st.Source)
-		_, err = mpi.Probe(g.LibComm(), 0, tag)
+		_, err = mpi.Probe(proto.LibComm(g), 0, tag)
 		require.NoError(t, err)
 
 		// The library communicator holds exactly one message, the library's.
-		m, ok, st, err := mpi.Improbe(g.LibComm(), mpi.AnySource, mpi.AnyTag)
+		m, ok, st, err := mpi.Improbe(proto.LibComm(g), mpi.AnySource, mpi.AnyTag)
 		require.NoError(t, err)
 		require.True(t, ok)
 		got := make([]int64, 1)
 		_, err = mpi.Mrecv(m, got)
 		require.NoError(t, err)
 		assert.Equal(t, int64(43), got[0], "LibComm received the user's message")
-		ok, _, err = mpi.Iprobe(g.LibComm(), mpi.AnySource, mpi.AnyTag)
+		ok, _, err = mpi.Iprobe(proto.LibComm(g), mpi.AnySource, mpi.AnyTag)
 		require.NoError(t, err)
 		assert.False(t, ok, "the user's message is visible on LibComm")
 
@@ -318,11 +319,11 @@ func TestExclusiveProtocol(t *testing.T) {
 			wg.Go(func() {
 				for i := range per {
 					id := int64(s*1000 + i)
-					err := g.Exclusive(func() error {
-						if err := mpi.Send(g.LibComm(), []int64{id}, 1, hdrTag); err != nil {
+					err := proto.Exclusive(g, func() error {
+						if err := mpi.Send(proto.LibComm(g), []int64{id}, 1, hdrTag); err != nil {
 							return err
 						}
-						return mpi.Send(g.LibComm(), []int64{id * 10, id * 10}, 1, dataTag)
+						return mpi.Send(proto.LibComm(g), []int64{id * 10, id * 10}, 1, dataTag)
 					})
 					if err != nil {
 						errs <- err
@@ -341,10 +342,10 @@ func TestExclusiveProtocol(t *testing.T) {
 	seen := map[int64]bool{}
 	for range senders * per {
 		hdr := make([]int64, 1)
-		_, err := mpi.Recv(g.LibComm(), hdr, 0, hdrTag)
+		_, err := mpi.Recv(proto.LibComm(g), hdr, 0, hdrTag)
 		require.NoError(t, err)
 		data := make([]int64, 2)
-		_, err = mpi.Recv(g.LibComm(), data, 0, dataTag)
+		_, err = mpi.Recv(proto.LibComm(g), data, 0, dataTag)
 		require.NoError(t, err)
 		require.Equal(t, []int64{hdr[0] * 10, hdr[0] * 10}, data, "payload does not follow its header")
 		seen[hdr[0]] = true
@@ -363,7 +364,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range 20 {
 				v := []int{i}
-				if err := mpi.AllreduceInPlace(gg.LibComm(), v, mpi.OpSum); err != nil {
+				if err := mpi.AllreduceInPlace(proto.LibComm(gg), v, mpi.OpSum); err != nil {
 					t.Error(err)
 					return
 				}
@@ -484,8 +485,8 @@ func TestNewDifferentOrder(t *testing.T) {
 // in the test function would take a new one with every -count.
 var (
 	slotMade   int
-	testSlot   = group.Slot[int]{New: func() *int { slotMade++; v := slotMade; return &v }}
-	secondSlot = group.Slot[int]{New: func() *int { return new(int) }}
+	testSlot   = proto.Slot[int]{New: func() *int { slotMade++; v := slotMade; return &v }}
+	secondSlot = proto.Slot[int]{New: func() *int { return new(int) }}
 )
 
 // TestSlot checks that a Slot's state is one per group, made on first use,

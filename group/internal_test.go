@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/hpc"
+	"github.com/tdmpi/tdmpi/internal/proto"
 )
 
 // These tests need no MPI: they check the decisions made before any MPI call.
@@ -95,17 +96,17 @@ func TestExclusiveAndLock(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for range 100 {
-				_ = g.Exclusive(func() error {
+				_ = proto.Exclusive(g, func() error {
 					inside++
 					maxInside = max(maxInside, inside)
 					inside--
 					return nil
 				})
-				g.Lock()
+				proto.Lock(g)
 				inside++
 				maxInside = max(maxInside, inside)
 				inside--
-				g.Unlock()
+				proto.Unlock(g)
 			}
 		}()
 	}
@@ -114,7 +115,7 @@ func TestExclusiveAndLock(t *testing.T) {
 	}
 	assert.Equal(t, 1, maxInside)
 	want := errors.New("from f")
-	assert.Same(t, want, g.Exclusive(func() error { return want }))
+	assert.Same(t, want, proto.Exclusive(g, func() error { return want }))
 }
 
 // TestPayloadTag checks the payload range of a communicator with MPI's
@@ -122,17 +123,17 @@ func TestExclusiveAndLock(t *testing.T) {
 func TestPayloadTag(t *testing.T) {
 	g := &Group{}
 	g.initPayloadTags()
-	first := g.PayloadTag()
-	assert.Equal(t, HeaderTag+HeaderTags, first)
+	first := proto.PayloadTag(g)
+	assert.Equal(t, proto.HeaderTag+proto.HeaderTags, first)
 	seen := map[int]bool{first: true}
 	for range smallPayloadEnd - smallPayloadBase - 1 {
-		tag := g.PayloadTag()
-		assert.GreaterOrEqual(t, tag, HeaderTag+HeaderTags)
+		tag := proto.PayloadTag(g)
+		assert.GreaterOrEqual(t, tag, proto.HeaderTag+proto.HeaderTags)
 		assert.Less(t, tag, createTagBase)
 		seen[tag] = true
 	}
 	assert.Len(t, seen, smallPayloadEnd-smallPayloadBase, "every tag of the range once")
-	assert.Equal(t, first, g.PayloadTag(), "the range cycles")
+	assert.Equal(t, first, proto.PayloadTag(g), "the range cycles")
 }
 
 // fairShare shares each CPU of a rank's mask out among the ranks that

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -23,15 +24,16 @@ import (
 // (they all call Finalize in the end, as MPI requires), so that no notice
 // stays unmatched. While the program runs, a watcher goroutine takes the
 // notices that arrive, every leavePoll, and leaveGrace later records the
-// rank as gone: the group is broken for collectives (Broken, Departed) and
-// receives from that rank fail (Left, PeerLeft, Departures), in
+// rank as gone: the group is broken for collectives (proto.Broken,
+// proto.Departed) and receives from that rank fail (proto.Left,
+// proto.PeerLeft, proto.Departures), in
 // internal/xfer's waits that have no context to end them. Waits bounded by
 // a context end when it does. The notices travel on the library
 // communicators only: with WithTorchPeers, nothing on the world, which
 // the torch ranks share.
 
 // leaveTag is the tag of the leave notices: the last of the header tags.
-const leaveTag = HeaderTag + HeaderTags - 1
+const leaveTag = proto.HeaderTag + proto.HeaderTags - 1
 
 // leavePoll is how often the watcher looks for leave notices.
 const leavePoll = 100 * time.Millisecond
@@ -65,27 +67,16 @@ func init() {
 	departures.ch.Store(&ch)
 }
 
-// Departures returns a channel that is closed when a rank of some group of
-// this process is next found gone (its notice came leaveGrace ago), and
-// whether one was found before. A wait for a peer that no context bounds
-// gives it as its done channel, checks PeerLeft before it starts when
-// before is true, and again each time the channel closes: then it calls
-// Departures again. It is for tdmpi's protocol packages.
-func Departures() (next <-chan struct{}, before bool) {
+// nextDeparture is proto.Departures: a channel closed when a rank of some
+// group is next found gone (its notice came leaveGrace ago), and whether
+// one was found before.
+func nextDeparture() (next <-chan struct{}, before bool) {
 	return *departures.ch.Load(), departures.seen.Load()
 }
 
-// Departed returns a channel that is closed once a rank of g has left it
-// (called Finalize): a collective on g can then never complete, and
-// Broken returns an error naming that rank, wrapping ErrPeerLeft. A
-// collective step that no context bounds waits until it closes. It is for
-// tdmpi's protocol packages.
-func (g *Group) Departed() <-chan struct{} { return g.leave.departed }
-
-// Left returns an error wrapping ErrPeerLeft if rank r of g has left it,
-// and nil otherwise. For r = mpi.AnySource it returns one when every other
-// rank has left: a receive from any source can no longer be matched.
-func (g *Group) Left(r int) error {
+// left is proto.Left: an error wrapping ErrPeerLeft if rank r of g (or,
+// for mpi.AnySource, every other rank) has left it.
+func (g *Group) left(r int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.leftLocked(r)
@@ -102,10 +93,9 @@ func (g *Group) leftLocked(r int) error {
 	return nil
 }
 
-// PeerLeft returns g.Left(r) for the live group g whose library
-// communicator is c, and nil if there is none. It is for tdmpi's protocol
-// packages, whose receives know the communicator only.
-func PeerLeft(c *mpi.Comm, r int) error {
+// peerLeft is proto.PeerLeft: left(r) of the live group whose library
+// communicator is c, and nil if there is none.
+func peerLeft(c *mpi.Comm, r int) error {
 	state.regMu.Lock()
 	var found *Group
 	for g := range state.live {
@@ -118,7 +108,7 @@ func PeerLeft(c *mpi.Comm, r int) error {
 	if found == nil {
 		return nil
 	}
-	return found.Left(r)
+	return found.left(r)
 }
 
 // notices reports whether g takes part in leave notices: it has other
@@ -145,7 +135,7 @@ func (g *Group) gotNotice(r int) {
 }
 
 // markLeft marks rank r of g gone: g is broken, and the waits for r learn
-// it (Departed, Departures).
+// it (proto.Departed, proto.Departures).
 func (g *Group) markLeft(r int) {
 	g.mu.Lock()
 	l := &g.leave

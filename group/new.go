@@ -12,8 +12,9 @@ import (
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
-// Tags on LibComm reserved for New: MPI_Comm_create_group's, and the one
-// on which the members compare their rank lists first.
+// Tags on the library communicator (proto.LibComm) reserved for New:
+// MPI_Comm_create_group's, and the one on which the members compare their
+// rank lists first.
 const (
 	createTagBase  = 31744
 	createTagCount = 1023
@@ -36,7 +37,7 @@ func (g *Group) New(ranks []int) (*Group, error) {
 	if err := g.checkRanks(ranks); err != nil {
 		return nil, err
 	}
-	if err := g.Exclusive(func() error { return g.sameOrder(ranks) }); err != nil {
+	if err := g.exclusive(func() error { return g.sameOrder(ranks) }); err != nil {
 		return nil, err
 	}
 	comm, err := g.lib.CreateGroup(ranks, createTag(ranks))
@@ -171,8 +172,10 @@ func createTag(ranks []int) int {
 // Split partitions g by color, as MPI_Comm_split: the ranks that give the
 // same color form a new group, ordered by key and then by rank in g. Every
 // rank of g calls Split. A rank that gives mpi.Undefined as color joins no
-// group and gets (nil, nil); other colors must not be negative. Split takes
-// g's protocol lock, so it must not be called inside Exclusive.
+// group and gets (nil, nil); other colors must not be negative. Split
+// takes turns with tdmpi's operations on g in other goroutines (it holds
+// g's protocol lock: library code must not call it inside
+// proto.Exclusive).
 func (g *Group) Split(color, key int) (*Group, error) {
 	if err := g.live("Split"); err != nil {
 		return nil, err
@@ -183,7 +186,7 @@ func (g *Group) Split(color, key int) (*Group, error) {
 	// Split is collective over LibComm: keep it from interleaving with a
 	// library protocol of another goroutine.
 	var comm *mpi.Comm
-	err := g.Exclusive(func() error {
+	err := g.exclusive(func() error {
 		var err error
 		comm, err = g.lib.Split(color, key)
 		return err

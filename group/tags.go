@@ -3,27 +3,26 @@
 
 package group
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-// The tag space of a group's library communicator (LibComm), in one place.
-// Below MaxUserTag: the tags library users choose for their per-leaf
-// messages (tensordict's WithTag, WithPseudoRandTags). Then HeaderTags
+	"github.com/tdmpi/tdmpi/internal/proto"
+)
+
+// MaxUserTag bounds the tags a program gives the library's messages
+// (tensordict's WithTag, WithPseudoRandTags): they lie in [0, MaxUserTag).
+// The library's own tags lie above it, on a communicator of their own.
+const MaxUserTag = 28672
+
+// The rest of the tag space of a group's library communicator
+// (proto.LibComm), in one place. Above the users' tags, proto.HeaderTags
 // tags for the headers of the library's protocols, one tag per protocol.
-// Then the payload tags PayloadTag hands out, up to createTagBase, and the
-// tags New uses to create subgroups (MPI_Comm_create_group). Where MPI
-// allows tags beyond 2^15 (Open MPI: 2^31-1; MPI guarantees only 32767),
-// payload tags use a larger range above all of these.
+// Then the payload tags proto.PayloadTag hands out, up to createTagBase,
+// and the tags New uses to create subgroups (MPI_Comm_create_group).
+// Where MPI allows tags beyond 2^15 (Open MPI: 2^31-1; MPI guarantees only
+// 32767), payload tags use a larger range above all of these.
 const (
-	// MaxUserTag bounds the tags users pick for the library's messages:
-	// they lie in [0, MaxUserTag).
-	MaxUserTag = 28672
-
-	// HeaderTag is the first of the HeaderTags tags reserved for the
-	// library's protocol headers.
-	HeaderTag  = MaxUserTag
-	HeaderTags = 64
-
-	smallPayloadBase = HeaderTag + HeaderTags
+	smallPayloadBase = proto.HeaderTag + proto.HeaderTags
 	smallPayloadEnd  = createTagBase
 	largePayloadBase = 1 << 15
 	largePayloadEnd  = 1 << 30
@@ -50,11 +49,9 @@ func (g *Group) initPayloadTags() {
 	}
 }
 
-// PayloadTag returns the next tag for a payload on LibComm, cycling
-// through g's payload range, so that concurrent transfers between the same
-// ranks each have a tag of their own (the sender carries it in its
-// header). It is safe for concurrent use.
-func (g *Group) PayloadTag() int {
-	t := &g.payload
-	return int(t.base + (t.n.Add(1)-1)%t.span)
-}
+// The header tags start where the users' tags end (either line fails to
+// compile otherwise).
+const (
+	_ uint = MaxUserTag - proto.HeaderTag
+	_ uint = proto.HeaderTag - MaxUserTag
+)

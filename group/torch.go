@@ -29,10 +29,10 @@ type torchConfig struct {
 // must match across all ranks, so Init then makes no collective call on the
 // world that torch's ranks do not make:
 //
-//   - no duplicate of the world communicator: the world group's LibComm is
-//     the world communicator itself, where torch's messages travel too
-//     (torch uses tag 0; tensordict's WithTorch speaks torch's protocol
-//     there);
+//   - no duplicate of the world communicator: the world group's library
+//     communicator is the world communicator itself, where torch's
+//     messages travel too (torch uses tag 0; tensordict's WithTorch
+//     speaks torch's protocol there);
 //   - the one MPI_Barrier on the world that init_process_group makes at its
 //     end: always in torch 1.x, only with TORCH_DIST_INIT_BARRIER=1 from
 //     torch 2.1 on. By default Init makes it unless TORCH_DIST_INIT_BARRIER

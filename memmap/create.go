@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tdmpi/tdmpi/internal/memmapdir"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -207,10 +208,10 @@ func FromFile(filename string, dt tensor.DType, shape []int, opts ...Option) (*t
 	if private {
 		flag = os.O_RDONLY
 	}
-	fd, fi, err := openRegular("FromFile", abs, flag)
+	fd, fi, err := memmapdir.OpenRegular("FromFile", abs, flag)
 	if err != nil && flag == os.O_RDWR && (errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS)) {
 		private = true
-		fd, fi, err = openRegular("FromFile", abs, os.O_RDONLY)
+		fd, fi, err = memmapdir.OpenRegular("FromFile", abs, os.O_RDONLY)
 	}
 	if err != nil {
 		return nil, err
@@ -383,7 +384,7 @@ func createFile(path, op string, existsOK bool) (*newFd, error) {
 		return &newFd{f: fd, path: path}, nil
 	}
 	if !errors.Is(err, fs.ErrExist) {
-		return nil, openError(op, path, err)
+		return nil, memmapdir.OpenError(op, path, err)
 	}
 	fi, err := os.Lstat(path)
 	switch {
@@ -401,14 +402,6 @@ func createFile(path, op string, existsOK bool) (*newFd, error) {
 		return nil, fmt.Errorf("memmap: %s %s: %w", op, path, err)
 	}
 	return &newFd{f: tmp, tmp: tmp.Name(), path: path}, nil
-}
-
-// openError reports a failed open, naming symbolic links plainly.
-func openError(op, path string, err error) error {
-	if errors.Is(err, unix.ELOOP) {
-		return fmt.Errorf("memmap: %s %s: refusing to open a symbolic link", op, path)
-	}
-	return fmt.Errorf("memmap: %s: %w", op, err)
 }
 
 // anonFile returns an unlinked temporary file of n bytes filled by fill. It

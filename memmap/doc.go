@@ -1,6 +1,6 @@
-// Package memmap provides memory-mapped tensors and the on-disk format of
-// saved TensorDicts, compatible with Python tensordict's MemoryMappedTensor
-// and its memmap directories.
+// Package memmap provides memory-mapped tensors, compatible with Python
+// tensordict's MemoryMappedTensor and the tensor files of its memmap
+// directories.
 //
 // # Memory-mapped tensors
 //
@@ -26,7 +26,7 @@
 // copy-on-write. A file with several hard links is mapped shared only
 // with the HardLinks option (ErrHardLink otherwise), so that a leaf of a
 // foreign directory that is a link to another file cannot be written
-// through. FromFile and ReadMeta refuse anything that is not a
+// through. FromFile and ReadFile refuse anything that is not a
 // regular file (symbolic link, directory, named pipe, socket, device)
 // without blocking on it.
 //
@@ -35,45 +35,22 @@
 // crashing), Flush makes changes durable (msync), Filename and Is inspect a
 // tensor. A mapping that is never closed lives until the process exits.
 //
-// # meta.json and file names
+// # Saved TensorDicts
 //
-// Each node of a saved TensorDict is a directory with a meta.json. ReadMeta
-// and ParseMeta read one whatever its JSON spacing, keeping member order and
-// refusing files larger than MaxMetaSize; TensorDictMeta and NonTensorMeta
-// interpret and write it, field for field as tensordict does with Python's
-// standard json module (", " and ": " separators, ensure_ascii);
-// NonTensorStackMeta does the same for a NonTensorStack node, which
-// tensordict writes compact ("," and ":"). WriteMeta replaces a meta.json
-// atomically.
-//
-// EncodeKey and DecodeKey map entry keys to file names exactly as
-// tensordict 0.13 and later do (percent-encoding of characters unsafe in
-// file names); an encoded key never escapes its directory. LegacyName gives
-// the unencoded name older versions used, when it is safe to look for.
-//
-// # Concurrent writers
-//
-// LockDir takes an advisory lock (flock) on a directory: package
-// tensordict's Memmap holds it exclusively on every directory it writes,
-// and LoadMemmap shared on the one it loads, so that saves into one
-// directory take turns and a load sees one of them whole.
-//
-// Package memmap knows nothing of TensorDict itself: package tensordict
-// builds Memmap and LoadMemmap on it.
+// Package tensordict's Memmap and LoadMemmap save and load whole
+// TensorDicts in tensordict's directory format (a meta.json per node, a
+// "<key>.memmap" file per tensor); the format itself is internal.
+// Package memmap knows nothing of TensorDict.
 //
 // # Files
 //
 //	create.go   FromTensor, Empty, Zeros, Full, FromFile: creating and
 //	            mapping files (anonymous ones in /dev/shm); an overwritten
 //	            file is replaced by rename
+//	read.go     ReadFile: a tensor file read into memory
 //	file.go     File, the mapping behind a tensor: Of, Is, Filename, Flush,
-//	            Close
-//	options.go  Option: ExistsOK, Private
-//	open.go     opening only regular files, never through symbolic links
-//	meta.go     Meta, ReadMeta, ParseMeta: the meta.json schema and its limits
-//	            (MetaFile, MaxMetaSize), TensorDictMeta, Leaf, Entry
-//	key.go      EncodeKey, DecodeKey, LegacyName, KeyPath: tensordict's file
-//	            names for keys
-//	pyjson.go   MarshalPython, Respace: JSON written byte for byte as Python's
-//	            json.dumps writes it
+//	            Close; Guard and ErrFault for truncated files
+//	shared.go   one shared mapping per file while it is in use
+//	options.go  Option: ExistsOK, Private, HardLinks
+//	open.go     ErrHardLink
 package memmap

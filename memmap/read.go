@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/memmapdir"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -31,7 +32,7 @@ func ReadFile(filename string, dt tensor.DType, shape []int) (*tensor.Tensor, er
 	if err != nil {
 		return nil, fmt.Errorf("memmap: ReadFile %s: %w", filename, err)
 	}
-	fd, fi, err := openRegular("ReadFile", abs, os.O_RDONLY)
+	fd, fi, err := memmapdir.OpenRegular("ReadFile", abs, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}

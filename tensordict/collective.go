@@ -14,6 +14,7 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -61,7 +62,7 @@ type coll struct {
 // goroutines. MPI pairs collectives by their order on each rank, so such
 // calls could combine different TensorDicts without any error: instead,
 // from the first call a rank finds another one running beside it, every
-// collective on that group fails on every rank (see group.Group.Collective)
+// collective on that group fails on every rank (see proto.Collective)
 // and moves nothing. Run concurrent collectives on groups of their own
 // (group.Group.New). A rank whose goroutines happen to run one after the
 // other, in an order that differs from another rank's, cannot be told
@@ -169,8 +170,8 @@ func startCollective(op string, root int, bytes func(rank int) int64, o remoteOp
 	cl := &coll{Step: xfer.NewStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()),
 		consolidated: o.consolidated, deferSteps: deferSteps}
 	var p *collPending
-	err := g.Collective(func(busy func() bool) error {
-		if err := g.Broken("tensordict: " + op); err != nil {
+	err := proto.Collective(g, func(busy func() bool) error {
+		if err := proto.Broken(g, "tensordict: "+op); err != nil {
 			return err
 		}
 		cl.busy = busy

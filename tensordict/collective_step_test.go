@@ -14,6 +14,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -79,9 +80,9 @@ func TestCollectiveAloneReturnsByDeadline(t *testing.T) {
 				// The agreement between two ranks: rank 1 waits for rank
 				// 0's values, and sends it its own (see xfer.Combine).
 				out, in := make([]int64, 3), make([]int64, 3)
-				sr, err := mpi.Isend(g.LibComm(), out, 1, xfer.AgreeTag)
+				sr, err := mpi.Isend(proto.LibComm(g), out, 1, xfer.AgreeTag)
 				require.NoError(t, err)
-				rr, err := mpi.Irecv(g.LibComm(), in, 1, xfer.AgreeTag)
+				rr, err := mpi.Irecv(proto.LibComm(g), in, 1, xfer.AgreeTag)
 				require.NoError(t, err)
 				start := time.Now()
 				for {

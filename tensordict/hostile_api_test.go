@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/memmapdir"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -270,7 +271,7 @@ func TestLoadMemmapRewritten(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "saved")
 	_, err := alignTD(t).Memmap(dir)
 	require.NoError(t, err)
-	meta := filepath.Join(dir, memmap.MetaFile)
+	meta := filepath.Join(dir, memmapdir.MetaFile)
 	text, err := os.ReadFile(meta)
 	require.NoError(t, err)
 	rewrites := 0
@@ -278,7 +279,7 @@ func TestLoadMemmapRewritten(t *testing.T) {
 		return func(string) {
 			if rewrites < times {
 				rewrites++
-				require.NoError(t, memmap.WriteMetaNoSync(meta, text)) // same text, new file
+				require.NoError(t, memmapdir.WriteMetaNoSync(meta, text)) // same text, new file
 			}
 		}
 	}

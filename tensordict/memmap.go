@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/memmapdir"
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -25,7 +26,7 @@ import (
 //	prefix/<key>/meta.json     one directory per nested TensorDict, and per
 //	                           non-tensor value (NonTensorData)
 //
-// Keys are file-name encoded (memmap.EncodeKey), so any key, "a/b" or ".."
+// Keys are file-name encoded (memmapdir.EncodeKey), so any key, "a/b" or ".."
 // included, names a file inside its directory. The keys "shape", "device",
 // "_type" and "_tdmpi_class" clash with meta.json's own members and are
 // refused. A tensorclass name (ClassName) is kept in an extra member that
@@ -136,7 +137,7 @@ type mmNode struct {
 	src  *TensorDict
 	dst  *TensorDict
 	dir  string // "" for an anonymous Memmap
-	meta memmap.TensorDictMeta
+	meta memmapdir.TensorDictMeta
 	kids []*mmNode
 	nts  []mmNonTensor
 }
@@ -178,7 +179,7 @@ func (td *TensorDict) memmapTo(op, prefix string, inPlace, like bool, cfg memmap
 		return nil, err
 	}
 	if prefix != "" {
-		var locks []*memmap.DirLock
+		var locks []*memmapdir.DirLock
 		defer func() {
 			for _, l := range locks {
 				l.Unlock()
@@ -220,7 +221,7 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 		return nil, fmt.Errorf("tensordict: %s: key %v: nested deeper than %d levels", op, key, maxMemmapDepth)
 	}
 	n := &mmNode{src: td, dir: dir}
-	n.meta = memmap.TensorDictMeta{BatchSize: td.BatchSize(), Device: "cpu", Class: td.class}
+	n.meta = memmapdir.TensorDictMeta{BatchSize: td.BatchSize(), Device: "cpu", Class: td.class}
 	if inPlace {
 		n.dst = td
 	} else {
@@ -231,7 +232,7 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 		e := &td.entries[i]
 		k := key.child(e.name)
 		if dir != "" {
-			if memmap.IsReservedKey(e.name) {
+			if memmapdir.IsReservedKey(e.name) {
 				return nil, fmt.Errorf("tensordict: %s: key %v: %q is a member of meta.json and cannot name an entry", op, k, e.name)
 			}
 			if !utf8.ValidString(e.name) {
@@ -245,9 +246,9 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 				return nil, fmt.Errorf("tensordict: %s: key %v: %w", op, k, tensor.ErrReleased)
 			}
 			if dir != "" {
-				sub = memmap.KeyPath(dir, e.name, ".memmap")
-				n.meta.Entries = append(n.meta.Entries, memmap.Entry{Key: e.name,
-					Leaf: &memmap.Leaf{Device: "cpu", Shape: e.t.Shape(), DType: e.t.DType()}})
+				sub = memmapdir.KeyPath(dir, e.name, ".memmap")
+				n.meta.Entries = append(n.meta.Entries, memmapdir.Entry{Key: e.name,
+					Leaf: &memmapdir.Leaf{Device: "cpu", Shape: e.t.Shape(), DType: e.t.DType()}})
 			}
 			j := i
 			if !inPlace {
@@ -257,8 +258,8 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 			*leaves = append(*leaves, &mmLeaf{key: k, src: e.t, path: sub, node: n.dst, idx: j})
 		case kindTD:
 			if dir != "" {
-				sub = memmap.KeyPath(dir, e.name, "")
-				n.meta.Entries = append(n.meta.Entries, memmap.Entry{Key: e.name, Kind: memmap.KindTensorDict})
+				sub = memmapdir.KeyPath(dir, e.name, "")
+				n.meta.Entries = append(n.meta.Entries, memmapdir.Entry{Key: e.name, Kind: memmapdir.KindTensorDict})
 			}
 			kid, err := planMemmap(op, e.td, k, sub, inPlace, leaves, depth+1)
 			if err != nil {
@@ -270,17 +271,17 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 			}
 		case kindNonTensor:
 			if dir != "" {
-				v, kind := e.v, memmap.KindNonTensorData
+				v, kind := e.v, memmapdir.KindNonTensorData
 				st, stack := v.(*NonTensorStack)
 				if stack {
-					v, kind = st.ToList(), memmap.KindNonTensorStack
+					v, kind = st.ToList(), memmapdir.KindNonTensorStack
 				}
-				data, err := memmap.MarshalPython(v)
+				data, err := memmapdir.MarshalPython(v)
 				if err != nil {
 					return nil, fmt.Errorf("tensordict: %s: key %v: %w", op, k, err)
 				}
-				n.meta.Entries = append(n.meta.Entries, memmap.Entry{Key: e.name, Kind: kind})
-				n.nts = append(n.nts, mmNonTensor{dir: memmap.KeyPath(dir, e.name, ""), data: data, stack: stack})
+				n.meta.Entries = append(n.meta.Entries, memmapdir.Entry{Key: e.name, Kind: kind})
+				n.nts = append(n.nts, mmNonTensor{dir: memmapdir.KeyPath(dir, e.name, ""), data: data, stack: stack})
 			}
 			if !inPlace {
 				n.dst.add(e.name, entry{kind: kindNonTensor, v: e.v})
@@ -295,7 +296,7 @@ func planMemmap(op string, td *TensorDict, key Key, dir string, inPlace bool, le
 // locks to locks, parents before children, the order every writer takes
 // them in), and checks for (or, with existsOK, removes) the meta.json
 // files of an earlier save, top-down, before any data is written.
-func prepareDirs(op string, n *mmNode, existsOK, root bool, locks *[]*memmap.DirLock) error {
+func prepareDirs(op string, n *mmNode, existsOK, root bool, locks *[]*memmapdir.DirLock) error {
 	dirs := []string{n.dir}
 	for _, nt := range n.nts {
 		dirs = append(dirs, nt.dir)
@@ -305,13 +306,13 @@ func prepareDirs(op string, n *mmNode, existsOK, root bool, locks *[]*memmap.Dir
 			return err
 		}
 		if i == 0 {
-			l, err := memmap.LockDir(d, true)
+			l, err := memmapdir.LockDir(d, true)
 			if err != nil {
 				return fmt.Errorf("tensordict: %s: %w", op, err)
 			}
 			*locks = append(*locks, l)
 		}
-		meta := filepath.Join(d, memmap.MetaFile)
+		meta := filepath.Join(d, memmapdir.MetaFile)
 		if _, err := os.Lstat(meta); err == nil {
 			if !existsOK {
 				return fmt.Errorf("tensordict: %s: %s: %w (MemmapExclusive refuses to overwrite a saved TensorDict)", op, meta, fs.ErrExist)
@@ -319,7 +320,7 @@ func prepareDirs(op string, n *mmNode, existsOK, root bool, locks *[]*memmap.Dir
 			if err := os.Remove(meta); err != nil {
 				return fmt.Errorf("tensordict: %s: %w", op, err)
 			}
-			if err := memmap.SyncDir(d); err != nil {
+			if err := memmapdir.SyncDir(d); err != nil {
 				return fmt.Errorf("tensordict: %s: %w", op, err)
 			}
 		}
@@ -447,14 +448,14 @@ func writeMetas(op string, n *mmNode, cfg memmapConfig) error {
 			// Python writes a stack's values as the nested list of its
 			// elements in batch order, with stack_dim 0 (its loader
 			// stacks along dimension 0 whatever stack_dim says).
-			text, err = (&memmap.NonTensorStackMeta{Data: nt.data}).Marshal()
+			text, err = (&memmapdir.NonTensorStackMeta{Data: nt.data}).Marshal()
 		} else {
-			text, err = (&memmap.NonTensorMeta{Data: nt.data}).Marshal()
+			text, err = (&memmapdir.NonTensorMeta{Data: nt.data}).Marshal()
 		}
 		if err != nil {
 			return fmt.Errorf("tensordict: %s: %w", op, err)
 		}
-		if err := writeMetaFile(filepath.Join(nt.dir, memmap.MetaFile), text, cfg.noSync); err != nil {
+		if err := writeMetaFile(filepath.Join(nt.dir, memmapdir.MetaFile), text, cfg.noSync); err != nil {
 			return fmt.Errorf("tensordict: %s: %w", op, err)
 		}
 	}
@@ -462,19 +463,19 @@ func writeMetas(op string, n *mmNode, cfg memmapConfig) error {
 	if err != nil {
 		return fmt.Errorf("tensordict: %s: %s: %w", op, n.dir, err)
 	}
-	if err := writeMetaFile(filepath.Join(n.dir, memmap.MetaFile), text, cfg.noSync); err != nil {
+	if err := writeMetaFile(filepath.Join(n.dir, memmapdir.MetaFile), text, cfg.noSync); err != nil {
 		return fmt.Errorf("tensordict: %s: %w", op, err)
 	}
 	return nil
 }
 
-// writeMetaFile writes a meta.json crash-safely (memmap.WriteMeta), without
+// writeMetaFile writes a meta.json crash-safely (memmapdir.WriteMeta), without
 // the syncs under MemmapNoSync.
 func writeMetaFile(path string, text []byte, noSync bool) error {
 	if noSync {
-		return memmap.WriteMetaNoSync(path, text)
+		return memmapdir.WriteMetaNoSync(path, text)
 	}
-	return memmap.WriteMeta(path, text)
+	return memmapdir.WriteMeta(path, text)
 }
 
 // setSavedPaths records each node's directory on its TensorDict.

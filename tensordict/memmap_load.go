@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tdmpi/tdmpi/internal/memmapdir"
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -25,7 +26,7 @@ import (
 // wrapping memmap.ErrHardLink unless CopyOnWrite is given, since a shared
 // mapping would write into it), files shorter than their tensor, shapes that
 // overflow, unknown dtypes, missing files, meta.json files larger than
-// memmap.MaxMetaSize and malformed JSON are errors that name the file.
+// memmapdir.MaxMetaSize and malformed JSON are errors that name the file.
 // Python-only content is refused with an error too: pickled non-tensor data,
 // nested (jagged) tensors, lazy stacks and tensorclasses.
 //
@@ -91,7 +92,7 @@ func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
 	if cfg.private {
 		mopts = append(mopts, memmap.Private())
 	}
-	lock, err := memmap.LockDir(dir, false)
+	lock, err := memmapdir.LockDir(dir, false)
 	if err != nil {
 		return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
 	}
@@ -125,7 +126,7 @@ const loadAttempts = 3
 // meta.json changed (was replaced, removed or modified) while it did, in
 // which case nothing is returned and the mappings made are closed.
 func loadOnce(dir string, mopts []memmap.Option, inMemory bool) (*TensorDict, bool, error) {
-	meta := filepath.Join(dir, memmap.MetaFile)
+	meta := filepath.Join(dir, memmapdir.MetaFile)
 	before, berr := os.Lstat(meta)
 	l := &loader{opts: mopts, inMemory: inMemory}
 	td, err := l.loadTD(dir, nil, 0)
@@ -163,11 +164,11 @@ type loader struct {
 // encoded name, or its legacy raw name when only that exists and is safe.
 // The directory must hold a meta.json and must not be a symbolic link.
 func childDir(dir, key string) (string, error) {
-	p := memmap.KeyPath(dir, key, "")
-	if _, err := os.Lstat(filepath.Join(p, memmap.MetaFile)); err != nil {
-		if legacy, ok := memmap.LegacyName(key); ok {
+	p := memmapdir.KeyPath(dir, key, "")
+	if _, err := os.Lstat(filepath.Join(p, memmapdir.MetaFile)); err != nil {
+		if legacy, ok := memmapdir.LegacyName(key); ok {
 			lp := filepath.Join(dir, legacy)
-			if _, err := os.Lstat(filepath.Join(lp, memmap.MetaFile)); err == nil {
+			if _, err := os.Lstat(filepath.Join(lp, memmapdir.MetaFile)); err == nil {
 				p = lp
 			}
 		}
@@ -189,10 +190,10 @@ func childDir(dir, key string) (string, error) {
 // leafFile returns the file of the tensor leaf key in dir, encoded or
 // legacy; ok is false when neither exists.
 func leafFile(dir, key string) (path string, ok bool, err error) {
-	p := memmap.KeyPath(dir, key, ".memmap")
+	p := memmapdir.KeyPath(dir, key, ".memmap")
 	_, err = os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		if legacy, safe := memmap.LegacyName(key); safe {
+		if legacy, safe := memmapdir.LegacyName(key); safe {
 			lp := filepath.Join(dir, legacy+".memmap")
 			if _, lerr := os.Lstat(lp); lerr == nil {
 				return lp, true, nil
@@ -212,11 +213,11 @@ func (l *loader) loadTD(dir string, parentBatch []int, depth int) (*TensorDict, 
 	if depth > maxMemmapDepth {
 		return nil, fmt.Errorf("%s: nested deeper than %d levels", dir, maxMemmapDepth)
 	}
-	m, err := memmap.ReadMeta(filepath.Join(dir, memmap.MetaFile))
+	m, err := memmapdir.ReadMeta(filepath.Join(dir, memmapdir.MetaFile))
 	if err != nil {
 		return nil, err
 	}
-	if m.Type != memmap.TypeTensorDict {
+	if m.Type != memmapdir.TypeTensorDict {
 		return nil, fmt.Errorf("%s: _type %q is not a TensorDict%s", m.Path, m.Type, unsupportedHint(m.Type))
 	}
 	tm, err := m.TensorDict()
@@ -253,7 +254,7 @@ func (l *loader) loadTD(dir string, parentBatch []int, depth int) (*TensorDict, 
 }
 
 // loadLeaf maps the tensor leaf key of the node dir described by leaf.
-func (l *loader) loadLeaf(dir, metaPath, key string, leaf *memmap.Leaf, batch []int) (*tensor.Tensor, error) {
+func (l *loader) loadLeaf(dir, metaPath, key string, leaf *memmapdir.Leaf, batch []int) (*tensor.Tensor, error) {
 	if leaf.IsNested {
 		return nil, fmt.Errorf("%s: entry %q is a nested (jagged) tensor, which tdmpi does not support", metaPath, key)
 	}
@@ -285,18 +286,18 @@ func (l *loader) loadLeaf(dir, metaPath, key string, leaf *memmap.Leaf, batch []
 
 // loadChild loads the collection in directory sub as entry key of td.
 func (l *loader) loadChild(td *TensorDict, sub, key string, depth int) error {
-	m, err := memmap.ReadMeta(filepath.Join(sub, memmap.MetaFile))
+	m, err := memmapdir.ReadMeta(filepath.Join(sub, memmapdir.MetaFile))
 	if err != nil {
 		return err
 	}
 	switch m.Type {
-	case memmap.TypeTensorDict:
+	case memmapdir.TypeTensorDict:
 		child, err := l.loadTD(sub, td.batch, depth+1)
 		if err != nil {
 			return err
 		}
 		td.add(key, entry{kind: kindTD, td: child})
-	case memmap.TypeNonTensorData:
+	case memmapdir.TypeNonTensorData:
 		nt, err := m.NonTensor()
 		if err != nil {
 			return err
@@ -307,7 +308,7 @@ func (l *loader) loadChild(td *TensorDict, sub, key string, depth int) error {
 			}
 			return fmt.Errorf("%s: entry %q has no \"data\" member", m.Path, key)
 		}
-		v, err := memmap.DecodeData(nt.Data)
+		v, err := memmapdir.DecodeData(nt.Data)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Path, err)
 		}
@@ -316,7 +317,7 @@ func (l *loader) loadChild(td *TensorDict, sub, key string, depth int) error {
 			return fmt.Errorf("%s: entry %q: %w", m.Path, key, err)
 		}
 		td.add(key, entry{kind: kindNonTensor, v: cv})
-	case memmap.TypeNonTensorStack:
+	case memmapdir.TypeNonTensorStack:
 		v, err := loadStack(m, key, td.batch)
 		if err != nil {
 			return err
@@ -334,7 +335,7 @@ func (l *loader) loadChild(td *TensorDict, sub, key string, depth int) error {
 // list is read one level per batch dimension, so that values that are
 // themselves lists stay values (Python's loader instead nests as deep as
 // the lists are regular).
-func loadStack(m *memmap.Meta, key string, batch []int) (any, error) {
+func loadStack(m *memmapdir.Meta, key string, batch []int) (any, error) {
 	sm, err := m.NonTensorStack()
 	if err != nil {
 		return nil, err
@@ -352,7 +353,7 @@ func loadStack(m *memmap.Meta, key string, batch []int) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: entry %q: %w", m.Path, key, err)
 	}
-	v, err := memmap.DecodeData(sm.Data)
+	v, err := memmapdir.DecodeData(sm.Data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
@@ -398,7 +399,7 @@ func describeLen(v any) string {
 // unsupportedHint explains the Python classes LoadMemmap cannot load.
 func unsupportedHint(typ string) string {
 	switch typ {
-	case memmap.TypeLazyStacked:
+	case memmapdir.TypeLazyStacked:
 		return ", a lazy stack, which tdmpi does not load"
 	case "":
 		return ", no class"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -43,10 +44,10 @@ func BenchmarkRemoteOverhead(b *testing.B) {
 			raw, ours func() error
 		}{
 			{"Consolidated", func() error {
-				if err := mpi.Send(g.LibComm(), whole, me, 1); err != nil {
+				if err := mpi.Send(proto.LibComm(g), whole, me, 1); err != nil {
 					return err
 				}
-				_, err := mpi.Recv(g.LibComm(), whole, me, 1)
+				_, err := mpi.Recv(proto.LibComm(g), whole, me, 1)
 				return err
 			}, func() error {
 				if err := td.Send(me, WithConsolidated()); err != nil {
@@ -57,12 +58,12 @@ func BenchmarkRemoteOverhead(b *testing.B) {
 			}},
 			{"Leaves", func() error {
 				for _, q := range parts {
-					if err := mpi.Send(g.LibComm(), q, me, 1); err != nil {
+					if err := mpi.Send(proto.LibComm(g), q, me, 1); err != nil {
 						return err
 					}
 				}
 				for _, q := range parts {
-					if _, err := mpi.Recv(g.LibComm(), q, me, 1); err != nil {
+					if _, err := mpi.Recv(proto.LibComm(g), q, me, 1); err != nil {
 						return err
 					}
 				}

@@ -34,14 +34,6 @@ var ErrLimit = wire.ErrLimit
 // must lie in [0, MaxUserTag). Pseudo-random tags lie in [0, 10000).
 const MaxUserTag = group.MaxUserTag
 
-// IntGenerator returns the pseudo-random tag tensordict derives from seed,
-// bit for bit as Python tensordict's int_generator: numpy's
-// default_rng(seed) (SeedSequence feeding PCG64), eight bytes from it read
-// as a big-endian integer, modulo 10000. Chained from 10 it gives 6756,
-// 1717, 4410, 9740, ... WithPseudoRandTags draws the per-leaf tags of
-// Send and Recv from it. It panics if seed is negative.
-func IntGenerator(seed int) int { return xfer.IntGenerator(seed) }
-
 // p2pInlineMax is the largest consolidated storage Send puts in the
 // metadata message instead of a message of its own, to a rank of the same
 // node; remoteInlineMax to a rank of another node (group.SameNode).
@@ -563,7 +555,7 @@ func (td *TensorDict) recv(src int, opts []RecvOption) (int, error) {
 func (l *link) refuseIncoming() error {
 	tag0 := l.o.tag
 	if l.o.pseudoRand && !l.o.consolidated {
-		tag0 = IntGenerator(tag0)
+		tag0 = xfer.IntGenerator(tag0)
 	}
 	ctx := l.Ctx
 	if _, ok := ctx.Deadline(); !ok {
@@ -710,7 +702,7 @@ func (l *link) drainSend(h *wire.Header, tag0 int, body bool, from int64) error 
 	tag := h.PayloadTag - 1
 	next := func() int {
 		if pseudo {
-			tag = IntGenerator(tag + 1)
+			tag = xfer.IntGenerator(tag + 1)
 		} else {
 			tag++
 		}

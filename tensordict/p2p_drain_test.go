@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -87,7 +88,7 @@ func TestIRecvDroppedDrains(t *testing.T) {
 			opts := append([]any{WithTag(tag)}, m.opts...)
 			if g.Rank() == 0 {
 				var b [1]byte
-				_, err := mpi.Recv(g.LibComm(), b[:], 1, goTag) // the IRecv was collected
+				_, err := mpi.Recv(proto.LibComm(g), b[:], 1, goTag) // the IRecv was collected
 				require.NoError(t, err)
 				sctx := WithContext(mpitest.Ctx(t, 30*time.Second)) // the hang guard
 				err = bigTD(t, 2, 1<<18, 6).Send(1, mpitest.As[SendOption](append(opts, sctx))...)
@@ -96,7 +97,7 @@ func TestIRecvDroppedDrains(t *testing.T) {
 				if err == nil {
 					b[0] = 1
 				}
-				require.NoError(t, mpi.Send(g.LibComm(), b[:], 1, doneTag))
+				require.NoError(t, mpi.Send(proto.LibComm(g), b[:], 1, doneTag))
 				require.NoError(t, bigTD(t, 2, 1<<18, 7).Send(1, mpitest.As[SendOption](append(opts, sctx))...))
 				return
 			}
@@ -107,16 +108,16 @@ func TestIRecvDroppedDrains(t *testing.T) {
 			for range 3 {
 				runtime.GC() // collects the Pending
 			}
-			require.NoError(t, mpi.Send(g.LibComm(), []byte{1}, 0, goTag))
+			require.NoError(t, mpi.Send(proto.LibComm(g), []byte{1}, 0, goTag))
 			// Only the collector runs here, and no receive of this
 			// package, until the sender says how its Send ended.
 			var b [1]byte
 			deadline := time.Now().Add(45 * time.Second)
 			for {
-				ok, _, err := mpi.Iprobe(g.LibComm(), 0, doneTag)
+				ok, _, err := mpi.Iprobe(proto.LibComm(g), 0, doneTag)
 				require.NoError(t, err)
 				if ok {
-					_, err = mpi.Recv(g.LibComm(), b[:], 0, doneTag)
+					_, err = mpi.Recv(proto.LibComm(g), b[:], 0, doneTag)
 					require.NoError(t, err)
 					break
 				}
@@ -154,7 +155,7 @@ func TestRecvNamesTagMismatch(t *testing.T) {
 				sctx := WithContext(mpitest.Ctx(t, 30*time.Second))
 				require.NoError(t, bigTD(t, 2, 1<<15, 3).Send(1, WithTag(tag), WithPseudoRandTags(), sctx))
 				stray := make([]byte, 1<<20) // a leaf's message, larger than any header message
-				require.NoError(t, mpi.Send(g.LibComm(), stray, 1, strayTag))
+				require.NoError(t, mpi.Send(proto.LibComm(g), stray, 1, strayTag))
 				return
 			}
 			td := bigTD(t, 2, 1<<15, 0)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -420,7 +421,7 @@ func TestIRecvCancelAfterHeader(t *testing.T) {
 			fill(t, small, float64(r))
 			sendPaused(t, big, 1, tag, 1+leaves/2, func() {
 				var b [1]byte
-				_, err := mpi.Recv(g.LibComm(), b[:], 1, goTag)
+				_, err := mpi.Recv(proto.LibComm(g), b[:], 1, goTag)
 				require.NoError(t, err, "round %d: the receiver's go-ahead", r)
 			})
 			require.NoError(t, small.Send(1, WithTag(tag)))
@@ -432,7 +433,7 @@ func TestIRecvCancelAfterHeader(t *testing.T) {
 		require.NoError(t, err)
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			ok, _, err := mpi.Iprobe(g.LibComm(), 0, tag)
+			ok, _, err := mpi.Iprobe(proto.LibComm(g), 0, tag)
 			require.NoError(t, err)
 			if ok || time.Now().After(deadline) {
 				break
@@ -443,7 +444,7 @@ func TestIRecvCancelAfterHeader(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, done, "round %d: the sender is paused before the last %d leaves", r, leaves/2)
 		require.True(t, irecvStarted(p), "round %d: the header had arrived", r)
-		require.NoError(t, mpi.Send(g.LibComm(), []byte{1}, 0, goTag))
+		require.NoError(t, mpi.Send(proto.LibComm(g), []byte{1}, 0, goTag))
 		require.NoError(t, p.Cancel())
 		err = p.Wait()
 		require.ErrorIs(t, err, context.Canceled)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -95,11 +96,11 @@ func TestSendRecvConsolidatedSteadyState(t *testing.T) {
 		raw := testing.AllocsPerRun(20, func() {
 			var err error
 			if g.Rank() == 0 {
-				err = mpi.Send(g.LibComm(), msg, 1, 99)
+				err = mpi.Send(proto.LibComm(g), msg, 1, 99)
 			} else {
-				_, err = mpi.Probe(g.LibComm(), 0, 99)
+				_, err = mpi.Probe(proto.LibComm(g), 0, 99)
 				if err == nil {
-					_, err = mpi.Recv(g.LibComm(), msg, 0, 99)
+					_, err = mpi.Recv(proto.LibComm(g), msg, 0, 99)
 				}
 			}
 			if err != nil {
@@ -412,7 +413,7 @@ func TestSendDescribedOnce(t *testing.T) {
 			require.NoError(t, td.Send(1, mpitest.As[SendOption](st.opts)...), "step %d", i)
 			continue
 		}
-		status, err := mpi.Probe(g.LibComm(), 0, st.tag)
+		status, err := mpi.Probe(proto.LibComm(g), 0, st.tag)
 		require.NoError(t, err)
 		assert.Equal(t, st.size, status.Bytes(), "step %d: header message", i)
 		// A receiver that never saw the metadata takes it as well.
@@ -428,7 +429,7 @@ func TestSendDescribedOnce(t *testing.T) {
 		require.NoError(t, td.Send(1, WithConsolidated()))
 		return
 	}
-	status, err := mpi.Probe(g.LibComm(), 0, 0)
+	status, err := mpi.Probe(proto.LibComm(g), 0, 0)
 	require.NoError(t, err)
 	assert.Greater(t, status.Bytes(), full, "the changed structure's metadata")
 	into := p2pTD(t)

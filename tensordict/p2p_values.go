@@ -12,6 +12,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 )
 
@@ -62,7 +63,7 @@ type placeValues struct {
 	m  map[valuesKey]*atomic.Pointer[valuesRec]
 }
 
-var placeValuesOf = group.Slot[placeValues]{New: func() *placeValues {
+var placeValuesOf = proto.Slot[placeValues]{New: func() *placeValues {
 	return &placeValues{m: map[valuesKey]*atomic.Pointer[valuesRec]{}}
 }}
 
@@ -205,7 +206,7 @@ type describedPlace struct {
 // TensorDict describes a transfer to a place only while its own is the
 // last, so that the receiver, which keeps the last metadata per place,
 // holds its values.
-var sentMeta = group.Slot[sentPlaces]{New: func() *sentPlaces {
+var sentMeta = proto.Slot[sentPlaces]{New: func() *sentPlaces {
 	return &sentPlaces{m: map[describedKey]*atomic.Pointer[byte]{}}
 }}
 

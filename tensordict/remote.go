@@ -17,6 +17,7 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
@@ -51,7 +52,7 @@ func (l *link) init(op string, peer int, dir string) error {
 	}
 	g := l.o.group
 	// Field by field: a composite literal is built aside and copied.
-	l.Op, l.Group, l.Comm, l.Peer, l.Dir, l.Ctx = op, g, g.LibComm(), peer, dir, l.o.ctx
+	l.Op, l.Group, l.Comm, l.Peer, l.Dir, l.Ctx = op, g, proto.LibComm(g), peer, dir, l.o.ctx
 	if peer == AnySource {
 		return l.initAnySource()
 	}
@@ -311,7 +312,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 // outcome to l.initRefDone.
 func (l *link) sendSplitInit(s *p2pState, td *TensorDict, r initRef) error {
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: s.consHash, Leaves: int64(len(s.leaves)),
-		Total: int64(s.total), Chunk: wire.MaxChunk, PayloadTag: l.Group.PayloadTag()}
+		Total: int64(s.total), Chunk: wire.MaxChunk, PayloadTag: proto.PayloadTag(l.Group)}
 	class, meta := r.apply(&h, td.class, s.meta[:s.metaLen])
 	frame := wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
 	var payload, copied []byte
@@ -472,7 +473,7 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, passedOn boo
 		case r.joined:
 			h.Flags, h.Total = h.Flags|wire.FlagInline, int64(total)
 		case split:
-			h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, l.Group.PayloadTag()
+			h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, proto.PayloadTag(l.Group)
 			r.tag = h.PayloadTag
 		}
 	}
@@ -738,7 +739,7 @@ func (l *link) recvInit() (*TensorDict, error) {
 // often of the same structure and size, is received into a buffer of
 // that size in one call into MPI (xfer.ProbeRecv), or in two parts (see
 // recvInitFrame).
-var initFrames = group.Slot[initFrameSizes]{New: func() *initFrameSizes { return &initFrameSizes{} }}
+var initFrames = proto.Slot[initFrameSizes]{New: func() *initFrameSizes { return &initFrameSizes{} }}
 
 // initFrameSizes is a group's initFrames state.
 type initFrameSizes struct {
@@ -1351,7 +1352,7 @@ func createMemmapStorage(prefix string, total int64, inline, meta []byte) (*tens
 
 // metaCaches holds each group's cache of decoded metadata (codec.Cache):
 // a receive of the structure it received last costs no decoding.
-var metaCaches = group.Slot[codec.Cache]{New: func() *codec.Cache { return new(codec.Cache) }}
+var metaCaches = proto.Slot[codec.Cache]{New: func() *codec.Cache { return new(codec.Cache) }}
 
 // fromConsolidatedCached is FromConsolidated with g's cache of decoded
 // metadata, over st, or, when st is nil, over a copy of inline that it

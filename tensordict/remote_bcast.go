@@ -10,8 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
@@ -46,8 +46,8 @@ import (
 
 // bcastSend is the root's side.
 func (l *link) bcastSend(td *TensorDict) error {
-	return l.Group.Collective(func(busy func() bool) error {
-		if err := l.Group.Broken("tensordict: " + l.Op); err != nil {
+	return proto.Collective(l.Group, func(busy func() bool) error {
+		if err := proto.Broken(l.Group, "tensordict: "+l.Op); err != nil {
 			return err
 		}
 		s := xfer.NewStep(l.Ctx, l.Group)
@@ -249,8 +249,8 @@ func fitFirst(msg []byte, first int, apart bool) []byte {
 // bcastRecv is the side of every other rank.
 func (l *link) bcastRecv() (*TensorDict, error) {
 	var td *TensorDict
-	err := l.Group.Collective(func(busy func() bool) error {
-		if err := l.Group.Broken("tensordict: " + l.Op); err != nil {
+	err := proto.Collective(l.Group, func(busy func() bool) error {
+		if err := proto.Broken(l.Group, "tensordict: "+l.Op); err != nil {
 			return err
 		}
 		s := xfer.NewStep(l.Ctx, l.Group)
@@ -481,7 +481,7 @@ type bcastRootTable struct {
 	roots map[int]bcastRoot // by root rank
 }
 
-var bcastRoots = group.Slot[bcastRootTable]{New: func() *bcastRootTable { return &bcastRootTable{roots: map[int]bcastRoot{}} }}
+var bcastRoots = proto.Slot[bcastRootTable]{New: func() *bcastRootTable { return &bcastRootTable{roots: map[int]bcastRoot{}} }}
 
 // bcastKnownCounts counts the prepared broadcast receives made and those
 // taken (the tests read them).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -203,11 +204,11 @@ func rootAcked(g *group.Group, work time.Duration, bcast func() error) func() er
 }
 
 func rawSend(g *group.Group, buf []byte) func(int) error {
-	return func(p int) error { return mpi.Send(g.LibComm(), buf, p, 1) }
+	return func(p int) error { return mpi.Send(proto.LibComm(g), buf, p, 1) }
 }
 
 func rawRecv(g *group.Group, buf []byte) func(int) error {
-	return func(p int) error { _, err := mpi.Recv(g.LibComm(), buf, p, 1); return err }
+	return func(p int) error { _, err := mpi.Recv(proto.LibComm(g), buf, p, 1); return err }
 }
 
 // compareBoth measures ours against raw twice: with raw on Go heap
@@ -397,7 +398,7 @@ func benchRemoteBroadcast(b *testing.B, n int) {
 		return err
 	}
 	pool0 := mem.Stats()
-	oursT := compareBoth(b, g, n, func(buf []byte) func() error { return func() error { return mpi.Bcast(g.LibComm(), buf, 0) } }, ours)
+	oursT := compareBoth(b, g, n, func(buf []byte) func() error { return func() error { return mpi.Bcast(proto.LibComm(g), buf, 0) } }, ours)
 	b.ReportMetric(float64(n)*float64(b.N)/oursT.Seconds()/1e9, "GB/s")
 	reportPool(b, pool0)
 }
@@ -478,7 +479,7 @@ func benchRemoteLeaves(b *testing.B, leaves, n int) {
 		return nil
 	}
 	last := td // InitRemoteEcho: each rank sends on what it received last
-	rawBcast := func() error { return mpi.Bcast(g.LibComm(), whole, 0) }
+	rawBcast := func() error { return mpi.Bcast(proto.LibComm(g), whole, 0) }
 	bcastMode := func() error {
 		if g.Rank() == 0 {
 			return td.InitRemote(0, WithBroadcast())
@@ -498,7 +499,7 @@ func benchRemoteLeaves(b *testing.B, leaves, n int) {
 		{name: "InitRemoteEcho", raw: pingPong(g, rawSend(g, whole), rawRecv(g, whole)),
 			ours: pingPong(g, func(p int) error { return last.InitRemote(p) },
 				func(p int) error { got, err := FromRemoteInit(p); last = got; return err })},
-		{name: "InitRemoteBroadcast", raw: bothRoots(func(root int) error { return mpi.Bcast(g.LibComm(), whole, root) }),
+		{name: "InitRemoteBroadcast", raw: bothRoots(func(root int) error { return mpi.Bcast(proto.LibComm(g), whole, root) }),
 			ours: bothRoots(func(root int) error {
 				if g.Rank() == root {
 					return td.InitRemote(root, WithBroadcast())

@@ -64,17 +64,6 @@ func ExampleTensorDict_Send() {
 	// Output: [3]
 }
 
-// IntGenerator is tensordict's pseudo-random tag generator.
-func ExampleIntGenerator() {
-	x := 10
-	for range 3 {
-		x = tensordict.IntGenerator(x)
-		fmt.Print(x, " ")
-	}
-	fmt.Println()
-	// Output: 6756 1717 4410
-}
-
 // WithAllocator lets a loop of FromRemoteInit calls reuse one storage:
 // each result is built in the storage of the previous one, which the loop
 // no longer needs. It runs on any number of ranks, one included.

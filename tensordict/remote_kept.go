@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -56,7 +57,7 @@ const keptFrameMax = wire.Size + wire.MaxKeptMeta + initInlineMax
 const keptWait = 50 * time.Millisecond
 
 // keptInits holds each group's kept structures (keptPlaces).
-var keptInits = group.Slot[keptPlaces]{New: func() *keptPlaces { return &keptPlaces{} }}
+var keptInits = proto.Slot[keptPlaces]{New: func() *keptPlaces { return &keptPlaces{} }}
 
 // keptPlaces is a group's kept structures, by peer rank: those this rank
 // sent to each (to), those it received from each (from).

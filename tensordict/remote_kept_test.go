@@ -13,6 +13,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -103,7 +104,7 @@ func TestInitRemoteKept(t *testing.T) {
 			continue
 		}
 		want := st.size(st.td) // the receiver's copy of the sender's TensorDict
-		status, err := mpi.Probe(g.LibComm(), 0, xfer.InitHeaderTag)
+		status, err := mpi.Probe(proto.LibComm(g), 0, xfer.InitHeaderTag)
 		require.NoError(t, err)
 		if want >= 0 {
 			assert.Equal(t, want, status.Bytes(), "%s: header message", st.name)
@@ -178,7 +179,7 @@ func TestFromRemoteInitKeptHostile(t *testing.T) {
 	}
 	for _, st := range steps {
 		if g.Rank() == 0 {
-			require.NoError(t, mpi.Send(g.LibComm(), st.msg, 1, xfer.InitHeaderTag), st.name)
+			require.NoError(t, mpi.Send(proto.LibComm(g), st.msg, 1, xfer.InitHeaderTag), st.name)
 			continue
 		}
 		got, err := FromRemoteInit(0, WithGroup(g), testCtx(t))
@@ -210,25 +211,25 @@ func TestInitRemoteKeptHeals(t *testing.T) {
 	bare := int64(wire.Size) + tensorBytes(td)
 	if g.Rank() == 0 {
 		require.NoError(t, td.InitRemote(1, WithGroup(g))) // lost
-		require.NoError(t, g.LibComm().Barrier())
+		require.NoError(t, proto.LibComm(g).Barrier())
 		require.NoError(t, td.InitRemote(1, WithGroup(g))) // refused
-		require.NoError(t, g.LibComm().Barrier())
+		require.NoError(t, proto.LibComm(g).Barrier())
 		time.Sleep(2 * keptRenew)
 		for range 2 { // with the metadata, then described again
 			require.NoError(t, td.InitRemote(1, WithGroup(g)))
 		}
 		return
 	}
-	m, st, err := mpi.Mprobe(g.LibComm(), 0, xfer.InitHeaderTag)
+	m, st, err := mpi.Mprobe(proto.LibComm(g), 0, xfer.InitHeaderTag)
 	require.NoError(t, err)
 	require.NoError(t, xfer.Discard(m, st.Bytes(), nil))
-	require.NoError(t, g.LibComm().Barrier())
+	require.NoError(t, proto.LibComm(g).Barrier())
 	_, err = FromRemoteInit(0, WithGroup(g), testCtx(t))
 	require.ErrorIs(t, err, wire.ErrHeader)
 	assert.ErrorContains(t, err, "did not keep")
-	require.NoError(t, g.LibComm().Barrier())
+	require.NoError(t, proto.LibComm(g).Barrier())
 	for i, want := range []bool{true, false} {
-		st, err := mpi.Probe(g.LibComm(), 0, xfer.InitHeaderTag)
+		st, err := mpi.Probe(proto.LibComm(g), 0, xfer.InitHeaderTag)
 		require.NoError(t, err)
 		assert.Equal(t, want, st.Bytes() > bare, "InitRemote %d after the refusal: metadata sent", i)
 		got, err := FromRemoteInit(0, WithGroup(g), testCtx(t))
@@ -318,7 +319,7 @@ func TestInitRemoteKeptRecord(t *testing.T) {
 			want = int64(wire.Size + len(class) + s.metaLen + pad + s.total)
 		}
 		s.mu.Unlock()
-		status, err := mpi.Probe(g.LibComm(), 0, xfer.InitHeaderTag)
+		status, err := mpi.Probe(proto.LibComm(g), 0, xfer.InitHeaderTag)
 		require.NoError(t, err)
 		assert.Equal(t, want, status.Bytes(), "%s: header message", st.name)
 		got, err := FromRemoteInit(0, testCtx(t))

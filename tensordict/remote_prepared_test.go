@@ -14,6 +14,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -91,7 +92,7 @@ func testInitRemotePrepared(t *testing.T, g *group.Group, withAlloc bool) {
 		for _, s := range steps {
 			switch {
 			case s.garbage:
-				require.NoError(t, mpi.Send(g.LibComm(), bytes.Repeat([]byte{0xff}, size), 1, xfer.InitHeaderTag))
+				require.NoError(t, mpi.Send(proto.LibComm(g), bytes.Repeat([]byte{0xff}, size), 1, xfer.InitHeaderTag))
 			case s.y:
 				require.NoError(t, y.InitRemote(1, WithGroup(g)))
 			default:

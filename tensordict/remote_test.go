@@ -21,6 +21,7 @@ import (
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/memmap"
@@ -593,11 +594,11 @@ func TestFromRemoteInitHostileHeader(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	switch g.Rank() {
 	case 0:
-		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Total: 1 << 40, MetaLen: 2, Chunk: wire.MaxChunk, PayloadTag: g.PayloadTag()}
+		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Total: 1 << 40, MetaLen: 2, Chunk: wire.MaxChunk, PayloadTag: proto.PayloadTag(g)}
 		frame := wire.AppendFrame(nil, &h, "", []byte("{}"), nil)
-		require.NoError(t, mpi.Send(g.LibComm(), frame, 1, xfer.InitHeaderTag))
+		require.NoError(t, mpi.Send(proto.LibComm(g), frame, 1, xfer.InitHeaderTag))
 		// A garbage message, then a good transfer: the receiver is healthy.
-		require.NoError(t, mpi.Send(g.LibComm(), []byte("not a header at all, but long enough to be parsed as one......!!"), 1, xfer.InitHeaderTag))
+		require.NoError(t, mpi.Send(proto.LibComm(g), []byte("not a header at all, but long enough to be parsed as one......!!"), 1, xfer.InitHeaderTag))
 		require.NoError(t, remoteSeedTD(t).InitRemote(1))
 	case 1:
 		_, err := FromRemoteInit(0, testCtx(t))

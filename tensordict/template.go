@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -333,7 +333,7 @@ type templateCache struct {
 	next int
 }
 
-var templateCaches = group.Slot[templateCache]{New: func() *templateCache { return new(templateCache) }}
+var templateCaches = proto.Slot[templateCache]{New: func() *templateCache { return new(templateCache) }}
 
 // template returns root's template for storages of n bytes, made first
 // if c has none. It is made with c locked, so that a tree is built from

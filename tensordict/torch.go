@@ -10,6 +10,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/torchwire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -119,7 +120,7 @@ func (td *TensorDict) initRemoteTorch(dst int, opts []RemoteOption) error {
 	if l.o.broadcast {
 		mode = torchwire.Broadcast
 	}
-	return l.Group.Exclusive(func() error {
+	return proto.Exclusive(l.Group, func() error {
 		for i, m := range [...]func() error{
 			func() error { return l.send(n[:]) },
 			func() error { return l.send(pickle) },
@@ -237,7 +238,7 @@ func fromRemoteInitTorch(src int, opts []RemoteOption) (*TensorDict, error) {
 		return nil, l.Errorf("the root of a broadcast calls InitRemote, not FromRemoteInit")
 	}
 	var td *TensorDict
-	err = l.Group.Exclusive(func() error {
+	err = proto.Exclusive(l.Group, func() error {
 		var err error
 		td, err = l.recvTorch()
 		return err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -99,7 +100,7 @@ func learnInitTag(t *testing.T, g *group.Group) (int, wire.Frame) {
 		require.NoError(t, td.InitRemote(0, tensordict.WithGroup(sub)))
 		return 0, wire.Frame{}
 	}
-	m, st, err := mpi.Mprobe(sub.LibComm(), 1, mpi.AnyTag)
+	m, st, err := mpi.Mprobe(proto.LibComm(sub), 1, mpi.AnyTag)
 	require.NoError(t, err)
 	buf := make([]byte, st.Bytes())
 	_, err = mpi.Mrecv(m, buf)
@@ -186,7 +187,7 @@ func TestHostileInitRemote(t *testing.T) {
 				return // every rank runs the subtest, for agreement
 			}
 			if me == 0 {
-				require.NoError(t, mpi.Send(world.LibComm(), c.msg(), 1, tag))
+				require.NoError(t, mpi.Send(proto.LibComm(world), c.msg(), 1, tag))
 			} else {
 				ctx := mpitest.Ctx(t, hangLimit)
 				start := time.Now()
@@ -256,7 +257,7 @@ func TestHostileSend(t *testing.T) {
 			}
 			if me == 0 {
 				for _, m := range c.msgs() {
-					require.NoError(t, mpi.Send(world.LibComm(), m, 1, tag))
+					require.NoError(t, mpi.Send(proto.LibComm(world), m, 1, tag))
 				}
 			} else {
 				x := tensordict.New()
@@ -306,7 +307,7 @@ func TestHostileSend(t *testing.T) {
 func TestHostileBroadcastRoot(t *testing.T) {
 	world := mpitest.Need(t, 2)
 	me, size := world.Rank(), world.Size()
-	c := world.LibComm()
+	c := proto.LibComm(world)
 	// The layout of Broadcast's first message: a crafted root must match
 	// its size, as every rank of an MPI broadcast passes the same count.
 	bcastFirst := wire.BcastFirst

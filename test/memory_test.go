@@ -14,6 +14,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensordict"
@@ -60,7 +61,7 @@ func TestHostileHeaderBeyondMemory(t *testing.T) {
 			if me == 0 {
 				h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Leaves: 1,
 					Total: c.total, Chunk: wire.MaxChunk, PayloadTag: 40000}
-				require.NoError(t, mpi.Send(world.LibComm(), frame(h, "", good, nil, nil), 1, tag))
+				require.NoError(t, mpi.Send(proto.LibComm(world), frame(h, "", good, nil, nil), 1, tag))
 			} else {
 				ctx := mpitest.Ctx(t, hangLimit)
 				start := time.Now()
@@ -92,7 +93,7 @@ func TestHostileBroadcastBeyondMemory(t *testing.T) {
 	if mem.Physical() <= 0 {
 		t.Skip("SKIP: the machine's memory size is unknown here (no /proc/meminfo)")
 	}
-	c := world.LibComm()
+	c := proto.LibComm(world)
 	bcastFirst := wire.BcastFirst
 	bcastPrefix := wire.BcastPrefix
 	maxReportedError := wire.MaxReportedError

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -148,7 +149,7 @@ func runStallMid() int {
 // bigHeader (stallMidFrame bytes) is case "header"'s message. Both are
 // free again when it returns.
 func stallInitSend(g *group.Group, name string, payload, bigHeader []byte) int {
-	c := g.LibComm()
+	c := proto.LibComm(g)
 	var reqs []*mpi.Request
 	post := func(b []byte, tag int) bool {
 		r, err := mpi.Isend(c, b, 1, tag)
@@ -166,7 +167,7 @@ func stallInitSend(g *group.Group, name string, payload, bigHeader []byte) int {
 		}
 	} else {
 		h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Leaves: 1,
-			Total: stallMidBytes, Chunk: wire.MaxChunk, PayloadTag: g.PayloadTag()}
+			Total: stallMidBytes, Chunk: wire.MaxChunk, PayloadTag: proto.PayloadTag(g)}
 		frame := wire.AppendFrame(nil, &h, "", hostileMeta("torch.uint8", "["+strconv.Itoa(stallMidBytes)+"]", 0, stallMidBytes), nil)
 		if !post(frame, xfer.InitHeaderTag) || !post(payload, h.PayloadTag) {
 			return exitOpFailed
@@ -233,7 +234,7 @@ func stallInitRecv(g *group.Group, name string) (stallInitResult, int) {
 	}
 	if !r.Abandoned && name != "header" {
 		// Take the payload anyway, or rank 0 never completes its send.
-		if m, st, err := mpi.Mprobe(g.LibComm(), 0, mpi.AnyTag); err == nil {
+		if m, st, err := mpi.Mprobe(proto.LibComm(g), 0, mpi.AnyTag); err == nil {
 			_ = xfer.Discard(m, st.Bytes(), nil)
 		}
 	}
@@ -267,7 +268,7 @@ func stallMidRecv(g *group.Group) int {
 		}
 		// An Iprobe drives MPI's progress as a Test does.
 		for t0 := time.Now(); time.Since(t0) < stallMidDeadline+stallMidMargin; time.Sleep(20 * time.Millisecond) {
-			if _, _, err := mpi.Iprobe(g.LibComm(), 1, 0); err != nil {
+			if _, _, err := mpi.Iprobe(proto.LibComm(g), 1, 0); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return exitOpFailed
 			}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -20,7 +20,7 @@ type ordered interface {
 
 // AgreeTag is the tag of the messages of Combine on a group's library
 // communicator: one of the group's reserved header tags (see InitHeaderTag).
-const AgreeTag = group.HeaderTag + 2
+const AgreeTag = proto.HeaderTag + 2
 
 // Combine combines v, a few values, across the ranks of s's group with op,
 // mpi.OpMin or mpi.OpMax, in place: the small allreduce of a collective's
@@ -112,7 +112,7 @@ func exchange[T ordered](s Step, out []T, to int, got []T, from int) error {
 
 // sendRecv is exchange without a context: it sends out (a few bytes,
 // which MPI sends eagerly: the send returns at once) and receives got,
-// until a rank leaves the group (group.Group.Departed), as a step does. A
+// until a rank leaves the group (proto.Departed), as a step does. A
 // message of another size is discarded; its status says its size.
 func sendRecv[T ordered](s Step, out []T, to int, got []T, from int) (mpi.Status, error) {
 	if err := mpi.Send(s.Comm, out, to, AgreeTag); err != nil {
@@ -120,7 +120,7 @@ func sendRecv[T ordered](s Step, out []T, to int, got []T, from int) (mpi.Status
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(got))), len(got)*int(unsafe.Sizeof(got[0])))
 	var m mpi.Message
-	st, ok, ended, err := mpi.RecvExactUntil(&m, s.Comm, b, from, AgreeTag, s.Group.Departed())
+	st, ok, ended, err := mpi.RecvExactUntil(&m, s.Comm, b, from, AgreeTag, proto.Departed(s.Group))
 	switch {
 	case ended:
 		return st, s.departed()

@@ -17,8 +17,8 @@
 // peer announced and never sent is drained for at most DrainIdle per
 // message, and a message of the wrong size is discarded, never received
 // into a buffer too short for it. A wait that no context bounds ends when
-// the rank it waits for leaves the group (group.Departures,
-// group.Group.Departed): a receive from it returns an error wrapping
+// the rank it waits for leaves the group (proto.Departures,
+// proto.Departed): a receive from it returns an error wrapping
 // group.ErrPeerLeft unless its message came first, and a collective step
 // breaks the group.
 //
@@ -33,6 +33,6 @@
 // breaking the group when given up or failed), log.go (one start line and
 // one error line per operation, through internal/log).
 //
-// Per-group state (the tag locks) is a group.Slot: it goes away with the
+// Per-group state (the tag locks) is a proto.Slot: it goes away with the
 // group.
 package xfer

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -23,7 +24,7 @@ import (
 // state check each message's size before receiving it (Open MPI's
 // single-copy path writes past a receive buffer that is too small) without
 // the allocation of a matched probe. The locks of a group are its state
-// (group.Slot): they go away with it.
+// (proto.Slot): they go away with it.
 
 // tagKey names one lock of a group.
 type tagKey struct {
@@ -67,7 +68,7 @@ type tagTable struct {
 	m  map[tagKey]*TagLock // never holds a swept lock
 }
 
-var tagLocks = group.Slot[tagTable]{New: newTagTable}
+var tagLocks = proto.Slot[tagTable]{New: newTagTable}
 
 func newTagTable() *tagTable { return &tagTable{m: map[tagKey]*TagLock{}} }
 

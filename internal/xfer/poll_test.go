@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -57,7 +58,7 @@ func TestProbeLate(t *testing.T) {
 			})
 		}},
 	}
-	c := g.LibComm()
+	c := proto.LibComm(g)
 	switch g.Rank() {
 	case 0:
 		for range len(ways) * trials {

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"golang.org/x/sys/unix"
@@ -73,15 +73,15 @@ func Probe(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message) (st m
 
 // watchPeer returns, for a wait for src on c that no context bounds, the
 // channel that closes when the next rank is found to have left a group
-// (group.Departures), and an error wrapping group.ErrPeerLeft if src has
+// (proto.Departures), and an error wrapping group.ErrPeerLeft if src has
 // left c's group already. The wait gives the channel as its done channel,
 // and calls watchPeer again when it closes. A rank sends what it sends
 // before it leaves, so the wait looks for its message once more before it
 // returns that error (lastProbe).
 func watchPeer(c *mpi.Comm, src int) (<-chan struct{}, error) {
-	done, before := group.Departures()
+	done, before := proto.Departures()
 	if before {
-		if err := group.PeerLeft(c, src); err != nil {
+		if err := proto.PeerLeft(c, src); err != nil {
 			return done, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -24,7 +25,7 @@ import (
 // memory holds a blocking send of more than 256 bytes until then).
 func TestSend(t *testing.T) {
 	g := mpitest.Need(t, 2)
-	c := g.LibComm()
+	c := proto.LibComm(g)
 	defer func() { require.NoError(t, c.Barrier()) }()
 	if g.Rank() > 1 {
 		return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -34,7 +35,7 @@ import (
 // A rank whose context ends still waits a grace period (StepGrace) for its
 // peers, so that every rank learns of the failure at the agreement steps.
 // A step cannot be cancelled: one given up stays in progress in MPI, its
-// buffers pinned (mpi.Request), and breaks the group (group.Group.Break),
+// buffers pinned (mpi.Request), and breaks the group (proto.Break),
 // since any later collective on it would be paired with that step.
 
 // Step is where one collective call runs its steps: the group, its library
@@ -103,7 +104,7 @@ const StepGrace = time.Second
 
 // NewStep returns the Step of one call on g's library communicator.
 func NewStep(ctx context.Context, g *group.Group) Step {
-	return Step{Ctx: ctx, Group: g, Comm: g.LibComm(), st: new(stepState)}
+	return Step{Ctx: ctx, Group: g, Comm: proto.LibComm(g), st: new(stepState)}
 }
 
 // Wait completes the collective step r (err is the error of starting it),
@@ -111,7 +112,7 @@ func NewStep(ctx context.Context, g *group.Group) Step {
 // Wait waits in slices (Request.Await), letting the Go scheduler run and
 // checking the context between them, until the step completes or
 // StepGrace after the context ended; a context that can never end, until
-// the step completes or a rank leaves the group (group.Group.Departed),
+// the step completes or a rank leaves the group (proto.Departed),
 // which ends it with an error wrapping group.ErrPeerLeft. A step given up is abandoned to MPI,
 // the group is broken, and the error wraps the context's error and
 // group.ErrBroken. A step that MPI fails breaks the group too (see failed).
@@ -125,7 +126,7 @@ func (s Step) Wait(r *mpi.Request, err error) error {
 	}
 	done := s.Ctx.Done()
 	if done == nil {
-		left := s.Group.Departed()
+		left := proto.Departed(s.Group)
 		for {
 			ok, _, err := r.Await()
 			if err != nil || ok {
@@ -161,10 +162,10 @@ func (s Step) Wait(r *mpi.Request, err error) error {
 }
 
 // departed returns the error of a step given up, without a context, as a
-// rank of s's group left it (group.Group.Departed): it names the rank and
+// rank of s's group left it (proto.Departed): it names the rank and
 // wraps group.ErrPeerLeft and group.ErrBroken.
 func (s Step) departed() error {
-	return s.Group.Broken("waiting for a collective step")
+	return proto.Broken(s.Group, "waiting for a collective step")
 }
 
 // failed returns nil for a nil err. Otherwise MPI failed a step on this
@@ -182,10 +183,10 @@ func (s Step) failed(err error) error {
 	return s.breakGroup(cause)
 }
 
-// breakGroup breaks s's group for cause (group.Group.Break) and returns
+// breakGroup breaks s's group for cause (proto.Break) and returns
 // the error of the step that broke it: cause, wrapping group.ErrBroken.
 func (s Step) breakGroup(cause error) error {
-	s.Group.Break(cause)
+	proto.Break(s.Group, cause)
 	return fmt.Errorf("%w (%w: free the group)", cause, group.ErrBroken)
 }
 
@@ -199,7 +200,7 @@ func Bcast[T mpi.Scalar](s Step, buf []T, root int) error {
 	case s.Blocking():
 		return s.failed(mpi.Bcast(s.Comm, buf, root))
 	case s.Deferred == nil && s.Ctx.Done() == nil:
-		ended, err := mpi.IbcastUntil(s.Comm, buf, root, s.Group.Departed())
+		ended, err := mpi.IbcastUntil(s.Comm, buf, root, proto.Departed(s.Group))
 		if ended {
 			return s.departed()
 		}
@@ -217,7 +218,7 @@ func Allreduce[T mpi.Scalar](s Step, buf []T, op mpi.Op) error {
 	case s.Blocking():
 		return s.failed(mpi.AllreduceInPlace(s.Comm, buf, op))
 	case s.Deferred == nil && s.Ctx.Done() == nil:
-		ended, err := mpi.IallreduceInPlaceUntil(s.Comm, buf, op, s.Group.Departed())
+		ended, err := mpi.IallreduceInPlaceUntil(s.Comm, buf, op, proto.Departed(s.Group))
 		if ended {
 			return s.departed()
 		}

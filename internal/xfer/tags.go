@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/proto"
 )
 
 // Tags on a group's library communicator (laid out by package group).
@@ -16,12 +16,12 @@ import (
 // its first leaf's tag (HeaderTag). InitRemote's headers have a tag of
 // their own, so a FromRemoteInit never takes the header of a Send.
 // Payloads (storages and their chunks) travel on tags the group hands out
-// (group.Group.PayloadTag), carried in the header, so that concurrent
+// (proto.PayloadTag), carried in the header, so that concurrent
 // transfers between the same two ranks cannot mix.
 
 // InitHeaderTag is the tag of InitRemote's headers: the first of the
 // group's reserved header tags.
-const InitHeaderTag = group.HeaderTag + 1 // the value of earlier builds, which it must meet
+const InitHeaderTag = proto.HeaderTag + 1 // the value of earlier builds, which it must meet
 
 // IntGenerator returns the pseudo-random tag tensordict derives from seed,
 // bit for bit as Python tensordict's int_generator: numpy's

@@ -1,4 +1,4 @@
-package memmap
+package memmapdir
 
 import (
 	"encoding/json"

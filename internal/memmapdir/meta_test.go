@@ -1,4 +1,4 @@
-package memmap
+package memmapdir
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 )
 
 // fixture is the golden directory Python tensordict wrote.
-var fixture = filepath.Join("..", "testdata", "tensordict", "mmap_example")
+var fixture = filepath.Join("..", "..", "testdata", "tensordict", "mmap_example")
 
 func TestReadFixtureMeta(t *testing.T) {
 	root, err := ReadMeta(filepath.Join(fixture, MetaFile))

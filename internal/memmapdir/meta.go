@@ -1,4 +1,4 @@
-package memmap
+package memmapdir
 
 import (
 	"bytes"
@@ -83,7 +83,7 @@ func (m *Meta) where() string {
 // not waited on), and files larger than MaxMetaSize, reading at most
 // MaxMetaSize+1 bytes. Every error names the file.
 func ReadMeta(path string) (*Meta, error) {
-	f, fi, err := openRegular("ReadMeta", path, os.O_RDONLY)
+	f, fi, err := OpenRegular("ReadMeta", path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
