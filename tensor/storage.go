@@ -136,14 +136,14 @@ func (s *Storage) Reusable() bool { return s.reusable }
 // again from the storage (package memmap keeps its file mapping there; see
 // Owner). release is called once, by the first call to Release; it may be nil.
 //
-// If b lies in the memory of another live external Storage, the new one
-// refers to it, as a Storage made by StorageOf does.
+// The new Storage's lifetime is its own (release says when its memory
+// goes), even over memory another external Storage also covers, as two
+// loads of one file share a mapping: a StorageOf over b then refers to
+// whichever of them was made first while it lives.
 func NewExternalStorage(b []byte, owner any, release func() error) *Storage {
 	s := newStorage(b)
 	s.release, s.external, s.owner = release, true, owner
-	if s.parent = storageHolding(b); s.parent == nil {
-		s.recorded = record(s, b)
-	}
+	s.recorded = record(s, b)
 	return s
 }
 

@@ -56,8 +56,9 @@ func TestStorageHolding(t *testing.T) {
 	require.NoError(t, x.Fill(2))
 	assert.Equal(t, 16.0, x.Sum())
 	ext := NewExternalStorage(bb[8:16], nil, nil)
-	assert.Same(t, b, ext.parent, "an external storage inside another refers to it")
+	assert.Nil(t, ext.parent, "an external storage has a lifetime of its own, even inside another")
 	assert.False(t, ext.recorded, "and is not recorded: ranges do not overlap")
+	assert.Same(t, b, storageHolding(bb[8:16]), "the first one made stays the one found")
 	assert.Nil(t, StorageOf(heap.Bytes()).parent)
 
 	require.NoError(t, a.Release())
