@@ -58,15 +58,11 @@ const (
 // puts in its header message: remoteInlineMax when l's peer is on another
 // node, else p2pInlineMax. A storage within p2pInlineMax does not ask.
 func (s *p2pState) inlineMax(l *link) int {
-	if s.total <= p2pInlineMax || !testHookRemote && l.Group.SameNode(l.Peer) {
+	if s.total <= p2pInlineMax || l.Group.SameNode(l.Peer) {
 		return p2pInlineMax
 	}
 	return remoteInlineMax
 }
-
-// testHookRemote, set by tests only, makes every peer of a Send count as
-// on another node (inlineMax), so that one machine runs that path.
-var testHookRemote bool
 
 // eagerMax returns the largest message the MPI library's shared-memory
 // transport moves eagerly, through its own buffers, as measured on the

@@ -187,13 +187,13 @@ func TestSendRecvConsolidatedJoined(t *testing.T) {
 }
 
 // TestSendRecvConsolidatedRemote sends consolidated storages around
-// p2pInlineMax and remoteInlineMax with the sender's peer counted as on
-// another node (testHookRemote, on the sender only: the receiver takes
-// either layout), blocking, with a context and with ISend, into Recv and
-// IRecv, and checks that the header message carries the storage up to
-// remoteInlineMax then, and otherwise as far as rank 1's node allows
-// (across the local cluster's nodes, make cluster-test runs the real
-// path).
+// p2pInlineMax and remoteInlineMax, blocking, with a context and with
+// ISend, into Recv and IRecv, and checks that the header message carries
+// the storage as far as rank 1's node allows: p2pInlineMax on this node
+// (mpirun), remoteInlineMax on another (the local cluster's nodes, make
+// cluster-test). Whichever node rank 1 is on, it also checks where
+// storageTravel puts each storage with remoteInlineMax, the limit to
+// another node.
 func TestSendRecvConsolidatedRemote(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	if g.Rank() > 1 {
@@ -209,7 +209,7 @@ func TestSendRecvConsolidatedRemote(t *testing.T) {
 		require.NoError(t, err)
 		return td
 	}
-	inline := func(t *testing.T, td *TensorDict) bool {
+	header := func(t *testing.T, td *TensorDict) wire.Header {
 		l := new(link)
 		resolveInto(&l.o, []SendOption{WithConsolidated()}, usesSend)
 		require.NoError(t, l.init("Send", 1, "to"))
@@ -217,8 +217,7 @@ func TestSendRecvConsolidatedRemote(t *testing.T) {
 		require.NoError(t, err)
 		defer s.mu.Unlock()
 		require.NoError(t, s.prepare(l))
-		h := s.header(l)
-		return h.Flags&wire.FlagInline != 0
+		return s.header(l)
 	}
 	// Storages (8n bytes of "a", 8 of "b"): 16,328 and 16,808 bytes,
 	// either side of p2pInlineMax; 64 KiB; 131,064 and 131,208, either
@@ -243,17 +242,15 @@ func TestSendRecvConsolidatedRemote(t *testing.T) {
 				}
 				return
 			}
-			testHookRemote = true
-			t.Cleanup(func() { testHookRemote = false })
 			src := build(t, n, 0)
-			assert.Equal(t, total <= remoteInlineMax, inline(t, src), "to another node")
-			testHookRemote = false
+			h := header(t, src)
+			copied, joined := storageTravel(wire.Size+int(h.MetaLen), total, remoteInlineMax)
+			assert.Equal(t, total <= remoteInlineMax, copied || joined, "to another node")
 			most := p2pInlineMax // rank 1 where it is: this node under mpirun
 			if !g.SameNode(1) {
 				most = remoteInlineMax // another node of the local cluster (make cluster-test)
 			}
-			assert.Equal(t, total <= most, inline(t, src), "to rank 1, same node %v", g.SameNode(1))
-			testHookRemote = true
+			assert.Equal(t, total <= most, h.Flags&wire.FlagInline != 0, "to rank 1, same node %v", g.SameNode(1))
 			for round := 1.0; round <= 4; round++ {
 				for _, it := range build(t, n, round).Items(LeavesOnly()) {
 					require.NoError(t, src.SetInPlace(it.Key, it.Tensor))
