@@ -13,7 +13,6 @@ import "C"
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -57,16 +56,11 @@ func waitingUntil(done <-chan struct{}, call func() C.int) (rc C.int, ended bool
 			return rc, true
 		default:
 		}
-		if Yield() {
-			waitSlices.Add(1)
-		}
+		Yield()
 		rc = call()
 	}
 	return rc, false
 }
-
-// waitSlices counts the times a wait returned to Go (for tests).
-var waitSlices atomic.Int64
 
 // SetSpinWait sets how long the blocking receives and probes of this
 // package (Recv, Probe, Mprobe, RecvExact, Sendrecv), and the waits for

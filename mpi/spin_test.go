@@ -91,10 +91,9 @@ func TestSpinWait(t *testing.T) {
 	}
 }
 
-// TestWaitSlices: Request.Wait on a receive and on a broadcast whose
-// sender comes 30 ms late returns to Go's scheduler on the way (pollSlice)
-// and completes with the data.
-func TestWaitSlices(t *testing.T) {
+// TestWaitLate: Request.Wait on a receive and on a broadcast whose sender
+// comes 30 ms late, past the spin period, completes with the data.
+func TestWaitLate(t *testing.T) {
 	needRanks(t, 2)
 	c := testComm(t)
 	const late = 30 * time.Millisecond
@@ -105,15 +104,12 @@ func TestWaitSlices(t *testing.T) {
 			require.NoError(t, Send(c, want, 1, 60))
 		} else {
 			got := make([]int64, 3)
-			slices0 := waitSlices.Load()
 			r, err := Irecv(c, got, 0, 60)
 			require.NoError(t, err)
-			start := time.Now()
 			st, err := r.Wait()
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
 			assert.Equal(t, int64(24), st.Bytes())
-			checkSlices(t, "receive", time.Since(start), waitSlices.Load()-slices0)
 		}
 	}
 	buf := make([]int64, 3)
@@ -121,38 +117,16 @@ func TestWaitSlices(t *testing.T) {
 		copy(buf, want)
 		time.Sleep(late)
 	}
-	slices0 := waitSlices.Load()
 	r, err := Ibcast(c, buf, 0)
 	require.NoError(t, err)
-	start := time.Now()
 	_, err = r.Wait()
 	require.NoError(t, err)
 	assert.Equal(t, want, buf)
-	if c.Rank() != 0 {
-		checkSlices(t, "broadcast", time.Since(start), waitSlices.Load()-slices0)
-	}
 }
 
-// checkSlices checks that a Wait that took waited returned to Go's
-// scheduler on the way (n times): one that waits 10 ms or more polls in
-// slices of 10 us of wall time, so it returns many times on a core of its
-// own, but only a few where four polling ranks share two cores (np 4
-// across two namespace nodes: 10 returns in 123 ms once), each slice then
-// ending after the thread's time off the core. Without slices it would
-// return none. A rank that reached its Wait only after its peer had come
-// waits too little to tell, and says so.
-func checkSlices(t *testing.T, what string, waited time.Duration, n int64) {
-	t.Helper()
-	if waited < 10*time.Millisecond {
-		t.Logf("%s: Wait took only %v (the peer had come): %d slices, not checked", what, waited, n)
-		return
-	}
-	assert.Greater(t, n, int64(2), "%s: Wait took %v", what, waited)
-}
-
-// TestWaitLockedThread: a goroutine locked to its thread waits in C
-// without handing its processor around (Yield skips runtime.Gosched,
-// which would cost a thread switch there), and still gets its message.
+// TestWaitLockedThread: Yield does not yield in a goroutine locked to its
+// thread (runtime.Gosched would cost a thread switch there), and such a
+// goroutine's Recv, whose wait calls Yield, still gets its message.
 func TestWaitLockedThread(t *testing.T) {
 	needRanks(t, 2)
 	c := testComm(t)
@@ -175,11 +149,9 @@ func TestWaitLockedThread(t *testing.T) {
 		assert.True(t, lockedOSThread())
 		assert.False(t, Yield(), "a locked goroutine does not")
 		got := make([]int64, 3)
-		slices0 := waitSlices.Load()
 		_, err := Recv(c, got, 0, 70)
 		assert.NoError(t, err)
 		assert.Equal(t, want, got)
-		assert.Equal(t, slices0, waitSlices.Load(), "a locked goroutine's wait handed its processor around")
 	}()
 	<-done
 }
@@ -259,15 +231,12 @@ func TestWaitNaps(t *testing.T) {
 	}
 }
 
-// TestSendrecvKeepsSend: a Sendrecv whose send is past the eager limit
-// stays in C until MPI is done with the send buffer (the peer comes 100 ms
-// late), instead of returning to Go every 10 us of waiting as it does
-// with a small send (hundreds of times in 100 ms, ten where four ranks
-// share two cores): Go may move or free what it passed to C once the call
-// returns. Once the send is done it may return while the
-// reply comes (once over TCP, where a send is done when the kernel has
-// its bytes), hence at most two returns. The data arrives whole both ways.
-func TestSendrecvKeepsSend(t *testing.T) {
+// TestSendrecvLatePeer: a Sendrecv whose send is past the eager limit
+// (1 MiB), with the peer 100 ms late, moves the data whole both ways.
+// (That the call stays in C until MPI is done with the send buffer, as
+// Sendrecv's documentation says, is tdmpi_sendrecv's structure in
+// shim.h: it returns TDMPI_AGAIN only once the send has completed.)
+func TestSendrecvLatePeer(t *testing.T) {
 	c := spinPeers(t)
 	if c == nil {
 		return
@@ -282,16 +251,12 @@ func TestSendrecvKeepsSend(t *testing.T) {
 	if me == 1 {
 		time.Sleep(100 * time.Millisecond)
 	}
-	slices0 := waitSlices.Load()
 	_, err := Sendrecv(c, send, peer, 100, got, peer, 100)
 	require.NoError(t, err)
 	for i, x := range got {
 		if x != int64(i*2+peer) {
 			t.Fatalf("element %d: got %d, want %d", i, x, i*2+peer)
 		}
-	}
-	if me == 0 {
-		assert.LessOrEqual(t, waitSlices.Load()-slices0, int64(2), "returned to Go with its send pending")
 	}
 }
 
