@@ -75,16 +75,3 @@ func (c *Cache) lookup(meta []byte, stLen int, lim Limits) *cacheEntry {
 	}
 	return nil
 }
-
-// kept returns the sizes of the metadata c holds, for tests.
-func (c *Cache) kept() []int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var n []int
-	for _, e := range c.entries {
-		if e != nil {
-			n = append(n, len(e.meta))
-		}
-	}
-	return n
-}

@@ -73,3 +73,16 @@ func TestCacheConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// kept returns the sizes of the metadata c holds.
+func (c *Cache) kept() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n []int
+	for _, e := range c.entries {
+		if e != nil {
+			n = append(n, len(e.meta))
+		}
+	}
+	return n
+}
