@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -667,7 +666,6 @@ func (l *link) recvInit() (*TensorDict, error) {
 		defer xfer.PutMsgBuf(frame)
 	}
 	if pre != nil && last.known.accepts(frame, pre, lim) && pre.fill(frame[wire.Size:]) {
-		prepCounts.known.Add(1)
 		td := pre.td
 		td.cons.base, td.cons.end = 0, pre.tp.stLen
 		td.class = last.known.class
@@ -808,7 +806,6 @@ func (l *link) prepareInit(p *preparedInit, last initLayout, maxFrame int64) *pr
 	if !ok {
 		return nil
 	}
-	prepCounts.made.Add(1)
 	*p = preparedInit{tp: last.tp, td: td, frame: frame}
 	return p
 }
@@ -833,7 +830,6 @@ func (l *link) prepareAllocated(p *preparedInit, last initLayout) *preparedInit 
 	if err != nil {
 		return nil
 	}
-	prepCounts.made.Add(1)
 	*p = preparedInit{tp: tp, td: td, frame: xfer.MsgBuf(last.n), alloc: st}
 	return p
 }
@@ -859,11 +855,6 @@ func (p *preparedInit) fill(b []byte) bool {
 func (p *preparedInit) takes(inline []byte) bool {
 	return p != nil && p.alloc != nil && len(inline) == p.tp.stLen && len(inline) > 0 && p.fill(inline)
 }
-
-// prepCounts counts the prepared InitRemote results made (prepareInit),
-// those the frame fitted (used), and those taken with a known header
-// (known, not counted in used). The tests read them.
-var prepCounts struct{ made, used, known atomic.Int64 }
 
 // A knownInit is the header of the last InitRemote frame from a peer that
 // a prepared result took after every check: described by a kept
@@ -948,11 +939,6 @@ func (l *link) noteTemplate(last initLayout, n int, tp *treeTemplate) {
 // 10.3-12.3 (1.07-1.11x raw against 1.44-1.67x, two runs).
 const splitRecvMin = 16 << 10
 
-// splitCounts counts the InitRemote header messages that recvInitFrame
-// received in two parts: used (apart) and joined again because the header
-// did not announce the layout of the last one. The tests read them.
-var splitCounts struct{ apart, joined atomic.Int64 }
-
 // splitInit is an InitRemote header message received in two parts: the
 // frame f, whose Inline is the storage st, received in place (st nil:
 // none).
@@ -1034,10 +1020,8 @@ func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64, last initLayout, p
 	if st != nil {
 		tail, _ := rawbytes.Of(st)
 		if f, ok := wire.ParseSplitFrame(frame, tail, lim); ok {
-			splitCounts.apart.Add(1)
 			return frame, splitInit{f: f, st: st}, nil
 		}
-		splitCounts.joined.Add(1)
 		// Not the layout of the last frame: one buffer, as any other.
 		whole := xfer.MsgBuf(len(frame) + len(tail))
 		copy(whole[copy(whole, frame):], tail)
@@ -1378,12 +1362,10 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 		if tp, err = templateCaches.Of(g).template(root, n); err == nil {
 			switch {
 			case st != nil && pre != nil && pre.alloc == st && pre.tp == tp:
-				prepCounts.used.Add(1)
 				td = pre.td
 			case st != nil:
 				td, err = tp.instantiate(st)
 			case pre.fits(tp, inline):
-				prepCounts.used.Add(1)
 				td = pre.td
 			default:
 				td, err = tp.instantiateCopy(inline)

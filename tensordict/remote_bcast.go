@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/proto"
@@ -316,7 +315,6 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	case repeated:
 		copy(preData, first[bcastPrefix+len(known.head):bcastPrefix+frameLen])
 		td = known.finish(pre)
-		bcastKnownCounts.used.Add(1)
 	case fits:
 		f := wire.FrameOf(h, first[bcastPrefix+wire.Size:])
 		var tp *treeTemplate
@@ -483,10 +481,6 @@ type bcastRootTable struct {
 
 var bcastRoots = proto.Slot[bcastRootTable]{New: func() *bcastRootTable { return &bcastRootTable{roots: map[int]bcastRoot{}} }}
 
-// bcastKnownCounts counts the prepared broadcast receives made and those
-// taken (the tests read them).
-var bcastKnownCounts struct{ made, used atomic.Int64 }
-
 // of returns the length of the next first message from root and the known
 // frame that a receive with options o prepares its result from, or nil.
 func (t *bcastRootTable) of(root int, o *remoteOptions) (first int, k *bcastKnown) {
@@ -610,7 +604,6 @@ func (k *bcastKnown) prepare() (td *TensorDict, data []byte) {
 	if err != nil {
 		return nil, nil
 	}
-	bcastKnownCounts.made.Add(1)
 	return td, data
 }
 

@@ -16,14 +16,13 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// TestBroadcastModePrepared: after two broadcast-mode InitRemotes in a row
-// of one small structure from a root, its receivers make their result
-// before the next first message arrives (bcastKnown), and take a frame
-// that repeats the last one but for its storage's bytes with a copy of
-// them. Another structure whose frame has the same length, a lower
-// limit, an allocator or a Bool leaf are received as before (the last two
-// prepare nothing after them until frames repeat again), and each result
-// has memory of its own.
+// TestBroadcastModePrepared: a run of broadcast-mode InitRemotes of one
+// small structure from a root, which its receivers prepare their result
+// for (bcastKnown) and take by copying the storage's bytes, interrupted
+// by another structure whose frame has the same length, a lower limit, an
+// allocator and a Bool leaf. Each result is right and has memory of its
+// own, and the lower limit is refused. Which of the receivers' paths each
+// receive took is not observed.
 func TestBroadcastModePrepared(t *testing.T) {
 	g := ownGroup(t)
 
@@ -38,30 +37,29 @@ func TestBroadcastModePrepared(t *testing.T) {
 	require.NoError(t, err)
 
 	type step struct {
-		name       string
-		send       *TensorDict
-		round      float64 // of x, when send is nil
-		opts       []RemoteOption
-		err        error
-		made, used int64
+		name  string
+		send  *TensorDict
+		round float64 // of x, when send is nil
+		opts  []RemoteOption
+		err   error
 	}
 	alloc := WithAllocator(func(n int) (*tensor.Storage, error) { return tensor.NewStorage(n), nil })
 	steps := []step{
 		{name: "first", round: 0},
 		{name: "second", round: 1},
-		{name: "third: prepared", round: 2, made: 1, used: 1},
-		{name: "fourth: prepared", round: 3, made: 1, used: 1},
-		{name: "another structure, as long", send: y, made: 1},
+		{name: "third: prepared", round: 2},
+		{name: "fourth: prepared", round: 3},
+		{name: "another structure, as long", send: y},
 		{name: "x after y", round: 4},
 		{name: "x again", round: 5},
-		{name: "x prepared again", round: 6, made: 1, used: 1},
+		{name: "x prepared again", round: 6},
 		{name: "x over a lower limit", round: 7, opts: []RemoteOption{WithMaxBytes(16)}, err: wire.ErrLimit},
-		{name: "x within the limit again", round: 8, made: 1, used: 1},
+		{name: "x within the limit again", round: 8},
 		{name: "x with an allocator", round: 9, opts: []RemoteOption{alloc}},
 		{name: "x without", round: 10},
 		{name: "x without again", round: 11},
-		{name: "x without, prepared", round: 12, made: 1, used: 1},
-		{name: "a Bool leaf", send: flags, made: 1},
+		{name: "x without, prepared", round: 12},
+		{name: "a Bool leaf", send: flags},
 		{name: "a Bool leaf again", send: flags},
 		{name: "a Bool leaf, a third time", send: flags},
 	}
@@ -85,10 +83,7 @@ func TestBroadcastModePrepared(t *testing.T) {
 			}
 			continue
 		}
-		made, used := bcastKnownCounts.made.Load(), bcastKnownCounts.used.Load()
 		got, err := FromRemoteInit(0, opts...)
-		assert.Equal(t, s.made, bcastKnownCounts.made.Load()-made, "%s: prepared", s.name)
-		assert.Equal(t, s.used, bcastKnownCounts.used.Load()-used, "%s: taken", s.name)
 		if s.err != nil {
 			require.ErrorIs(t, err, s.err, s.name)
 			continue

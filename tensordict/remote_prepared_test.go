@@ -21,17 +21,15 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// TestInitRemotePrepared: after two InitRemotes in a row of one small
-// structure and frame size, the receiver makes its result before the next
-// frame arrives (preparedInit) and the frame lands in it; once one such
-// frame passed every check, the next ones that repeat its header are
-// taken without them (knownInit). Each result has memory of its own; a
-// frame of the same size that does not fit the prepared result (garbage,
-// another structure) is refused or built as any other, and the streak
-// starts again after another structure; a lower limit, or a structure
-// kept since, makes the checks run again. With WithAllocator, the result
-// is prepared over the allocator's storage, and a receive whose limit
-// its size passes does not call the allocator.
+// TestInitRemotePrepared: a run of InitRemotes of one small structure and
+// frame size, which the receiver prepares its result for (preparedInit)
+// and then takes with a known header (knownInit), interrupted by garbage
+// of the same size, another structure of the same size and a lower limit.
+// Each result is right and has memory of its own; the garbage and the
+// limit are refused with their errors. With WithAllocator, every result
+// is in a storage of the allocator's, and a receive whose limit its size
+// passes does not call the allocator. Which of the receiver's paths each
+// receive took is not observed.
 func TestInitRemotePrepared(t *testing.T) {
 	world := mpitest.Need(t, 2)
 	for _, withAlloc := range []bool{false, true} {
@@ -61,32 +59,29 @@ func testInitRemotePrepared(t *testing.T, g *group.Group, withAlloc bool) {
 	// bytes too.
 	y := frameOfSize(t, size)
 
-	// What each receive of rank 1 gets, with which options, and the
-	// prepared results it makes, uses after every check, and takes with
-	// a known header.
+	// What each receive of rank 1 gets, and with which options.
 	type step struct {
-		name              string
-		x                 float64 // the round of x sent, or -1
-		y, garbage        bool
-		opts              []RemoteOption
-		err               error
-		made, used, known int64
+		name       string
+		x          float64 // the round of x sent, or -1
+		y, garbage bool
+		opts       []RemoteOption
+		err        error
 	}
 	steps := []step{
 		{name: "first, with its metadata", x: 0},
 		{name: "second, described", x: 1},
 		{name: "third, described", x: 2},
-		{name: "fourth: prepared", x: 3, made: 1, used: 1},
-		{name: "fifth: a known header", x: 4, made: 1, known: 1},
-		{name: "garbage of the same size", x: -1, garbage: true, err: wire.ErrHeader, made: 1},
-		{name: "x after garbage", x: 5, made: 1, known: 1},
+		{name: "fourth: prepared", x: 3},
+		{name: "fifth: a known header", x: 4},
+		{name: "garbage of the same size", x: -1, garbage: true, err: wire.ErrHeader},
+		{name: "x after garbage", x: 5},
 		{name: "x over a lower limit", x: 6, opts: []RemoteOption{WithMaxBytes(16)}, err: wire.ErrLimit},
-		{name: "x within the limit again", x: 7, made: 1, known: 1},
-		{name: "y of the same size", x: -1, y: true, made: 1},
+		{name: "x within the limit again", x: 7},
+		{name: "y of the same size", x: -1, y: true},
 		{name: "x after y", x: 8},
 		{name: "x again", x: 9},
-		{name: "x prepared again, y kept since", x: 10, made: 1, used: 1},
-		{name: "x known again", x: 11, made: 1, known: 1},
+		{name: "x prepared again, y kept since", x: 10},
+		{name: "x known again", x: 11},
 	}
 	if g.Rank() == 0 {
 		for _, s := range steps {
@@ -120,16 +115,12 @@ func testInitRemotePrepared(t *testing.T, g *group.Group, withAlloc bool) {
 	}
 	var kept []result // x's results, checked again at the end
 	for _, s := range steps {
-		made, used, known := prepCounts.made.Load(), prepCounts.used.Load(), prepCounts.known.Load()
 		opts := append(s.opts[:len(s.opts):len(s.opts)], WithGroup(g))
 		if withAlloc {
 			opts = append(opts[:len(opts):len(opts)], alloc)
 		}
 		before := calls
 		got, err := FromRemoteInit(0, opts...)
-		assert.Equal(t, s.made, prepCounts.made.Load()-made, "%s: prepared", s.name)
-		assert.Equal(t, s.used, prepCounts.used.Load()-used, "%s: used", s.name)
-		assert.Equal(t, s.known, prepCounts.known.Load()-known, "%s: known", s.name)
 		if s.err != nil {
 			require.ErrorIs(t, err, s.err, s.name)
 			if errors.Is(s.err, wire.ErrLimit) {
