@@ -96,7 +96,7 @@ func InitThread(level ThreadLevel) (ThreadLevel, error) {
 		var saved C.tdmpi_sigsave
 		C.tdmpi_sig_save(&saved)
 		err = newError("MPI_Init_thread", C.MPI_Init_thread(nil, nil, C.int(level), &provided))
-		restoredSignals = int(C.tdmpi_sig_restore(&saved))
+		C.tdmpi_sig_restore(&saved)
 	})
 	if err != nil {
 		return 0, err
@@ -108,10 +108,6 @@ func InitThread(level ThreadLevel) (ThreadLevel, error) {
 	}
 	return ThreadLevel(provided), nil
 }
-
-// restoredSignals is how many fault-signal handlers MPI_Init installed
-// that InitThread replaced by Go's again.
-var restoredSignals int
 
 // ucxSignals sets UCX_ERROR_SIGNALS to empty unless the user has set it, so
 // that UCX installs no handlers for SIGSEGV, SIGBUS and the like: Go's

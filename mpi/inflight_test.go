@@ -126,7 +126,6 @@ func TestFaultAfterInit(t *testing.T) {
 	x := make([]float64, 1<<12)
 	require.NoError(t, AllreduceInPlace(World(), x, OpSum))
 	assert.Panics(t, func() { _ = p[2] })
-	t.Logf("%s: InitThread put back %d signal handlers", Library(), restoredSignals)
 }
 
 // TestAbandon abandons a receive that has not completed: Wait and Test on

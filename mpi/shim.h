@@ -553,23 +553,20 @@ static inline int tdmpi_imrecv(tdmpi_mem *buf, int count, MPI_Datatype dt, tdmpi
 // install handlers for them in MPI_Init, which would kill the process on
 // the first fault Go expects to turn into a panic: tdmpi_sig_save records
 // the handlers before MPI_Init and tdmpi_sig_restore puts back any MPI
-// replaced, returning how many.
+// replaced.
 typedef struct { struct sigaction sa[4]; } tdmpi_sigsave;
 static const int tdmpi_fault_signals[4] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 static inline void tdmpi_sig_save(tdmpi_sigsave *s) {
 	for (int i = 0; i < 4; i++) sigaction(tdmpi_fault_signals[i], NULL, &s->sa[i]);
 }
-static inline int tdmpi_sig_restore(const tdmpi_sigsave *s) {
-	int n = 0;
+static inline void tdmpi_sig_restore(const tdmpi_sigsave *s) {
 	for (int i = 0; i < 4; i++) {
 		struct sigaction cur;
 		if (sigaction(tdmpi_fault_signals[i], NULL, &cur) != 0) continue;
 		if (cur.sa_sigaction != s->sa[i].sa_sigaction || cur.sa_flags != s->sa[i].sa_flags) {
 			sigaction(tdmpi_fault_signals[i], &s->sa[i], NULL);
-			n++;
 		}
 	}
-	return n;
 }
 
 // tdmpi_request_free frees a request of a failed, partly started operation.
