@@ -14,12 +14,13 @@ import (
 	"strings"
 )
 
-// The files Available reads; tests point them at fakes.
-var (
-	procMeminfo = "/proc/meminfo"
-	procCgroup  = "/proc/self/cgroup"
-	cgroupRoot  = "/sys/fs/cgroup"
-)
+// sysFiles are the files Available and Physical read: meminfo
+// (/proc/meminfo), cgroup (/proc/self/cgroup) and, under root
+// (/sys/fs/cgroup), the control groups' memory files.
+type sysFiles struct{ meminfo, cgroup, root string }
+
+// system are the files of this machine.
+func system() sysFiles { return sysFiles{"/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup"} }
 
 // Available returns how many bytes this process can still allocate, and
 // where the figure comes from: MemAvailable of /proc/meminfo (free memory
@@ -27,11 +28,13 @@ var (
 // left under the memory limit of the process's control group and of every
 // group above it (cgroup v2 memory.max, or v1 memory.limit_in_bytes, minus
 // the usage that cannot be reclaimed). ok is false if neither can be read.
-func Available() (avail int64, source string, ok bool) {
-	if v, found := meminfoField("MemAvailable:"); found {
-		avail, source, ok = v, "MemAvailable in "+procMeminfo, true
+func Available() (avail int64, source string, ok bool) { return system().available() }
+
+func (s sysFiles) available() (avail int64, source string, ok bool) {
+	if v, found := s.meminfoField("MemAvailable:"); found {
+		avail, source, ok = v, "MemAvailable in "+s.meminfo, true
 	}
-	if room, dir, found := cgroupRoom(); found && (!ok || room < avail) {
+	if room, dir, found := s.cgroupRoom(); found && (!ok || room < avail) {
 		avail, source, ok = max(room, 0), "memory limit of cgroup "+dir, true
 	}
 	return avail, source, ok
@@ -39,9 +42,11 @@ func Available() (avail int64, source string, ok bool) {
 
 // Physical returns the machine's memory (MemTotal), lowered to the memory
 // limit of the process's control group, or 0 if neither can be read.
-func Physical() int64 {
-	total, _ := meminfoField("MemTotal:")
-	if lim, found := cgroupLimit(); found && (total == 0 || lim < total) {
+func Physical() int64 { return system().physical() }
+
+func (s sysFiles) physical() int64 {
+	total, _ := s.meminfoField("MemTotal:")
+	if lim, found := s.cgroupLimit(); found && (total == 0 || lim < total) {
 		total = lim
 	}
 	return total
@@ -49,8 +54,8 @@ func Physical() int64 {
 
 // meminfoField returns the value, in bytes, of the /proc/meminfo line
 // starting with name ("MemAvailable:"), whose value is in kB.
-func meminfoField(name string) (int64, bool) {
-	b, err := os.ReadFile(procMeminfo)
+func (s sysFiles) meminfoField(name string) (int64, bool) {
+	b, err := os.ReadFile(s.meminfo)
 	if err != nil {
 		return 0, false
 	}
@@ -76,8 +81,8 @@ func meminfoField(name string) (int64, bool) {
 // control group and of its ancestors, innermost first, with the names of
 // the limit, usage and statistics files and the statistics line that
 // counts reclaimable page cache.
-func cgroupDirs() (dirs []string, limit, usage, stat, inactive string) {
-	f, err := os.Open(procCgroup)
+func (s sysFiles) cgroupDirs() (dirs []string, limit, usage, stat, inactive string) {
+	f, err := os.Open(s.cgroup)
 	if err != nil {
 		return nil, "", "", "", ""
 	}
@@ -100,12 +105,12 @@ func cgroupDirs() (dirs []string, limit, usage, stat, inactive string) {
 	}
 	// A v1 memory controller, when mounted, is the one that limits.
 	if hasV1 {
-		if d := filepath.Join(cgroupRoot, "memory"); isDir(d) {
+		if d := filepath.Join(s.root, "memory"); isDir(d) {
 			return ancestors(d, v1), "memory.limit_in_bytes", "memory.usage_in_bytes", "memory.stat", "total_inactive_file"
 		}
 	}
 	if hasV2 {
-		return ancestors(cgroupRoot, v2), "memory.max", "memory.current", "memory.stat", "inactive_file"
+		return ancestors(s.root, v2), "memory.max", "memory.current", "memory.stat", "inactive_file"
 	}
 	return nil, "", "", "", ""
 }
@@ -145,8 +150,8 @@ func isDir(p string) bool {
 
 // cgroupLimit returns the lowest memory limit of this process's control
 // group and its ancestors; found is false when there is none.
-func cgroupLimit() (int64, bool) {
-	dirs, limit, _, _, _ := cgroupDirs()
+func (s sysFiles) cgroupLimit() (int64, bool) {
+	dirs, limit, _, _, _ := s.cgroupDirs()
 	var lowest int64
 	found := false
 	for _, d := range dirs {
@@ -160,8 +165,8 @@ func cgroupLimit() (int64, bool) {
 // cgroupRoom returns the least room (limit minus unreclaimable usage) of
 // this process's control group and its ancestors, and the directory that
 // has it; found is false when no group has a limit.
-func cgroupRoom() (room int64, dir string, found bool) {
-	dirs, limit, usage, stat, inactive := cgroupDirs()
+func (s sysFiles) cgroupRoom() (room int64, dir string, found bool) {
+	dirs, limit, usage, stat, inactive := s.cgroupDirs()
 	for _, d := range dirs {
 		lim, ok := readLimit(filepath.Join(d, limit))
 		if !ok {
