@@ -64,17 +64,11 @@ func (l *link) init(op string, peer int, dir string) error {
 	switch {
 	case peer < 0 || peer >= g.Size():
 		return l.Errorf("rank %d is out of range [0, %d) of %s", peer, g.Size(), xfer.DescribeGroup(g))
-	case peer == g.Rank() && !testHookSelf:
+	case peer == g.Rank():
 		return l.Errorf("rank %d is the caller itself", peer)
 	}
 	return nil
 }
-
-// testHookSelf, set by a benchmark only, lets a process transfer to
-// itself, so that the Go work of a small transfer can be timed without a
-// second process (BenchmarkRemoteOverhead). Blocking transfers to self
-// deadlock once a message is past the MPI library's eager limit.
-var testHookSelf bool
 
 // sendPlan is what InitRemote sends: the storage, the metadata and the
 // class name of a TensorDict laid out for consolidation.
