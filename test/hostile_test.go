@@ -370,6 +370,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 	for _, tc := range cases {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			if me == 0 {
+				libAgreeRoot(t, world, 0)
 				tc.root(t)
 				endCollective(t, c)
 			} else {
@@ -429,6 +430,15 @@ func libBcast[T mpi.Scalar](c *mpi.Comm, buf []T, root int) error {
 	}
 	_, err = r.Wait()
 	return err
+}
+
+// libAgreeRoot takes part, as a crafted root, in the step that starts
+// every rooted collective: the ranks compare the roots they passed
+// (xfer.Step.AgreeRoot), here root.
+func libAgreeRoot(t *testing.T, g *group.Group, root int) {
+	t.Helper()
+	_, _, _, err := xfer.NewStep(context.Background(), g).AgreeRoot(root, false)
+	require.NoError(t, err)
 }
 
 func libAgree(g *group.Group, worst []int32) error {

@@ -106,6 +106,7 @@ func TestHostileBroadcastBeyondMemory(t *testing.T) {
 			binary.LittleEndian.PutUint64(b[8:], uint64(len(f)))
 			binary.LittleEndian.PutUint64(b[16:], 1) // more messages follow
 			copy(b[bcastPrefix:], f)
+			libAgreeRoot(t, world, 0)
 			require.NoError(t, libBcast(c, b, 0))
 			worst := []int32{int32(size), 1} // the lowest failing rank; 1: this rank has no context (see agree)
 			require.NoError(t, libAgree(world, worst))
