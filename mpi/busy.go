@@ -7,10 +7,12 @@ package mpi
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Calls in progress. Finalize must not run while another goroutine is
@@ -35,6 +37,11 @@ var calls struct {
 type callCount struct {
 	op string
 	n  atomic.Int64
+	// quick is set for the calls that return without waiting for another
+	// process (MPI_Improbe, MPI_Iprobe, MPI_Test): closeCalls waits for
+	// them to end instead of refusing. The leave-notice poller of package
+	// group makes such a call every 100 ms on a goroutine of its own.
+	quick bool
 }
 
 // newCallCount returns the count of op's calls. Package initialisation
@@ -44,6 +51,16 @@ func newCallCount(op string) *callCount {
 	calls.all = append(calls.all, c)
 	return c
 }
+
+// newQuickCount is newCallCount for a call that does not wait (see quick).
+func newQuickCount(op string) *callCount {
+	c := newCallCount(op)
+	c.quick = true
+	return c
+}
+
+// quickWait bounds how long closeCalls waits for quick calls to end.
+const quickWait = 100 * time.Millisecond
 
 var (
 	callAllgather       = newCallCount("MPI_Allgather")
@@ -59,8 +76,8 @@ var (
 	callCommSplitType   = newCallCount("MPI_Comm_split_type")
 	callGather          = newCallCount("MPI_Gather")
 	callGatherv         = newCallCount("MPI_Gatherv")
-	callImprobe         = newCallCount("MPI_Improbe")
-	callIprobe          = newCallCount("MPI_Iprobe")
+	callImprobe         = newQuickCount("MPI_Improbe")
+	callIprobe          = newQuickCount("MPI_Iprobe")
 	callMprobe          = newCallCount("MPI_Mprobe")
 	callMrecv           = newCallCount("MPI_Mrecv")
 	callProbe           = newCallCount("MPI_Probe")
@@ -71,7 +88,7 @@ var (
 	callScatterv        = newCallCount("MPI_Scatterv")
 	callSend            = newCallCount("MPI_Send")
 	callSendrecv        = newCallCount("MPI_Sendrecv")
-	callTest            = newCallCount("MPI_Test")
+	callTest            = newQuickCount("MPI_Test")
 	callWait            = newCallCount("MPI_Wait")
 	callWaitall         = newCallCount("MPI_Waitall")
 	callWaitany         = newCallCount("MPI_Waitany")
@@ -104,14 +121,23 @@ func closeCalls() bool {
 		return false
 	}
 	calls.closing.Store(true)
-	for _, c := range calls.all {
-		if c.n.Load() != 0 {
-			calls.closing.Store(false)
-			calls.mu.Unlock()
-			return false
+	for start := time.Now(); ; runtime.Gosched() {
+		quick := false
+		for _, c := range calls.all {
+			if c.n.Load() == 0 {
+				continue
+			}
+			if !c.quick || time.Since(start) > quickWait {
+				calls.closing.Store(false)
+				calls.mu.Unlock()
+				return false
+			}
+			quick = true // it ends by itself; new calls wait at the gate
+		}
+		if !quick {
+			return true
 		}
 	}
-	return true
 }
 
 // openCalls opens the gate closeCalls closed.
