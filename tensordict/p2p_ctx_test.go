@@ -159,13 +159,14 @@ func TestSendWaitBoundedByContext(t *testing.T) {
 		busy := bigTD(t, 1, n, 1)
 		first := make(chan error, 1)
 		go func() { first <- busy.Send(1, WithTag(tag)) }()
+		other := bigTD(t, 1, n, 2) // made before any deadline runs: slow under -race
 		time.Sleep(100 * time.Millisecond) // the first Send holds its locks
 		for _, w := range []struct {
 			name, want string
 			send       func(ctx context.Context) error
 		}{
 			{"same tags", "waiting for another transfer on tags", func(ctx context.Context) error {
-				return bigTD(t, 1, n, 2).Send(1, WithTag(tag), WithContext(ctx))
+				return other.Send(1, WithTag(tag), WithContext(ctx))
 			}},
 			{"same TensorDict", "waiting for another transfer of this TensorDict", func(ctx context.Context) error {
 				return busy.Send(1, WithTag(tag+1), WithContext(ctx))
