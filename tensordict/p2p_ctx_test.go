@@ -159,7 +159,7 @@ func TestSendWaitBoundedByContext(t *testing.T) {
 		busy := bigTD(t, 1, n, 1)
 		first := make(chan error, 1)
 		go func() { first <- busy.Send(1, WithTag(tag)) }()
-		other := bigTD(t, 1, n, 2) // made before any deadline runs: slow under -race
+		other := bigTD(t, 1, n, 2)         // made before any deadline runs: slow under -race
 		time.Sleep(100 * time.Millisecond) // the first Send holds its locks
 		for _, w := range []struct {
 			name, want string
