@@ -109,8 +109,7 @@ const leaveLimit = 60 * time.Second
 // TestFailingRankEndsJob: in the README's pattern, rank 1 returns an
 // error, its deferred Finalize runs, and rank 0 waits for it in a
 // collective or a receive without a context. Rank 0's call returns an
-// error naming rank 1, both print their errors, and the job ends with a
-// non-zero status.
+// error naming rank 1 and the job ends with a non-zero status.
 func TestFailingRankEndsJob(t *testing.T) {
 	for _, c := range []struct {
 		op string
@@ -135,13 +134,9 @@ func TestFailingRankEndsJob(t *testing.T) {
 			if assert.ErrorAs(t, j.err, &ee, "mpirun:\n%s\n%s", j.out.String(), logs) {
 				assert.NotZero(t, ee.ExitCode())
 			}
-			if c.op != "Broadcast" {
-				// Broadcast's first step is a nonblocking collective, which
-				// rank 0 gives up but MPI cannot cancel: rank 0's Finalize
-				// then refuses, rank 0 exits without it, and mpirun kills
-				// rank 1 as it waits for rank 0 in Finalize, before it prints.
-				assert.Contains(t, j.rankLog(1), "program error: "+failText, logs)
-			}
+			// Rank 1 prints its error after its Finalize returns, at the
+			// moment rank 0 leaves Finalize and exits non-zero; mpirun may
+			// kill rank 1 before it prints, so its output is not asserted.
 			// Some waiting rank reports the leave; once one of them exits
 			// non-zero, mpirun may kill the others before they print.
 			reported := false
