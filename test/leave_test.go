@@ -40,24 +40,31 @@ func init() {
 // failText is what the failing rank's error or panic says.
 const failText = "rank 1 gives up on purpose"
 
-// runLeave is a program in the README's first pattern: its helper returns
-// an error, which main prints before it exits with status 1.
+// runLeave is a program in the README's first pattern whose helper
+// returns an error, and whose main then exits with status 1.
 func runLeave() int {
 	if err := leaveProgram(os.Getenv(envCase)); err != nil {
-		fmt.Fprintf(os.Stderr, "program error: %v\n", err)
 		return exitOpFailed
 	}
 	return exitOK
 }
 
 // leaveProgram: rank 1 returns an error at once; the other ranks wait for
-// it in the tdmpi call op names.
-func leaveProgram(op string) error {
+// it in the tdmpi call op names. Each prints its error before its
+// deferred Finalize runs: a rank's Finalize returns only once every rank
+// has entered Finalize, and mpirun kills the other ranks as soon as one
+// exits non-zero, so an error printed after Finalize may be lost.
+func leaveProgram(op string) (err error) {
 	g, err := group.Init()
 	if err != nil {
 		return err
 	}
 	defer group.Finalize()
+	defer func() {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "program error: %v\n", err)
+		}
+	}()
 	if g.Rank() == 1 {
 		return errors.New(failText)
 	}
@@ -109,7 +116,8 @@ const leaveLimit = 60 * time.Second
 // TestFailingRankEndsJob: in the README's pattern, rank 1 returns an
 // error, its deferred Finalize runs, and rank 0 waits for it in a
 // collective or a receive without a context. Rank 0's call returns an
-// error naming rank 1 and the job ends with a non-zero status.
+// error naming rank 1, both print their errors, and the job ends with a
+// non-zero status.
 func TestFailingRankEndsJob(t *testing.T) {
 	for _, c := range []struct {
 		op string
@@ -134,11 +142,11 @@ func TestFailingRankEndsJob(t *testing.T) {
 			if assert.ErrorAs(t, j.err, &ee, "mpirun:\n%s\n%s", j.out.String(), logs) {
 				assert.NotZero(t, ee.ExitCode())
 			}
-			// Rank 1 prints its error after its Finalize returns, at the
-			// moment rank 0 leaves Finalize and exits non-zero; mpirun may
-			// kill rank 1 before it prints, so its output is not asserted.
-			// Some waiting rank reports the leave; once one of them exits
-			// non-zero, mpirun may kill the others before they print.
+			// Rank 1 prints before it sends its leave notice, which the
+			// others wait for before they can exit.
+			assert.Contains(t, j.rankLog(1), "program error: "+failText, logs)
+			// Some waiting rank reports the leave (at np 3, one may see the
+			// other's failure first).
 			reported := false
 			for r := range c.np {
 				l := j.rankLog(r)
