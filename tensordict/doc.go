@@ -81,6 +81,17 @@
 // allocate. Signature, StructureHash and DiffStructure compare structures,
 // so that peers can detect a mismatch instead of reinterpreting bytes.
 //
+// Entry order: the consolidated metadata records the insertion order of
+// tensor leaves, and of nested TensorDicts that hold one, only through
+// the leaves' storage offsets, and its readers (FromConsolidated,
+// LoadConsolidated, FromRemoteInit, the TensorDicts Broadcast and
+// AllGather receive) rebuild that order from them. What
+// the storage does not place comes where Python's reader puts it:
+// non-tensor values first, and nested TensorDicts without tensor leaves
+// and NonTensorStacks among the nested entries in the metadata's order
+// (just before the next nested TensorDict that holds a leaf, or last).
+// Memmap directories record every entry in order, and LoadMemmap keeps it.
+//
 // # Memory-mapped directories
 //
 // Memmap writes a TensorDict as Python tensordict's memmap directory and

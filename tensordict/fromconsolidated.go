@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
@@ -72,10 +73,10 @@ func positiveLimit(option string, n int, field func(*readConfig) *int) Consolida
 // bytes + pad with pad < 8, ranges inside st and not overlapping, batch sizes
 // that leaf shapes and nested batch sizes start with. Errors name the key.
 //
-// Entries are ordered as Python tensordict rebuilds them: non-tensor values
-// first, then leaves and nested TensorDicts in storage order (which is the
-// sender's insertion order), nested TensorDicts with no leaves last. The
-// result is locked if the metadata says so, and consolidated.
+// Entries come in the order the format records (see "Entry order" in the
+// package doc): the writer's insertion order, but for non-tensor values
+// and nested TensorDicts without tensor leaves. The result is locked if
+// the metadata says so, and consolidated.
 func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOption) (*TensorDict, error) {
 	if st == nil {
 		return nil, fmt.Errorf("tensordict: FromConsolidated: nil storage")
@@ -111,7 +112,7 @@ func FromConsolidated(st *tensor.Storage, meta []byte, opts ...ConsolidatedOptio
 
 // buildFromMeta makes the TensorDict of a validated metadata node over st.
 // It may be called again on the same tree (the receive cache does): it only
-// reorders n's leaves and children, the first time, into storage order.
+// sorts n's leaves, the first time, into storage order.
 //
 // The TensorDicts of the tree, their entries, their consolidation states
 // and their tensors share five allocations.
@@ -192,17 +193,14 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 		copy(td.batch, n.Batch)
 		b.batches = b.batches[k:]
 	}
-	for _, nt := range n.NonTensors {
-		v := nt.Value
-		if nt.Stack != nil {
-			// The codec checked the shape (the node's batch size) and
-			// counted the values against its entry limit.
-			if _, err := stackLen(nt.Stack.Shape); err != nil {
-				return nil, fmt.Errorf("non-tensor stack %v: %w", Key(n.Path()).child(nt.Name), err)
-			}
-			v = fromElements(nt.Stack.Values, nt.Stack.Shape, nil)
+	stacks := 0
+	for i := range n.NonTensors {
+		if n.NonTensors[i].Stack != nil {
+			stacks++
+			continue
 		}
-		if err := addNew(td, n, nt.Name, entry{kind: kindNonTensor, v: v}); err != nil {
+		nt := &n.NonTensors[i]
+		if err := addNew(td, n, nt.Name, entry{kind: kindNonTensor, v: nt.Value}); err != nil {
 			return nil, err
 		}
 	}
@@ -210,18 +208,15 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	if !slices.IsSortedFunc(n.Leaves, byStart) {
 		slices.SortStableFunc(n.Leaves, byStart)
 	}
-	if !slices.IsSortedFunc(n.Children, byFirst) {
-		slices.SortStableFunc(n.Children, byFirst)
-	}
+	order := nestedOrder(n, stacks)
 	first, end := -1, 0
-	li, ci := 0, 0
-	for li < len(n.Leaves) || ci < len(n.Children) {
-		takeLeaf := ci == len(n.Children)
-		if !takeLeaf && li < len(n.Leaves) {
-			c := n.Children[ci].First
-			takeLeaf = c < 0 || n.Leaves[li].Start <= c
+	li, ni, nn := 0, 0, len(n.Children)+stacks
+	for li < len(n.Leaves) || ni < nn {
+		var it nested
+		if ni < nn {
+			it = nestedAt(n, order, ni)
 		}
-		if takeLeaf {
+		if ni == nn || (li < len(n.Leaves) && n.Leaves[li].Start <= it.at) {
 			l := &n.Leaves[li]
 			t := &views[li]
 			li++
@@ -239,8 +234,20 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 			end = max(end, l.Stop)
 			continue
 		}
-		c := &n.Children[ci]
-		ci++
+		ni++
+		if nt := it.stack; nt != nil {
+			// The codec checked the shape (the node's batch size) and
+			// counted the values against its entry limit.
+			if _, err := stackLen(nt.Stack.Shape); err != nil {
+				return nil, fmt.Errorf("non-tensor stack %v: %w", Key(n.Path()).child(nt.Name), err)
+			}
+			v := fromElements(nt.Stack.Values, nt.Stack.Shape, nil)
+			if err := addNew(td, n, nt.Name, entry{kind: kindNonTensor, v: v}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		c := it.child
 		sub, err := b.build(c.Node)
 		if err != nil {
 			return nil, err
@@ -267,18 +274,82 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	return td, nil
 }
 
-// byFirst orders children by their first leaf offset, children without
-// leaves last.
-func byFirst(a, b codec.Child) int {
-	switch {
-	case a.First < 0 && b.First < 0:
-		return 0
-	case a.First < 0:
-		return 1
-	case b.First < 0:
-		return -1
+// nested is a child node of a node's metadata as build places it among
+// the node's leaves: a nested TensorDict or a NonTensorStack, which goes
+// after the leaves that start at or before at.
+type nested struct {
+	at    int
+	child *codec.Child     // a nested TensorDict, or
+	stack *codec.NonTensor // a NonTensorStack
+}
+
+// placedInOrder reports whether every child in cs holds a tensor leaf and
+// they come in storage order, as a writer of the format lists them.
+func placedInOrder(cs []codec.Child) bool {
+	prev := -1
+	for i := range cs {
+		if cs[i].First < 0 || cs[i].First < prev {
+			return false
+		}
+		prev = cs[i].First
 	}
-	return cmp.Compare(a.First, b.First)
+	return true
+}
+
+// nestedAt returns the i-th child node of n in build's order: order[i],
+// or n.Children[i] when order is nil.
+func nestedAt(n *codec.Node, order []nested, i int) nested {
+	if order == nil {
+		c := &n.Children[i]
+		return nested{at: c.First, child: c}
+	}
+	return order[i]
+}
+
+// nestedOrder returns the child nodes of n (its Children and its
+// NonTensorStacks) in the order build places them, or nil when that is
+// n.Children as they are: each nested TensorDict that holds a tensor leaf
+// at its first leaf's offset (in storage order), and each child node the
+// storage does not place (a nested TensorDict without tensor leaves, a
+// NonTensorStack) just before the placed one that follows it in the
+// metadata, or after everything when none does. Among the child nodes,
+// that is the metadata's order, which Python's reader keeps.
+func nestedOrder(n *codec.Node, stacks int) []nested {
+	if stacks == 0 && placedInOrder(n.Children) {
+		return nil
+	}
+	order := make([]nested, 0, len(n.Children)+stacks)
+	si := 0
+	addStacks := func(upTo int) {
+		for ; si < len(n.NonTensors); si++ {
+			nt := &n.NonTensors[si]
+			if nt.Stack == nil {
+				continue
+			}
+			if nt.Child > upTo {
+				return
+			}
+			order = append(order, nested{at: -1, stack: nt})
+		}
+	}
+	for i := range n.Children {
+		addStacks(i)
+		order = append(order, nested{at: n.Children[i].First, child: &n.Children[i]})
+	}
+	addStacks(math.MaxInt)
+	placed := func(x nested) bool { return x.child != nil && x.child.First >= 0 }
+	next := math.MaxInt
+	for i := len(order) - 1; i >= 0; i-- {
+		if placed(order[i]) {
+			next = order[i].at
+		} else {
+			order[i].at = next
+		}
+	}
+	// Stable: at equal offsets (zero-byte leaves), the metadata's order,
+	// which has each unplaced node before the placed one it goes with.
+	slices.SortStableFunc(order, func(a, b nested) int { return cmp.Compare(a.at, b.at) })
+	return order
 }
 
 // addNew adds entry e named name to td, the TensorDict of node n, unless td

@@ -30,6 +30,10 @@ type NonTensor struct {
 	Value any
 	Batch []int  // the batch size the metadata gives the value
 	Stack *Stack // a NonTensorStack, nil for a single value
+	// Child is, for a Stack (a child node of the metadata), the number
+	// of nested TensorDicts the metadata lists before it: its place among
+	// the node's Children.
+	Child int
 }
 
 // Stack is a decoded NonTensorStack node (cls "NonTensorStack": one
@@ -71,6 +75,7 @@ type Node struct {
 	sawBatch bool
 	stack    bool // cls is NonTensorStack
 	stackDim int  // cls_metadata's stack_dim, of a stack
+	children int  // nested TensorDicts decoded so far
 }
 
 // isTopLevelExtra reports whether key is one of the transport fields Python
@@ -449,7 +454,7 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 	if err == nil && c.stack {
 		var st *Stack
 		if st, err = d.stack(c); err == nil {
-			n.NonTensors = append(n.NonTensors, NonTensor{Name: key, Batch: st.Shape, Stack: st})
+			n.NonTensors = append(n.NonTensors, NonTensor{Name: key, Batch: st.Shape, Stack: st, Child: n.children})
 			return nil
 		}
 		err = fmt.Errorf("%s: %w", c.where(), err)
@@ -461,6 +466,7 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 		return err
 	}
 	d.childBuf = append(d.childBuf, Child{Name: key, Node: c})
+	n.children++
 	return nil
 }
 
