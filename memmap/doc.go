@@ -33,7 +33,13 @@
 // The Go runtime does not manage mapped memory: Close unmaps it (after
 // which the tensor reports "storage was released" errors instead of
 // crashing), Flush makes changes durable (msync), Filename and Is inspect a
-// tensor. A mapping that is never closed lives until the process exits.
+// tensor. A mapping that is never closed lives until the process exits,
+// even once nothing in Go refers to its tensor: slices and gonum matrices
+// over its bytes (Data, Dense, Bytes) point into it, and the collector
+// cannot see them, so unmapping an unreachable tensor could pull memory
+// from under them. A program that maps many files closes each when done
+// (Linux limits a process to vm.max_map_count mappings, 65530 by default;
+// past that, mapping returns an error).
 //
 // # Saved TensorDicts
 //

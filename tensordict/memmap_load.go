@@ -59,7 +59,10 @@ import (
 // Each load's leaves are its own tensors, released by its Release; shared
 // mappings of the same files are reused between loads (see
 // memmap.FromFile), so loading a directory again and again without
-// Release keeps one mapping per file, not one per file per load.
+// Release keeps one mapping per file, not one per file per load. Loads of
+// different directories keep their mappings until Release, even once the
+// TensorDict is unreachable (see package memmap for why): release each
+// when done.
 //
 // LoadMemmap holds a shared lock on the directory it loads while it loads
 // (see Memmap), so a Memmap of this package into it, from any process,
