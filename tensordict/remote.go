@@ -277,18 +277,21 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	}
 	var gone bool
 	if join {
-		err = l.SendJoined(frame, storage, xfer.InitHeaderTag, initMessageName)
+		gone, err = l.SendJoined(frame, storage, xfer.InitHeaderTag, initMessageName)
 	} else {
 		msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
 		gone, err = l.SendMessages(msgs[:], tags[:], initMessageName)
 	}
-	if reuse {
+	switch {
+	case gone:
+		// MPI may still read frame.
+	case reuse:
 		s.mu.Lock()
 		if cap(s.iframe) < cap(frame) {
 			s.iframe = frame // for the next blocking small InitRemote
 		}
 		s.mu.Unlock()
-	} else if !gone {
+	default:
 		xfer.PutMsgBuf(frame)
 	}
 	l.initRefDone(r, err)
@@ -367,7 +370,7 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 	}
 	var gone bool
 	if r.joined {
-		if err = l.SendJoined(frame, payload, xfer.InitHeaderTag, initMessageName); err != nil {
+		if gone, err = l.SendJoined(frame, payload, xfer.InitHeaderTag, initMessageName); err != nil {
 			err = l.Errorf("%w", err)
 		}
 	} else {
