@@ -64,14 +64,47 @@ func leaveProgram(op string) error {
 	return waitForRank1(g, op)
 }
 
-// waitForRank1 makes a call that waits for rank 1 of g: a collective, or a
-// receive from it.
+// leaveBig is the size of the transfers the sending cases send to rank 1:
+// past every eager limit, MPI sends them only once rank 1 takes them.
+const leaveBig = 8 << 20
+
+// leaveJoined is the storage of the consolidated Send that travels in the
+// header message, joined to it (mpi.SendConcat): past the eager limit.
+const leaveJoined = 12 << 10
+
+// waitForRank1 makes a call that waits for rank 1 of g: a collective, a
+// receive from it, or a send to it that it must take.
 func waitForRank1(g *group.Group, op string) error {
+	n := 4
+	switch op {
+	case "Send", "ISend", "InitRemote":
+		n = leaveBig / 4
+	case "SendJoined":
+		n = leaveJoined / 4
+	}
 	td := tensordict.New()
-	if err := td.Set(tensordict.K("x"), tensor.Ones(tensor.Float32, 4)); err != nil {
+	if err := td.Set(tensordict.K("x"), tensor.Ones(tensor.Float32, n)); err != nil {
 		return err
 	}
 	switch op {
+	case "Send":
+		return td.Send(1)
+	case "SendJoined":
+		return td.Send(1, tensordict.WithConsolidated())
+	case "ISend":
+		p, err := td.ISend(1)
+		if err != nil {
+			return err
+		}
+		return p.Wait()
+	case "IRecv":
+		p, err := td.IRecv(1)
+		if err != nil {
+			return err
+		}
+		return p.Wait()
+	case "InitRemote":
+		return td.InitRemote(1)
 	case "AllReduce":
 		return td.AllReduce(tensordict.ReduceSum)
 	case "Broadcast":
@@ -107,19 +140,28 @@ func runMain() int {
 const leaveLimit = 60 * time.Second
 
 // TestFailingRankEndsJob: in the README's pattern, rank 1 returns an
-// error, its deferred Finalize runs, and rank 0 waits for it in a
-// collective or a receive without a context. Rank 0's call returns an
-// error naming rank 1 and the job ends with a non-zero status.
+// error, its deferred Finalize runs, and rank 0 waits for it without a
+// context: in a collective, a receive, an IRecv's Wait, or a send of a
+// message past the eager limit that rank 1 never takes (Send of 8 MiB per
+// leaf, a consolidated Send of 12 KiB joined to its header message,
+// ISend's Wait, InitRemote). Rank 0's call returns an error naming rank 1
+// and the job ends with a non-zero status.
 func TestFailingRankEndsJob(t *testing.T) {
 	for _, c := range []struct {
-		op string
-		np int
+		op   string
+		np   int
+		call string // the method named in the error, if not op
 	}{
-		{"AllReduce", 2},
-		{"AllReduce", 3},
-		{"Broadcast", 2},
-		{"Recv", 2},
-		{"FromRemoteInit", 2},
+		{"AllReduce", 2, ""},
+		{"AllReduce", 3, ""},
+		{"Broadcast", 2, ""},
+		{"Recv", 2, ""},
+		{"FromRemoteInit", 2, ""},
+		{"IRecv", 2, ""},
+		{"Send", 2, ""},
+		{"SendJoined", 2, "Send"},
+		{"ISend", 2, ""},
+		{"InitRemote", 2, ""},
 	} {
 		t.Run(fmt.Sprintf("%s/np%d", c.op, c.np), func(t *testing.T) {
 			needOwnJob(t)
@@ -139,10 +181,14 @@ func TestFailingRankEndsJob(t *testing.T) {
 			// kill rank 1 before it prints, so its output is not asserted.
 			// Some waiting rank reports the leave; once one of them exits
 			// non-zero, mpirun may kill the others before they print.
+			call := c.call
+			if call == "" {
+				call = c.op
+			}
 			reported := false
 			for r := range c.np {
 				l := j.rankLog(r)
-				if r != 1 && strings.Contains(l, "program error: tensordict: "+c.op) &&
+				if r != 1 && strings.Contains(l, "program error: tensordict: "+call+": ") &&
 					strings.Contains(l, fmt.Sprintf("rank 1 of %d %v", c.np, group.ErrPeerLeft)) {
 					reported = true
 				}
