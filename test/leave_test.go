@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 	"github.com/tdmpi/tdmpi/tensordict"
 )
@@ -59,9 +61,34 @@ func leaveProgram(op string) error {
 	}
 	defer group.Finalize()
 	if g.Rank() == 1 {
+		if op == "DroppedIRecv" {
+			dropIRecv()
+		}
 		return errors.New(failText)
 	}
+	if op == "DroppedIRecv" {
+		// After rank 1's dropped IRecv has given up (dropIRecv).
+		time.Sleep(xfer.DrainIdle + 2*time.Second)
+		op = "Send"
+	}
 	return waitForRank1(g, op)
+}
+
+// dropIRecv starts an IRecv from rank 0 and drops its Pending without
+// Wait; once collected, the IRecv waits xfer.DrainIdle for its header,
+// then ends and leaves the transfer for a later receive. It returns a
+// second after that.
+func dropIRecv() {
+	td := tensordict.New()
+	if err := td.Set(tensordict.K("x"), tensor.Ones(tensor.Float32, leaveBig/4)); err != nil {
+		return
+	}
+	if _, err := td.IRecv(0); err != nil {
+		return
+	}
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(xfer.DrainIdle + time.Second)
 }
 
 // leaveBig is the size of the transfers the sending cases send to rank 1:
@@ -144,8 +171,10 @@ const leaveLimit = 60 * time.Second
 // context: in a collective, a receive, an IRecv's Wait, or a send of a
 // message past the eager limit that rank 1 never takes (Send of 8 MiB per
 // leaf, a consolidated Send of 12 KiB joined to its header message,
-// ISend's Wait, InitRemote). Rank 0's call returns an error naming rank 1
-// and the job ends with a non-zero status.
+// ISend's Wait, InitRemote; the Send of 8 MiB too when rank 1 had
+// dropped an IRecv from rank 0, which gave up before the Send came).
+// Rank 0's call returns an error naming rank 1 and the job ends with a
+// non-zero status.
 func TestFailingRankEndsJob(t *testing.T) {
 	for _, c := range []struct {
 		op   string
@@ -162,6 +191,7 @@ func TestFailingRankEndsJob(t *testing.T) {
 		{"SendJoined", 2, "Send"},
 		{"ISend", 2, ""},
 		{"InitRemote", 2, ""},
+		{"DroppedIRecv", 2, "Send"},
 	} {
 		t.Run(fmt.Sprintf("%s/np%d", c.op, c.np), func(t *testing.T) {
 			needOwnJob(t)
