@@ -104,7 +104,7 @@ const leaveJoined = 12 << 10
 func waitForRank1(g *group.Group, op string) error {
 	n := 4
 	switch op {
-	case "Send", "ISend", "InitRemote":
+	case "Send", "ISend", "WaitAny", "InitRemote":
 		n = leaveBig / 4
 	case "SendJoined":
 		n = leaveJoined / 4
@@ -124,6 +124,13 @@ func waitForRank1(g *group.Group, op string) error {
 			return err
 		}
 		return p.Wait()
+	case "WaitAny":
+		p, err := td.ISend(1)
+		if err != nil {
+			return err
+		}
+		_, err = tensordict.WaitAny([]*tensordict.Pending{nil, p})
+		return err
 	case "IRecv":
 		p, err := td.IRecv(1)
 		if err != nil {
@@ -171,8 +178,8 @@ const leaveLimit = 60 * time.Second
 // context: in a collective, a receive, an IRecv's Wait, or a send of a
 // message past the eager limit that rank 1 never takes (Send of 8 MiB per
 // leaf, a consolidated Send of 12 KiB joined to its header message,
-// ISend's Wait, InitRemote; the Send of 8 MiB too when rank 1 had
-// dropped an IRecv from rank 0, which gave up before the Send came).
+// ISend's Wait or WaitAny, InitRemote; the Send of 8 MiB too when rank 1
+// had dropped an IRecv from rank 0, which gave up before the Send came).
 // Rank 0's call returns an error naming rank 1 and the job ends with a
 // non-zero status.
 func TestFailingRankEndsJob(t *testing.T) {
@@ -190,6 +197,7 @@ func TestFailingRankEndsJob(t *testing.T) {
 		{"Send", 2, ""},
 		{"SendJoined", 2, "Send"},
 		{"ISend", 2, ""},
+		{"WaitAny", 2, "ISend"},
 		{"InitRemote", 2, ""},
 		{"DroppedIRecv", 2, "Send"},
 	} {
