@@ -165,7 +165,10 @@ const initInlineMax = 64 << 10
 // wrapping ctx.Err(); MPI still delivers them whole if the receiver calls
 // FromRemoteInit, and keeps reading td's storage (or the packed copy)
 // until then. A memory-mapped storage whose file was truncated is refused
-// before anything is sent (memmap.ErrFault).
+// before anything is sent (memmap.ErrFault). Without a context that can
+// end, an InitRemote to a rank that leaves the group (its
+// group.Finalize) without receiving it fails as a Send does: with an
+// error wrapping group.ErrPeerLeft unless every message went eagerly.
 //
 // With WithBroadcast every rank of the group takes part: the caller is the
 // source, dst is ignored, and every other rank calls FromRemoteInit with
