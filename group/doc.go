@@ -30,9 +30,10 @@
 //
 // A rank that finalizes while others wait for it without a context (its
 // program returned an error) does not leave them waiting: Finalize tells
-// the other ranks of its groups that it leaves, and their receives from it
-// and collectives on its groups return an error wrapping ErrPeerLeft,
-// naming it, within about a second (see Finalize). Waits bounded by a
+// the other ranks of its groups that it leaves, and their receives from it,
+// sends to it that it has not taken, and collectives on its groups return
+// an error wrapping ErrPeerLeft, naming it, within about a second (see
+// Finalize). Waits bounded by a
 // context end when it does. The ranks' own Finalize calls then meet, and
 // the job ends.
 //
@@ -89,7 +90,7 @@
 //	           check, the registry of live groups
 //	leave.go   leave notices: Finalize tells the other ranks, the watcher
 //	           takes their notices (proto.Departed, Departures, Left,
-//	           PeerLeft report them)
+//	           PeerLeft, Gone report them)
 //	group.go   Group: Rank, Size, Comm, Env, Barrier, WorldRank, GroupRank
 //	proto.go   the Group's protocol state as internal/proto sees it:
 //	           library communicator, payload tags, protocol lock,

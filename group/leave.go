@@ -26,8 +26,8 @@ import (
 // notices that arrive, every leavePoll, and leaveGrace later records the
 // rank as gone: the group is broken for collectives (proto.Broken,
 // proto.Departed) and receives from that rank fail (proto.Left,
-// proto.PeerLeft, proto.Departures), in
-// internal/xfer's waits that have no context to end them. Waits bounded by
+// proto.PeerLeft, proto.Departures), and so do sends to it (proto.Gone),
+// in internal/xfer's waits that have no context to end them. Waits bounded by
 // a context end when it does. The notices travel on the library
 // communicators only: with WithTorchPeers, nothing on the world, which
 // the torch ranks share.
@@ -53,6 +53,9 @@ type leaveState struct {
 	left     []bool // rank r counts as gone (leaveGrace after its notice)
 	nLeft    int
 	departed chan struct{} // closed once a rank counts as gone
+	// gone[r], made when a wait for rank r asks for it (goneCh), is
+	// closed once r counts as gone.
+	gone []chan struct{}
 }
 
 // departures is the process's signal that a rank of some group left.
@@ -91,6 +94,28 @@ func (g *Group) leftLocked(r int) error {
 		return fmt.Errorf("rank %d of %d %w", r, g.size, ErrPeerLeft)
 	}
 	return nil
+}
+
+// goneCh is proto.Gone: a channel closed once rank r of g counts as gone
+// (at once if it does), and nil, which never closes, for a rank out of
+// g's range.
+func (g *Group) goneCh(r int) <-chan struct{} {
+	if r < 0 || r >= g.size {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := &g.leave
+	if l.gone == nil {
+		l.gone = make([]chan struct{}, g.size)
+	}
+	if l.gone[r] == nil {
+		l.gone[r] = make(chan struct{})
+		if l.left != nil && l.left[r] {
+			close(l.gone[r])
+		}
+	}
+	return l.gone[r]
 }
 
 // peerLeft is proto.PeerLeft: left(r) of the live group whose library
@@ -153,6 +178,9 @@ func (g *Group) markLeft(r int) {
 	}
 	if l.nLeft == 1 {
 		close(l.departed)
+	}
+	if l.gone != nil && l.gone[r] != nil {
+		close(l.gone[r])
 	}
 	g.mu.Unlock()
 

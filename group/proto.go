@@ -69,6 +69,8 @@ func (s *protoState) Departed() <-chan struct{} { return s.leave.departed }
 
 func (s *protoState) Left(r int) error { return (*Group)(s).left(r) }
 
+func (s *protoState) Gone(r int) <-chan struct{} { return (*Group)(s).goneCh(r) }
+
 // slotState is the state of one proto.Slot in one group.
 type slotState struct{ v any }
 

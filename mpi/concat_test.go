@@ -14,7 +14,7 @@ import (
 // TestSendConcat sends two byte blocks as one message from each even rank
 // to the next odd rank, which receives their concatenation, for blocks
 // of sizes around Open MPI's eager limit and beyond, empty ones, and
-// blocks that are adjacent in memory.
+// blocks that are adjacent in memory; then the same with SendConcatUntil.
 func TestSendConcat(t *testing.T) {
 	needRanks(t, 2)
 	c := testComm(t)
@@ -37,6 +37,11 @@ func TestSendConcat(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want := append(append([]byte{}, tc.a...), tc.b...)
 			sendToOddWith(t, c, want, 23, func(dest int) error { return SendConcat(c, tc.a, tc.b, dest, 23) })
+			sendToOddWith(t, c, want, 24, func(dest int) error {
+				ended, err := SendConcatUntil(c, tc.a, tc.b, dest, 24, make(chan struct{}))
+				assert.False(t, ended, "SendConcatUntil ended before done closed")
+				return err
+			})
 		})
 	}
 }

@@ -317,6 +317,11 @@ func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (bool, 
 	return false, ErrNoMPI
 }
 
+// SendConcatUntil returns ErrNoMPI: this build has no MPI.
+func SendConcatUntil(c *Comm, a, b []byte, dest, tag int, done <-chan struct{}) (bool, error) {
+	return false, ErrNoMPI
+}
+
 // SendCopy returns ErrNoMPI: this build has no MPI.
 func SendCopy(c *Comm, buf []byte, dest, tag int) (bool, error) { return false, ErrNoMPI }
 

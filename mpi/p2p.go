@@ -7,6 +7,7 @@ package mpi
 
 // #include "shim.h"
 // #cgo nocallback tdmpi_isend_start
+// #cgo nocallback tdmpi_isend_pair_start
 // #cgo noescape tdmpi_send
 // #cgo nocallback tdmpi_send
 // #cgo noescape tdmpi_send_two_copy
@@ -263,6 +264,37 @@ func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended 
 	var cst C.tdmpi_status
 	rc, ended, err := startUntil(op, b, false, untilPause, done, &cst, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer) C.tdmpi_started {
 		return C.tdmpi_isend_start(b.mem(), n, dt, C.int(dest), C.int(tag), w)
+	})
+	if err != nil || ended {
+		return ended, err
+	}
+	return false, newError(op, rc)
+}
+
+// SendConcatUntil is SendConcat as SendUntil: it sends the bytes of a
+// followed by those of b to rank dest of c as one message, and returns
+// once the send has completed, or once done is closed (nil: never) with
+// ended true; the send is then abandoned, a and b pinned until it
+// completes, and the caller must change neither. Each must hold at most
+// 2^31-1 bytes (ErrCount otherwise).
+func SendConcatUntil(c *Comm, a, b []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
+	const op = "MPI_Isend"
+	if len(b) == 0 {
+		return SendUntil(c, a, dest, tag, done)
+	}
+	if len(a) == 0 {
+		return SendUntil(c, b, dest, tag, done)
+	}
+	w, err := c.sendArgs(op, dest, tag)
+	if err != nil {
+		return false, err
+	}
+	if len(a) > math.MaxInt32 || len(b) > math.MaxInt32 {
+		return false, argError(op, C.MPI_ERR_COUNT, "blocks of %d and %d bytes: each must be at most %d", len(a), len(b), math.MaxInt32)
+	}
+	var cst C.tdmpi_status
+	rc, ended, err := startUntilAlso(op, bufOf(a), unsafe.Pointer(&b[0]), false, untilPause, done, &cst, func(C.MPI_Datatype, C.int, unsafe.Pointer) C.tdmpi_started {
+		return C.tdmpi_isend_pair_start(bytesMem(a), C.int(len(a)), bytesMem(b), C.int(len(b)), C.int(dest), C.int(tag), w)
 	})
 	if err != nil || ended {
 		return ended, err

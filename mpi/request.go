@@ -184,14 +184,23 @@ func istart(op string, b buffer, coll bool, call func(dt C.MPI_Datatype, n C.int
 // value (tdmpi_started), so that nothing here is allocated.
 func startUntil(op string, b buffer, coll, pause bool, done <-chan struct{}, cst *C.tdmpi_status,
 	start func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started) (rc C.int, ended bool, err error) {
+	return startUntilAlso(op, b, nil, coll, pause, done, cst, start)
+}
+
+// startUntilAlso is startUntil of an operation that uses the memory at
+// also (nil: none) beside b's: it is pinned with b.
+func startUntilAlso(op string, b buffer, also unsafe.Pointer, coll, pause bool, done <-chan struct{}, cst *C.tdmpi_status,
+	start func(dt C.MPI_Datatype, n C.int, p unsafe.Pointer) C.tdmpi_started) (rc C.int, ended bool, err error) {
 	dt, n, derived, err := b.dtype(op)
 	if err != nil {
 		return 0, false, err
 	}
 	defer freeType(dt, derived) // MPI keeps the type alive until completion
 	var pin runtime.Pinner      // MPI uses b between the slices of the wait
-	if b.ptr != nil {
-		pin.Pin(b.ptr)
+	for _, p := range [2]unsafe.Pointer{b.ptr, also} {
+		if p != nil {
+			pin.Pin(p)
+		}
 	}
 	defer pin.Unpin()
 	defer callWait.enter().leave()
@@ -208,7 +217,7 @@ func startUntil(op string, b buffer, coll, pause bool, done <-chan struct{}, cst
 	if rc = C.MPI_Test(&q, &flag, &cst.st); rc != C.MPI_SUCCESS || flag != 0 {
 		return rc, false, nil // it completed (or failed) as done closed
 	}
-	f := newInflight(op, b.k, b.size, coll, b.bytes(), b.ptr) // pinned anew: the wait's own pin goes on return
+	f := newInflight(op, b.k, b.size, coll, b.bytes(), b.ptr, also) // pinned anew: the wait's own pin goes on return
 	f.hs = []C.MPI_Request{q}
 	register(f)
 	orphan(f) // reap completes it

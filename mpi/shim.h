@@ -210,6 +210,19 @@ static inline tdmpi_started tdmpi_isend_start(const tdmpi_mem *buf, int n, MPI_D
 	return s;
 }
 
+// tdmpi_isend_pair_start is MPI_Isend of tdmpi_send_pair's message of
+// bytes (SendConcatUntil); MPI keeps the type until the send completes.
+static inline tdmpi_started tdmpi_isend_pair_start(const tdmpi_mem *a, int na, const tdmpi_mem *b, int nb, int dest, int tag, tdmpi_word c) {
+	tdmpi_started s;
+	MPI_Datatype t;
+	s.q = MPI_REQUEST_NULL;
+	s.rc = tdmpi_type_pair(a, na, b, nb, MPI_BYTE, &t);
+	if (s.rc != MPI_SUCCESS) return s;
+	s.rc = MPI_Isend(MPI_BOTTOM, 1, t, dest, tag, TDMPI_COMM(c), &s.q);
+	MPI_Type_free(&t);
+	return s;
+}
+
 // tdmpi_imrecv_start is MPI_Imrecv of matched message m (MrecvUntil).
 static inline tdmpi_started tdmpi_imrecv_start(tdmpi_mem *buf, int n, MPI_Datatype dt, tdmpi_word m) {
 	tdmpi_started s;

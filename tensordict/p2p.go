@@ -165,6 +165,13 @@ func storageTravel(head, total, most int) (copied, joined bool) {
 // context that can end, Send makes blocking sends and allocates nothing
 // in the steady state; with one, it allocates a request per message.
 //
+// Without a context that can end, a Send to a rank that leaves the group
+// (its group.Finalize) without receiving does not wait forever: messages
+// that MPI sends without the receiver (up to 4 KiB, 8 KiB under MPICH)
+// are sent, and a larger one returns an error wrapping group.ErrPeerLeft
+// naming the rank, about a second after it left, the message given up
+// as above (MPI keeps reading its memory).
+//
 // MPI reads the messages in C, where a fault cannot be caught: a
 // memory-mapped leaf or storage whose file another process truncated
 // makes Send fail before it sends anything, with an error wrapping
@@ -270,17 +277,18 @@ func (s *p2pState) send(l *link, blocking bool) error {
 		return err
 	}
 	msgs, tags, joined, err := s.messages(l, false, blocking)
+	var gone bool
 	switch {
 	case err != nil:
 	case joined:
-		// One message in two blocks (see messages); never given up.
-		err = l.SendJoined(msgs[0], msgs[1], tags[0], s.messageName)
+		// One message in two blocks (see messages); given up only if
+		// the peer leaves.
+		gone, err = l.SendJoined(msgs[0], msgs[1], tags[0], s.messageName)
 	default:
-		var gone bool
 		gone, err = l.SendMessages(msgs, tags, s.messageName)
-		if gone {
-			s.detach()
-		}
+	}
+	if gone {
+		s.detach()
 	}
 	clear(msgs) // no reference to td's memory stays in s
 	h.end(err)
@@ -291,6 +299,9 @@ func (s *p2pState) send(l *link, blocking bool) error {
 // with the storage copied in anew: what messages and send do for such a
 // transfer, in 8-20 ns instead of 40-60 (BenchmarkRemoteSteadyParts).
 // The caller has checked that l goes where the record says, blocking.
+// The message is at most eagerMax bytes (xfer.EagerSendMax): MPI sends it
+// without the receiver, so a blocking send cannot be held by a peer that
+// left.
 func (s *p2pState) sendSteady(l *link) error {
 	frame, err := s.steadyFrame()
 	if err != nil {

@@ -51,6 +51,9 @@ type irecvOp struct {
 	err  error         // set before over
 	tag  int
 	src  int // the sender, once done without error (see Pending.Source)
+	// unbounded is set when no context of the caller's ends op: its
+	// peer's leaving the group does (see progress).
+	unbounded bool
 }
 
 // TryStep steps op without waiting unless another goroutine is stepping
@@ -114,8 +117,32 @@ func (op *irecvOp) progress() bool {
 	}
 	if !moved {
 		xfer.StepAll()
+		if op.unbounded {
+			if err := op.l.PeerGone(); err != nil {
+				op.peerLeft(err)
+			}
+		}
 	}
 	return moved || op.over.Load()
+}
+
+// peerLeft ends op, whose peer has left the group (err wraps
+// group.ErrPeerLeft), unless what the peer sent before it left completes
+// it: op first takes what has arrived, as a Recv looks for its message
+// once more (see xfer.Probe).
+func (op *irecvOp) peerLeft(err error) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	for !op.over.Load() && op.step(op.q.Step()) {
+	}
+	if op.over.Load() {
+		return
+	}
+	if op.started {
+		op.finish(fmt.Errorf("after the header: %w", err))
+		return
+	}
+	op.finish(fmt.Errorf("waiting for the header: %w", err))
 }
 
 // step advances op without waiting (op.mu held) and reports whether it
@@ -297,7 +324,15 @@ func (op *irecvOp) wait() {
 // transfer's header comes within 2 s (xfer.DrainIdle), takes the
 // transfer and discards what td has not received yet, so that the sender
 // is not left blocked; otherwise it ends as if cancelled, and the
-// transfer is left for a later receive.
+// transfer is left for a later receive (a sender blocked in a large
+// message of it waits for that receive, or for this rank's
+// group.Finalize: its Send then fails with group.ErrPeerLeft).
+//
+// Without WithContext, an IRecv whose sender leaves the group (its
+// group.Finalize) before sending the whole transfer ends with an error
+// wrapping group.ErrPeerLeft naming that rank, about a second after it
+// left, once what it sent before has been taken; from AnySource, once
+// every other rank has left. Wait, Test and WaitAny then report it.
 func (td *TensorDict) IRecv(src int, opts ...RecvOption) (*Pending, error) {
 	p, err := td.irecv(src, opts)
 	return p, xfer.LogFailed("IRecv", err)
@@ -322,7 +357,7 @@ func (td *TensorDict) irecv(src int, opts []RecvOption) (*Pending, error) {
 		return nil, l.Errorf("%w", err)
 	}
 	l.LogStart(int64(total), tag0)
-	op.tag0, op.tags = tag0, tags
+	op.tag0, op.tags, op.unbounded = tag0, tags, l.Ctx.Done() == nil
 	l.Ctx, op.cancel = context.WithCancelCause(l.Ctx)
 	// Nobody can step op before it is set up: end and the steppers wait
 	// for, or try, op.mu.
@@ -423,7 +458,7 @@ func (p *Pending) wait() error {
 	if p.r != nil {
 		p.r.wait()
 		p.endIRecv()
-	} else if _, err := xfer.FinishSends(p.l.Ctx, p.reqs); err != nil || p.sendErr != nil {
+	} else if _, err := p.l.FinishSends(p.reqs); err != nil || p.sendErr != nil {
 		p.err = xfer.LogFailed(p.l.Op, p.l.Errorf("%w", errors.Join(p.sendErr, err)))
 	}
 	p.over = true
@@ -465,6 +500,8 @@ func (p *Pending) Test() (bool, error) {
 		return true, nil
 	case p.l.Ctx.Err() != nil:
 		return true, p.wait() // gives up at once, as Wait does
+	case p.l.Ctx.Done() == nil && p.l.PeerGone() != nil:
+		return true, p.wait() // gives up at once, as Wait does once the peer left
 	}
 	return false, nil
 }
@@ -517,7 +554,7 @@ func (p *Pending) Cancel() error {
 // fail completes p with err after completing its other requests, as
 // Wait does.
 func (p *Pending) fail(err error) error {
-	_, werr := xfer.FinishSends(p.l.Ctx, p.reqs)
+	_, werr := p.l.FinishSends(p.reqs)
 	p.err = p.l.Errorf("%w", errors.Join(p.sendErr, err, werr))
 	p.over = true
 	p.endHolds()
@@ -638,7 +675,10 @@ func errNotPending(method string) error {
 // context has ended, gives the transfer up as Send does: the error wraps
 // ctx.Err(), and MPI still delivers the whole transfer if the receiver
 // receives, reading td's tensors until then (see Send). The metadata and
-// a packed storage are ISend's own copies.
+// a packed storage are ISend's own copies. Without WithContext, Wait (and
+// Test, WaitAny) gives the transfer up the same way when the receiver
+// leaves the group (its group.Finalize) without taking it: the error
+// wraps group.ErrPeerLeft, naming that rank.
 func (td *TensorDict) ISend(dst int, opts ...SendOption) (*Pending, error) {
 	p, err := td.isend(dst, opts)
 	return p, xfer.LogFailed("ISend", err)

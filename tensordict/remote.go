@@ -165,7 +165,10 @@ const initInlineMax = 64 << 10
 // wrapping ctx.Err(); MPI still delivers them whole if the receiver calls
 // FromRemoteInit, and keeps reading td's storage (or the packed copy)
 // until then. A memory-mapped storage whose file was truncated is refused
-// before anything is sent (memmap.ErrFault).
+// before anything is sent (memmap.ErrFault). Without a context that can
+// end, an InitRemote to a rank that leaves the group (its
+// group.Finalize) without receiving it fails as a Send does: with an
+// error wrapping group.ErrPeerLeft unless every message went eagerly.
 //
 // With WithBroadcast every rank of the group takes part: the caller is the
 // source, dst is ignored, and every other rank calls FromRemoteInit with
@@ -277,18 +280,21 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	}
 	var gone bool
 	if join {
-		err = l.SendJoined(frame, storage, xfer.InitHeaderTag, initMessageName)
+		gone, err = l.SendJoined(frame, storage, xfer.InitHeaderTag, initMessageName)
 	} else {
 		msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
 		gone, err = l.SendMessages(msgs[:], tags[:], initMessageName)
 	}
-	if reuse {
+	switch {
+	case gone:
+		// MPI may still read frame.
+	case reuse:
 		s.mu.Lock()
 		if cap(s.iframe) < cap(frame) {
 			s.iframe = frame // for the next blocking small InitRemote
 		}
 		s.mu.Unlock()
-	} else if !gone {
+	default:
 		xfer.PutMsgBuf(frame)
 	}
 	l.initRefDone(r, err)
@@ -367,7 +373,7 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 	}
 	var gone bool
 	if r.joined {
-		if err = l.SendJoined(frame, payload, xfer.InitHeaderTag, initMessageName); err != nil {
+		if gone, err = l.SendJoined(frame, payload, xfer.InitHeaderTag, initMessageName); err != nil {
 			err = l.Errorf("%w", err)
 		}
 	} else {

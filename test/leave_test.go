@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 	"github.com/tdmpi/tdmpi/tensordict"
 )
@@ -66,19 +68,84 @@ func leaveProgram(op string) (err error) {
 		}
 	}()
 	if g.Rank() == 1 {
+		if op == "DroppedIRecv" {
+			dropIRecv()
+		}
 		return errors.New(failText)
+	}
+	if op == "DroppedIRecv" {
+		// After rank 1's dropped IRecv has given up (dropIRecv).
+		time.Sleep(xfer.DrainIdle + 2*time.Second)
+		op = "Send"
 	}
 	return waitForRank1(g, op)
 }
 
-// waitForRank1 makes a call that waits for rank 1 of g: a collective, or a
-// receive from it.
-func waitForRank1(g *group.Group, op string) error {
+// dropIRecv starts an IRecv from rank 0 and drops its Pending without
+// Wait; once collected, the IRecv waits xfer.DrainIdle for its header,
+// then ends and leaves the transfer for a later receive. It returns a
+// second after that.
+func dropIRecv() {
 	td := tensordict.New()
-	if err := td.Set(tensordict.K("x"), tensor.Ones(tensor.Float32, 4)); err != nil {
+	if err := td.Set(tensordict.K("x"), tensor.Ones(tensor.Float32, leaveBig/4)); err != nil {
+		return
+	}
+	if _, err := td.IRecv(0); err != nil {
+		return
+	}
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(xfer.DrainIdle + time.Second)
+}
+
+// leaveBig is the size of the transfers the sending cases send to rank 1:
+// past every eager limit, MPI sends them only once rank 1 takes them.
+const leaveBig = 8 << 20
+
+// leaveJoined is the storage of the consolidated Send that travels in the
+// header message, joined to it (mpi.SendConcat): past the eager limit.
+const leaveJoined = 12 << 10
+
+// waitForRank1 makes a call that waits for rank 1 of g: a collective, a
+// receive from it, or a send to it that it must take.
+func waitForRank1(g *group.Group, op string) error {
+	n := 4
+	switch op {
+	case "Send", "ISend", "WaitAny", "InitRemote":
+		n = leaveBig / 4
+	case "SendJoined":
+		n = leaveJoined / 4
+	}
+	td := tensordict.New()
+	if err := td.Set(tensordict.K("x"), tensor.Ones(tensor.Float32, n)); err != nil {
 		return err
 	}
 	switch op {
+	case "Send":
+		return td.Send(1)
+	case "SendJoined":
+		return td.Send(1, tensordict.WithConsolidated())
+	case "ISend":
+		p, err := td.ISend(1)
+		if err != nil {
+			return err
+		}
+		return p.Wait()
+	case "WaitAny":
+		p, err := td.ISend(1)
+		if err != nil {
+			return err
+		}
+		_, err = tensordict.WaitAny([]*tensordict.Pending{nil, p})
+		return err
+	case "IRecv":
+		p, err := td.IRecv(1)
+		if err != nil {
+			return err
+		}
+		return p.Wait()
+	case "InitRemote":
+		return td.InitRemote(1)
 	case "AllReduce":
 		return td.AllReduce(tensordict.ReduceSum)
 	case "Broadcast":
@@ -114,20 +181,32 @@ func runMain() int {
 const leaveLimit = 60 * time.Second
 
 // TestFailingRankEndsJob: in the README's pattern, rank 1 returns an
-// error, its deferred Finalize runs, and rank 0 waits for it in a
-// collective or a receive without a context. Rank 0's call returns an
-// error naming rank 1, both print their errors, and the job ends with a
-// non-zero status.
+// error, its deferred Finalize runs, and rank 0 waits for it without a
+// context: in a collective, a receive, an IRecv's Wait, or a send of a
+// message past the eager limit that rank 1 never takes (Send of 8 MiB per
+// leaf, a consolidated Send of 12 KiB joined to its header message,
+// ISend's Wait or WaitAny, InitRemote; the Send of 8 MiB too when rank 1
+// had dropped an IRecv from rank 0, which gave up before the Send came).
+// Rank 0's call returns an error naming rank 1, both print their errors,
+// and the job ends with a non-zero status.
 func TestFailingRankEndsJob(t *testing.T) {
 	for _, c := range []struct {
-		op string
-		np int
+		op   string
+		np   int
+		call string // the method named in the error, if not op
 	}{
-		{"AllReduce", 2},
-		{"AllReduce", 3},
-		{"Broadcast", 2},
-		{"Recv", 2},
-		{"FromRemoteInit", 2},
+		{"AllReduce", 2, ""},
+		{"AllReduce", 3, ""},
+		{"Broadcast", 2, ""},
+		{"Recv", 2, ""},
+		{"FromRemoteInit", 2, ""},
+		{"IRecv", 2, ""},
+		{"Send", 2, ""},
+		{"SendJoined", 2, "Send"},
+		{"ISend", 2, ""},
+		{"WaitAny", 2, "ISend"},
+		{"InitRemote", 2, ""},
+		{"DroppedIRecv", 2, "Send"},
 	} {
 		t.Run(fmt.Sprintf("%s/np%d", c.op, c.np), func(t *testing.T) {
 			needOwnJob(t)
@@ -147,10 +226,14 @@ func TestFailingRankEndsJob(t *testing.T) {
 			assert.Contains(t, j.rankLog(1), "program error: "+failText, logs)
 			// Some waiting rank reports the leave (at np 3, one may see the
 			// other's failure first).
+			call := c.call
+			if call == "" {
+				call = c.op
+			}
 			reported := false
 			for r := range c.np {
 				l := j.rankLog(r)
-				if r != 1 && strings.Contains(l, "program error: tensordict: "+c.op) &&
+				if r != 1 && strings.Contains(l, "program error: tensordict: "+call+": ") &&
 					strings.Contains(l, fmt.Sprintf("rank 1 of %d %v", c.np, group.ErrPeerLeft)) {
 					reported = true
 				}

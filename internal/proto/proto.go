@@ -29,6 +29,7 @@ type State interface {
 	Broken(op string) error
 	Departed() <-chan struct{}
 	Left(r int) error
+	Gone(r int) <-chan struct{}
 	// Slot returns the state in slot i, or nil if there is none yet;
 	// NewSlot stores the one make returns, unless another goroutine
 	// stored one first, and returns the stored one.
@@ -146,6 +147,12 @@ func Departed(g Group) <-chan struct{} { return of(g).Departed() }
 // every other rank has left: a receive from any source can no longer be
 // matched.
 func Left(g Group, r int) error { return of(g).Left(r) }
+
+// Gone returns a channel that is closed once rank r of g has left it (Left
+// then returns its error), or nil, which never closes, for an r out of
+// g's range. A send to r that no context bounds, which may wait for r to
+// take it, waits until it closes.
+func Gone(g Group, r int) <-chan struct{} { return of(g).Gone(r) }
 
 // Departures returns a channel that is closed when a rank of some group
 // of this process is next found gone, and whether one was found before. A

@@ -18,9 +18,10 @@
 // message, and a message of the wrong size is discarded, never received
 // into a buffer too short for it. A wait that no context bounds ends when
 // the rank it waits for leaves the group (proto.Departures,
-// proto.Departed): a receive from it returns an error wrapping
-// group.ErrPeerLeft unless its message came first, and a collective step
-// breaks the group.
+// proto.Departed, proto.Gone): a receive from it returns an error
+// wrapping group.ErrPeerLeft unless its message came first, a send to it
+// of a message MPI does not send eagerly (EagerSendMax) is given up with
+// such an error, and a collective step breaks the group.
 //
 // Files: link.go (Link, the sends of a point-to-point transfer, frame
 // alignment), recv.go (probes, exact receives, chunks, drains),

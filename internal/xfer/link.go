@@ -15,6 +15,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -83,9 +84,10 @@ func (l *Link) NotStarted() error {
 // SendMessages sends msgs[i] on tags[i] to l's peer, in order, as one
 // transfer bounded by l's context; name names message i in errors.
 //
-// With a context that cannot end, each message is a blocking send.
-// Otherwise every message is posted at once (MPI_Isend, in order, so that
-// the receiver matches them exactly as it matches blocking sends) and the
+// With a context that cannot end, each message is a blocking send
+// (Link.Send), which gives up when the peer leaves the group. Otherwise
+// every message is posted at once (MPI_Isend, in order, so that the
+// receiver matches them exactly as it matches blocking sends) and the
 // sends are polled until they complete or the context ends (FinishSends).
 // A send MPI has started cannot be recalled: when the context ends first,
 // the sends still incomplete are handed to package mpi (Request.Abandon),
@@ -93,12 +95,13 @@ func (l *Link) NotStarted() error {
 // buffers pinned until then, and gone reports true: the caller must not
 // reuse those buffers. Since the whole transfer was posted, the receiver
 // takes it whole or not at all, and a later transfer on the same tags
-// queues behind it in MPI's order: the two cannot mix.
+// queues behind it in MPI's order: the two cannot mix. A send given up as
+// the peer left is handed over the same way, gone true.
 func (l *Link) SendMessages(msgs [][]byte, tags []int, name func(int) string) (gone bool, err error) {
 	if l.Ctx.Done() == nil {
 		for i, m := range msgs {
-			if err := Send(l.Comm, m, l.Peer, tags[i]); err != nil {
-				return false, fmt.Errorf("sending %s: %w", name(i), err)
+			if gone, err := l.Send(m, tags[i]); err != nil {
+				return gone, fmt.Errorf("sending %s: %w", name(i), err)
 			}
 		}
 		return false, nil
@@ -117,7 +120,7 @@ func (l *Link) SendMessages(msgs [][]byte, tags []int, name func(int) string) (g
 		return false, nil
 	}
 	reqs, err := PostSends(l, msgs, tags, name)
-	n, werr := FinishSends(l.Ctx, reqs)
+	n, werr := l.FinishSends(reqs)
 	return n > 0, errors.Join(err, werr)
 }
 
@@ -145,15 +148,84 @@ func Send(c *mpi.Comm, b []byte, dest, tag int) error {
 	return mpi.Send(c, b, dest, tag)
 }
 
-// SendJoined sends head followed by tail to l's peer on tag as one
-// message, MPI reading both where they lie (mpi.SendConcat), and returns
-// when both may be reused; an error names the message name(0), as
-// SendMessages does.
-func (l *Link) SendJoined(head, tail []byte, tag int, name func(int) string) error {
-	if err := mpi.SendConcat(l.Comm, head, tail, l.Peer, tag); err != nil {
-		return fmt.Errorf("sending %s: %w", name(0), err)
+// EagerSendMax returns the size of the largest message that MPI sends
+// without its receiver, eagerly, on every transport of the MPI library in
+// use: Open MPI's smallest eager limit is its shared-memory transport's,
+// 4 KiB counting its own headers (mpi.CopySendMax, 4000 bytes, stays
+// under it; its TCP transport's is 64 KiB), and MPICH's shared memory
+// moved 8192 bytes in 1.8 us one way, 8256 in 6.5 (a rendezvous). A
+// blocking send of such a message completes whether or not the receiver
+// ever receives it, as long as the receiving process is in MPI, as a
+// rank that leaves is (it waits in group.Finalize for the others' leave
+// notices). A larger one waits for the receiver to take it, so a
+// blocking send of it must see the receiver leave (Link.Send).
+func EagerSendMax() int {
+	if mpi.Library() == mpi.FamilyMPICH {
+		return 8 << 10
 	}
-	return nil
+	return mpi.CopySendMax
+}
+
+// Send sends b to l's peer with tag, blocking: b may be reused once it
+// returns with gone false. A message of at most EagerSendMax bytes is
+// sent as Send sends it. A larger one is posted and waited for in C
+// (mpi.SendUntil) until it completes or the peer leaves l's group
+// (proto.Gone): the send, which the peer will never take, is then handed
+// to package mpi (Request.Abandon), which keeps b pinned until it
+// completes, gone is true, and the error wraps group.ErrPeerLeft naming
+// the peer: the caller must not reuse b. A peer that left before the
+// send is refused without posting anything.
+func (l *Link) Send(b []byte, tag int) (gone bool, err error) {
+	if len(b) <= EagerSendMax() {
+		return false, Send(l.Comm, b, l.Peer, tag)
+	}
+	if err := l.PeerGone(); err != nil {
+		return false, err
+	}
+	ended, err := mpi.SendUntil(l.Comm, b, l.Peer, tag, proto.Gone(l.Group, l.Peer))
+	if ended {
+		return true, l.leftDuring()
+	}
+	return false, err
+}
+
+// SendJoined sends head followed by tail to l's peer on tag as one
+// message, MPI reading both where they lie (mpi.SendConcat), blocking,
+// and returns when both may be reused (gone false); an error names the
+// message name(0), as SendMessages does. As Send does, a message longer
+// than EagerSendMax waits until it completes or the peer leaves l's
+// group (mpi.SendConcatUntil): then gone is true, head and tail stay
+// MPI's, and the error wraps group.ErrPeerLeft.
+func (l *Link) SendJoined(head, tail []byte, tag int, name func(int) string) (gone bool, err error) {
+	if len(head)+len(tail) <= EagerSendMax() {
+		err = mpi.SendConcat(l.Comm, head, tail, l.Peer, tag)
+	} else if err = l.PeerGone(); err == nil {
+		var ended bool
+		ended, err = mpi.SendConcatUntil(l.Comm, head, tail, l.Peer, tag, proto.Gone(l.Group, l.Peer))
+		if ended {
+			gone, err = true, l.leftDuring()
+		}
+	}
+	if err != nil {
+		return gone, fmt.Errorf("sending %s: %w", name(0), err)
+	}
+	return false, nil
+}
+
+// PeerGone returns an error wrapping group.ErrPeerLeft if l's peer has
+// left l's group, and nil otherwise: at the cost of an atomic load while
+// no rank of any group has left (proto.Departures).
+func (l *Link) PeerGone() error {
+	if _, before := proto.Departures(); !before {
+		return nil
+	}
+	return proto.Left(l.Group, l.Peer)
+}
+
+// leftDuring returns the error of sends given up, incomplete, as l's peer
+// left its group.
+func (l *Link) leftDuring() error {
+	return fmt.Errorf("given up incomplete (MPI keeps the buffers until the send completes): %w", proto.Left(l.Group, l.Peer))
 }
 
 // PostSends posts msgs[i] on tags[i] to l's peer, in order (MPI_Isend).
@@ -171,16 +243,21 @@ func PostSends(l *Link, msgs [][]byte, tags []int, name func(int) string) ([]*mp
 	return reqs, nil
 }
 
-// FinishSends completes the sends reqs: it waits for them (MPI_Waitall)
-// when ctx cannot end, and otherwise polls them (Poll) until they
-// complete or ctx ends. If ctx ends first, or a test fails, it abandons
-// the sends still incomplete (see SendMessages) and returns how many,
-// with an error wrapping ctx.Err() or the test's error.
-func FinishSends(ctx context.Context, reqs []*mpi.Request) (abandoned int, err error) {
+// FinishSends completes the sends reqs to l's peer: when l's context
+// cannot end, it waits for them (Request.Await) until they complete or
+// the peer leaves l's group (proto.Gone), and otherwise polls them (Poll)
+// until they complete or the context ends. If the peer leaves or the
+// context ends first, or a test fails, it abandons the sends still
+// incomplete (see SendMessages) and returns how many, with an error
+// wrapping group.ErrPeerLeft, the context's error or the test's error.
+func (l *Link) FinishSends(reqs []*mpi.Request) (abandoned int, err error) {
+	ctx := l.Ctx
 	if ctx.Done() == nil {
-		return 0, mpi.WaitAll(reqs...)
+		err = awaitSends(reqs, proto.Gone(l.Group, l.Peer))
+	} else {
+		err = Poll(ctx, func() (bool, error) { return TestAll(reqs) })
 	}
-	if err = Poll(ctx, func() (bool, error) { return TestAll(reqs) }); err == nil {
+	if err == nil {
 		return 0, nil
 	}
 	for _, r := range reqs {
@@ -188,6 +265,10 @@ func FinishSends(ctx context.Context, reqs []*mpi.Request) (abandoned int, err e
 			r.Abandon()
 			abandoned++
 		}
+	}
+	if errors.Is(err, errGone) {
+		return abandoned, fmt.Errorf("given up with %d of %d sends incomplete (MPI keeps their buffers until they complete): %w",
+			abandoned, len(reqs), proto.Left(l.Group, l.Peer))
 	}
 	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
 		return abandoned, fmt.Errorf("given up as the context ended, with %d of %d sends incomplete (MPI delivers them if the receiver receives; see Send): %w",
@@ -197,6 +278,35 @@ func FinishSends(ctx context.Context, reqs []*mpi.Request) (abandoned int, err e
 		err = fmt.Errorf("%w (%d of %d sends abandoned incomplete)", err, abandoned, len(reqs))
 	}
 	return abandoned, err
+}
+
+// errGone is awaitSends' error when gone closed first.
+var errGone = errors.New("the peer left")
+
+// awaitSends waits for every request of reqs to complete, in slices
+// (Request.Await) between which it checks gone: once gone is closed, it
+// returns errGone, with some of reqs incomplete. Otherwise its error
+// joins those of the requests that failed.
+func awaitSends(reqs []*mpi.Request, gone <-chan struct{}) error {
+	var errs []error
+	for _, r := range reqs {
+		for {
+			done, _, err := r.Await()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if done || err != nil {
+				break
+			}
+			select {
+			case <-gone:
+				return errGone
+			default:
+			}
+			mpi.Yield()
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // TestAll tests every request of reqs (MPI_Test) and reports whether all
