@@ -36,8 +36,8 @@ import (
 // internal/xfer.Step): a rank whose peers never reach a step returns, and
 // breaks the group.
 
-// coll is one collective call in progress on one rank.
-type coll struct {
+// collCall is one collective call in progress on one rank.
+type collCall struct {
 	xfer.Step        // the group, its library communicator and the call's context
 	op        string // the method name, for errors: "AllReduce"
 	rank      int
@@ -97,7 +97,7 @@ func closeCollective(s xfer.Step, busy func() bool, err error, errorf func(strin
 
 // ready returns the error that stops this rank before the payload moves:
 // the context's, or ErrConcurrent, or nil.
-func (cl *coll) ready() error {
+func (cl *collCall) ready() error {
 	if err := cl.Ctx.Err(); err != nil {
 		return err
 	}
@@ -110,12 +110,12 @@ func (cl *coll) ready() error {
 var errBusy = fmt.Errorf("two goroutines of one rank have run collectives on this group at once: %w", ErrConcurrent)
 
 // errorf returns an error "tensordict: <op>: rank <r> of <n>: <message>".
-func (cl *coll) errorf(format string, args ...any) error {
+func (cl *collCall) errorf(format string, args ...any) error {
 	return fmt.Errorf("tensordict: %s: rank %d of %d: %w", cl.op, cl.rank, cl.size, fmt.Errorf(format, args...))
 }
 
 // wrap returns err prefixed like errorf, or nil.
-func (cl *coll) wrap(err error) error {
+func (cl *collCall) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -124,7 +124,7 @@ func (cl *coll) wrap(err error) error {
 
 // rootRange returns an error naming what if r is not a rank of the
 // group, without the op prefix.
-func (cl *coll) rootRange(what string, r int) error {
+func (cl *collCall) rootRange(what string, r int) error {
 	if r < 0 || r >= cl.size {
 		return fmt.Errorf("%s %d is out of range [0, %d) of %s", what, r, cl.size, xfer.DescribeGroup(cl.Group))
 	}
@@ -137,7 +137,7 @@ func (cl *coll) rootRange(what string, r int) error {
 // an error wrapping ErrMismatch, naming the lowest and the highest root
 // passed, when they differ; then, the same on every rank, rootRange's
 // error when r is not a rank of the group.
-func (cl *coll) agreeRoot(what string, r int) error {
+func (cl *collCall) agreeRoot(what string, r int) error {
 	lo, hi, _, err := cl.AgreeRoot(r, false)
 	switch {
 	case err != nil:
@@ -152,7 +152,7 @@ func (cl *coll) agreeRoot(what string, r int) error {
 // lock and runs f, then the closing step (closeCollective). It logs the
 // start (with root, unless negative, and bytes(rank), when bytes is not
 // nil and the line is written) and any error.
-func runCollective(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll) error) error {
+func runCollective(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *collCall) error) error {
 	_, err := startCollective(op, root, bytes, o, false, f)
 	return err
 }
@@ -162,12 +162,12 @@ func runCollective(op string, root int, bytes func(rank int) int64, o remoteOpti
 // closing step is posted after them, and the returned collPending
 // completes them all. Failures before the steps are posted are returned at
 // once. Without deferSteps the collPending is nil.
-func startCollective(op string, root int, bytes func(rank int) int64, o remoteOptions, deferSteps bool, f func(cl *coll) error) (*collPending, error) {
+func startCollective(op string, root int, bytes func(rank int) int64, o remoteOptions, deferSteps bool, f func(cl *collCall) error) (*collPending, error) {
 	if err := o.check(op); err != nil {
 		return nil, xfer.LogFailed(op, err)
 	}
 	g := o.group
-	cl := &coll{Step: xfer.NewStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()),
+	cl := &collCall{Step: xfer.NewStep(o.ctx, g), op: op, rank: g.Rank(), size: g.Size(), lim: fullLimits(o.limits()),
 		consolidated: o.consolidated, deferSteps: deferSteps}
 	var p *collPending
 	err := proto.Collective(g, func(busy func() bool) error {
@@ -179,7 +179,7 @@ func startCollective(op string, root int, bytes func(rank int) int64, o remoteOp
 		err := f(cl)
 		if !deferSteps {
 			err = closeCollective(cl.Step, busy, err, cl.errorf)
-			cl.held.end(err)
+			cl.held.End(err)
 			return err
 		}
 		p, err = cl.closeDeferred(busy, err)
@@ -228,7 +228,7 @@ func (e *PeerError) Error() string {
 // rank. Otherwise a failing rank returns its own error and every other rank
 // returns a *PeerError carrying the error text of the lowest failing rank,
 // both wrapped with the op and the rank.
-func (cl *coll) agree(local error) error {
+func (cl *collCall) agree(local error) error {
 	r, err := cl.Agree(local != nil)
 	if err != nil {
 		return cl.errorf("agreeing on failures: %w", outOfStep(errors.Join(err, local)))
@@ -239,7 +239,7 @@ func (cl *coll) agree(local error) error {
 // spread returns nil if r == size (nobody failed), else passes rank r's
 // error text to every rank, as agree does. r comes from the other ranks,
 // and is checked first (xfer.Step.CheckFailed).
-func (cl *coll) spread(r int, local error) error {
+func (cl *collCall) spread(r int, local error) error {
 	if err := cl.CheckFailed(r, local != nil); err != nil {
 		return cl.errorf("%w", outOfStep(errors.Join(err, local)))
 	}
@@ -542,7 +542,7 @@ type slotDiff struct {
 // It broadcasts the reference rank's description, lets each rank compare
 // its own with it, gathers the differences, and returns the same
 // *StructureError on every rank: the lowest differing rank's.
-func (cl *coll) explainMismatch(mine codec.Structure, ref int) error {
+func (cl *collCall) explainMismatch(mine codec.Structure, ref int) error {
 	var enc []byte
 	if cl.rank == ref {
 		enc = encodeStructure(mine)
@@ -635,7 +635,7 @@ type block struct {
 // (blockLayout), and returns td's plan too (nil for a nil td), which
 // GatherAndStack checks the structure with. It returns an error (without
 // the op prefix) if td cannot be sent.
-func (cl *coll) prepareBlock(td *TensorDict) (block, *leafPlan, error) {
+func (cl *collCall) prepareBlock(td *TensorDict) (block, *leafPlan, error) {
 	if td == nil {
 		return block{}, nil, fmt.Errorf("nil tensordict")
 	}
@@ -679,7 +679,7 @@ func blockWords(in []int64) int {
 }
 
 // checkInfo validates the sizes rank r announced against the limits.
-func (cl *coll) checkInfo(r int, in []int64) error {
+func (cl *collCall) checkInfo(r int, in []int64) error {
 	h := wire.Header{Kind: wire.KindGather, Flags: wire.FlagConsolidated, Total: in[3], MetaLen: in[2], Chunk: wire.MaxChunk}
 	if in[1] < 0 || in[1] > math.MaxInt32 {
 		return fmt.Errorf("rank %d announced a class name of %d bytes", r, in[1])
@@ -699,7 +699,7 @@ func (cl *coll) checkInfo(r int, in []int64) error {
 // (ranks left out get count 0), and the buffer's length in words. The sum
 // of the storages must stay within the MaxTotal limit, and the buffer
 // within what one MPI call can address.
-func (cl *coll) layoutBlocks(infos []int64, include func(r int) bool) (displs, counts []int, words int, err error) {
+func (cl *collCall) layoutBlocks(infos []int64, include func(r int) bool) (displs, counts []int, words int, err error) {
 	displs, counts = make([]int, cl.size), make([]int, cl.size)
 	var sum int64
 	for r := range cl.size {
@@ -737,7 +737,7 @@ func (b block) pack(dst []uint64) error {
 
 // unpack rebuilds the TensorDict rank r sent from its block words, which
 // must hold the block described by in. The result's storage views words.
-func (cl *coll) unpack(r int, in []int64, words []uint64) (*TensorDict, error) {
+func (cl *collCall) unpack(r int, in []int64, words []uint64) (*TensorDict, error) {
 	buf := wordsAsBytes(words)
 	total, cls, meta := int(in[3]), int(in[1]), int(in[2])
 	if len(buf) < total+cls+meta {
@@ -774,7 +774,7 @@ func wordsAsBytes(w []uint64) []byte {
 }
 
 // firstFailed returns the lowest rank whose info says it failed, or size.
-func (cl *coll) firstFailed(infos []int64) int {
+func (cl *collCall) firstFailed(infos []int64) int {
 	for r := range cl.size {
 		if infos[r*infoLen] != 0 {
 			return r

@@ -34,7 +34,7 @@ import (
 //
 // Options: those of AllReduce.
 func (td *TensorDict) IAllReduce(op ReduceOp, opts ...CollectiveOption) (*Pending, error) {
-	return runCollectiveAsync("IAllReduce", -1, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
+	return runCollectiveAsync("IAllReduce", -1, td.logBytes, resolve(opts, usesReduce), func(cl *collCall) error {
 		return cl.reduce(td, op, -1, nil)
 	})
 }
@@ -44,7 +44,7 @@ func (td *TensorDict) IAllReduce(op ReduceOp, opts ...CollectiveOption) (*Pendin
 // return_premature=True). Its rules are those of IAllReduce; on the ranks
 // other than dst, td is only read, and must not be written until Wait.
 func (td *TensorDict) IReduce(dst int, op ReduceOp, opts ...CollectiveOption) (*Pending, error) {
-	return runCollectiveAsync("IReduce", dst, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
+	return runCollectiveAsync("IReduce", dst, td.logBytes, resolve(opts, usesReduce), func(cl *collCall) error {
 		return cl.reduce(td, op, dst, cl.rootRange("dst", dst))
 	})
 }
@@ -53,7 +53,7 @@ func (td *TensorDict) IReduce(dst int, op ReduceOp, opts ...CollectiveOption) (*
 // deferred counts as bounded: its steps must be nonblocking, so every rank
 // must use the nonblocking form (MPI pairs no blocking collective with a
 // nonblocking one), whatever its own call.
-func (cl *coll) unbounded() int32 {
+func (cl *collCall) unbounded() int32 {
 	if cl.deferSteps {
 		return 0
 	}
@@ -76,16 +76,16 @@ type collPending struct {
 
 // runCollectiveAsync is runCollective for a collective whose f defers its
 // steps (see startCollective), returning a Pending that completes them.
-func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll) error) (*Pending, error) {
+func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *collCall) error) (*Pending, error) {
 	p, err := startCollective(op, root, bytes, o, true, f)
 	if err != nil {
 		return nil, err
 	}
 	pe := &Pending{c: p}
-	if !p.held.empty() {
+	if !p.held.Empty() {
 		// Dropped without Wait, pe leaves its steps to package mpi: the
 		// storages stay held until those complete.
-		runtime.AddCleanup(pe, func(p *collPending) { p.held.end(errDropped) }, p)
+		runtime.AddCleanup(pe, func(p *collPending) { p.held.End(errDropped) }, p)
 	}
 	return pe, nil
 }
@@ -95,7 +95,7 @@ func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remot
 // collPending that completes them. If this rank failed after posting some
 // steps, it completes them, as the other ranks do, and closes as a
 // blocking collective does; nothing posted returns a nil collPending.
-func (cl *coll) closeDeferred(busy func() bool, err error) (*collPending, error) {
+func (cl *collCall) closeDeferred(busy func() bool, err error) (*collPending, error) {
 	q := cl.Deferred
 	cl.Deferred = nil
 	if err != nil || q == nil {
@@ -103,7 +103,7 @@ func (cl *coll) closeDeferred(busy func() bool, err error) (*collPending, error)
 			err = errors.Join(err, completeSteps(cl.op, cl.Step, q))
 		}
 		err = closeCollective(cl.Step, busy, err, cl.errorf)
-		cl.held.end(err)
+		cl.held.End(err)
 		return nil, err
 	}
 	flag := []uint8{0}
@@ -115,7 +115,7 @@ func (cl *coll) closeDeferred(busy func() bool, err error) (*collPending, error)
 	cl.Deferred = nil
 	if err != nil {
 		err = errors.Join(cl.errorf("closing the collective: %w", err), completeSteps(cl.op, cl.Step, q))
-		cl.held.end(err)
+		cl.held.End(err)
 		return nil, err
 	}
 	p := &collPending{op: cl.op, s: cl.Step, q: q, flag: flag, errorf: cl.errorf, held: cl.held}
@@ -160,7 +160,7 @@ func (p *collPending) wait() error {
 		errs = append(errs, p.errorf("the result is undefined: %w", errBusy))
 	}
 	p.err, p.over, p.q = xfer.LogFailed(p.op, errors.Join(errs...)), true, nil
-	p.held.end(p.err)
+	p.held.End(p.err)
 	return p.err
 }
 

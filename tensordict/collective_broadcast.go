@@ -166,8 +166,8 @@ func (td *TensorDict) bcastBytes(src int) func(r int) int64 {
 
 // broadcast returns the body of Broadcast and IBroadcast, which sets *out
 // to the result.
-func (td *TensorDict) broadcast(src int, out **TensorDict) func(cl *coll) error {
-	return func(cl *coll) error {
+func (td *TensorDict) broadcast(src int, out **TensorDict) func(cl *collCall) error {
+	return func(cl *collCall) error {
 		if err := cl.agreeRoot("src", src); err != nil {
 			return err
 		}
@@ -182,7 +182,7 @@ func (td *TensorDict) broadcast(src int, out **TensorDict) func(cl *coll) error 
 }
 
 // bcastSend is Broadcast on the source rank.
-func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
+func (cl *collCall) bcastSend(td *TensorDict) (*TensorDict, error) {
 	tdc, msg, storage, err := bcastFrame(cl, td)
 	if err != nil {
 		// Tell the receivers, which are waiting for the first message.
@@ -229,7 +229,7 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 // name and metadata, with the storage inline when all of it fits in the
 // first message) in the messages that start the broadcast (see
 // bcastFrameMessage). It returns the storage to send separately, or nil.
-func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, msg, storage []byte, err error) {
+func bcastFrame(cl *collCall, td *TensorDict) (tdc *TensorDict, msg, storage []byte, err error) {
 	if td == nil {
 		return nil, nil, nil, fmt.Errorf("nil tensordict on the source rank")
 	}
@@ -334,7 +334,7 @@ func countTensorLeaves(td *TensorDict) int {
 
 // bcastRecv is Broadcast on a receiving rank; td is the receiver's own
 // TensorDict, reused with WithConsolidated.
-func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
+func (cl *collCall) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	first := xfer.MsgBuf(bcastFirst) // written whole by the broadcast
 	if err := xfer.Bcast(cl.Step, first, src); err != nil {
 		// A step given up leaves first to MPI: it is not pooled again.
@@ -402,7 +402,7 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 			st = tensor.StorageOf(make([]byte, h.Total))
 		}
 	}
-	_ = cl.held.add(st) // MPI writes it: released, st.Bytes below refuses it
+	_ = cl.held.Add(st) // MPI writes it: released, st.Bytes below refuses it
 	if cl.deferSteps {
 		cl.Deferred = new(xfer.Deferred) // IBroadcast: the storage is left to Wait
 	}
@@ -453,7 +453,7 @@ func sameLayout(td *TensorDict, meta []byte, class string, total int64) bool {
 // small tree is copied from its template, as FromRemoteInit does
 // (fromConsolidatedCached): the ranks of an AllGather, or a loop of
 // Broadcasts, send the same structure.
-func (cl *coll) rebuild(from int, st *tensor.Storage, meta []byte, class string) (*TensorDict, error) {
+func (cl *collCall) rebuild(from int, st *tensor.Storage, meta []byte, class string) (*TensorDict, error) {
 	if int64(len(meta)) > cl.lim.MaxMeta {
 		return nil, cl.errorf("from rank %d: metadata is %d bytes, limit %d: %w", from, len(meta), cl.lim.MaxMeta, ErrLimit)
 	}

@@ -24,7 +24,7 @@ import (
 // WithMaxBytes.
 func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error) {
 	var out []*TensorDict
-	err := runCollective("AllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
+	err := runCollective("AllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *collCall) error {
 		return td.allGather(cl, &out)
 	})
 	if err != nil {
@@ -45,14 +45,14 @@ func (td *TensorDict) IAllGather(out []*TensorDict, opts ...CollectiveOption) (*
 	if out == nil {
 		out = []*TensorDict{} // of the wrong length: refused on every rank
 	}
-	return runCollectiveAsync("IAllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
+	return runCollectiveAsync("IAllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *collCall) error {
 		return td.allGather(cl, &out)
 	})
 }
 
 // allGather is the body of AllGather and IAllGather. *out is the result:
 // nil for AllGather, which allocates it, else the caller's slice.
-func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
+func (td *TensorDict) allGather(cl *collCall, out *[]*TensorDict) error {
 	b, _, local := cl.prepareBlock(td)
 	if local == nil && *out != nil && len(*out) != cl.size {
 		local = fmt.Errorf("IAllGather: out has %d elements, want one per rank (%d)", len(*out), cl.size)
@@ -117,7 +117,7 @@ func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
 // every rank stay one value). Options: WithGroup, WithContext, WithMaxBytes.
 func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
-	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
+	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *collCall) error {
 		if err := cl.agreeRoot("dst", dst); err != nil {
 			return err
 		}
@@ -279,7 +279,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 			n += max(tensorBytes(x), 0)
 		}
 		return n
-	}, resolve(opts, usesCollRecv), func(cl *coll) error {
+	}, resolve(opts, usesCollRecv), func(cl *collCall) error {
 		if err := cl.agreeRoot("src", src); err != nil {
 			return err
 		}
@@ -339,7 +339,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 // rank's block (marked failed for every rank if something is wrong), the
 // send buffer with every other rank's block, src's own block apart, and
 // the send buffer's displacements and counts in words.
-func (cl *coll) scatterPack(src int, tds []*TensorDict) (infos []int64, send, own []uint64, displs, counts []int, err error) {
+func (cl *collCall) scatterPack(src int, tds []*TensorDict) (infos []int64, send, own []uint64, displs, counts []int, err error) {
 	infos = make([]int64, infoLen*cl.size)
 	fail := func(err error) ([]int64, []uint64, []uint64, []int, []int, error) {
 		for r := range cl.size {

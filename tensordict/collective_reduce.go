@@ -49,7 +49,7 @@ import (
 // WithContext (checked before the reduction starts; MPI cannot cancel it
 // once under way).
 func (td *TensorDict) AllReduce(op ReduceOp, opts ...CollectiveOption) error {
-	return runCollective("AllReduce", -1, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
+	return runCollective("AllReduce", -1, td.logBytes, resolve(opts, usesReduce), func(cl *collCall) error {
 		return cl.reduce(td, op, -1, nil)
 	})
 }
@@ -61,7 +61,7 @@ func (td *TensorDict) AllReduce(op ReduceOp, opts ...CollectiveOption) error {
 // those of AllReduce; the structure of dst is the reference its errors
 // compare with.
 func (td *TensorDict) Reduce(dst int, op ReduceOp, opts ...CollectiveOption) error {
-	return runCollective("Reduce", dst, td.logBytes, resolve(opts, usesReduce), func(cl *coll) error {
+	return runCollective("Reduce", dst, td.logBytes, resolve(opts, usesReduce), func(cl *collCall) error {
 		return cl.reduce(td, op, dst, cl.rootRange("dst", dst))
 	})
 }
@@ -70,7 +70,7 @@ func (td *TensorDict) Reduce(dst int, op ReduceOp, opts ...CollectiveOption) err
 // error of a root out of the group's range: this rank's failure in the
 // agreement, on some ranks or all, so that no rank is left waiting for
 // the others.
-func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int, badRoot error) error {
+func (cl *collCall) reduce(td *TensorDict, op ReduceOp, root int, badRoot error) error {
 	var p *leafPlan
 	local := cl.ready()
 	if badRoot != nil {
@@ -147,7 +147,7 @@ func (cl *coll) reduce(td *TensorDict, op ReduceOp, root int, badRoot error) err
 // (see agree); if the structures differ, every rank returns the same
 // *StructureError, comparing with rank ref. It costs one exchange of a
 // few words (xfer.Combine) when all is well.
-func (cl *coll) checkSame(td *TensorDict, p *leafPlan, ref int, local error, extra ...uint64) ([]uint64, error) {
+func (cl *collCall) checkSame(td *TensorDict, p *leafPlan, ref int, local error, extra ...uint64) ([]uint64, error) {
 	var sh uint64
 	if td != nil {
 		sh = p.hash
@@ -612,7 +612,7 @@ func reduceSteps(leaves []Item) []reduceStep {
 }
 
 // reducePerLeaf reduces p's leaves by p.steps.
-func (cl *coll) reducePerLeaf(t reduceTarget, p *leafPlan, op ReduceOp) error {
+func (cl *collCall) reducePerLeaf(t reduceTarget, p *leafPlan, op ReduceOp) error {
 	var buf []uint64
 	defer func() {
 		if cap(buf) == bucketBytes/8 {

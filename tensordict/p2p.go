@@ -283,7 +283,7 @@ func (s *p2pState) send(l *link, blocking bool) error {
 		}
 	}
 	clear(msgs) // no reference to td's memory stays in s
-	h.end(err)
+	h.End(err)
 	return err
 }
 

@@ -528,7 +528,7 @@ func (p *Pending) fail(err error) error {
 // its sends (see holds.end).
 func (p *Pending) endHolds() {
 	if p.held != nil {
-		p.held.end(p.err)
+		p.held.End(p.err)
 	}
 }
 
@@ -671,13 +671,13 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	// metadata depends on what the last transfer to the place carried
 	// (see p2pState.described).
 	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
-		h.end(nil) // nothing posted
+		h.End(nil) // nothing posted
 		return nil, l.Errorf("%w", err)
 	}
 	defer s.sendHeld.Unlock()
 	msgs, tags, _, err := s.messages(l, true, false)
 	if err != nil {
-		h.end(nil) // nothing posted
+		h.End(nil) // nothing posted
 		return nil, l.Errorf("%w", err)
 	}
 	defer clear(msgs) // no reference to td's memory stays in s
@@ -692,7 +692,7 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	if h != nil {
 		// Dropped without Wait, p leaves its sends to package mpi: the
 		// storages stay held until those complete.
-		runtime.AddCleanup(p, func(h *holds) { h.end(errDropped) }, h)
+		runtime.AddCleanup(p, func(h *holds) { h.End(errDropped) }, h)
 	}
 	trackSend(p)
 	return p, nil

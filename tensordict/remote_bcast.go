@@ -68,7 +68,7 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 	firstLen, _ := roots.of(l.Peer, &l.o)
 	// td's own storage, which MPI may read in the last step (see holds).
 	var h holds
-	defer func() { h.end(err) }()
+	defer func() { h.End(err) }()
 	holdConsolidated(td, &h)
 	msg, payload, err := bcastPrepare(l, td)
 	if err == nil && busy() {
