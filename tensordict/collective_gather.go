@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
@@ -24,7 +25,7 @@ import (
 // WithMaxBytes.
 func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error) {
 	var out []*TensorDict
-	err := runCollective("AllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *collCall) error {
+	err := runCollective("AllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
 		return td.allGather(cl, &out)
 	})
 	if err != nil {
@@ -45,49 +46,47 @@ func (td *TensorDict) IAllGather(out []*TensorDict, opts ...CollectiveOption) (*
 	if out == nil {
 		out = []*TensorDict{} // of the wrong length: refused on every rank
 	}
-	return runCollectiveAsync("IAllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *collCall) error {
+	return runCollectiveAsync("IAllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
 		return td.allGather(cl, &out)
 	})
 }
 
 // allGather is the body of AllGather and IAllGather. *out is the result:
 // nil for AllGather, which allocates it, else the caller's slice.
-func (td *TensorDict) allGather(cl *collCall, out *[]*TensorDict) error {
-	b, _, local := cl.prepareBlock(td)
-	if local == nil && *out != nil && len(*out) != cl.size {
-		local = fmt.Errorf("IAllGather: out has %d elements, want one per rank (%d)", len(*out), cl.size)
+func (td *TensorDict) allGather(cl *coll.Call, out *[]*TensorDict) error {
+	b, _, local := prepareBlock(cl, td)
+	if local == nil && *out != nil && len(*out) != cl.Size {
+		local = fmt.Errorf("IAllGather: out has %d elements, want one per rank (%d)", len(*out), cl.Size)
 	}
-	mine := b.info(local)
-	infos := make([]int64, infoLen*cl.size)
+	mine := b.Info(local)
+	infos := make([]int64, coll.InfoLen*cl.Size)
 	if err := xfer.Allgather(cl.Step, mine[:], infos); err != nil {
-		return cl.errorf("gathering sizes: %w", err)
+		return cl.Errorf("gathering sizes: %w", err)
 	}
-	if r := cl.firstFailed(infos); r < cl.size {
-		return cl.spread(r, local)
+	if r := cl.FirstFailed(infos); r < cl.Size {
+		return cl.Spread(r, local)
 	}
-	displs, counts, words, lerr := cl.layoutBlocks(infos, nil)
+	displs, counts, words, lerr := cl.LayoutBlocks(infos, nil)
 	var buf []uint64
 	if lerr == nil {
-		if buf, lerr = recvWords(words); lerr == nil {
-			lerr = b.pack(buf[displs[cl.rank] : displs[cl.rank]+counts[cl.rank]])
+		if buf, lerr = coll.RecvWords(words); lerr == nil {
+			lerr = b.pack(buf[displs[cl.Rank] : displs[cl.Rank]+counts[cl.Rank]])
 		}
 	}
-	if err := cl.agree(lerr); err != nil {
+	if err := cl.ShareFailure(lerr); err != nil {
 		return err
 	}
-	if cl.deferSteps {
-		cl.Deferred = new(xfer.Deferred) // IAllGather: the blocks are left to Wait
-	}
+	cl.Defer() // IAllGather: the blocks are left to Wait
 	if err := xfer.Allgatherv(cl.Step, buf, counts, displs); err != nil {
-		return cl.errorf("gathering blocks: %w", err)
+		return cl.Errorf("gathering blocks: %w", err)
 	}
 	if *out == nil {
-		*out = make([]*TensorDict, cl.size)
+		*out = make([]*TensorDict, cl.Size)
 	}
 	res := *out
 	return cl.Then(func() error {
-		for r := range cl.size {
-			td, err := cl.unpack(r, infos[r*infoLen:(r+1)*infoLen], buf[displs[r]:displs[r]+counts[r]])
+		for r := range cl.Size {
+			td, err := unpack(cl, r, infos[r*coll.InfoLen:(r+1)*coll.InfoLen], buf[displs[r]:displs[r]+counts[r]])
 			if err != nil {
 				return err
 			}
@@ -117,60 +116,61 @@ func (td *TensorDict) allGather(cl *collCall, out *[]*TensorDict) error {
 // every rank stay one value). Options: WithGroup, WithContext, WithMaxBytes.
 func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
-	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *collCall) error {
-		if err := cl.agreeRoot("dst", dst); err != nil {
+	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
+		if err := cl.CheckRoot("dst", dst); err != nil {
 			return err
 		}
-		b, p, local := cl.prepareBlock(td)
+		b, p, local := prepareBlock(cl, td)
+		var hash uint64
 		if p != nil {
-			p.structure()
+			hash = p.structure().hash
 		}
-		if _, err := cl.checkSame(td, p, dst, local); err != nil {
+		if _, err := cl.CheckSame(hash, p.describe, dst, local); err != nil {
 			return err
 		}
-		mine := b.info(nil)
+		mine := b.Info(nil)
 		var infos []int64
-		if cl.rank == dst {
-			infos = make([]int64, infoLen*cl.size)
+		if cl.Rank == dst {
+			infos = make([]int64, coll.InfoLen*cl.Size)
 		}
 		// Every rank but dst packs its block before sending the sizes, so
 		// that a failure to pack is caught by the agreement below.
 		var own []uint64
 		var lerr error
-		if cl.rank != dst {
-			own = make([]uint64, blockWords(mine[:]))
+		if cl.Rank != dst {
+			own = make([]uint64, coll.Words(mine[:]))
 			lerr = b.pack(own)
 		}
 		if err := xfer.Gather(cl.Step, mine[:], infos, dst); err != nil {
-			return cl.errorf("gathering sizes: %w", err)
+			return cl.Errorf("gathering sizes: %w", err)
 		}
 		var displs, counts []int
 		var buf []uint64
-		if cl.rank == dst {
+		if cl.Rank == dst {
 			var words int
-			displs, counts, words, lerr = cl.layoutBlocks(infos, nil)
+			displs, counts, words, lerr = cl.LayoutBlocks(infos, nil)
 			if lerr == nil {
-				if buf, lerr = recvWords(words); lerr == nil {
+				if buf, lerr = coll.RecvWords(words); lerr == nil {
 					lerr = b.pack(buf[displs[dst] : displs[dst]+counts[dst]])
 				}
 			}
 		}
-		if err := cl.agree(lerr); err != nil {
+		if err := cl.ShareFailure(lerr); err != nil {
 			return err
 		}
 		blk := own // dst's block is packed in buf already
-		if cl.rank == dst {
+		if cl.Rank == dst {
 			blk = buf
 		}
 		if err := xfer.Gatherv(cl.Step, blk, counts, displs, dst); err != nil {
-			return cl.errorf("gathering blocks: %w", err)
+			return cl.Errorf("gathering blocks: %w", err)
 		}
-		if cl.rank != dst {
+		if cl.Rank != dst {
 			return nil
 		}
-		tds := make([]*TensorDict, cl.size)
-		for r := range cl.size {
-			td, err := cl.unpack(r, infos[r*infoLen:(r+1)*infoLen], buf[displs[r]:displs[r]+counts[r]])
+		tds := make([]*TensorDict, cl.Size)
+		for r := range cl.Size {
+			td, err := unpack(cl, r, infos[r*coll.InfoLen:(r+1)*coll.InfoLen], buf[displs[r]:displs[r]+counts[r]])
 			if err != nil {
 				return err
 			}
@@ -178,7 +178,7 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 		}
 		st, err := Stack(tds, 0)
 		if err != nil {
-			return cl.wrap(err)
+			return cl.Wrap(err)
 		}
 		out = st
 		return nil
@@ -279,50 +279,50 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 			n += max(tensorBytes(x), 0)
 		}
 		return n
-	}, resolve(opts, usesCollRecv), func(cl *collCall) error {
-		if err := cl.agreeRoot("src", src); err != nil {
+	}, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
+		if err := cl.CheckRoot("src", src); err != nil {
 			return err
 		}
 		var local error
 		var infos []int64
 		var send, own []uint64
 		var displs, counts []int
-		if cl.rank == src {
-			infos, send, own, displs, counts, local = cl.scatterPack(src, tds)
+		if cl.Rank == src {
+			infos, send, own, displs, counts, local = scatterPack(cl, src, tds)
 		}
-		mine := make([]int64, infoLen)
+		mine := make([]int64, coll.InfoLen)
 		if err := xfer.Scatter(cl.Step, infos, mine, src); err != nil {
-			return cl.errorf("scattering sizes: %w", err)
+			return cl.Errorf("scattering sizes: %w", err)
 		}
 		if mine[0] != 0 {
-			return cl.spread(src, local)
+			return cl.Spread(src, local)
 		}
 		var recv []uint64
 		var lerr error
-		if cl.rank != src {
-			if lerr = cl.checkInfo(src, mine); lerr == nil {
-				lerr = cl.ready()
+		if cl.Rank != src {
+			if lerr = cl.CheckInfo(src, mine); lerr == nil {
+				lerr = cl.Ready()
 			}
 			if lerr == nil {
-				recv, lerr = recvWords(blockWords(mine))
+				recv, lerr = coll.RecvWords(coll.Words(mine))
 			}
 		} else {
-			lerr = cl.ready()
+			lerr = cl.Ready()
 		}
-		if err := cl.agree(lerr); err != nil {
+		if err := cl.ShareFailure(lerr); err != nil {
 			return err
 		}
 		blk := recv // src keeps its own block
-		if cl.rank == src {
+		if cl.Rank == src {
 			blk = send
 		}
 		if err := xfer.Scatterv(cl.Step, blk, counts, displs, src); err != nil {
-			return cl.errorf("scattering blocks: %w", err)
+			return cl.Errorf("scattering blocks: %w", err)
 		}
-		if cl.rank == src {
+		if cl.Rank == src {
 			recv = own
 		}
-		td, err := cl.unpack(src, mine, recv)
+		td, err := unpack(cl, src, mine, recv)
 		if err != nil {
 			return err
 		}
@@ -339,38 +339,38 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 // rank's block (marked failed for every rank if something is wrong), the
 // send buffer with every other rank's block, src's own block apart, and
 // the send buffer's displacements and counts in words.
-func (cl *collCall) scatterPack(src int, tds []*TensorDict) (infos []int64, send, own []uint64, displs, counts []int, err error) {
-	infos = make([]int64, infoLen*cl.size)
+func scatterPack(cl *coll.Call, src int, tds []*TensorDict) (infos []int64, send, own []uint64, displs, counts []int, err error) {
+	infos = make([]int64, coll.InfoLen*cl.Size)
 	fail := func(err error) ([]int64, []uint64, []uint64, []int, []int, error) {
-		for r := range cl.size {
-			infos[r*infoLen] = 1
+		for r := range cl.Size {
+			infos[r*coll.InfoLen] = 1
 		}
 		return infos, nil, nil, nil, nil, err
 	}
-	if len(tds) != cl.size {
-		return fail(fmt.Errorf("%d tensordicts for %d ranks", len(tds), cl.size))
+	if len(tds) != cl.Size {
+		return fail(fmt.Errorf("%d tensordicts for %d ranks", len(tds), cl.Size))
 	}
-	blocks := make([]block, cl.size)
+	blocks := make([]block, cl.Size)
 	for r, td := range tds {
-		b, _, err := cl.prepareBlock(td)
+		b, _, err := prepareBlock(cl, td)
 		if err != nil {
 			return fail(fmt.Errorf("tensordict %d: %w", r, err))
 		}
 		blocks[r] = b
-		in := b.info(nil)
-		copy(infos[r*infoLen:], in[:])
+		in := b.Info(nil)
+		copy(infos[r*coll.InfoLen:], in[:])
 	}
 	// Check the source's own sizes as receivers will: a block the
 	// receivers must refuse is refused here, before anything moves.
-	displs, counts, words, err := cl.layoutBlocks(infos, func(r int) bool { return r != src })
+	displs, counts, words, err := cl.LayoutBlocks(infos, func(r int) bool { return r != src })
 	if err != nil {
 		return fail(err)
 	}
-	if err := cl.checkInfo(src, infos[src*infoLen:(src+1)*infoLen]); err != nil {
+	if err := cl.CheckInfo(src, infos[src*coll.InfoLen:(src+1)*coll.InfoLen]); err != nil {
 		return fail(err)
 	}
 	send = make([]uint64, words)
-	if own, err = recvWords(blockWords(infos[src*infoLen : (src+1)*infoLen])); err != nil {
+	if own, err = coll.RecvWords(coll.Words(infos[src*coll.InfoLen : (src+1)*coll.InfoLen])); err != nil {
 		return fail(err)
 	}
 	for r, b := range blocks {

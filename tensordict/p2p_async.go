@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -350,8 +351,8 @@ var errCanceled = fmt.Errorf("cancelled by Pending.Cancel: %w", context.Canceled
 // same error, a Test meanwhile reports it not complete, and Cancel ends
 // an IRecv however many goroutines wait for it.
 type Pending struct {
-	mu   sync.Mutex   // held by Wait, Tag and, when free, Test; not by Cancel
-	c    *collPending // IAllReduce, IReduce
+	mu   sync.Mutex    // held by Wait, Tag and, when free, Test; not by Cancel
+	c    *coll.Pending // IAllReduce, IReduce
 	l    *link
 	reqs []*mpi.Request // ISend: every posted message
 	held *holds         // ISend: the storages MPI reads, if any
@@ -415,7 +416,7 @@ func (p *Pending) Wait() error {
 // collective, p.mu held.
 func (p *Pending) wait() error {
 	if p.c != nil {
-		return p.c.wait()
+		return p.c.Wait()
 	}
 	if p.over {
 		return p.err
@@ -442,7 +443,7 @@ func (p *Pending) Test() (bool, error) {
 	}
 	defer p.mu.Unlock()
 	if p.c != nil {
-		return p.c.test()
+		return p.c.Test()
 	}
 	if p.over {
 		return true, p.err
@@ -490,7 +491,7 @@ func (p *Pending) endIRecv() {
 // of WithContext ends.
 func (p *Pending) Cancel() error {
 	if p != nil && p.c != nil {
-		return p.c.errorf("Pending.Cancel: a collective cannot be cancelled; Wait completes it")
+		return p.c.Errorf("Pending.Cancel: a collective cannot be cancelled; Wait completes it")
 	}
 	if p == nil || p.l == nil {
 		return errNotPending("Cancel")
