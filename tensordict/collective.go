@@ -8,7 +8,6 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/coll"
-	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -57,9 +56,15 @@ func startCollective(op string, root int, bytes func(rank int) int64, o remoteOp
 	return coll.Start(o.ctx, o.group, cl, root, bytes, f)
 }
 
-// maxReportedError bounds the text of a rank's error that a collective
-// passes to the other ranks.
-const maxReportedError = wire.MaxReportedError
+// runCollectiveAsync is runCollective for a collective whose f defers its
+// steps (see coll.Start), returning a Pending that completes them.
+func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remoteOptions, f func(cl *coll.Call) error) (*Pending, error) {
+	p, err := startCollective(op, root, bytes, o, true, f)
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{c: p}, nil
+}
 
 // PeerError is returned by a collective on the ranks that were ready when
 // another rank of the group was not: its own error is passed to all.
@@ -315,10 +320,8 @@ func layBlock(td *TensorDict) (block, error) {
 	return block{coll.Block{Class: td.ClassName(), Meta: meta, Total: p.total}, p}, nil
 }
 
-// pack writes b into dst, which has exactly b's words.
-func (b block) pack(dst []uint64) error {
-	return b.Pack(dst, func(storage []byte) error { return pack(storage, b.p, true) })
-}
+// pack writes b's leaves into storage, its bytes in the block.
+func (b block) pack(storage []byte) error { return pack(storage, b.p, true) }
 
 // unpack rebuilds the TensorDict rank r sent from its block words, which
 // must hold the block described by in. The result's storage views words.

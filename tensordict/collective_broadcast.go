@@ -22,7 +22,7 @@ const (
 
 // Broadcast and broadcast-mode InitRemote start with the same first
 // message, bcastFirst bytes on every rank: a prefix (status: 0, or 1 when
-// the source failed and its error text follows, up to maxReportedError
+// the source failed and its error text follows, up to wire.MaxReportedError
 // bytes, zero-terminated when shorter; the frame's length; whether more
 // messages follow), then the frame (wire header, class name, metadata and,
 // when all of it fits, the inline storage), or its first part.
@@ -32,7 +32,7 @@ const (
 func putBcastFailed(first []byte, err error) {
 	binary.LittleEndian.PutUint64(first, 1)
 	clear(first[8:])
-	copy(first[bcastPrefix:bcastPrefix+maxReportedError], err.Error())
+	copy(first[bcastPrefix:bcastPrefix+wire.MaxReportedError], err.Error())
 }
 
 // bcastMessageLen is the length of the messages that start a broadcast of
@@ -73,7 +73,7 @@ func bcastFrameLen(msg []byte) uint64 { return binary.LittleEndian.Uint64(msg[8:
 // source failed, else the frame's length and whether more messages follow.
 func parseBcastFirst(op string, src int, first []byte) (frameLen uint64, more bool, err error) {
 	if binary.LittleEndian.Uint64(first) != 0 {
-		return 0, false, &PeerError{Op: op, Rank: src, Msg: coll.NulTerminated(first[bcastPrefix : bcastPrefix+maxReportedError])}
+		return 0, false, &PeerError{Op: op, Rank: src, Msg: coll.NulTerminated(first[bcastPrefix : bcastPrefix+wire.MaxReportedError])}
 	}
 	return bcastFrameLen(first), binary.LittleEndian.Uint64(first[16:]) != 0, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/tdmpi/tdmpi/internal/coll"
-	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // AllGather collects every rank's td on every rank, like tensordict's
@@ -58,42 +57,29 @@ func (td *TensorDict) allGather(cl *coll.Call, out *[]*TensorDict) error {
 	if local == nil && *out != nil && len(*out) != cl.Size {
 		local = fmt.Errorf("IAllGather: out has %d elements, want one per rank (%d)", len(*out), cl.Size)
 	}
-	mine := b.Info(local)
-	infos := make([]int64, coll.InfoLen*cl.Size)
-	if err := xfer.Allgather(cl.Step, mine[:], infos); err != nil {
-		return cl.Errorf("gathering sizes: %w", err)
-	}
-	if r := cl.FirstFailed(infos); r < cl.Size {
-		return cl.Spread(r, local)
-	}
-	displs, counts, words, lerr := cl.LayoutBlocks(infos, nil)
-	var buf []uint64
-	if lerr == nil {
-		if buf, lerr = coll.RecvWords(words); lerr == nil {
-			lerr = b.pack(buf[displs[cl.Rank] : displs[cl.Rank]+counts[cl.Rank]])
-		}
-	}
-	if err := cl.ShareFailure(lerr); err != nil {
+	g, err := cl.GatherBlocks(b.Block, b.pack, local, -1)
+	if err != nil {
 		return err
-	}
-	cl.Defer() // IAllGather: the blocks are left to Wait
-	if err := xfer.Allgatherv(cl.Step, buf, counts, displs); err != nil {
-		return cl.Errorf("gathering blocks: %w", err)
 	}
 	if *out == nil {
 		*out = make([]*TensorDict, cl.Size)
 	}
 	res := *out
-	return cl.Then(func() error {
-		for r := range cl.Size {
-			td, err := unpack(cl, r, infos[r*coll.InfoLen:(r+1)*coll.InfoLen], buf[displs[r]:displs[r]+counts[r]])
-			if err != nil {
-				return err
-			}
-			res[r] = td
+	return cl.Then(func() error { return unpackAll(cl, g, res) })
+}
+
+// unpackAll rebuilds into out every rank's TensorDict from the blocks g
+// holds.
+func unpackAll(cl *coll.Call, g *coll.Gathered, out []*TensorDict) error {
+	for r := range out {
+		in, words := g.Block(r)
+		td, err := unpack(cl, r, in, words)
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+		out[r] = td
+	}
+	return nil
 }
 
 // GatherAndStack collects every rank's td on rank dst and stacks them
@@ -128,59 +114,17 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 		if _, err := cl.CheckSame(hash, p.describe, dst, local); err != nil {
 			return err
 		}
-		mine := b.Info(nil)
-		var infos []int64
-		if cl.Rank == dst {
-			infos = make([]int64, coll.InfoLen*cl.Size)
-		}
-		// Every rank but dst packs its block before sending the sizes, so
-		// that a failure to pack is caught by the agreement below.
-		var own []uint64
-		var lerr error
-		if cl.Rank != dst {
-			own = make([]uint64, coll.Words(mine[:]))
-			lerr = b.pack(own)
-		}
-		if err := xfer.Gather(cl.Step, mine[:], infos, dst); err != nil {
-			return cl.Errorf("gathering sizes: %w", err)
-		}
-		var displs, counts []int
-		var buf []uint64
-		if cl.Rank == dst {
-			var words int
-			displs, counts, words, lerr = cl.LayoutBlocks(infos, nil)
-			if lerr == nil {
-				if buf, lerr = coll.RecvWords(words); lerr == nil {
-					lerr = b.pack(buf[displs[dst] : displs[dst]+counts[dst]])
-				}
-			}
-		}
-		if err := cl.ShareFailure(lerr); err != nil {
+		g, err := cl.GatherBlocks(b.Block, b.pack, nil, dst)
+		if g == nil || err != nil {
 			return err
 		}
-		blk := own // dst's block is packed in buf already
-		if cl.Rank == dst {
-			blk = buf
-		}
-		if err := xfer.Gatherv(cl.Step, blk, counts, displs, dst); err != nil {
-			return cl.Errorf("gathering blocks: %w", err)
-		}
-		if cl.Rank != dst {
-			return nil
-		}
 		tds := make([]*TensorDict, cl.Size)
-		for r := range cl.Size {
-			td, err := unpack(cl, r, infos[r*coll.InfoLen:(r+1)*coll.InfoLen], buf[displs[r]:displs[r]+counts[r]])
-			if err != nil {
-				return err
-			}
-			tds[r] = td
+		if err := unpackAll(cl, g, tds); err != nil {
+			return err
 		}
-		st, err := Stack(tds, 0)
-		if err != nil {
+		if out, err = Stack(tds, 0); err != nil {
 			return cl.Wrap(err)
 		}
-		out = st
 		return nil
 	})
 	if err != nil {
@@ -283,51 +227,18 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 		if err := cl.CheckRoot("src", src); err != nil {
 			return err
 		}
+		var blocks []coll.Block
+		var plans []*plan
 		var local error
-		var infos []int64
-		var send, own []uint64
-		var displs, counts []int
 		if cl.Rank == src {
-			infos, send, own, displs, counts, local = scatterPack(cl, src, tds)
+			blocks, plans, local = scatterBlocks(cl, tds)
 		}
-		mine := make([]int64, coll.InfoLen)
-		if err := xfer.Scatter(cl.Step, infos, mine, src); err != nil {
-			return cl.Errorf("scattering sizes: %w", err)
-		}
-		if mine[0] != 0 {
-			return cl.Spread(src, local)
-		}
-		var recv []uint64
-		var lerr error
-		if cl.Rank != src {
-			if lerr = cl.CheckInfo(src, mine); lerr == nil {
-				lerr = cl.Ready()
-			}
-			if lerr == nil {
-				recv, lerr = coll.RecvWords(coll.Words(mine))
-			}
-		} else {
-			lerr = cl.Ready()
-		}
-		if err := cl.ShareFailure(lerr); err != nil {
-			return err
-		}
-		blk := recv // src keeps its own block
-		if cl.Rank == src {
-			blk = send
-		}
-		if err := xfer.Scatterv(cl.Step, blk, counts, displs, src); err != nil {
-			return cl.Errorf("scattering blocks: %w", err)
-		}
-		if cl.Rank == src {
-			recv = own
-		}
-		td, err := unpack(cl, src, mine, recv)
+		in, words, err := cl.ScatterBlocks(src, blocks, func(r int, st []byte) error { return pack(st, plans[r], true) }, local)
 		if err != nil {
 			return err
 		}
-		out = td
-		return nil
+		out, err = unpack(cl, src, in, words)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -335,52 +246,19 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 	return out, nil
 }
 
-// scatterPack lays out and packs tds on the source rank: the sizes of each
-// rank's block (marked failed for every rank if something is wrong), the
-// send buffer with every other rank's block, src's own block apart, and
-// the send buffer's displacements and counts in words.
-func scatterPack(cl *coll.Call, src int, tds []*TensorDict) (infos []int64, send, own []uint64, displs, counts []int, err error) {
-	infos = make([]int64, coll.InfoLen*cl.Size)
-	fail := func(err error) ([]int64, []uint64, []uint64, []int, []int, error) {
-		for r := range cl.Size {
-			infos[r*coll.InfoLen] = 1
-		}
-		return infos, nil, nil, nil, nil, err
-	}
+// scatterBlocks lays tds out as blocks on the source of a Scatter, one
+// per rank, or returns why it cannot.
+func scatterBlocks(cl *coll.Call, tds []*TensorDict) ([]coll.Block, []*plan, error) {
 	if len(tds) != cl.Size {
-		return fail(fmt.Errorf("%d tensordicts for %d ranks", len(tds), cl.Size))
+		return nil, nil, fmt.Errorf("%d tensordicts for %d ranks", len(tds), cl.Size)
 	}
-	blocks := make([]block, cl.Size)
+	blocks, plans := make([]coll.Block, cl.Size), make([]*plan, cl.Size)
 	for r, td := range tds {
 		b, _, err := prepareBlock(cl, td)
 		if err != nil {
-			return fail(fmt.Errorf("tensordict %d: %w", r, err))
+			return nil, nil, fmt.Errorf("tensordict %d: %w", r, err)
 		}
-		blocks[r] = b
-		in := b.Info(nil)
-		copy(infos[r*coll.InfoLen:], in[:])
+		blocks[r], plans[r] = b.Block, b.p
 	}
-	// Check the source's own sizes as receivers will: a block the
-	// receivers must refuse is refused here, before anything moves.
-	displs, counts, words, err := cl.LayoutBlocks(infos, func(r int) bool { return r != src })
-	if err != nil {
-		return fail(err)
-	}
-	if err := cl.CheckInfo(src, infos[src*coll.InfoLen:(src+1)*coll.InfoLen]); err != nil {
-		return fail(err)
-	}
-	send = make([]uint64, words)
-	if own, err = coll.RecvWords(coll.Words(infos[src*coll.InfoLen : (src+1)*coll.InfoLen])); err != nil {
-		return fail(err)
-	}
-	for r, b := range blocks {
-		dst := own
-		if r != src {
-			dst = send[displs[r] : displs[r]+counts[r]]
-		}
-		if err := b.pack(dst); err != nil {
-			return fail(fmt.Errorf("tensordict %d: %w", r, err))
-		}
-	}
-	return infos, send, own, displs, counts, nil
+	return blocks, plans, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -180,7 +181,7 @@ func TestCollectiveBroadcastErrors(t *testing.T) {
 	mpitest.Run(t, "long source error", func(t *testing.T) {
 		// The source's error names a 3000-byte key (whose storage was
 		// released): the receivers' PeerError carries at most
-		// maxReportedError bytes of it.
+		// wire.MaxReportedError bytes of it.
 		td := New()
 		if g.Rank() == 0 {
 			x := tensor.Ones(tensor.Float32, 4)
@@ -193,7 +194,7 @@ func TestCollectiveBroadcastErrors(t *testing.T) {
 			var pe *PeerError
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, 0, pe.Rank)
-			assert.LessOrEqual(t, len(pe.Msg), maxReportedError)
+			assert.LessOrEqual(t, len(pe.Msg), wire.MaxReportedError)
 			assert.Contains(t, pe.Msg, "kkkk")
 		}
 	})

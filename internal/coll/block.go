@@ -10,6 +10,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // AllGather, Scatter and GatherAndStack move one block per rank. A block is
@@ -149,4 +150,168 @@ func WordsAsBytes(w []uint64) []byte {
 		return []byte{}
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), 8*len(w))
+}
+
+// Gathered is the blocks a gather moved (GatherBlocks).
+type Gathered struct {
+	infos          []int64
+	buf            []uint64
+	displs, counts []int
+}
+
+// Block returns rank r's info and block words.
+func (g *Gathered) Block(r int) (in []int64, words []uint64) {
+	return g.infos[r*InfoLen : (r+1)*InfoLen], g.buf[g.displs[r] : g.displs[r]+g.counts[r]]
+}
+
+// GatherBlocks moves every rank's block b, whose storage pack writes, to
+// root, or to every rank for a negative root (AllGather), in one buffer
+// from the receive pool. The ranks first exchange their infos, check them
+// against their limits and agree (ShareFailure) that every rank could
+// allocate and pack. local is this rank's error, which makes every rank
+// fail (AllGather; a gather to a root checks the ranks before, CheckSame).
+// It returns nil Gathered on the ranks that receive nothing.
+func (cl *Call) GatherBlocks(b Block, pack func(storage []byte) error, local error, root int) (*Gathered, error) {
+	all, mine := root < 0, b.Info(local)
+	g := &Gathered{}
+	if all || cl.Rank == root {
+		g.infos = make([]int64, InfoLen*cl.Size)
+	}
+	// A rank that only sends packs its block before the infos move, so
+	// that a failure to pack is caught by the agreement below.
+	var own []uint64
+	var lerr error
+	if !all && cl.Rank != root {
+		own = make([]uint64, Words(mine[:]))
+		lerr = b.Pack(own, pack)
+	}
+	var err error
+	if all {
+		err = xfer.Allgather(cl.Step, mine[:], g.infos)
+	} else {
+		err = xfer.Gather(cl.Step, mine[:], g.infos, root)
+	}
+	if err != nil {
+		return nil, cl.Errorf("gathering sizes: %w", err)
+	}
+	if all {
+		if r := cl.FirstFailed(g.infos); r < cl.Size {
+			return nil, cl.Spread(r, local)
+		}
+	}
+	if g.infos != nil {
+		var words int
+		if g.displs, g.counts, words, lerr = cl.LayoutBlocks(g.infos, nil); lerr == nil {
+			if g.buf, lerr = RecvWords(words); lerr == nil {
+				_, w := g.Block(cl.Rank)
+				lerr = b.Pack(w, pack)
+			}
+		}
+	}
+	if err := cl.ShareFailure(lerr); err != nil {
+		return nil, err
+	}
+	cl.Defer() // IAllGather: the blocks are left to Wait
+	switch {
+	case all:
+		err = xfer.Allgatherv(cl.Step, g.buf, g.counts, g.displs)
+	case cl.Rank == root:
+		err = xfer.Gatherv(cl.Step, g.buf, g.counts, g.displs, root)
+	default:
+		err = xfer.Gatherv(cl.Step, own, nil, nil, root)
+	}
+	if err != nil {
+		return nil, cl.Errorf("gathering blocks: %w", err)
+	}
+	if g.infos == nil {
+		return nil, nil
+	}
+	return g, nil
+}
+
+// ScatterBlocks moves blocks[r] of rank src to rank r, and returns this
+// rank's info and block. On src, blocks has one block per rank, whose
+// storages pack writes, or local is the error that kept src from laying
+// them out; elsewhere both are ignored. src checks every block as its
+// receiver will and, once every receiver has checked its info and
+// allocated (ShareFailure), sends them in one buffer; its own block is
+// packed apart, so that its result does not keep the others' alive.
+func (cl *Call) ScatterBlocks(src int, blocks []Block, pack func(r int, storage []byte) error, local error) (in []int64, words []uint64, err error) {
+	var infos []int64
+	var send []uint64
+	var displs, counts []int
+	if cl.Rank == src {
+		infos, send, words, displs, counts, local = cl.packScatter(src, blocks, pack, local)
+	}
+	in = make([]int64, InfoLen)
+	if err := xfer.Scatter(cl.Step, infos, in, src); err != nil {
+		return nil, nil, cl.Errorf("scattering sizes: %w", err)
+	}
+	if in[0] != 0 {
+		return nil, nil, cl.Spread(src, local)
+	}
+	lerr := cl.Ready()
+	if cl.Rank != src {
+		if err := cl.CheckInfo(src, in); err != nil {
+			lerr = err
+		}
+		if lerr == nil {
+			words, lerr = RecvWords(Words(in))
+		}
+	}
+	if err := cl.ShareFailure(lerr); err != nil {
+		return nil, nil, err
+	}
+	blk := words // src keeps its own block
+	if cl.Rank == src {
+		blk = send
+	}
+	if err := xfer.Scatterv(cl.Step, blk, counts, displs, src); err != nil {
+		return nil, nil, cl.Errorf("scattering blocks: %w", err)
+	}
+	return in, words, nil
+}
+
+// packScatter lays out and packs blocks on the source rank: the infos of
+// each rank's block (marked failed for every rank if something is
+// wrong), the send buffer with every other rank's block, src's own block
+// apart, and the send buffer's displacements and counts in words.
+func (cl *Call) packScatter(src int, blocks []Block, pack func(r int, storage []byte) error, local error) (infos []int64, send, own []uint64, displs, counts []int, err error) {
+	infos = make([]int64, InfoLen*cl.Size)
+	fail := func(err error) ([]int64, []uint64, []uint64, []int, []int, error) {
+		for r := range cl.Size {
+			infos[r*InfoLen] = 1
+		}
+		return infos, nil, nil, nil, nil, err
+	}
+	if local != nil {
+		return fail(local)
+	}
+	for r, b := range blocks {
+		in := b.Info(nil)
+		copy(infos[r*InfoLen:], in[:])
+	}
+	// Check the source's own sizes as receivers will: a block the
+	// receivers must refuse is refused here, before anything moves.
+	displs, counts, words, err := cl.LayoutBlocks(infos, func(r int) bool { return r != src })
+	if err == nil {
+		err = cl.CheckInfo(src, infos[src*InfoLen:(src+1)*InfoLen])
+	}
+	if err == nil {
+		own, err = RecvWords(Words(infos[src*InfoLen : (src+1)*InfoLen]))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	send = make([]uint64, words)
+	for r, b := range blocks {
+		dst := own
+		if r != src {
+			dst = send[displs[r] : displs[r]+counts[r]]
+		}
+		if err := b.Pack(dst, func(st []byte) error { return pack(r, st) }); err != nil {
+			return fail(fmt.Errorf("tensordict %d: %w", r, err))
+		}
+	}
+	return infos, send, own, displs, counts, nil
 }

@@ -61,7 +61,7 @@ func TestBlockRoundTrip(t *testing.T) {
 // TestLayoutBlocks lays out the blocks of three ranks, and checks the
 // infos a rank refuses.
 func TestLayoutBlocks(t *testing.T) {
-	cl := &Call{Op: "AllGather", Size: 3, Lim: fullLimits(wire.Limits{MaxTotal: 64})}
+	cl := &Call{Op: "AllGather", Size: 3, Lim: wire.Limits{MaxTotal: 64}.Resolve()}
 	infos := []int64{
 		0, 1, 7, 16, // 3 words
 		0, 0, 0, 0, // none

@@ -28,12 +28,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/proto"
+	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // Call is one collective call in progress on one rank. The caller sets
@@ -43,7 +46,7 @@ type Call struct {
 	Op        string // the method name, for errors: "AllReduce"
 	Rank      int
 	Size      int
-	Lim       wire.Limits // unset fields are the wire defaults
+	Lim       wire.Limits // resolved by Start (wire.Limits.Resolve)
 	// Consolidated is tensordict's WithConsolidated: Broadcast receives
 	// into the receiver's storage when the layouts match.
 	Consolidated bool
@@ -93,7 +96,7 @@ var ErrBusy = fmt.Errorf("two goroutines of one rank have run collectives on thi
 // Pending completes them all; failures before the steps are posted are
 // returned at once. Without DeferSteps the Pending is nil.
 func Start(ctx context.Context, g *group.Group, cl *Call, root int, bytes func(rank int) int64, f func(cl *Call) error) (*Pending, error) {
-	cl.Step, cl.Rank, cl.Size, cl.Lim = xfer.NewStep(ctx, g), g.Rank(), g.Size(), fullLimits(cl.Lim)
+	cl.Step, cl.Rank, cl.Size, cl.Lim = xfer.NewStep(ctx, g), g.Rank(), g.Size(), cl.Lim.Resolve()
 	var p *Pending
 	err := proto.Collective(g, func(busy func() bool) error {
 		if err := proto.Broken(g, "tensordict: "+cl.Op); err != nil {
@@ -253,21 +256,206 @@ func NulTerminated(b []byte) string {
 	return string(b)
 }
 
-// fullLimits returns l with its unset fields at the wire defaults, so that
-// they can bound a decoding of the metadata too.
-func fullLimits(l wire.Limits) wire.Limits {
-	d := wire.DefaultLimits()
-	if l.MaxTotal <= 0 {
-		l.MaxTotal = d.MaxTotal
+// Pending is an asynchronous collective whose steps are posted: what runs
+// after them, and the closing step's flag (see Close).
+type Pending struct {
+	op     string
+	s      xfer.Step // where the steps are waited on; its queue is nil
+	q      *xfer.Deferred
+	flag   []uint8
+	errorf func(string, ...any) error
+	over   bool
+	err    error
+	held   *Holds // the storages the steps give MPI (see Call.Held)
+}
+
+// unbounded is xfer.Step.Unbounded, except that a call whose steps are
+// deferred counts as bounded: its steps must be nonblocking, so every rank
+// must use the nonblocking form (MPI pairs no blocking collective with a
+// nonblocking one), whatever its own call.
+func (cl *Call) unbounded() int32 {
+	if cl.DeferSteps {
+		return 0
 	}
-	if l.MaxMeta <= 0 {
-		l.MaxMeta = d.MaxMeta
+	return cl.Step.Unbounded()
+}
+
+// Defer makes the steps from now on deferred when cl.DeferSteps is set: a
+// collective calls it once the ranks agreed.
+func (cl *Call) Defer() {
+	if cl.DeferSteps {
+		cl.Deferred = new(xfer.Deferred)
 	}
-	if l.MaxClass <= 0 {
-		l.MaxClass = d.MaxClass
+}
+
+// closeDeferred ends a call whose steps are deferred, once f returned err:
+// it posts the closing step after the deferred ones and returns the
+// Pending that completes them. If this rank failed after posting some
+// steps, it completes them, as the other ranks do, and closes as a
+// blocking collective does; nothing posted returns a nil Pending.
+func (cl *Call) closeDeferred(busy func() bool, err error) (*Pending, error) {
+	q := cl.Deferred
+	cl.Deferred = nil
+	if err != nil || q == nil {
+		if q != nil {
+			err = errors.Join(err, completeSteps(cl.Op, cl.Step, q))
+		}
+		err = Close(cl.Step, busy, err, cl.Errorf)
+		cl.Held.End(err)
+		return nil, err
 	}
-	if l.MaxInline <= 0 {
-		l.MaxInline = d.MaxInline
+	flag := []uint8{0}
+	if busy() {
+		flag[0] = 1
 	}
-	return l
+	cl.Deferred = q
+	err = xfer.Allreduce(cl.Step, flag, mpi.OpMax) // the closing step, queued
+	cl.Deferred = nil
+	if err != nil {
+		err = errors.Join(cl.Errorf("closing the collective: %w", err), completeSteps(cl.Op, cl.Step, q))
+		cl.Held.End(err)
+		return nil, err
+	}
+	p := &Pending{op: cl.Op, s: cl.Step, q: q, flag: flag, errorf: cl.Errorf, held: new(Holds)}
+	*p.held, cl.Held = cl.Held, Holds{}
+	if !p.held.Empty() {
+		// Dropped without Wait, p leaves its steps to package mpi: the
+		// storages stay held until those complete.
+		runtime.AddCleanup(p, func(h *Holds) { h.End(errDropped) }, p.held)
+	}
+	return p, nil
+}
+
+// completeSteps waits for the steps q posted, without what follows them:
+// a call that failed after posting some must still complete them, as the
+// other ranks do.
+func completeSteps(op string, s xfer.Step, q *xfer.Deferred) error {
+	return (&Pending{op: op, s: s, q: &xfer.Deferred{Reqs: q.Reqs}}).Wait()
+}
+
+// Wait completes p's steps in the order they were posted, then runs what
+// follows them. A step given up (its context ended) abandons the others.
+func (p *Pending) Wait() error {
+	if p.over {
+		return p.err
+	}
+	var errs []error
+	for i, r := range p.q.Reqs {
+		if err := p.s.Wait(r, nil); err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, group.ErrBroken) {
+				for _, rest := range p.q.Reqs[i+1:] {
+					rest.Abandon()
+				}
+				break
+			}
+		}
+	}
+	if len(errs) == 0 {
+		for _, f := range p.q.After {
+			if err := f(); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	if len(errs) == 0 && p.flag != nil && p.flag[0] != 0 {
+		errs = append(errs, p.errorf("the result is undefined: %w", ErrBusy))
+	}
+	p.err, p.over, p.q = xfer.LogFailed(p.op, errors.Join(errs...)), true, nil
+	p.held.End(p.err)
+	return p.err
+}
+
+// Test reports whether p's steps have completed, completing p if so.
+func (p *Pending) Test() (bool, error) {
+	if p.over {
+		return true, p.err
+	}
+	for _, r := range p.q.Reqs {
+		done, _, err := r.Test()
+		if err != nil {
+			return true, p.Wait()
+		}
+		if !done {
+			return false, nil
+		}
+	}
+	return true, p.Wait()
+}
+
+// Over reports whether p has completed.
+func (p *Pending) Over() bool { return p.over }
+
+// Errorf returns an error prefixed as its call's (Call.Errorf).
+func (p *Pending) Errorf(format string, args ...any) error {
+	return p.errorf(format, args...)
+}
+
+// errDropped is the cause of the end of the holds of a Pending dropped
+// without Wait.
+var errDropped = errors.New("its Pending was dropped without Wait")
+
+// Holds are the storages one transfer (a collective, a Send, an ISend)
+// hands to MPI, each held (rawbytes.Hold) from before the transfer takes
+// its bytes until MPI no longer reads or writes them: a Release meanwhile
+// (tensor.Storage, memmap.Close) leaves the memory in place, and the end
+// of the last hold frees it. Every transfer that gives MPI a storage's
+// bytes holds the storage through Add and ends with End. Only storages
+// whose release frees something are held: external ones (off-heap, memory
+// maps) and the receive pool's (Reusable); the Go heap memory of any
+// other stays reachable, and pinned under MPI, whatever its release. The
+// zero value holds nothing.
+type Holds struct {
+	first *tensor.Storage
+	more  []*tensor.Storage // beyond first: only a transfer of several storages allocates
+}
+
+// Add holds st for the transfer (nil: nothing), or returns an error
+// wrapping tensor.ErrReleased if st was released.
+func (h *Holds) Add(st *tensor.Storage) error {
+	if st == nil || !(st.External() || st.Reusable()) {
+		return nil
+	}
+	if st == h.first || (len(h.more) > 0 && h.more[len(h.more)-1] == st) {
+		return nil // the leaves of one storage, one after another
+	}
+	if !rawbytes.Hold(st) {
+		return fmt.Errorf("a storage of %d bytes: %w", st.Len(), tensor.ErrReleased)
+	}
+	if h.first == nil {
+		h.first = st
+	} else {
+		h.more = append(h.more, st)
+	}
+	return nil
+}
+
+// Empty reports whether h holds nothing.
+func (h *Holds) Empty() bool { return h.first == nil }
+
+// End ends h's holds once MPI no longer uses the storages: at once when
+// the transfer ended without an error (every MPI operation it started
+// has completed), else once every MPI operation in flight now has (those
+// the transfer gave up at its context's end among them; see
+// mpi.AfterInFlight). h is empty afterwards; a nil h holds nothing.
+func (h *Holds) End(err error) {
+	if h == nil || h.first == nil {
+		return
+	}
+	if err != nil {
+		held := *h
+		mpi.AfterInFlight(held.unhold)
+	} else {
+		h.unhold()
+	}
+	*h = Holds{}
+}
+
+// unhold ends every hold of h at once.
+func (h *Holds) unhold() {
+	rawbytes.Unhold(h.first)
+	for _, st := range h.more {
+		rawbytes.Unhold(st)
+	}
 }
