@@ -118,17 +118,15 @@ func sortedLeaves(td *TensorDict) []Item {
 // A leafPlan is what the collectives work out of a TensorDict's tensor
 // leaves, each part on its first use: for those that need the same
 // structure on every rank (AllReduce, Reduce, GatherAndStack), the leaves
-// in sorted order, the structure hash the ranks compare and what
-// reducible checks (structure); for a reduction, whether the leaves tile
-// one storage (fastSpan) and the steps otherwise (reduceSteps,
-// reduceLayout); for those that send a TensorDict as a block (AllGather,
+// in sorted order and the structure hash the ranks compare (structure);
+// for a reduction, its coll.Reduction (reduceLayout); for those that send a TensorDict as a block (AllGather,
 // GatherAndStack, Scatter), its layout and metadata (blockLayout). A
 // TensorDict keeps its plan (TensorDict.plan) for the next call, which
 // takes it while no node of the tree was edited: the same tensors, whose
 // dtypes, shapes, strides, storages and offsets never change, under the
 // same keys, batch sizes and class names. What can change behind the edit
 // counts, a storage released or a mapped file truncated, is checked on
-// every call (reducible; the block's pack). Sorting, hashing and checking
+// every call (coll.Reduction.Check; the block's pack). Sorting, hashing and checking
 // the leaves on every call took about half of an AllReduce of 256 leaves
 // of 64 bytes (87-95 us, np 2, where raw MPI reduces the bytes in 7-13);
 // encoding the metadata and laying the TensorDict out, 41% of Scatter's
@@ -145,12 +143,6 @@ type leafPlan struct {
 	structOnce sync.Once
 	leaves     []Item // sorted depth-first key order (sortedLeaves)
 	hash       uint64 // structureHash
-	// For reducible: each dtype and each storage with the index of its
-	// first leaf (in leaves), and the first leaf that repeats elements
-	// (an Expand result), len(leaves) for none.
-	dtypes   []planDType
-	storages []planStorage
-	repeats  int
 
 	// A reduction's layout (reduceLayout).
 	reduceOnce sync.Once
@@ -162,18 +154,6 @@ type leafPlan struct {
 	blockOnce  sync.Once
 	block      block
 	blockErr   error
-}
-
-// planDType is a dtype of a plan's leaves and the first leaf of it.
-type planDType struct {
-	dt    tensor.DType
-	first int
-}
-
-// planStorage is a storage of a plan's leaves and the first leaf in it.
-type planStorage struct {
-	st    *tensor.Storage
-	first int
 }
 
 // leafPlanOf returns td's plan, made anew when td was edited since the
@@ -191,28 +171,13 @@ func leafPlanOf(td *TensorDict) *leafPlan {
 // td returns the TensorDict p was made of.
 func (p *leafPlan) td() *TensorDict { return p.mark.nodes[0] }
 
-// structure works out p's sorted leaves, structure hash and what
-// reducible checks on its first call, and returns p.
+// structure works out p's sorted leaves and structure hash on its first
+// call, and returns p.
 func (p *leafPlan) structure() *leafPlan {
 	p.structOnce.Do(func() {
 		td := p.td()
 		p.leaves = sortedLeaves(td)
 		p.hash = structureHash(td, p.leaves)
-		p.repeats = len(p.leaves)
-		seen := make(map[*tensor.Storage]bool)
-		for i, it := range p.leaves {
-			x := it.Tensor
-			if !slices.ContainsFunc(p.dtypes, func(d planDType) bool { return d.dt == x.DType() }) {
-				p.dtypes = append(p.dtypes, planDType{dt: x.DType(), first: i})
-			}
-			if st := x.Storage(); !seen[st] {
-				seen[st] = true
-				p.storages = append(p.storages, planStorage{st: st, first: i})
-			}
-			if p.repeats == len(p.leaves) && repeatsElements(x) {
-				p.repeats = i
-			}
-		}
 	})
 	return p
 }

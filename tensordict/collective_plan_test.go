@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -124,25 +125,25 @@ func TestLeafPlanReducible(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, td.Set(K("d"), e))
 
-	p := leafPlanOf(td).structure()
-	err = p.reducible(ReduceSum)
+	p := leafPlanOf(td).reduceLayout()
+	err = p.red.Check(coll.Sum)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "key d: ")
 	assert.Contains(t, err.Error(), "repeats elements")
 
-	err = p.reducible(ReduceMax)
+	err = p.red.Check(coll.Max)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "key c: ", "the complex leaf comes before the expanded one")
 
 	require.NoError(t, x.Storage().Release())
 	require.Same(t, p, leafPlanOf(td), "a release is not an edit")
-	err = p.reducible(ReduceMax)
+	err = p.red.Check(coll.Max)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "key b: storage was released", "the first leaf at fault")
 
 	require.NoError(t, td.Del(K("d")))
 	require.NoError(t, td.Del(K("b")))
-	assert.NoError(t, leafPlanOf(td).structure().reducible(ReduceSum))
+	assert.NoError(t, leafPlanOf(td).reduceLayout().red.Check(coll.Sum))
 }
 
 // TestCollectiveAllReducePlan reduces TensorDicts again after changing

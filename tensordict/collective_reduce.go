@@ -2,11 +2,8 @@ package tensordict
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/tdmpi/tdmpi/internal/coll"
-	"github.com/tdmpi/tdmpi/internal/mem"
-	"github.com/tdmpi/tdmpi/tensor"
 )
 
 // AllReduce combines the tensor leaves of td across every rank of the group
@@ -113,7 +110,7 @@ func reduce(cl *coll.Call, td *TensorDict, op ReduceOp, root int, badRoot error)
 		p = leafPlanOf(td).reduceLayout()
 	}
 	if local == nil {
-		local = p.reducible(op)
+		local = p.red.Check(coll.Op(op))
 	}
 	if local == nil {
 		local = holdLeaves(&cl.Held, p.leaves) // MPI reduces them in place
@@ -124,62 +121,6 @@ func reduce(cl *coll.Call, td *TensorDict, op ReduceOp, root int, badRoot error)
 		red, hash = p.red, p.hash
 	}
 	return cl.Reduce(red, coll.Op(op), root, local, hash, p.describe)
-}
-
-// reducible returns an error naming the first leaf of p that op cannot
-// reduce in place: a dtype op does not apply to, a released storage, or a
-// view that repeats elements (an Expand result), which has no place to put
-// distinct results. Of one leaf's faults, the first in that order is
-// named.
-func (p *leafPlan) reducible(op ReduceOp) error {
-	first, err := len(p.leaves), error(nil)
-	fault := func(i int, e error) {
-		if i < first {
-			first, err = i, e
-		}
-	}
-	for _, d := range p.dtypes {
-		if e := coll.Op(op).Check(d.dt); e != nil {
-			fault(d.first, e)
-		}
-	}
-	for _, s := range p.storages {
-		if s.st.Released() {
-			fault(s.first, errors.New("storage was released"))
-			continue
-		}
-		// MPI reduces in place, in C, where a fault (a mapped file
-		// another process truncated) cannot be caught: check first. Go
-		// heap memory cannot fault.
-		if s.st.External() {
-			if e := mem.Readable(s.st.Bytes()); e != nil {
-				fault(s.first, e)
-			}
-		}
-	}
-	if p.repeats < first {
-		x := p.leaves[p.repeats].Tensor
-		first, err = p.repeats, fmt.Errorf("leaf of shape %v repeats elements (strides %v, an expanded view); call Contiguous first", x.Shape(), x.Strides())
-	}
-	if err != nil {
-		return fmt.Errorf("key %v: %w", p.leaves[first].Key, err)
-	}
-	return nil
-}
-
-// repeatsElements reports whether x is a view that repeats elements (a
-// stride of 0 along a dimension of more than one).
-func repeatsElements(x *tensor.Tensor) bool {
-	if x.Numel() <= 1 {
-		return false
-	}
-	shape, strides := x.Shape(), x.Strides()
-	for i := range shape {
-		if shape[i] > 1 && strides[i] == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // ReduceOp is the element-wise operation AllReduce and Reduce combine the

@@ -5,12 +5,14 @@ package coll
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"unsafe"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -313,15 +315,97 @@ type Reduction struct {
 	layout uint64 // a hash of the span's layout, which the ranks compare
 	fast   bool
 	steps  []reduceStep
+	// For Check: each dtype and each storage with its first leaf, and the
+	// first leaf that repeats elements (an Expand result), len(leaves) for
+	// none.
+	dtypes   []firstLeaf[tensor.DType]
+	storages []firstLeaf[*tensor.Storage]
+	repeats  int
+}
+
+// firstLeaf is a value of a Reduction's leaves and the first leaf of it.
+type firstLeaf[T any] struct {
+	v    T
+	leaf int
 }
 
 // PlanReduction returns the reduction of leaves, given in the order every
 // rank takes them (tensordict's sorted key order); key(i) names leaf i in
 // errors. It reads the leaves' bytes (tensor.Storage.Bytes).
 func PlanReduction(leaves []*tensor.Tensor, key func(i int) any) *Reduction {
-	r := &Reduction{leaves: leaves, key: key, steps: planSteps(leaves)}
+	r := &Reduction{leaves: leaves, key: key, steps: planSteps(leaves), repeats: len(leaves)}
 	r.span, r.layout, r.fast = fastSpan(leaves)
+	seen := make(map[*tensor.Storage]bool)
+	for i, x := range leaves {
+		if !slices.ContainsFunc(r.dtypes, func(d firstLeaf[tensor.DType]) bool { return d.v == x.DType() }) {
+			r.dtypes = append(r.dtypes, firstLeaf[tensor.DType]{x.DType(), i})
+		}
+		if st := x.Storage(); !seen[st] {
+			seen[st] = true
+			r.storages = append(r.storages, firstLeaf[*tensor.Storage]{st, i})
+		}
+		if r.repeats == len(leaves) && repeatsElements(x) {
+			r.repeats = i
+		}
+	}
 	return r
+}
+
+// Check returns an error naming the first leaf that op cannot reduce in
+// place: a dtype op does not apply to, a released storage (or a mapped
+// file that cannot be read), or a view that repeats elements (an Expand
+// result), which has no place to put distinct results. Of one leaf's
+// faults, the first in that order is named. What can change after
+// PlanReduction, a storage released or a file truncated, is checked anew.
+func (r *Reduction) Check(op Op) error {
+	first, err := len(r.leaves), error(nil)
+	fault := func(i int, e error) {
+		if i < first {
+			first, err = i, e
+		}
+	}
+	for _, d := range r.dtypes {
+		if e := op.Check(d.v); e != nil {
+			fault(d.leaf, e)
+		}
+	}
+	for _, s := range r.storages {
+		if s.v.Released() {
+			fault(s.leaf, errors.New("storage was released"))
+			continue
+		}
+		// MPI reduces in place, in C, where a fault (a mapped file
+		// another process truncated) cannot be caught: check first. Go
+		// heap memory cannot fault.
+		if s.v.External() {
+			if e := mem.Readable(s.v.Bytes()); e != nil {
+				fault(s.leaf, e)
+			}
+		}
+	}
+	if r.repeats < first {
+		x := r.leaves[r.repeats]
+		first, err = r.repeats, fmt.Errorf("leaf of shape %v repeats elements (strides %v, an expanded view); call Contiguous first", x.Shape(), x.Strides())
+	}
+	if err != nil {
+		return fmt.Errorf("key %v: %w", r.key(first), err)
+	}
+	return nil
+}
+
+// repeatsElements reports whether x is a view that repeats elements (a
+// stride of 0 along a dimension of more than one).
+func repeatsElements(x *tensor.Tensor) bool {
+	if x.Numel() <= 1 {
+		return false
+	}
+	shape, strides := x.Shape(), x.Strides()
+	for i := range shape {
+		if shape[i] > 1 && strides[i] == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // fastSpan reports whether the leaves can be reduced as one buffer: they

@@ -156,3 +156,20 @@ func TestFastSpan(t *testing.T) {
 	assert.NotEqual(t, h1, h3, "the leaves in another order")
 	assert.NotEqual(t, h1, h4, "split elsewhere")
 }
+
+// TestReductionCheck checks what a reduction refuses, named by the first
+// leaf at fault: a dtype the op does not apply to, a view that repeats
+// elements, a storage released after the plan was made.
+func TestReductionCheck(t *testing.T) {
+	x := tensor.Full(tensor.Float32, 1, 3)
+	z := tensor.Full(tensor.Complex64, 1, 2)
+	e, err := tensor.Full(tensor.Float32, 1, 1, 3).Expand(2, 3)
+	require.NoError(t, err)
+	red := PlanReduction([]*tensor.Tensor{tensor.Full(tensor.Int8, 1, 2), x, z, e}, func(i int) any { return fmt.Sprintf("k%d", i) })
+	assert.ErrorContains(t, red.Check(Sum), "key k3: leaf of shape [2 3] repeats elements")
+	assert.ErrorContains(t, red.Check(Max), "key k2: max does not apply to complex64")
+	assert.ErrorContains(t, red.Check(Avg), "key k0: avg does not apply to int8")
+	require.NoError(t, x.Storage().Release())
+	assert.ErrorContains(t, red.Check(Sum), "key k1: storage was released")
+	assert.NoError(t, PlanReduction([]*tensor.Tensor{z}, nil).Check(Prod))
+}
