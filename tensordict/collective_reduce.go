@@ -113,7 +113,7 @@ func reduce(cl *coll.Call, td *TensorDict, op ReduceOp, root int, badRoot error)
 		local = p.red.Check(coll.Op(op))
 	}
 	if local == nil {
-		local = holdLeaves(&cl.Held, p.leaves) // MPI reduces them in place
+		local = p.red.Hold(&cl.Held) // MPI reduces them in place
 	}
 	var red *coll.Reduction
 	var hash uint64

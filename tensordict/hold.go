@@ -53,17 +53,3 @@ func (s *p2pState) holdForISend() (*holds, error) {
 	}
 	return h, nil
 }
-
-// holdLeaves holds, in h, the storages of the tensor leaves that a
-// collective's steps give MPI.
-func holdLeaves(h *holds, leaves []Item) error {
-	for _, it := range leaves {
-		if it.Tensor == nil {
-			continue
-		}
-		if err := h.Add(it.Tensor.Storage()); err != nil {
-			return fmt.Errorf("key %v: %w", it.Key, err)
-		}
-	}
-	return nil
-}

@@ -46,12 +46,6 @@ func (o Op) String() string {
 	return fmt.Sprintf("ReduceOp(%d)", int(o))
 }
 
-// Check returns an error if o does not apply to elements of dt.
-func (o Op) Check(dt tensor.DType) error {
-	_, err := o.mpiOp(dt)
-	return err
-}
-
 // mpiOp returns the MPI operation that computes o on elements of dt, or an
 // error if o does not apply to dt. For Avg it is the sum; the caller
 // divides.
@@ -365,7 +359,7 @@ func (r *Reduction) Check(op Op) error {
 		}
 	}
 	for _, d := range r.dtypes {
-		if e := op.Check(d.v); e != nil {
+		if _, e := op.mpiOp(d.v); e != nil {
 			fault(d.leaf, e)
 		}
 	}
@@ -389,6 +383,17 @@ func (r *Reduction) Check(op Op) error {
 	}
 	if err != nil {
 		return fmt.Errorf("key %v: %w", r.key(first), err)
+	}
+	return nil
+}
+
+// Hold holds, in h, the storages of r's leaves, which MPI reduces in
+// place.
+func (r *Reduction) Hold(h *Holds) error {
+	for i, x := range r.leaves {
+		if err := h.Add(x.Storage()); err != nil {
+			return fmt.Errorf("key %v: %w", r.key(i), err)
+		}
 	}
 	return nil
 }
