@@ -70,7 +70,7 @@ func (td *TensorDict) allGather(cl *coll.Call, out *[]*TensorDict) error {
 
 // unpackAll rebuilds into out every rank's TensorDict from the blocks g
 // holds.
-func unpackAll(cl *coll.Call, g *coll.Gathered, out []*TensorDict) error {
+func unpackAll(cl *coll.Call, g coll.Gathered, out []*TensorDict) error {
 	for r := range out {
 		in, words := g.Block(r)
 		td, err := unpack(cl, r, in, words)
@@ -115,7 +115,7 @@ func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*Tensor
 			return err
 		}
 		g, err := cl.GatherBlocks(b.Block, b.pack, nil, dst)
-		if g == nil || err != nil {
+		if g.Empty() || err != nil {
 			return err
 		}
 		tds := make([]*TensorDict, cl.Size)

@@ -160,7 +160,7 @@ type Gathered struct {
 }
 
 // Block returns rank r's info and block words.
-func (g *Gathered) Block(r int) (in []int64, words []uint64) {
+func (g Gathered) Block(r int) (in []int64, words []uint64) {
 	return g.infos[r*InfoLen : (r+1)*InfoLen], g.buf[g.displs[r] : g.displs[r]+g.counts[r]]
 }
 
@@ -170,10 +170,9 @@ func (g *Gathered) Block(r int) (in []int64, words []uint64) {
 // against their limits and agree (ShareFailure) that every rank could
 // allocate and pack. local is this rank's error, which makes every rank
 // fail (AllGather; a gather to a root checks the ranks before, CheckSame).
-// It returns nil Gathered on the ranks that receive nothing.
-func (cl *Call) GatherBlocks(b Block, pack func(storage []byte) error, local error, root int) (*Gathered, error) {
+// The ranks that receive nothing get an empty Gathered (Empty).
+func (cl *Call) GatherBlocks(b Block, pack func(storage []byte) error, local error, root int) (g Gathered, err error) {
 	all, mine := root < 0, b.Info(local)
-	g := &Gathered{}
 	if all || cl.Rank == root {
 		g.infos = make([]int64, InfoLen*cl.Size)
 	}
@@ -185,18 +184,17 @@ func (cl *Call) GatherBlocks(b Block, pack func(storage []byte) error, local err
 		own = make([]uint64, Words(mine[:]))
 		lerr = b.Pack(own, pack)
 	}
-	var err error
 	if all {
 		err = xfer.Allgather(cl.Step, mine[:], g.infos)
 	} else {
 		err = xfer.Gather(cl.Step, mine[:], g.infos, root)
 	}
 	if err != nil {
-		return nil, cl.Errorf("gathering sizes: %w", err)
+		return g, cl.Errorf("gathering sizes: %w", err)
 	}
 	if all {
 		if r := cl.FirstFailed(g.infos); r < cl.Size {
-			return nil, cl.Spread(r, local)
+			return g, cl.Spread(r, local)
 		}
 	}
 	if g.infos != nil {
@@ -209,7 +207,7 @@ func (cl *Call) GatherBlocks(b Block, pack func(storage []byte) error, local err
 		}
 	}
 	if err := cl.ShareFailure(lerr); err != nil {
-		return nil, err
+		return g, err
 	}
 	cl.Defer() // IAllGather: the blocks are left to Wait
 	switch {
@@ -221,13 +219,13 @@ func (cl *Call) GatherBlocks(b Block, pack func(storage []byte) error, local err
 		err = xfer.Gatherv(cl.Step, own, nil, nil, root)
 	}
 	if err != nil {
-		return nil, cl.Errorf("gathering blocks: %w", err)
-	}
-	if g.infos == nil {
-		return nil, nil
+		return g, cl.Errorf("gathering blocks: %w", err)
 	}
 	return g, nil
 }
+
+// Empty reports whether g holds no blocks: this rank received none.
+func (g Gathered) Empty() bool { return g.infos == nil }
 
 // ScatterBlocks moves blocks[r] of rank src to rank r, and returns this
 // rank's info and block. On src, blocks has one block per rank, whose
