@@ -142,7 +142,7 @@ func (p *Pending) inactive() bool {
 	case p == nil:
 		return true
 	case p.c != nil:
-		return p.c.over
+		return p.c.Over()
 	}
 	return p.over
 }

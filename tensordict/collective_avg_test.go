@@ -42,7 +42,7 @@ func TestCollectiveAvgHalf(t *testing.T) {
 		}},
 		{"alone", func(t *testing.T, dt tensor.DType, v float64) *TensorDict {
 			td := New(2)
-			require.NoError(t, td.Set(K("big"), tensor.Full(dt, v, 2, bucketLeafMax/4+1)))
+			require.NoError(t, td.Set(K("big"), tensor.Full(dt, v, 2, 64<<10+1)))
 			return td
 		}},
 		{"view", func(t *testing.T, dt tensor.DType, v float64) *TensorDict {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
@@ -21,7 +22,7 @@ const (
 
 // Broadcast and broadcast-mode InitRemote start with the same first
 // message, bcastFirst bytes on every rank: a prefix (status: 0, or 1 when
-// the source failed and its error text follows, up to maxReportedError
+// the source failed and its error text follows, up to wire.MaxReportedError
 // bytes, zero-terminated when shorter; the frame's length; whether more
 // messages follow), then the frame (wire header, class name, metadata and,
 // when all of it fits, the inline storage), or its first part.
@@ -31,7 +32,7 @@ const (
 func putBcastFailed(first []byte, err error) {
 	binary.LittleEndian.PutUint64(first, 1)
 	clear(first[8:])
-	copy(first[bcastPrefix:bcastPrefix+maxReportedError], err.Error())
+	copy(first[bcastPrefix:bcastPrefix+wire.MaxReportedError], err.Error())
 }
 
 // bcastMessageLen is the length of the messages that start a broadcast of
@@ -72,7 +73,7 @@ func bcastFrameLen(msg []byte) uint64 { return binary.LittleEndian.Uint64(msg[8:
 // source failed, else the frame's length and whether more messages follow.
 func parseBcastFirst(op string, src int, first []byte) (frameLen uint64, more bool, err error) {
 	if binary.LittleEndian.Uint64(first) != 0 {
-		return 0, false, &PeerError{Op: op, Rank: src, Msg: nulTerminated(first[bcastPrefix : bcastPrefix+maxReportedError])}
+		return 0, false, &PeerError{Op: op, Rank: src, Msg: coll.NulTerminated(first[bcastPrefix : bcastPrefix+wire.MaxReportedError])}
 	}
 	return bcastFrameLen(first), binary.LittleEndian.Uint64(first[16:]) != 0, nil
 }
@@ -166,61 +167,59 @@ func (td *TensorDict) bcastBytes(src int) func(r int) int64 {
 
 // broadcast returns the body of Broadcast and IBroadcast, which sets *out
 // to the result.
-func (td *TensorDict) broadcast(src int, out **TensorDict) func(cl *coll) error {
-	return func(cl *coll) error {
-		if err := cl.agreeRoot("src", src); err != nil {
+func (td *TensorDict) broadcast(src int, out **TensorDict) func(cl *coll.Call) error {
+	return func(cl *coll.Call) error {
+		if err := cl.CheckRoot("src", src); err != nil {
 			return err
 		}
 		var err error
-		if cl.rank == src {
-			*out, err = cl.bcastSend(td)
+		if cl.Rank == src {
+			*out, err = bcastSend(cl, td)
 		} else {
-			*out, err = cl.bcastRecv(td, src)
+			*out, err = bcastRecv(cl, td, src)
 		}
 		return err
 	}
 }
 
 // bcastSend is Broadcast on the source rank.
-func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
+func bcastSend(cl *coll.Call, td *TensorDict) (*TensorDict, error) {
 	tdc, msg, storage, err := bcastFrame(cl, td)
 	if err != nil {
 		// Tell the receivers, which are waiting for the first message.
 		first := make([]byte, bcastFirst)
 		putBcastFailed(first, err)
-		if berr := xfer.Bcast(cl.Step, first, cl.rank); berr != nil {
-			return nil, cl.errorf("%w (and telling the other ranks failed: %v)", err, berr)
+		if berr := xfer.Bcast(cl.Step, first, cl.Rank); berr != nil {
+			return nil, cl.Errorf("%w (and telling the other ranks failed: %v)", err, berr)
 		}
-		return nil, cl.wrap(err)
+		return nil, cl.Wrap(err)
 	}
-	holdConsolidated(tdc, &cl.held) // MPI reads its storage
+	holdConsolidated(tdc, &cl.Held) // MPI reads its storage
 	// msg goes back to the pool once every step that reads it has
 	// completed; a step given up leaves it to MPI.
 	putMsg := func() {
-		if !cl.deferSteps {
+		if !cl.DeferSteps {
 			xfer.PutMsgBuf(msg)
 		}
 	}
-	if err := xfer.Bcast(cl.Step, msg[:bcastFirst], cl.rank); err != nil {
-		return nil, cl.errorf("broadcasting the header: %w", err)
+	if err := xfer.Bcast(cl.Step, msg[:bcastFirst], cl.Rank); err != nil {
+		return nil, cl.Errorf("broadcasting the header: %w", err)
 	}
 	if len(msg) == bcastFirst && storage == nil {
 		putMsg()
 		return tdc, nil
 	}
-	if err := cl.agree(cl.ready()); err != nil {
+	if err := cl.ShareFailure(cl.Ready()); err != nil {
 		putMsg()
 		return nil, err
 	}
-	if cl.deferSteps {
-		cl.Deferred = new(xfer.Deferred) // IBroadcast: the rest is left to Wait
-	}
-	if err := cl.BcastChunks(msg[bcastFirst:], cl.rank); err != nil {
-		return nil, cl.errorf("broadcasting the metadata: %w", err)
+	cl.Defer() // IBroadcast: the rest is left to Wait
+	if err := cl.BcastChunks(msg[bcastFirst:], cl.Rank); err != nil {
+		return nil, cl.Errorf("broadcasting the metadata: %w", err)
 	}
 	putMsg()
-	if err := cl.BcastChunks(storage, cl.rank); err != nil {
-		return nil, cl.errorf("broadcasting the storage: %w", err)
+	if err := cl.BcastChunks(storage, cl.Rank); err != nil {
+		return nil, cl.Errorf("broadcasting the storage: %w", err)
 	}
 	return tdc, nil
 }
@@ -229,14 +228,14 @@ func (cl *coll) bcastSend(td *TensorDict) (*TensorDict, error) {
 // name and metadata, with the storage inline when all of it fits in the
 // first message) in the messages that start the broadcast (see
 // bcastFrameMessage). It returns the storage to send separately, or nil.
-func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, msg, storage []byte, err error) {
+func bcastFrame(cl *coll.Call, td *TensorDict) (tdc *TensorDict, msg, storage []byte, err error) {
 	if td == nil {
 		return nil, nil, nil, fmt.Errorf("nil tensordict on the source rank")
 	}
-	if err := cl.ready(); err != nil {
+	if err := cl.Ready(); err != nil {
 		return nil, nil, nil, err
 	}
-	tdc, class, meta, st, leaves, err := bcastSource(cl.op, td)
+	tdc, class, meta, st, leaves, err := bcastSource(cl.Op, td)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -260,7 +259,7 @@ func bcastFrame(cl *coll, td *TensorDict) (tdc *TensorDict, msg, storage []byte,
 		storage = st
 	}
 	n := bcastMessageLen(wire.Size + len(class) + len(meta) + len(inline))
-	if cl.deferSteps {
+	if cl.DeferSteps {
 		msg = make([]byte, n) // IBroadcast broadcasts the rest of the frame after this call returns
 	} else {
 		msg = xfer.MsgBuf(n) // for bcastSend to give back
@@ -334,19 +333,19 @@ func countTensorLeaves(td *TensorDict) int {
 
 // bcastRecv is Broadcast on a receiving rank; td is the receiver's own
 // TensorDict, reused with WithConsolidated.
-func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
+func bcastRecv(cl *coll.Call, td *TensorDict, src int) (*TensorDict, error) {
 	first := xfer.MsgBuf(bcastFirst) // written whole by the broadcast
 	if err := xfer.Bcast(cl.Step, first, src); err != nil {
 		// A step given up leaves first to MPI: it is not pooled again.
-		return nil, cl.errorf("receiving the header from rank %d: %w", src, err)
+		return nil, cl.Errorf("receiving the header from rank %d: %w", src, err)
 	}
 	defer xfer.PutMsgBuf(first) // what is built from it copies its bytes
 	body := first[bcastPrefix:]
-	frameLen, more, err := parseBcastFirst(cl.op, src, first)
+	frameLen, more, err := parseBcastFirst(cl.Op, src, first)
 	if err != nil {
-		return nil, cl.errorf("%w", err)
+		return nil, cl.Errorf("%w", err)
 	}
-	h, err := wire.Parse(body, cl.lim)
+	h, err := wire.Parse(body, cl.Lim)
 	if err == nil {
 		err = checkBcastFrame(&h, src, frameLen, more, bcastFirst)
 	}
@@ -355,40 +354,40 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 	}
 	if !more {
 		if err != nil {
-			return nil, cl.errorf("from rank %d: %w", src, err)
+			return nil, cl.Errorf("from rank %d: %w", src, err)
 		}
-		if err := cl.ready(); err != nil {
-			return nil, cl.wrap(err)
+		if err := cl.Ready(); err != nil {
+			return nil, cl.Wrap(err)
 		}
-		f, err := wire.ParseFrame(body[:frameLen], cl.lim)
+		f, err := wire.ParseFrame(body[:frameLen], cl.Lim)
 		if err != nil {
-			return nil, cl.errorf("from rank %d: %w", src, err)
+			return nil, cl.Errorf("from rank %d: %w", src, err)
 		}
-		if cl.consolidated && sameLayout(td, f.Meta, string(f.Class), int64(len(f.Inline))) {
+		if cl.Consolidated && sameLayout(td, f.Meta, string(f.Class), int64(len(f.Inline))) {
 			copy(td.cons.st.Bytes(), f.Inline)
 			return td, nil
 		}
 		// Copy the storage so that its leaves are 8-byte aligned.
 		st := tensor.StorageOf(mem.AllocUninit(len(f.Inline)))
 		copy(st.Bytes(), f.Inline)
-		return cl.rebuild(src, st, f.Meta, string(f.Class))
+		return rebuild(cl, src, st, f.Meta, string(f.Class))
 	}
 	if err == nil {
-		err = cl.ready()
+		err = cl.Ready()
 	}
 	if err == nil {
-		err = checkRoomFor(td, cl.consolidated, h.Total)
+		err = checkRoomFor(td, cl.Consolidated, h.Total)
 	}
-	if err := cl.agree(err); err != nil {
+	if err := cl.ShareFailure(err); err != nil {
 		return nil, err
 	}
 	frame := make([]byte, frameLen)
 	n := copy(frame, body)
 	if err := cl.BcastChunks(frame[n:], src); err != nil {
-		return nil, cl.errorf("receiving the metadata from rank %d: %w", src, err)
+		return nil, cl.Errorf("receiving the metadata from rank %d: %w", src, err)
 	}
-	f, err := wire.ParseFrame(frame, cl.lim)
-	reuse := err == nil && cl.consolidated && sameLayout(td, f.Meta, string(f.Class), h.Total)
+	f, err := wire.ParseFrame(frame, cl.Lim)
+	reuse := err == nil && cl.Consolidated && sameLayout(td, f.Meta, string(f.Class), h.Total)
 	var st *tensor.Storage
 	if reuse {
 		st = td.cons.st // sameLayout found it whole and consolidated
@@ -402,31 +401,29 @@ func (cl *coll) bcastRecv(td *TensorDict, src int) (*TensorDict, error) {
 			st = tensor.StorageOf(make([]byte, h.Total))
 		}
 	}
-	_ = cl.held.add(st) // MPI writes it: released, st.Bytes below refuses it
-	if cl.deferSteps {
-		cl.Deferred = new(xfer.Deferred) // IBroadcast: the storage is left to Wait
-	}
+	_ = cl.Held.Add(st) // MPI writes it: released, st.Bytes below refuses it
+	cl.Defer()          // IBroadcast: the storage is left to Wait
 	// A new storage that MPI fills before the call returns is received
 	// without marking it seen (package rawbytes): a result nobody read
 	// goes back to the receive pool at its release. td's own storage, and
 	// one that MPI writes after the call (IBroadcast), are seen, so that
 	// their release never hands them out while MPI may still write them.
 	var b []byte
-	if reuse || cl.deferSteps {
+	if reuse || cl.DeferSteps {
 		b = st.Bytes()
 	} else {
 		b, _ = rawbytes.Of(st)
 	}
 	if berr := cl.BcastChunks(b[:h.Total], src); berr != nil {
-		return nil, cl.errorf("receiving the storage from rank %d: %w", src, berr)
+		return nil, cl.Errorf("receiving the storage from rank %d: %w", src, berr)
 	}
 	if err != nil {
-		return nil, cl.errorf("from rank %d: %w", src, err)
+		return nil, cl.Errorf("from rank %d: %w", src, err)
 	}
 	if reuse {
 		return td, nil
 	}
-	return cl.rebuild(src, st, f.Meta, string(f.Class))
+	return rebuild(cl, src, st, f.Meta, string(f.Class))
 }
 
 // sameLayout reports whether td is consolidated with exactly the metadata
@@ -453,29 +450,19 @@ func sameLayout(td *TensorDict, meta []byte, class string, total int64) bool {
 // small tree is copied from its template, as FromRemoteInit does
 // (fromConsolidatedCached): the ranks of an AllGather, or a loop of
 // Broadcasts, send the same structure.
-func (cl *coll) rebuild(from int, st *tensor.Storage, meta []byte, class string) (*TensorDict, error) {
-	if int64(len(meta)) > cl.lim.MaxMeta {
-		return nil, cl.errorf("from rank %d: metadata is %d bytes, limit %d: %w", from, len(meta), cl.lim.MaxMeta, ErrLimit)
+func rebuild(cl *coll.Call, from int, st *tensor.Storage, meta []byte, class string) (*TensorDict, error) {
+	if int64(len(meta)) > cl.Lim.MaxMeta {
+		return nil, cl.Errorf("from rank %d: metadata is %d bytes, limit %d: %w", from, len(meta), cl.Lim.MaxMeta, ErrLimit)
 	}
 	if st.Released() {
-		return nil, cl.errorf("from rank %d: %w", from, tensor.ErrReleased)
+		return nil, cl.Errorf("from rank %d: %w", from, tensor.ErrReleased)
 	}
 	td, _, err := fromConsolidatedCached(cl.Group, st, nil, meta, nil)
 	if err != nil {
-		return nil, cl.errorf("from rank %d: %w", from, err)
+		return nil, cl.Errorf("from rank %d: %w", from, err)
 	}
 	if class != "" {
 		td.SetClassName(class)
 	}
 	return td, nil
-}
-
-// cString returns b up to its first zero byte.
-func nulTerminated(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tdmpi/tdmpi/internal/xfer"
+	"github.com/tdmpi/tdmpi/internal/coll"
 )
 
 // AllGather collects every rank's td on every rank, like tensordict's
@@ -24,7 +24,7 @@ import (
 // WithMaxBytes.
 func (td *TensorDict) AllGather(opts ...CollectiveOption) ([]*TensorDict, error) {
 	var out []*TensorDict
-	err := runCollective("AllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
+	err := runCollective("AllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
 		return td.allGather(cl, &out)
 	})
 	if err != nil {
@@ -45,56 +45,41 @@ func (td *TensorDict) IAllGather(out []*TensorDict, opts ...CollectiveOption) (*
 	if out == nil {
 		out = []*TensorDict{} // of the wrong length: refused on every rank
 	}
-	return runCollectiveAsync("IAllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
+	return runCollectiveAsync("IAllGather", -1, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
 		return td.allGather(cl, &out)
 	})
 }
 
 // allGather is the body of AllGather and IAllGather. *out is the result:
 // nil for AllGather, which allocates it, else the caller's slice.
-func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
-	b, _, local := cl.prepareBlock(td)
-	if local == nil && *out != nil && len(*out) != cl.size {
-		local = fmt.Errorf("IAllGather: out has %d elements, want one per rank (%d)", len(*out), cl.size)
+func (td *TensorDict) allGather(cl *coll.Call, out *[]*TensorDict) error {
+	b, _, local := prepareBlock(cl, td)
+	if local == nil && *out != nil && len(*out) != cl.Size {
+		local = fmt.Errorf("IAllGather: out has %d elements, want one per rank (%d)", len(*out), cl.Size)
 	}
-	mine := b.info(local)
-	infos := make([]int64, infoLen*cl.size)
-	if err := xfer.Allgather(cl.Step, mine[:], infos); err != nil {
-		return cl.errorf("gathering sizes: %w", err)
-	}
-	if r := cl.firstFailed(infos); r < cl.size {
-		return cl.spread(r, local)
-	}
-	displs, counts, words, lerr := cl.layoutBlocks(infos, nil)
-	var buf []uint64
-	if lerr == nil {
-		if buf, lerr = recvWords(words); lerr == nil {
-			lerr = b.pack(buf[displs[cl.rank] : displs[cl.rank]+counts[cl.rank]])
-		}
-	}
-	if err := cl.agree(lerr); err != nil {
+	g, err := cl.GatherBlocks(b.Block, b.pack, local, -1)
+	if err != nil {
 		return err
 	}
-	if cl.deferSteps {
-		cl.Deferred = new(xfer.Deferred) // IAllGather: the blocks are left to Wait
-	}
-	if err := xfer.Allgatherv(cl.Step, buf, counts, displs); err != nil {
-		return cl.errorf("gathering blocks: %w", err)
-	}
 	if *out == nil {
-		*out = make([]*TensorDict, cl.size)
+		*out = make([]*TensorDict, cl.Size)
 	}
 	res := *out
-	return cl.Then(func() error {
-		for r := range cl.size {
-			td, err := cl.unpack(r, infos[r*infoLen:(r+1)*infoLen], buf[displs[r]:displs[r]+counts[r]])
-			if err != nil {
-				return err
-			}
-			res[r] = td
+	return cl.Then(func() error { return unpackAll(cl, g, res) })
+}
+
+// unpackAll rebuilds into out every rank's TensorDict from the blocks g
+// holds.
+func unpackAll(cl *coll.Call, g coll.Gathered, out []*TensorDict) error {
+	for r := range out {
+		in, words := g.Block(r)
+		td, err := unpack(cl, r, in, words)
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+		out[r] = td
+	}
+	return nil
 }
 
 // GatherAndStack collects every rank's td on rank dst and stacks them
@@ -117,70 +102,29 @@ func (td *TensorDict) allGather(cl *coll, out *[]*TensorDict) error {
 // every rank stay one value). Options: WithGroup, WithContext, WithMaxBytes.
 func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
-	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll) error {
-		if err := cl.agreeRoot("dst", dst); err != nil {
+	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
+		if err := cl.CheckRoot("dst", dst); err != nil {
 			return err
 		}
-		b, p, local := cl.prepareBlock(td)
+		b, p, local := prepareBlock(cl, td)
+		var hash uint64
 		if p != nil {
-			p.structure()
+			hash = p.structure().hash
 		}
-		if _, err := cl.checkSame(td, p, dst, local); err != nil {
+		if _, err := cl.CheckSame(hash, p.describe, dst, local); err != nil {
 			return err
 		}
-		mine := b.info(nil)
-		var infos []int64
-		if cl.rank == dst {
-			infos = make([]int64, infoLen*cl.size)
-		}
-		// Every rank but dst packs its block before sending the sizes, so
-		// that a failure to pack is caught by the agreement below.
-		var own []uint64
-		var lerr error
-		if cl.rank != dst {
-			own = make([]uint64, blockWords(mine[:]))
-			lerr = b.pack(own)
-		}
-		if err := xfer.Gather(cl.Step, mine[:], infos, dst); err != nil {
-			return cl.errorf("gathering sizes: %w", err)
-		}
-		var displs, counts []int
-		var buf []uint64
-		if cl.rank == dst {
-			var words int
-			displs, counts, words, lerr = cl.layoutBlocks(infos, nil)
-			if lerr == nil {
-				if buf, lerr = recvWords(words); lerr == nil {
-					lerr = b.pack(buf[displs[dst] : displs[dst]+counts[dst]])
-				}
-			}
-		}
-		if err := cl.agree(lerr); err != nil {
+		g, err := cl.GatherBlocks(b.Block, b.pack, nil, dst)
+		if g.Empty() || err != nil {
 			return err
 		}
-		blk := own // dst's block is packed in buf already
-		if cl.rank == dst {
-			blk = buf
+		tds := make([]*TensorDict, cl.Size)
+		if err := unpackAll(cl, g, tds); err != nil {
+			return err
 		}
-		if err := xfer.Gatherv(cl.Step, blk, counts, displs, dst); err != nil {
-			return cl.errorf("gathering blocks: %w", err)
+		if out, err = Stack(tds, 0); err != nil {
+			return cl.Wrap(err)
 		}
-		if cl.rank != dst {
-			return nil
-		}
-		tds := make([]*TensorDict, cl.size)
-		for r := range cl.size {
-			td, err := cl.unpack(r, infos[r*infoLen:(r+1)*infoLen], buf[displs[r]:displs[r]+counts[r]])
-			if err != nil {
-				return err
-			}
-			tds[r] = td
-		}
-		st, err := Stack(tds, 0)
-		if err != nil {
-			return cl.wrap(err)
-		}
-		out = st
 		return nil
 	})
 	if err != nil {
@@ -279,55 +223,22 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 			n += max(tensorBytes(x), 0)
 		}
 		return n
-	}, resolve(opts, usesCollRecv), func(cl *coll) error {
-		if err := cl.agreeRoot("src", src); err != nil {
+	}, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
+		if err := cl.CheckRoot("src", src); err != nil {
 			return err
 		}
+		var blocks []coll.Block
+		var plans []*plan
 		var local error
-		var infos []int64
-		var send, own []uint64
-		var displs, counts []int
-		if cl.rank == src {
-			infos, send, own, displs, counts, local = cl.scatterPack(src, tds)
+		if cl.Rank == src {
+			blocks, plans, local = scatterBlocks(cl, tds)
 		}
-		mine := make([]int64, infoLen)
-		if err := xfer.Scatter(cl.Step, infos, mine, src); err != nil {
-			return cl.errorf("scattering sizes: %w", err)
-		}
-		if mine[0] != 0 {
-			return cl.spread(src, local)
-		}
-		var recv []uint64
-		var lerr error
-		if cl.rank != src {
-			if lerr = cl.checkInfo(src, mine); lerr == nil {
-				lerr = cl.ready()
-			}
-			if lerr == nil {
-				recv, lerr = recvWords(blockWords(mine))
-			}
-		} else {
-			lerr = cl.ready()
-		}
-		if err := cl.agree(lerr); err != nil {
-			return err
-		}
-		blk := recv // src keeps its own block
-		if cl.rank == src {
-			blk = send
-		}
-		if err := xfer.Scatterv(cl.Step, blk, counts, displs, src); err != nil {
-			return cl.errorf("scattering blocks: %w", err)
-		}
-		if cl.rank == src {
-			recv = own
-		}
-		td, err := cl.unpack(src, mine, recv)
+		in, words, err := cl.ScatterBlocks(src, blocks, func(r int, st []byte) error { return pack(st, plans[r], true) }, local)
 		if err != nil {
 			return err
 		}
-		out = td
-		return nil
+		out, err = unpack(cl, src, in, words)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -335,52 +246,19 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 	return out, nil
 }
 
-// scatterPack lays out and packs tds on the source rank: the sizes of each
-// rank's block (marked failed for every rank if something is wrong), the
-// send buffer with every other rank's block, src's own block apart, and
-// the send buffer's displacements and counts in words.
-func (cl *coll) scatterPack(src int, tds []*TensorDict) (infos []int64, send, own []uint64, displs, counts []int, err error) {
-	infos = make([]int64, infoLen*cl.size)
-	fail := func(err error) ([]int64, []uint64, []uint64, []int, []int, error) {
-		for r := range cl.size {
-			infos[r*infoLen] = 1
-		}
-		return infos, nil, nil, nil, nil, err
+// scatterBlocks lays tds out as blocks on the source of a Scatter, one
+// per rank, or returns why it cannot.
+func scatterBlocks(cl *coll.Call, tds []*TensorDict) ([]coll.Block, []*plan, error) {
+	if len(tds) != cl.Size {
+		return nil, nil, fmt.Errorf("%d tensordicts for %d ranks", len(tds), cl.Size)
 	}
-	if len(tds) != cl.size {
-		return fail(fmt.Errorf("%d tensordicts for %d ranks", len(tds), cl.size))
-	}
-	blocks := make([]block, cl.size)
+	blocks, plans := make([]coll.Block, cl.Size), make([]*plan, cl.Size)
 	for r, td := range tds {
-		b, _, err := cl.prepareBlock(td)
+		b, _, err := prepareBlock(cl, td)
 		if err != nil {
-			return fail(fmt.Errorf("tensordict %d: %w", r, err))
+			return nil, nil, fmt.Errorf("tensordict %d: %w", r, err)
 		}
-		blocks[r] = b
-		in := b.info(nil)
-		copy(infos[r*infoLen:], in[:])
+		blocks[r], plans[r] = b.Block, b.p
 	}
-	// Check the source's own sizes as receivers will: a block the
-	// receivers must refuse is refused here, before anything moves.
-	displs, counts, words, err := cl.layoutBlocks(infos, func(r int) bool { return r != src })
-	if err != nil {
-		return fail(err)
-	}
-	if err := cl.checkInfo(src, infos[src*infoLen:(src+1)*infoLen]); err != nil {
-		return fail(err)
-	}
-	send = make([]uint64, words)
-	if own, err = recvWords(blockWords(infos[src*infoLen : (src+1)*infoLen])); err != nil {
-		return fail(err)
-	}
-	for r, b := range blocks {
-		dst := own
-		if r != src {
-			dst = send[displs[r] : displs[r]+counts[r]]
-		}
-		if err := b.pack(dst); err != nil {
-			return fail(fmt.Errorf("tensordict %d: %w", r, err))
-		}
-	}
-	return infos, send, own, displs, counts, nil
+	return blocks, plans, nil
 }

@@ -6,12 +6,12 @@ package tensordict
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -125,25 +125,25 @@ func TestLeafPlanReducible(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, td.Set(K("d"), e))
 
-	p := leafPlanOf(td).structure()
-	err = p.reducible(ReduceSum)
+	p := leafPlanOf(td).reduceLayout()
+	err = p.red.Check(coll.Sum)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "key d: ")
 	assert.Contains(t, err.Error(), "repeats elements")
 
-	err = p.reducible(ReduceMax)
+	err = p.red.Check(coll.Max)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "key c: ", "the complex leaf comes before the expanded one")
 
 	require.NoError(t, x.Storage().Release())
 	require.Same(t, p, leafPlanOf(td), "a release is not an edit")
-	err = p.reducible(ReduceMax)
+	err = p.red.Check(coll.Max)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "key b: storage was released", "the first leaf at fault")
 
 	require.NoError(t, td.Del(K("d")))
 	require.NoError(t, td.Del(K("b")))
-	assert.NoError(t, leafPlanOf(td).structure().reducible(ReduceSum))
+	assert.NoError(t, leafPlanOf(td).reduceLayout().red.Check(coll.Sum))
 }
 
 // TestCollectiveAllReducePlan reduces TensorDicts again after changing
@@ -227,94 +227,6 @@ func TestCollectiveAllReducePlan(t *testing.T) {
 	}
 }
 
-// TestReduceSteps checks how a reduction leaf by leaf groups the leaves:
-// dtype by dtype in dtype order, in sorted key order within a dtype,
-// large leaves alone, small ones in buckets of at most bucketBytes (a
-// bucket of one leaf being that leaf alone), empty leaves left out.
-func TestReduceSteps(t *testing.T) {
-	big := bucketLeafMax / 4 // float32 elements of a leaf reduced alone
-	for _, c := range []struct {
-		name   string
-		leaves map[string]*tensor.Tensor
-		want   []string // "key,key/bytes" per step, 0 bytes for a leaf alone
-	}{
-		{name: "one small leaf", leaves: map[string]*tensor.Tensor{
-			"a": tensor.Full(tensor.Float32, 1, 3),
-		}, want: []string{"a/0"}},
-		{name: "small leaves of two dtypes", leaves: map[string]*tensor.Tensor{
-			"a": tensor.Full(tensor.Float32, 1, 3),
-			"b": tensor.Full(tensor.Int64, 1, 2),
-			"c": tensor.Full(tensor.Float32, 1, 1),
-			"d": tensor.Full(tensor.Int64, 1, 1),
-			"e": tensor.Full(tensor.Float32, 1, 0),
-		}, want: stepsIn(tensor.Float32, tensor.Int64, []string{"a,c/24"}, []string{"b,d/24"})},
-		{name: "large leaves alone", leaves: map[string]*tensor.Tensor{
-			"a": tensor.Full(tensor.Float32, 1, big),
-			"b": tensor.Full(tensor.Float32, 1, 2),
-			"c": tensor.Full(tensor.Float32, 1, big-1),
-			"d": tensor.Full(tensor.Float32, 1, 5),
-		}, want: []string{"a/0", fmt.Sprintf("b,c,d/%d", 8+roundUp8(4*(big-1))+24)}},
-		{name: "buckets full", leaves: bucketsFull(), want: []string{
-			fmt.Sprintf("%s/%d", strings.Join(keysFrom(0, perBucket), ","), perBucket*(bucketLeafMax-8)),
-			fmt.Sprintf("k%02d,z1,z2/%d", perBucket, bucketLeafMax-8+16),
-		}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			td := New()
-			for k, x := range c.leaves {
-				require.NoError(t, td.Set(K(k), x))
-			}
-			leaves := sortedLeaves(td)
-			var got []string
-			for _, s := range reduceSteps(leaves) {
-				var ks []string
-				for _, i := range s.leaves {
-					ks = append(ks, leaves[i].Key.String())
-				}
-				got = append(got, fmt.Sprintf("%s/%d", strings.Join(ks, ","), s.bytes))
-			}
-			assert.Equal(t, c.want, got)
-		})
-	}
-}
-
-// stepsIn returns the steps of two dtypes in the order reduceSteps takes
-// the dtypes.
-func stepsIn(a, b tensor.DType, as, bs []string) []string {
-	for _, dt := range tensor.DTypes() {
-		switch dt {
-		case a:
-			return append(as, bs...)
-		case b:
-			return append(bs, as...)
-		}
-	}
-	return nil
-}
-
-// perBucket is how many leaves of bucketLeafMax-8 bytes fill a bucket.
-const perBucket = bucketBytes / bucketLeafMax
-
-// bucketsFull returns perBucket+1 leaves k00, k01, ... of bucketLeafMax-8
-// bytes, of which perBucket fill a bucket, and two leaves of 8 bytes, z1
-// and z2.
-func bucketsFull() map[string]*tensor.Tensor {
-	m := map[string]*tensor.Tensor{"z1": tensor.Full(tensor.Float64, 1, 1), "z2": tensor.Full(tensor.Float64, 1, 1)}
-	for _, k := range keysFrom(0, perBucket+1) {
-		m[k] = tensor.Full(tensor.Float64, 1, bucketLeafMax/8-1)
-	}
-	return m
-}
-
-// keysFrom returns the keys k<i> for i in [from, to), two digits each.
-func keysFrom(from, to int) []string {
-	var ks []string
-	for i := from; i < to; i++ {
-		ks = append(ks, fmt.Sprintf("k%02d", i))
-	}
-	return ks
-}
-
 // TestCollectiveAllReduceBucketViews reduces, twice (the second time by
 // the kept plan), a bucket that holds contiguous leaves, copied through
 // the bytes the plan keeps, beside views that are not, copied through
@@ -332,12 +244,6 @@ func TestCollectiveAllReduceBucketViews(t *testing.T) {
 	for _, k := range []string{"a", "c"} {
 		require.NoError(t, td.Set(K(k), tensor.Full(tensor.Float32, float64(r+1), 4, 5)))
 	}
-	p := leafPlanOf(td).reduceLayout()
-	require.Len(t, p.steps, 1)
-	require.Len(t, p.steps[0].leaves, 3, "one bucket")
-	assert.Nil(t, p.steps[0].views[1], "the view is copied through its tensor")
-	assert.NotNil(t, p.steps[0].views[0])
-
 	require.NoError(t, td.AllReduce(ReduceSum))
 	require.NoError(t, td.AllReduce(ReduceMax))
 	for _, k := range []string{"a", "b", "c"} {
@@ -360,11 +266,11 @@ func TestLeafPlanBlock(t *testing.T) {
 	require.True(t, ok)
 	want, err := layBlock(td)
 	require.NoError(t, err)
-	assert.Equal(t, want.meta, b.meta)
-	assert.Equal(t, want.total, b.total)
+	assert.Equal(t, want.Meta, b.Meta)
+	assert.Equal(t, want.Total, b.Total)
 	b2, _, _ := leafPlanOf(td).blockLayout()
 	assert.NotSame(t, b.p, b2.p, "not kept from the first call")
-	assert.Equal(t, want.meta, b2.meta)
+	assert.Equal(t, want.Meta, b2.Meta)
 	b3, _, _ := leafPlanOf(td).blockLayout()
 	assert.Same(t, b2.p, b3.p, "kept from the second")
 
@@ -374,7 +280,7 @@ func TestLeafPlanBlock(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.NotSame(t, b3.p, b4.p)
-		assert.Contains(t, string(b4.meta), "changed")
+		assert.Contains(t, string(b4.Meta), "changed")
 	}
 
 	require.NoError(t, td.SetNonTensor(K("info"), map[string]any{"n": int64(1)}))

@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -179,7 +181,7 @@ func TestCollectiveBroadcastErrors(t *testing.T) {
 	mpitest.Run(t, "long source error", func(t *testing.T) {
 		// The source's error names a 3000-byte key (whose storage was
 		// released): the receivers' PeerError carries at most
-		// maxReportedError bytes of it.
+		// wire.MaxReportedError bytes of it.
 		td := New()
 		if g.Rank() == 0 {
 			x := tensor.Ones(tensor.Float32, 4)
@@ -192,7 +194,7 @@ func TestCollectiveBroadcastErrors(t *testing.T) {
 			var pe *PeerError
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, 0, pe.Rank)
-			assert.LessOrEqual(t, len(pe.Msg), maxReportedError)
+			assert.LessOrEqual(t, len(pe.Msg), wire.MaxReportedError)
 			assert.Contains(t, pe.Msg, "kkkk")
 		}
 	})
@@ -720,7 +722,7 @@ func TestCollectiveAllReduceViewsAndBuckets(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, td.Set(K("tr"), tr))
 			// A leaf over the bucket threshold, reduced in place.
-			require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, float64(r+1), 4, bucketLeafMax/16+1)))
+			require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, float64(r+1), 4, coll.BucketLeafMax/16+1)))
 			// Many small leaves of two dtypes, bucketed.
 			for i := range 40 {
 				dt := tensor.Float16
@@ -1033,7 +1035,7 @@ func TestCollectiveAvgAndBitwise(t *testing.T) {
 	}
 }
 
-// TestCollectiveReducePieces reduces leaves longer than reducePiece, which
+// TestCollectiveReducePieces reduces leaves longer than coll.ReducePiece, which
 // go to MPI in pieces: a consolidated one (one call over the storage), one
 // of its own, and a half-precision one, with AllReduce and Reduce. Every
 // element ends reduced once, the last piece's too.
@@ -1044,11 +1046,11 @@ func TestCollectiveReducePieces(t *testing.T) {
 	for _, dst := range []int{-1, n - 1} {
 		mpitest.Run(t, fmt.Sprintf("dst%d", dst), func(t *testing.T) {
 			td := New()
-			require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Float32, float64(r+1), reducePiece/4+3)))
-			require.NoError(t, td.Set(K("b"), tensor.Full(tensor.Float64, float64(r+1), reducePiece/8+1)))
+			require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Float32, float64(r+1), coll.ReducePiece/4+3)))
+			require.NoError(t, td.Set(K("b"), tensor.Full(tensor.Float64, float64(r+1), coll.ReducePiece/8+1)))
 			tdc, err := td.Consolidate()
 			require.NoError(t, err)
-			require.NoError(t, td.Set(K("h"), tensor.Full(tensor.Float16, float64(r+1), reducePiece/2+5)))
+			require.NoError(t, td.Set(K("h"), tensor.Full(tensor.Float16, float64(r+1), coll.ReducePiece/2+5)))
 			for _, x := range []*TensorDict{td, tdc} {
 				if dst < 0 {
 					require.NoError(t, x.AllReduce(ReduceSum))

@@ -282,9 +282,11 @@
 // TensorDict's transfer state), p2p_async.go (ISend, IRecv, Pending),
 // anysource.go (AnySource, Source, WaitAny), p2p_values.go (the
 // non-tensor values a Recv takes),
-// collective.go (the runner, agreement and structure check shared by the
-// collectives), collective_broadcast.go, collective_reduce.go (AllReduce,
-// Reduce and their ops), collective_gather.go (AllGather, GatherAndStack,
-// Scatter), collective_async.go (IAllReduce, IReduce, IBroadcast,
-// IAllGather), torch.go (WithTorch, over internal/torchwire).
+// and the collectives, as adapters over internal/coll (their runner,
+// agreements, reduce kernels, steps and blocks): collective.go (the leaf
+// plan and errors the collectives share), collective_broadcast.go
+// (Broadcast, IBroadcast), collective_reduce.go (AllReduce, Reduce,
+// IAllReduce, IReduce and their ops), collective_gather.go (AllGather,
+// IAllGather, GatherAndStack, Scatter), torch.go (WithTorch, over
+// internal/torchwire).
 package tensordict

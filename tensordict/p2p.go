@@ -11,6 +11,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
@@ -22,7 +23,7 @@ import (
 // whose TensorDict differs in structure from the sender's (keys, dtypes or
 // shapes of the leaves, the consolidated layout, or the transfer mode or
 // tags), and by a collective's *StructureError.
-var ErrMismatch = errors.New("structure mismatch")
+var ErrMismatch = coll.ErrMismatch
 
 // ErrLimit is matched (errors.Is) by the error of a receive or a load
 // that refused what a peer or a file announced because it exceeds a limit
@@ -291,7 +292,7 @@ func (s *p2pState) send(l *link, blocking bool) error {
 		s.detach()
 	}
 	clear(msgs) // no reference to td's memory stays in s
-	h.end(err)
+	h.End(err)
 	return err
 }
 

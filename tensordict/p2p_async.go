@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
@@ -385,8 +386,8 @@ var errCanceled = fmt.Errorf("cancelled by Pending.Cancel: %w", context.Canceled
 // same error, a Test meanwhile reports it not complete, and Cancel ends
 // an IRecv however many goroutines wait for it.
 type Pending struct {
-	mu   sync.Mutex   // held by Wait, Tag and, when free, Test; not by Cancel
-	c    *collPending // IAllReduce, IReduce
+	mu   sync.Mutex    // held by Wait, Tag and, when free, Test; not by Cancel
+	c    *coll.Pending // IAllReduce, IReduce
 	l    *link
 	reqs []*mpi.Request // ISend: every posted message
 	held *holds         // ISend: the storages MPI reads, if any
@@ -450,7 +451,7 @@ func (p *Pending) Wait() error {
 // collective, p.mu held.
 func (p *Pending) wait() error {
 	if p.c != nil {
-		return p.c.wait()
+		return p.c.Wait()
 	}
 	if p.over {
 		return p.err
@@ -477,7 +478,7 @@ func (p *Pending) Test() (bool, error) {
 	}
 	defer p.mu.Unlock()
 	if p.c != nil {
-		return p.c.test()
+		return p.c.Test()
 	}
 	if p.over {
 		return true, p.err
@@ -527,7 +528,7 @@ func (p *Pending) endIRecv() {
 // of WithContext ends.
 func (p *Pending) Cancel() error {
 	if p != nil && p.c != nil {
-		return p.c.errorf("Pending.Cancel: a collective cannot be cancelled; Wait completes it")
+		return p.c.Errorf("Pending.Cancel: a collective cannot be cancelled; Wait completes it")
 	}
 	if p == nil || p.l == nil {
 		return errNotPending("Cancel")
@@ -565,7 +566,7 @@ func (p *Pending) fail(err error) error {
 // its sends (see holds.end).
 func (p *Pending) endHolds() {
 	if p.held != nil {
-		p.held.end(p.err)
+		p.held.End(p.err)
 	}
 }
 
@@ -711,13 +712,13 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	// metadata depends on what the last transfer to the place carried
 	// (see p2pState.described).
 	if err := s.sendHeld.LockCtx(&l.Link, false, s.tagSet); err != nil {
-		h.end(nil) // nothing posted
+		h.End(nil) // nothing posted
 		return nil, l.Errorf("%w", err)
 	}
 	defer s.sendHeld.Unlock()
 	msgs, tags, _, err := s.messages(l, true, false)
 	if err != nil {
-		h.end(nil) // nothing posted
+		h.End(nil) // nothing posted
 		return nil, l.Errorf("%w", err)
 	}
 	defer clear(msgs) // no reference to td's memory stays in s
@@ -732,7 +733,7 @@ func (td *TensorDict) isend(dst int, opts []SendOption) (*Pending, error) {
 	if h != nil {
 		// Dropped without Wait, p leaves its sends to package mpi: the
 		// storages stay held until those complete.
-		runtime.AddCleanup(p, func(h *holds) { h.end(errDropped) }, h)
+		runtime.AddCleanup(p, func(h *holds) { h.End(errDropped) }, h)
 	}
 	trackSend(p)
 	return p, nil

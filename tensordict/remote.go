@@ -254,8 +254,8 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	}
 	// td's own storage, which MPI may read after s is unlocked.
 	var h holds
-	_ = h.add(s.st) // released, s was rebuilt without it (refresh)
-	defer func() { h.end(err) }()
+	_ = h.Add(s.st) // released, s was rebuilt without it (refresh)
+	defer func() { h.End(err) }()
 	reuse := l.Ctx.Done() == nil
 	r := l.stateInitRef(s, td.class)
 	// A storage joined to the header message is read after s is unlocked:
@@ -365,7 +365,7 @@ func (l *link) sendInitMessages(frame, payload []byte, tag int) (gone bool, err 
 // and encoded for this call alone (firstInitFrame).
 func (l *link) sendInitOnce(td *TensorDict) (err error) {
 	var h holds
-	defer func() { h.end(err) }()
+	defer func() { h.End(err) }()
 	holdConsolidated(td, &h)
 	frame, payload, r, err := firstInitFrame(l.Op, td, false, l, passedOn(td))
 	if err != nil {
@@ -401,7 +401,7 @@ func passedOn(td *TensorDict) bool {
 // storage is not held: the transfer refuses it.
 func holdConsolidated(td *TensorDict, h *holds) {
 	if td != nil && td.cons != nil {
-		_ = h.add(td.cons.st)
+		_ = h.Add(td.cons.st)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
@@ -54,7 +55,7 @@ func (l *link) bcastSend(td *TensorDict) error {
 		if closed {
 			return err
 		}
-		return closeCollective(s, busy, err, l.Errorf)
+		return coll.Close(s, busy, err, l.Errorf)
 	})
 }
 
@@ -68,11 +69,11 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 	firstLen, _ := roots.of(l.Peer, &l.o)
 	// td's own storage, which MPI may read in the last step (see holds).
 	var h holds
-	defer func() { h.end(err) }()
+	defer func() { h.End(err) }()
 	holdConsolidated(td, &h)
 	msg, payload, err := bcastPrepare(l, td)
 	if err == nil && busy() {
-		err = errBusy
+		err = coll.ErrBusy
 	}
 	if err != nil {
 		xfer.PutMsgBuf(msg)
@@ -257,7 +258,7 @@ func (l *link) bcastRecv() (*TensorDict, error) {
 		if closed {
 			return err
 		}
-		return closeCollective(s, busy, err, l.Errorf)
+		return coll.Close(s, busy, err, l.Errorf)
 	})
 	if err != nil {
 		// td may have been built before the storage failed to arrive.
@@ -327,7 +328,7 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 		}
 	}
 	if err == nil && busy() {
-		err = errBusy
+		err = coll.ErrBusy
 	}
 	oneNode, err := l.agreeNodes(s, err)
 	if err != nil {
@@ -394,7 +395,7 @@ func (l *link) agreeRoot(s xfer.Step, local error) error {
 	lo, hi, fail, err := s.AgreeRoot(l.Peer, local != nil)
 	switch {
 	case err != nil:
-		return l.Errorf("agreeing on the root: %w", outOfStep(errors.Join(err, local)))
+		return l.Errorf("agreeing on the root: %w", coll.OutOfStep(errors.Join(err, local)))
 	case lo != hi:
 		return l.Errorf("ranks passed different roots (%d and %d): %w", lo, hi, errors.Join(ErrMismatch, local))
 	case local != nil:
@@ -431,7 +432,7 @@ func (l *link) agreeNodes(s xfer.Step, local error) (oneNode bool, err error) {
 func (l *link) agreement(r int, err, local error) error {
 	switch {
 	case err != nil:
-		return l.Errorf("agreeing to go on: %w", outOfStep(errors.Join(err, local)))
+		return l.Errorf("agreeing to go on: %w", coll.OutOfStep(errors.Join(err, local)))
 	case local != nil:
 		return l.Errorf("%w", local)
 	case r < l.Group.Size():
