@@ -108,7 +108,7 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 	return err
 }
 
-// SendConcat sends the bytes of a followed by those of b to rank dest of
+// sendConcat sends the bytes of a followed by those of b to rank dest of
 // c as one message, as Send of their concatenation would, without building
 // it: the receiver cannot tell the difference. MPI reads the two buffers
 // in place, through a two-block datatype built and freed by the call
@@ -118,8 +118,8 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 // A message in two blocks also moves differently: Open MPI's
 // shared-memory transport copies a buffer that is not contiguous through
 // shared-memory fragments, where it moves a contiguous one above its eager
-// limit with a single copy through the kernel (see SetTwoCopySends).
-func SendConcat(c *Comm, a, b []byte, dest, tag int) error {
+// limit with a single copy through the kernel (see setTwoCopySends).
+func sendConcat(c *Comm, a, b []byte, dest, tag int) error {
 	const op = "MPI_Send"
 	if len(b) == 0 {
 		return Send(c, a, dest, tag)
@@ -171,7 +171,7 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 // Sendrecv sends send to dest and receives into recv from src in one call,
 // as MPI_Sendrecv; it cannot deadlock against a matching Sendrecv. The
 // buffers must not overlap. The receive is checked as in Recv, and waits
-// as Recv does (SetSpinWait), except that it lets the Go scheduler run
+// as Recv does (see "Waiting" in the package documentation), except that it lets the Go scheduler run
 // only once MPI is done with send: a send past the eager limit keeps the
 // call in C until the peer has matched it, as Send does.
 func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, recvTag int) (Status, error) {
@@ -244,16 +244,16 @@ func Iprobe(c *Comm, src, tag int) (bool, Status, error) {
 	return true, makeStatus(&st), nil
 }
 
-// SendUntil sends the bytes of buf to rank dest of c with tag, as Send
+// sendUntil sends the bytes of buf to rank dest of c with tag, as Send
 // does, and returns once the send has completed, or once done is closed
 // (nil: never) with ended true. It starts an MPI_Isend and waits for it
 // in C, in slices between which it checks done, as Request.Await would,
 // with no Request while the send completes in time: no allocation,
 // finalizer or registration. A send given up that way is abandoned as
-// Request.Abandon abandons one (see InFlight): MPI completes it whenever
+// Request.Abandon abandons one (see inFlightOps): MPI completes it whenever
 // the receiver takes it, buf stays pinned until then, and the caller must
 // not change buf.
-func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
+func sendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
 	const op = "MPI_Isend"
 	w, err := c.sendArgs(op, dest, tag)
 	if err != nil {
