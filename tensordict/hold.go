@@ -6,8 +6,8 @@ package tensordict
 import (
 	"fmt"
 
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
-	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -52,14 +52,14 @@ func (h *holds) empty() bool { return h.first == nil }
 // the transfer ended without an error (every MPI operation it started
 // has completed), else once every MPI operation in flight now has (those
 // the transfer gave up at its context's end among them; see
-// mpi.AfterInFlight). h is empty afterwards; a nil h holds nothing.
+// mpix.AfterInFlight). h is empty afterwards; a nil h holds nothing.
 func (h *holds) end(err error) {
 	if h == nil || h.first == nil {
 		return
 	}
 	if err != nil {
 		held := *h
-		mpi.AfterInFlight(held.unhold)
+		mpix.AfterInFlight(held.unhold)
 	} else {
 		h.unhold()
 	}

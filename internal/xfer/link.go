@@ -15,6 +15,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -106,7 +107,7 @@ func (l *Link) SendMessages(msgs [][]byte, tags []int, name func(int) string) (g
 	if len(msgs) == 1 {
 		// One message: posting it and waiting for it is one call into C,
 		// with no Request unless the context ends first.
-		ended, err := mpi.SendUntil(l.Comm, msgs[0], l.Peer, tags[0], l.Ctx.Done())
+		ended, err := mpix.SendUntil(l.Comm, msgs[0], l.Peer, tags[0], l.Ctx.Done())
 		switch {
 		case err != nil:
 			return false, fmt.Errorf("sending %s: %w", name(0), err)
@@ -121,7 +122,7 @@ func (l *Link) SendMessages(msgs [][]byte, tags []int, name func(int) string) (g
 	return n > 0, errors.Join(err, werr)
 }
 
-// copySendMin is the smallest message Send hands to mpi.SendCopy. Open
+// copySendMin is the smallest message Send hands to mpix.SendCopy. Open
 // MPI's shared-memory transport sends up to 256 bytes inline (its
 // max_inline_send): a blocking send of those returns at once. A larger
 // one returns only once the receiving process has entered MPI and taken
@@ -134,11 +135,11 @@ const copySendMin = 257
 
 // Send sends b to rank dest of c with tag, as a blocking mpi.Send: b may
 // be reused once it returns. A message of copySendMin to
-// mpi.CopySendMax bytes goes from a copy (mpi.SendCopy), which does not
+// mpix.CopySendMax bytes goes from a copy (mpix.SendCopy), which does not
 // wait for the receiver to take it.
 func Send(c *mpi.Comm, b []byte, dest, tag int) error {
-	if len(b) >= copySendMin && len(b) <= mpi.CopySendMax {
-		if sent, err := mpi.SendCopy(c, b, dest, tag); sent || err != nil {
+	if len(b) >= copySendMin && len(b) <= mpix.CopySendMax {
+		if sent, err := mpix.SendCopy(c, b, dest, tag); sent || err != nil {
 			return err
 		}
 	}
@@ -146,11 +147,11 @@ func Send(c *mpi.Comm, b []byte, dest, tag int) error {
 }
 
 // SendJoined sends head followed by tail to l's peer on tag as one
-// message, MPI reading both where they lie (mpi.SendConcat), and returns
+// message, MPI reading both where they lie (mpix.SendConcat), and returns
 // when both may be reused; an error names the message name(0), as
 // SendMessages does.
 func (l *Link) SendJoined(head, tail []byte, tag int, name func(int) string) error {
-	if err := mpi.SendConcat(l.Comm, head, tail, l.Peer, tag); err != nil {
+	if err := mpix.SendConcat(l.Comm, head, tail, l.Peer, tag); err != nil {
 		return fmt.Errorf("sending %s: %w", name(0), err)
 	}
 	return nil
