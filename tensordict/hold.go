@@ -8,6 +8,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
+	"github.com/tdmpi/tdmpi/internal/tensorx"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -28,7 +29,7 @@ type holds struct {
 // add holds st for the transfer (nil: nothing), or returns an error
 // wrapping tensor.ErrReleased if st was released.
 func (h *holds) add(st *tensor.Storage) error {
-	if st == nil || !(st.External() || st.Reusable()) {
+	if st == nil || !(st.External() || tensorx.Reusable(st)) {
 		return nil
 	}
 	if st == h.first || (len(h.more) > 0 && h.more[len(h.more)-1] == st) {
