@@ -21,11 +21,10 @@ var (
 	sendCopy        = hook.SendCopy.(func(*mpi.Comm, []byte, int, int) (bool, error))
 	sendConcat      = hook.SendConcat.(func(*mpi.Comm, []byte, []byte, int, int) error)
 	sendUntil       = hook.SendUntil.(func(*mpi.Comm, []byte, int, int, <-chan struct{}) (bool, error))
-	mprobeUntil     = hook.MprobeUntil.(func(*mpi.Message, *mpi.Comm, int, int, <-chan struct{}) (mpi.Status, bool, error))
-	mrecvUntil      = hook.MrecvUntil.(func(*mpi.Message, []byte, <-chan struct{}) (mpi.Status, bool, error))
-	mrecvConcat     = hook.MrecvConcat.(func(*mpi.Message, []byte, []byte) (mpi.Status, error))
-	recvExact       = hook.RecvExact.(func(*mpi.Message, *mpi.Comm, []byte, int, int) (mpi.Status, bool, error))
-	recvExactUntil  = hook.RecvExactUntil.(func(*mpi.Message, *mpi.Comm, []byte, int, int, <-chan struct{}) (mpi.Status, bool, bool, error))
+	mprobeUntil     = hook.MprobeUntil.(func(mpi.Message, *mpi.Comm, int, int, <-chan struct{}) (mpi.Message, mpi.Status, bool, error))
+	mrecvUntil      = hook.MrecvUntil.(func(mpi.Message, []byte, <-chan struct{}) (mpi.Message, mpi.Status, bool, error))
+	mrecvConcat     = hook.MrecvConcat.(func(mpi.Message, []byte, []byte) (mpi.Message, mpi.Status, error))
+	recvExactUntil  = hook.RecvExactUntil.(func(mpi.Message, *mpi.Comm, []byte, int, int, <-chan struct{}) (mpi.Message, mpi.Status, bool, bool, error))
 	ibcastUntil     = hook.IbcastUntil.(func(*mpi.Comm, []byte, reflect.Type, int, <-chan struct{}) (bool, error))
 	iallreduceUntil = hook.IallreduceUntil.(func(*mpi.Comm, []byte, reflect.Type, mpi.Op, <-chan struct{}) (bool, error))
 )
@@ -97,7 +96,8 @@ func SendUntil(c *mpi.Comm, buf []byte, dest, tag int, done <-chan struct{}) (en
 // it never does), with nothing matched: ended is then true and *m is left
 // as it was. The wait ends within about a millisecond of done's closing.
 func MprobeUntil(m *mpi.Message, c *mpi.Comm, src, tag int, done <-chan struct{}) (st mpi.Status, ended bool, err error) {
-	return mprobeUntil(m, c, src, tag, done)
+	*m, st, ended, err = mprobeUntil(*m, c, src, tag, done)
+	return st, ended, err
 }
 
 // MrecvUntil receives the matched message *m into buf as mpi.Mrecv does,
@@ -107,7 +107,11 @@ func MprobeUntil(m *mpi.Message, c *mpi.Comm, src, tag int, done <-chan struct{}
 // and the caller must not use buf (see AfterInFlight). *m is received
 // either way.
 func MrecvUntil(m *mpi.Message, buf []byte, done <-chan struct{}) (st mpi.Status, ended bool, err error) {
-	return mrecvUntil(m, buf, done)
+	if m == nil {
+		return nilMessage()
+	}
+	*m, st, ended, err = mrecvUntil(*m, buf, done)
+	return st, ended, err
 }
 
 // MrecvConcat receives the matched message m, of exactly len(a)+len(b)
@@ -116,8 +120,13 @@ func MrecvUntil(m *mpi.Message, buf []byte, done <-chan struct{}) (st mpi.Status
 // consumed. A message of another size is refused with an mpi.ErrTruncate
 // error (longer) or an mpi.ErrCount error (shorter) before anything is
 // received, and m stays unreceived, for mpi.Mrecv.
-func MrecvConcat(m *mpi.Message, a, b []byte) (mpi.Status, error) {
-	return mrecvConcat(m, a, b)
+func MrecvConcat(m *mpi.Message, a, b []byte) (st mpi.Status, err error) {
+	if m == nil {
+		st, _, err = nilMessage()
+		return st, err
+	}
+	*m, st, err = mrecvConcat(*m, a, b)
+	return st, err
 }
 
 // RecvExact matches a message from src with tag and, if it is exactly
@@ -126,15 +135,17 @@ func MrecvConcat(m *mpi.Message, a, b []byte) (mpi.Status, error) {
 // any other size is left matched in *m, unreceived, and RecvExact reports
 // false with its status: the caller receives or discards it with
 // mpi.Mrecv. *m must not hold a message still to be received.
-func RecvExact(m *mpi.Message, c *mpi.Comm, buf []byte, src, tag int) (mpi.Status, bool, error) {
-	return recvExact(m, c, buf, src, tag)
+func RecvExact(m *mpi.Message, c *mpi.Comm, buf []byte, src, tag int) (st mpi.Status, got bool, err error) {
+	*m, st, got, _, err = recvExactUntil(*m, c, buf, src, tag, nil)
+	return st, got, err
 }
 
 // RecvExactUntil is RecvExact whose wait ends once done is closed (nil: it
 // never does), with nothing matched, as MprobeUntil's does: ended is then
 // true and *m is left as it was.
 func RecvExactUntil(m *mpi.Message, c *mpi.Comm, buf []byte, src, tag int, done <-chan struct{}) (st mpi.Status, got, ended bool, err error) {
-	return recvExactUntil(m, c, buf, src, tag, done)
+	*m, st, got, ended, err = recvExactUntil(*m, c, buf, src, tag, done)
+	return st, got, ended, err
 }
 
 // IbcastUntil is mpi.Ibcast and a wait for it in one call, which matches
@@ -160,4 +171,10 @@ func IallreduceInPlaceUntil[T mpi.Scalar](c *mpi.Comm, buf []T, op mpi.Op, done 
 func bytesOf[T mpi.Scalar](s []T) []byte {
 	var z T
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), uintptr(len(s))*unsafe.Sizeof(z))
+}
+
+// nilMessage returns mpi.Mrecv's error for a nil Message.
+func nilMessage() (mpi.Status, bool, error) {
+	st, err := mpi.Mrecv[byte](nil, nil)
+	return st, false, err
 }

@@ -163,3 +163,47 @@ func ExampleSendConcat() {
 	fmt.Printf("%q\n", buf[:st.Bytes()])
 	// Output: "tdmpi header"
 }
+
+// TestNoAllocs: a receive into a Message on the caller's stack allocates
+// nothing, although package mpi's functions are reached through function
+// values, through which a pointer would escape to the heap.
+func TestNoAllocs(t *testing.T) {
+	mpitest.Need(t, 1)
+	self := mpi.Self()
+	msg, buf := []byte("12345678"), make([]byte, 8)
+	allocs := testing.AllocsPerRun(200, func() {
+		var m mpi.Message
+		err := mpi.Send(self, msg, 0, 9)
+		if err == nil {
+			_, _, err = mpix.MprobeUntil(&m, self, 0, 9, nil)
+		}
+		if err == nil {
+			_, _, err = mpix.MrecvUntil(&m, buf, nil)
+		}
+		if err == nil {
+			err = mpi.Send(self, msg, 0, 9)
+		}
+		if err == nil {
+			_, _, err = mpix.RecvExact(&m, self, buf, 0, 9)
+		}
+		if err == nil {
+			err = mpix.SendConcat(self, msg[:3], msg[3:], 0, 9)
+		}
+		if err == nil {
+			_, _, err = mpix.MprobeUntil(&m, self, 0, 9, nil)
+		}
+		if err == nil {
+			_, err = mpix.MrecvConcat(&m, buf[:5], buf[5:])
+		}
+		if err != nil {
+			panic(err)
+		}
+	})
+	assert.Zero(t, allocs, "allocations per round")
+	assert.Equal(t, msg, buf)
+
+	_, err := mpix.MrecvConcat(nil, buf, nil)
+	assert.ErrorIs(t, err, mpi.ErrRequest, "a nil Message")
+	_, _, err = mpix.MrecvUntil(nil, buf, nil)
+	assert.ErrorIs(t, err, mpi.ErrRequest, "a nil Message")
+}

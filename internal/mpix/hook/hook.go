@@ -19,6 +19,9 @@ package hook
 const CopySendMax = 4000
 
 // The functions of package mpi behind internal/mpix's of the same names.
+// Those on an mpi.Message take it by value and return it as the call left
+// it, which mpix stores back: a pointer passed to a function value
+// escapes, and would move the caller's Message to the heap.
 var (
 	AfterInFlight any
 	InFlight      any
@@ -32,7 +35,6 @@ var (
 	MrecvUntil  any
 	MrecvConcat any
 
-	RecvExact      any
 	RecvExactUntil any
 
 	// IbcastUntil and IallreduceUntil take the buffer as its bytes and
