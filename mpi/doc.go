@@ -83,7 +83,7 @@
 //
 // A blocking receive or probe (Recv, Probe, Mprobe, Sendrecv) polls MPI
 // in a loop of nonblocking probes, as MPI_Mprobe does inside, but once it
-// has waited 20 us it yields its core after each poll. Ranks that
+// has waited DefaultSpinWait it yields its core after each poll. Ranks that
 // poll on every core of a node otherwise keep the Go runtime's threads
 // (garbage collector workers, other goroutines) off the cores for a
 // scheduler time slice at a time: on two cores with two ranks, small
@@ -94,7 +94,8 @@
 // With Linux 6.18, four ranks on two cores in two Slurm job steps, each
 // yielding while it waited for the others, stalled for 5-72 s at a time
 // (the kernel reported its own threads starved); sleeping, the same
-// exchanges never took more than 7 ms.
+// exchanges never took more than 7 ms. SetSpinWait changes the spin
+// period, or turns yielding and sleeping off.
 //
 // Request.Wait and Request.Await wait for an operation of at most 64 KiB
 // the same way. In the same Slurm job, a loop of small Isend/Irecv
@@ -170,9 +171,9 @@
 // that is not contiguous with two copies through shared memory, made by
 // sender and receiver at once. On some machines the two copies are faster
 // (on tdmpi's development VM, sends of 32 KiB-2 MiB took 0.4-0.7 of the
-// time): TDMPI_TWO_COPY=4KiB-4MiB in the environment makes Send describe
-// buffers in a size range as two blocks, so that they take that path. It
-// is off by default.
+// time): SetTwoCopySends, or TDMPI_TWO_COPY=4KiB-4MiB in the environment,
+// makes Send describe buffers in a size range as two blocks, so that they
+// take that path. It is off by default.
 //
 // tdmpi's own packages reach a few more operations of this package
 // through internal/mpix (sends from a copy, messages in two blocks, waits
@@ -216,8 +217,9 @@
 //	types.go       Scalar, the element kinds and their MPI datatypes, buffers
 //	               and the big-count datatype of long buffers
 //	p2p.go         Send, Recv, Sendrecv, Probe, Iprobe; rank and tag checks
-//	wait.go        how long blocking waits poll before yielding; spin.go:
-//	               the pauses of waits and Pacer, and their returns to Go
+//	wait.go        DefaultSpinWait; spin.go: SetSpinWait, how long blocking
+//	               waits poll before yielding (then sleeping), Pacer, and
+//	               their returns to Go
 //	message.go     Message: Mprobe, Improbe (and their Into forms), Mrecv, Imrecv
 //	request.go     Request: Isend, Irecv, Wait, Test, Cancel, WaitAll,
 //	               WaitAny; pinning buffers until completion

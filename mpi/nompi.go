@@ -397,11 +397,11 @@ func WaitAny(reqs ...*Request) (index int, st Status, err error) {
 	return Undefined, Status{}, ErrNoMPI
 }
 
-var spinWait = defaultSpinWait
+var spinWait = DefaultSpinWait
 
-// setSpinWait records d and returns the previous value; without MPI there
+// SetSpinWait records d and returns the previous value; without MPI there
 // are no waits.
-func setSpinWait(d time.Duration) time.Duration {
+func SetSpinWait(d time.Duration) time.Duration {
 	old := spinWait
 	spinWait = max(d, 0)
 	return old
@@ -409,9 +409,9 @@ func setSpinWait(d time.Duration) time.Duration {
 
 var twoCopyLo, twoCopyHi int
 
-// setTwoCopySends records the bounds lo and hi and returns the previous
+// SetTwoCopySends records the bounds lo and hi and returns the previous
 // ones; without MPI there are no sends.
-func setTwoCopySends(lo, hi int) (oldLo, oldHi int) {
+func SetTwoCopySends(lo, hi int) (oldLo, oldHi int) {
 	oldLo, oldHi = twoCopyLo, twoCopyHi
 	twoCopyLo, twoCopyHi = max(lo, 0), max(hi, 0)
 	if lo <= 0 {

@@ -118,7 +118,7 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 // A message in two blocks also moves differently: Open MPI's
 // shared-memory transport copies a buffer that is not contiguous through
 // shared-memory fragments, where it moves a contiguous one above its eager
-// limit with a single copy through the kernel (see setTwoCopySends).
+// limit with a single copy through the kernel (see SetTwoCopySends).
 func sendConcat(c *Comm, a, b []byte, dest, tag int) error {
 	const op = "MPI_Send"
 	if len(b) == 0 {
@@ -171,7 +171,7 @@ func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) {
 // Sendrecv sends send to dest and receives into recv from src in one call,
 // as MPI_Sendrecv; it cannot deadlock against a matching Sendrecv. The
 // buffers must not overlap. The receive is checked as in Recv, and waits
-// as Recv does (see "Waiting" in the package documentation), except that it lets the Go scheduler run
+// as Recv does (SetSpinWait), except that it lets the Go scheduler run
 // only once MPI is done with send: a send past the eager limit keeps the
 // call in C until the peer has matched it, as Send does.
 func Sendrecv[T Scalar](c *Comm, send []T, dest, sendTag int, recv []T, src, recvTag int) (Status, error) {

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-var spinMu sync.Mutex // serialises setSpinWait
+var spinMu sync.Mutex // serialises SetSpinWait
 
 // pollSlice is how long one call into C of a blocking receive, probe or
 // Request.Wait polls before it returns to Go, which lets its scheduler run
@@ -32,7 +32,7 @@ var spinMu sync.Mutex // serialises setSpinWait
 const pollSlice = 10 * time.Microsecond
 
 func init() {
-	setSpinWait(defaultSpinWait)
+	SetSpinWait(DefaultSpinWait)
 	C.tdmpi_slice_ns = C.longlong(pollSlice)
 }
 
@@ -62,13 +62,13 @@ func waitingUntil(done <-chan struct{}, call func() C.int) (rc C.int, ended bool
 	return rc, false
 }
 
-// setSpinWait sets how long the blocking receives and probes of this
-// package (Recv, Probe, Mprobe, recvExact, Sendrecv), and the waits for
+// SetSpinWait sets how long the blocking receives and probes of this
+// package (Recv, Probe, Mprobe, Sendrecv), and the waits for
 // requests of at most 64 KiB (Request.Wait, Request.Await), poll MPI
 // without pause before they yield their core to other threads after each
 // poll (sched_yield), and returns the previous value. 0 or less never pauses:
 // every wait polls without pause, as MPI_Mprobe does. The default,
-// defaultSpinWait, leaves a short wait as fast as a busy poll and lets a
+// DefaultSpinWait, leaves a short wait as fast as a busy poll and lets a
 // long one share its core: MPI ranks polling on every core of a node
 // otherwise keep the Go runtime's own threads (the garbage collector's
 // workers, other goroutines) off them for a scheduler time slice at a
@@ -77,7 +77,7 @@ func waitingUntil(done <-chan struct{}, call func() C.int) (rc C.int, ended bool
 // "Waiting" in the package documentation). Whatever the value, a wait
 // lets the Go scheduler run every 10 us of polling (runtime.Gosched), and
 // reads the value again then.
-func setSpinWait(d time.Duration) time.Duration {
+func SetSpinWait(d time.Duration) time.Duration {
 	spinMu.Lock()
 	defer spinMu.Unlock()
 	old := time.Duration(C.tdmpi_spin_ns)
@@ -89,11 +89,11 @@ func setSpinWait(d time.Duration) time.Duration {
 // test at a time, between checks of its own (a context, say), as this
 // package's blocking waits pace theirs (see "Waiting" in the package
 // documentation). After each poll that found nothing the loop calls
-// Pause, which returns at once for the first 20 us of the wait, then
-// yields the core (sched_yield) until the wait has lasted 1 ms, then
-// sleeps for 1/16 of the time waited so far, 5 us to 1 ms; every 64
-// calls, and after each sleep, it lets the Go scheduler run
-// (runtime.Gosched, unless the goroutine is locked to its thread). A
+// Pause, which returns at once for the first 20 us of the wait (see
+// SetSpinWait), then yields the core (sched_yield) until the wait has
+// lasted 1 ms, then sleeps for 1/16 of the time waited so far, 5 us to
+// 1 ms; every 64 calls, and after each sleep, it lets the Go scheduler
+// run (runtime.Gosched, unless the goroutine is locked to its thread). A
 // timer instead would sleep at least a millisecond on Linux, however
 // short the sleep asked for: a receive whose sender came 50 us late took
 // 1.6 ms. The zero Pacer is a wait that has not started; a Pacer serves

@@ -20,7 +20,7 @@ import (
 // at once and messages that come after they have waited past the spin
 // period (polling, yielding, then sleeping, in slices that return to Go
 // and resume), with spinning off, short and the default: each gets its
-// message whole, with its status. setSpinWait returns the period it
+// message whole, with its status. SetSpinWait returns the period it
 // replaces, a negative one as 0. It checks what the waits return, not
 // how often they returned to the scheduler: on a loaded machine, that is
 // the machine's choice.
@@ -29,10 +29,10 @@ func TestSpinWait(t *testing.T) {
 	if c == nil {
 		return
 	}
-	prev := setSpinWait(defaultSpinWait)
-	assert.Equal(t, defaultSpinWait, prev)
-	for _, spin := range []time.Duration{0, -time.Second, time.Microsecond, defaultSpinWait} {
-		assert.Equal(t, prev, setSpinWait(spin))
+	prev := SetSpinWait(DefaultSpinWait)
+	assert.Equal(t, DefaultSpinWait, prev)
+	for _, spin := range []time.Duration{0, -time.Second, time.Microsecond, DefaultSpinWait} {
+		assert.Equal(t, prev, SetSpinWait(spin))
 		prev = max(spin, 0)
 		for _, late := range []time.Duration{0, 30 * time.Millisecond} {
 			for i, op := range []string{"Recv", "Probe", "Mprobe", "recvExact", "Sendrecv"} {
@@ -261,7 +261,7 @@ func TestSendrecvLatePeer(t *testing.T) {
 }
 
 // spinPeers returns the test communicator on ranks 0 and 1, nil on the
-// others, with the spin period at defaultSpinWait until the test ends.
+// others, with the spin period at DefaultSpinWait until the test ends.
 func spinPeers(t *testing.T) *Comm {
 	t.Helper()
 	needRanks(t, 2)
@@ -269,8 +269,8 @@ func spinPeers(t *testing.T) *Comm {
 	if c.Rank() > 1 {
 		return nil
 	}
-	old := setSpinWait(defaultSpinWait)
-	t.Cleanup(func() { setSpinWait(old) })
+	old := SetSpinWait(DefaultSpinWait)
+	t.Cleanup(func() { SetSpinWait(old) })
 	return c
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // twoCopyRange holds the bounds in bytes of the buffers Send passes as
-// two blocks (setTwoCopySends): more than [0], at most [1] (0: no bound);
+// two blocks (SetTwoCopySends): more than [0], at most [1] (0: no bound);
 // nil for none.
 var twoCopyRange atomic.Pointer[[2]int64]
 
@@ -27,11 +27,11 @@ func init() {
 			fmt.Fprintf(os.Stderr, "tdmpi: ignoring TDMPI_TWO_COPY: %v\n", err)
 			return
 		}
-		setTwoCopySends(lo, hi)
+		SetTwoCopySends(lo, hi)
 	}
 }
 
-// setTwoCopySends makes Send pass a buffer of more than lo and at most hi
+// SetTwoCopySends makes Send pass a buffer of more than lo and at most hi
 // bytes (hi 0 or less: no bound) to MPI as two blocks that are not
 // adjacent in memory, its last element copied apart, and returns the
 // previous bounds; lo 0 or less turns it off, the default. The
@@ -58,7 +58,7 @@ func init() {
 // with four ranks on two cores, 64 MiB receives that took under 4 s in
 // all took over a minute with no upper bound. Keep the upper bound small
 // (4 MiB: 128 fragments) and leave it off when ranks share cores.
-func setTwoCopySends(lo, hi int) (oldLo, oldHi int) {
+func SetTwoCopySends(lo, hi int) (oldLo, oldHi int) {
 	var r *[2]int64
 	if lo > 0 {
 		r = &[2]int64{int64(lo), int64(max(hi, 0))}
@@ -82,7 +82,7 @@ func twoCopy(b buffer) bool {
 
 // parseTwoCopy parses the value of TDMPI_TWO_COPY, "MIN" or "MIN-MAX" with
 // sizes as bytesize writes them ("4KiB-4MiB"), into the arguments of
-// setTwoCopySends.
+// SetTwoCopySends.
 func parseTwoCopy(s string) (lo, hi int, err error) {
 	first, second, ranged := strings.Cut(s, "-")
 	n, err := bytesize.Parse(strings.TrimSpace(first))

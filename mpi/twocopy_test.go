@@ -26,8 +26,8 @@ func twoCopyCase[T Scalar](n int) func(*testing.T, *Comm) {
 func TestTwoCopySends(t *testing.T) {
 	needRanks(t, 2)
 	c := testComm(t)
-	lo, hi := setTwoCopySends(16, 0)
-	t.Cleanup(func() { setTwoCopySends(lo, hi) })
+	lo, hi := SetTwoCopySends(16, 0)
+	t.Cleanup(func() { SetTwoCopySends(lo, hi) })
 	for _, tc := range []struct {
 		name string
 		f    func(*testing.T, *Comm)
@@ -47,8 +47,8 @@ func TestTwoCopySends(t *testing.T) {
 }
 
 func TestTwoCopyRule(t *testing.T) {
-	lo, hi := setTwoCopySends(0, 0)
-	t.Cleanup(func() { setTwoCopySends(lo, hi) })
+	lo, hi := SetTwoCopySends(0, 0)
+	t.Cleanup(func() { SetTwoCopySends(lo, hi) })
 	tests := []struct {
 		min, max int
 		b        buffer
@@ -67,13 +67,13 @@ func TestTwoCopyRule(t *testing.T) {
 		{1, 0, bufOf([]byte(nil)), false},
 	}
 	for _, tt := range tests {
-		setTwoCopySends(tt.min, tt.max)
+		SetTwoCopySends(tt.min, tt.max)
 		assert.Equal(t, tt.want, twoCopy(tt.b), "bounds (%d, %d], %d elements of %d bytes", tt.min, tt.max, tt.b.n, tt.b.size)
 	}
-	setTwoCopySends(3, 9)
-	gotMin, gotMax := setTwoCopySends(-3, 5)
+	SetTwoCopySends(3, 9)
+	gotMin, gotMax := SetTwoCopySends(-3, 5)
 	assert.Equal(t, [2]int{3, 9}, [2]int{gotMin, gotMax}, "the previous bounds")
-	gotMin, gotMax = setTwoCopySends(0, 0)
+	gotMin, gotMax = SetTwoCopySends(0, 0)
 	assert.Equal(t, [2]int{0, 0}, [2]int{gotMin, gotMax}, "off after a min of 0 or less")
 }
 

@@ -9,10 +9,10 @@ import (
 	_ "unsafe" // go:linkname
 )
 
-// defaultSpinWait is how long a blocking receive or probe polls MPI before
-// it starts to yield its core between polls (see setSpinWait); from 1 ms of
+// DefaultSpinWait is how long a blocking receive or probe polls MPI before
+// it starts to yield its core between polls (see SetSpinWait); from 1 ms of
 // waiting it sleeps between them instead.
-const defaultSpinWait = 20 * time.Microsecond
+const DefaultSpinWait = 20 * time.Microsecond
 
 // yield lets the Go scheduler run other goroutines on the caller's
 // processor (runtime.Gosched), as this package's blocking waits do every
