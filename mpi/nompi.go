@@ -205,11 +205,6 @@ func Ibcast[T Scalar](c *Comm, buf []T, root int) (*Request, error) { return nil
 // ibcastWait returns ErrNoMPI: this build has no MPI.
 func ibcastWait[T Scalar](c *Comm, buf []T, root int) error { return ErrNoMPI }
 
-// ibcastUntil returns ErrNoMPI: this build has no MPI.
-func ibcastUntil[T Scalar](c *Comm, buf []T, root int, done <-chan struct{}) (bool, error) {
-	return false, ErrNoMPI
-}
-
 // ibcastUntilBytes returns ErrNoMPI: this build has no MPI.
 func ibcastUntilBytes(c *Comm, b []byte, elem reflect.Type, root int, done <-chan struct{}) (bool, error) {
 	return false, ErrNoMPI
@@ -228,11 +223,6 @@ func IallreduceInPlace[T Scalar](c *Comm, buf []T, op Op) (*Request, error) { re
 
 // iallreduceInPlaceWait returns ErrNoMPI: this build has no MPI.
 func iallreduceInPlaceWait[T Scalar](c *Comm, buf []T, op Op) error { return ErrNoMPI }
-
-// iallreduceInPlaceUntil returns ErrNoMPI: this build has no MPI.
-func iallreduceInPlaceUntil[T Scalar](c *Comm, buf []T, op Op, done <-chan struct{}) (bool, error) {
-	return false, ErrNoMPI
-}
 
 // Ireduce returns ErrNoMPI: this build has no MPI.
 func Ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int) (*Request, error) {
@@ -280,11 +270,6 @@ func Mprobe(c *Comm, src, tag int) (*Message, Status, error) { return nil, Statu
 // Improbe returns ErrNoMPI: this build has no MPI.
 func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
 	return nil, false, Status{}, ErrNoMPI
-}
-
-// recvExact returns ErrNoMPI: this build has no MPI.
-func recvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, error) {
-	return Status{}, false, ErrNoMPI
 }
 
 // recvExactUntil returns ErrNoMPI: this build has no MPI.

@@ -1,6 +1,8 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
+//go:build cgo && !nompi
+
 package mpi
 
 import "github.com/tdmpi/tdmpi/internal/mpix/hook"
