@@ -14,6 +14,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/hpc"
 	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -180,7 +181,7 @@ func finalizeMPI() error {
 // MPI call, or a nonblocking operation is incomplete, Finalize frees
 // nothing and returns an error wrapping mpi.ErrBusy that names them, and
 // may be called again once they are done. It first waits for the small
-// messages tdmpi sent from copies (mpi.SendCopy) to be taken by their
+// messages tdmpi sent from copies (mpix.SendCopy) to be taken by their
 // receivers, however long that takes, as a blocking send would have, and
 // logs a warning every 10 s while it waits. Finalize without Init, and a
 // second Finalize, do nothing.
@@ -232,13 +233,13 @@ func Finalize() error {
 // sends of copies in flight (waitCopies).
 const copyWaitReport = 10 * time.Second
 
-// waitCopies waits for the sends of copies in flight (mpi.SendCopy: the
+// waitCopies waits for the sends of copies in flight (mpix.SendCopy: the
 // small messages of tdmpi's transfers) to complete, as mpi.Finalize would,
 // and logs every copyWaitReport that it still does (their receivers have
 // not taken them: a peer busy elsewhere, or gone), and a send that failed.
 func waitCopies() {
 	for waited := time.Duration(0); ; waited += copyWaitReport {
-		n, err := mpi.WaitCopies(copyWaitReport)
+		n, err := mpix.WaitCopies(copyWaitReport)
 		if err != nil {
 			log.Logger().Error().Err(err).Msg("group: Finalize")
 		}

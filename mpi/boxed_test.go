@@ -106,9 +106,9 @@ func TestBoxedBuffers(t *testing.T) {
 			b := box(rootOnly())
 			return b, wait(Ibcast(c, b, root))
 		}, all},
-		{"IbcastWait", func() ([]int32, error) {
+		{"ibcastWait", func() ([]int32, error) {
 			b := box(rootOnly())
-			return b, IbcastWait(c, b, root)
+			return b, ibcastWait(c, b, root)
 		}, all},
 		{"Allreduce", func() ([]int32, error) {
 			b := box(make([]int32, m))
@@ -126,9 +126,9 @@ func TestBoxedBuffers(t *testing.T) {
 			b := box(mine)
 			return b, wait(IallreduceInPlace(c, b, OpSum))
 		}, sum},
-		{"IallreduceInPlaceWait", func() ([]int32, error) {
+		{"iallreduceInPlaceWait", func() ([]int32, error) {
 			b := box(mine)
-			return b, IallreduceInPlaceWait(c, b, OpSum)
+			return b, iallreduceInPlaceWait(c, b, OpSum)
 		}, sum},
 		{"Reduce", func() ([]int32, error) {
 			b := box(mine)
@@ -277,16 +277,16 @@ func TestBoxedBuffers(t *testing.T) {
 		assert.NoError(t, wait(q, nil))
 		assert.Equal(t, from, b)
 	})
-	t.Run("SendUntil and MrecvUntil", func(t *testing.T) {
+	t.Run("sendUntil and mrecvUntil", func(t *testing.T) {
 		want := []byte{byte(prev), 1, 2, 3}
 		done := make(chan struct{})
-		ended, err := SendUntil(c, boxedBytes([]byte{byte(r), 1, 2, 3}), next, 5, done)
+		ended, err := sendUntil(c, boxedBytes([]byte{byte(r), 1, 2, 3}), next, 5, done)
 		assert.NoError(t, err)
 		assert.False(t, ended)
 		msg, _, err := Mprobe(c, prev, 5)
 		assert.NoError(t, err)
 		b := boxedBytes(make([]byte, 4))
-		_, ended, err = MrecvUntil(msg, b, done)
+		_, ended, err = mrecvUntil(msg, b, done)
 		assert.NoError(t, err)
 		assert.False(t, ended)
 		assert.Equal(t, want, b)

@@ -36,9 +36,9 @@ func TestSendConcat(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := append(append([]byte{}, tc.a...), tc.b...)
-			sendToOddWith(t, c, want, 23, func(dest int) error { return SendConcat(c, tc.a, tc.b, dest, 23) })
+			sendToOddWith(t, c, want, 23, func(dest int) error { return sendConcat(c, tc.a, tc.b, dest, 23) })
 			sendToOddWith(t, c, want, 24, func(dest int) error {
-				ended, err := SendConcatUntil(c, tc.a, tc.b, dest, 24, make(chan struct{}))
+				ended, err := sendConcatUntil(c, tc.a, tc.b, dest, 24, make(chan struct{}))
 				assert.False(t, ended, "SendConcatUntil ended before done closed")
 				return err
 			})
@@ -46,14 +46,14 @@ func TestSendConcat(t *testing.T) {
 	}
 }
 
-// TestSendConcatArgs checks that SendConcat validates its arguments as
+// TestSendConcatArgs checks that sendConcat validates its arguments as
 // Send does.
 func TestSendConcatArgs(t *testing.T) {
 	c := testComm(t)
 	a, b := []byte{1}, []byte{2}
-	assert.ErrorIs(t, SendConcat(c, a, b, c.Size(), 0), ErrRank)
-	assert.ErrorIs(t, SendConcat(c, a, b, 0, -1), ErrTag)
-	assert.NoError(t, SendConcat(c, a, b, ProcNull, 0))
+	assert.ErrorIs(t, sendConcat(c, a, b, c.Size(), 0), ErrRank)
+	assert.ErrorIs(t, sendConcat(c, a, b, 0, -1), ErrTag)
+	assert.NoError(t, sendConcat(c, a, b, ProcNull, 0))
 }
 
 // TestMrecvConcat sends a message from each even rank to the next odd
@@ -97,7 +97,7 @@ func TestMrecvConcat(t *testing.T) {
 					buf[i] = 0xee
 				}
 				a, b := buf[1:1+tc.split], buf[4096+1+tc.split:4096+1+tc.n]
-				st, err = MrecvConcat(m, a, b)
+				st, err = mrecvConcat(m, a, b)
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -114,7 +114,7 @@ func TestMrecvConcat(t *testing.T) {
 	}
 }
 
-// TestMrecvConcatSize checks that MrecvConcat refuses a message that does
+// TestMrecvConcatSize checks that mrecvConcat refuses a message that does
 // not exactly fill its two buffers, and leaves it matched for Mrecv.
 func TestMrecvConcatSize(t *testing.T) {
 	needRanks(t, 2)
@@ -131,17 +131,17 @@ func TestMrecvConcatSize(t *testing.T) {
 			return
 		}
 		a, b := make([]byte, 64), make([]byte, 6000)
-		_, err = MrecvConcat(m, a, b)
+		_, err = mrecvConcat(m, a, b)
 		assert.ErrorIs(t, err, ErrCount, "buffers longer than the message")
-		_, err = MrecvConcat(m, a, b[:5000])
+		_, err = mrecvConcat(m, a, b[:5000])
 		assert.ErrorIs(t, err, ErrTruncate, "buffers shorter than the message")
-		_, err = MrecvConcat(m, a[:0], b[:5000])
+		_, err = mrecvConcat(m, a[:0], b[:5000])
 		assert.ErrorIs(t, err, ErrTruncate, "shorter, one empty")
 		got := make([]byte, 6000)
 		_, err = Mrecv(m, got)
 		assert.NoError(t, err)
 		assert.Equal(t, msg, got)
-		_, err = MrecvConcat(m, a, b)
+		_, err = mrecvConcat(m, a, b)
 		assert.Error(t, err, "a message received already")
 	}
 }

@@ -81,7 +81,7 @@
 //
 // # Waiting
 //
-// A blocking receive or probe (Recv, Probe, Mprobe, RecvExact) polls MPI
+// A blocking receive or probe (Recv, Probe, Mprobe, Sendrecv) polls MPI
 // in a loop of nonblocking probes, as MPI_Mprobe does inside, but once it
 // has waited DefaultSpinWait it yields its core after each poll. Ranks that
 // poll on every core of a node otherwise keep the Go runtime's threads
@@ -121,13 +121,6 @@
 // would hand its processor to another thread and back (20-30 us). Blocking
 // collectives and sends wait inside MPI and do not return early.
 //
-// The waits that a context bounds (MprobeUntil, RecvExactUntil,
-// MrecvUntil, SendUntil) are the same loops: each time one returns to Go
-// it checks a done channel, and gives up once it is closed, within about
-// a millisecond. A probe then has matched nothing; a receive or send under
-// way is handed to the package as an abandoned Request. They pause at any
-// size, as a Pacer would.
-//
 // # Buffers and memory
 //
 // Scalar lists the element types: bool, the sized integers, int and uint
@@ -154,7 +147,7 @@
 // buffers until completion. Several goroutines may wait for, test, cancel
 // or abandon one Request at once: each gets its result (see Request).
 // A dropped Request is safe: the package keeps the operation registered
-// and unpins its buffers once MPI completes it (see Request and InFlight).
+// and unpins its buffers once MPI completes it (see Request).
 //
 // Receive buffers may be longer than the message; Status tells the size
 // (Status.Bytes, Count). Recv, Sendrecv and Mrecv match the message with a
@@ -180,16 +173,12 @@
 // (on tdmpi's development VM, sends of 32 KiB-2 MiB took 0.4-0.7 of the
 // time): SetTwoCopySends, or TDMPI_TWO_COPY=4KiB-4MiB in the environment,
 // makes Send describe buffers in a size range as two blocks, so that they
-// take that path. It is off by default. SendConcat sends two buffers as
-// one message that way, with no copy: package tensordict sends a header
-// and the storage after it so, past the eager limit.
+// take that path. It is off by default.
 //
-// Open MPI's shared-memory transport also completes a send of more than
-// 256 bytes only once the receiving process has entered MPI and taken the
-// message, however small: a blocking Send waits for a receiver busy
-// outside MPI. SendCopy sends a message of up to CopySendMax bytes from a
-// copy in C memory and returns without waiting; the package completes it
-// in a later SendCopy, WaitCopies or Finalize.
+// tdmpi's own packages reach a few more operations of this package
+// through internal/mpix (sends from a copy, messages in two blocks, waits
+// that a channel ends); Finalize waits for the sends from copies still in
+// flight.
 //
 // # Errors
 //
@@ -229,8 +218,8 @@
 //	               and the big-count datatype of long buffers
 //	p2p.go         Send, Recv, Sendrecv, Probe, Iprobe; rank and tag checks
 //	wait.go        DefaultSpinWait; spin.go: SetSpinWait, how long blocking
-//	               waits poll before yielding (then sleeping), and their
-//	               returns to Go
+//	               waits poll before yielding (then sleeping), Pacer, and
+//	               their returns to Go
 //	message.go     Message: Mprobe, Improbe (and their Into forms), Mrecv, Imrecv
 //	request.go     Request: Isend, Irecv, Wait, Test, Cancel, WaitAll,
 //	               WaitAny; pinning buffers until completion
@@ -240,6 +229,7 @@
 //	reduce.go      Reduce, Allreduce (in pieces beyond 2^30 elements), Scan
 //	op.go          Op, the predefined reductions and the types each applies to
 //	errors.go      Error, the error-class sentinels (ErrRank, ErrTruncate, ...)
+//	hook.go        hands internal/mpix the operations only tdmpi's packages use
 //	shim.h         the C helpers: predefined handles, the BigMPI datatype,
 //	               statuses, receives that cannot overrun their buffer
 package mpi

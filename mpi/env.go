@@ -126,11 +126,11 @@ func ucxSignals() {
 // Finalize refuses, with an error that wraps ErrBusy and leaves MPI
 // running, while another goroutine is inside an MPI call (blocked in Probe
 // or Recv, say) or a nonblocking operation is incomplete, dropped Requests
-// included (see InFlight): MPI_Finalize would free memory those use. The
+// included (see Request): MPI_Finalize would free memory those use. The
 // program completes or cancels them, and calls Finalize again. It first
-// waits for the sends of copies (SendCopy) to complete, however long
-// their receivers take (see WaitCopies), and reports one that failed
-// (MPI is finalised all the same).
+// waits for the sends tdmpi made from copies (see "Buffers and memory")
+// to complete, however long their receivers take, and reports one that
+// failed (MPI is finalised all the same).
 func Finalize() error {
 	envMu.Lock()
 	defer envMu.Unlock()
@@ -159,8 +159,8 @@ func Finalize() error {
 // Busy returns nil if no goroutine is inside an MPI call and no
 // nonblocking operation is in flight, and otherwise an error wrapping
 // ErrBusy that names them: what makes Finalize refuse. It is a snapshot:
-// calls may start or end right after. Sends of copies (SendCopy) in flight
-// do not count: Finalize waits for them.
+// calls may start or end right after. Sends from copies in flight do not
+// count: Finalize waits for them.
 func Busy() error {
 	reap()
 	if !closeCalls() {

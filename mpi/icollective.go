@@ -10,7 +10,10 @@ package mpi
 // #include "shim.h"
 import "C"
 
-import "unsafe"
+import (
+	"reflect"
+	"unsafe"
+)
 
 // Nonblocking collectives. Each starts the operation and returns a Request
 // to complete with Wait, Test, WaitAll or WaitAny; its buffers stay pinned
@@ -33,29 +36,33 @@ func Ibcast[T Scalar](c *Comm, buf []T, root int) (*Request, error) {
 	})
 }
 
-// IbcastWait is Ibcast followed by Request.Wait, in one call: it matches
+// ibcastWait is Ibcast followed by Request.Wait, in one call: it matches
 // the other processes' Ibcast (MPI does not match a nonblocking collective
 // with a blocking one), for a caller that waits for it at once. It keeps
 // no Request: its buffer is pinned and the operation waited for within the
 // call (which pauses as Wait does), so it costs no allocation, finalizer
-// or registration. The wait cannot be given up; IbcastUntil's can.
-func IbcastWait[T Scalar](c *Comm, buf []T, root int) error {
-	_, err := IbcastUntil(c, buf, root, nil)
+// or registration. The wait cannot be given up; ibcastUntil's can.
+func ibcastWait[T Scalar](c *Comm, buf []T, root int) error {
+	_, err := ibcastUntil(c, buf, root, nil)
 	return err
 }
 
-// IbcastUntil is IbcastWait whose wait ends once done is closed (nil: it
+// ibcastUntil is ibcastWait whose wait ends once done is closed (nil: it
 // never does): ended is then true, and the broadcast, still under way, is
-// abandoned to the package as a dropped Request is (see InFlight): buf
+// abandoned to the package as a dropped Request is (see inFlightOps): buf
 // stays pinned until MPI completes it, if ever. The caller must not use
 // the communicator's collectives again, since MPI pairs them by order.
-func IbcastUntil[T Scalar](c *Comm, buf []T, root int, done <-chan struct{}) (ended bool, err error) {
+func ibcastUntil[T Scalar](c *Comm, buf []T, root int, done <-chan struct{}) (ended bool, err error) {
+	return ibcastUntilBuf(c, bufOf(buf), root, done)
+}
+
+// ibcastUntilBuf is ibcastUntil of the buffer b.
+func ibcastUntilBuf(c *Comm, b buffer, root int, done <-chan struct{}) (ended bool, err error) {
 	const op = "MPI_Ibcast"
 	h, err := c.rootArgs(op, root)
 	if err != nil {
 		return false, err
 	}
-	b := bufOf(buf)
 	var cst C.tdmpi_status
 	rc, ended, err := startUntil(op, b, true, b.bytes() <= pauseMaxBytes, done, &cst, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer) C.tdmpi_started {
 		return C.tdmpi_ibcast_start(b.mem(), n, dt, C.int(root), h)
@@ -81,16 +88,20 @@ func IallreduceInPlace[T Scalar](c *Comm, buf []T, op Op) (*Request, error) {
 }
 
 func iallreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) (*Request, error) {
+	return iallreduceBuf(c, bufOf(send), bufOf(recv), op, inplace)
+}
+
+// iallreduceBuf is iallreduce of the buffers sb and rb.
+func iallreduceBuf(c *Comm, sb, rb buffer, op Op, inplace bool) (*Request, error) {
 	const name = "MPI_Iallreduce"
-	k := kindOf[T]()
-	h, err := allreduceArgs(c, name, k, len(send), len(recv), op, inplace)
+	k := rb.k
+	h, err := allreduceArgs(c, name, k, sb.n, rb.n, op, inplace)
 	if err != nil {
 		return nil, err
 	}
 	reap()
-	sb, rb := bufOf(send), bufOf(recv)
 	r := newRequest(name, k, rb.size, true, max(sb.bytes(), rb.bytes()), sb.ptr, rb.ptr)
-	err = chunks(len(recv), func(off, m int) error {
+	err = chunks(rb.n, func(off, m int) error {
 		return newError(name, r.post(func(q *C.MPI_Request) C.int {
 			return C.tdmpi_iallreduce(sb.at(off, m), cbool(inplace), rb.at(off, m), C.int(m), datatypes[k], ops[op], h, q)
 		}))
@@ -98,37 +109,40 @@ func iallreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) (*Reques
 	return r.start(err)
 }
 
-// IallreduceInPlaceWait is IallreduceInPlace followed by Request.Wait, in
-// one call, as IbcastWait is for Ibcast: it matches the other processes'
+// iallreduceInPlaceWait is IallreduceInPlace followed by Request.Wait, in
+// one call, as ibcastWait is for Ibcast: it matches the other processes'
 // Iallreduce, keeps no Request, and cannot be given up. A reduction of a
 // byte took 0.78-0.86 us against 1.17-1.26 with IallreduceInPlace and
 // Wait (np 2, two runs; the blocking AllreduceInPlace, which the others
 // cannot match, 0.30-0.32 us). Beyond 2^30 elements it runs as
 // IallreduceInPlace and Wait.
-func IallreduceInPlaceWait[T Scalar](c *Comm, buf []T, op Op) error {
-	_, err := IallreduceInPlaceUntil(c, buf, op, nil)
+func iallreduceInPlaceWait[T Scalar](c *Comm, buf []T, op Op) error {
+	_, err := iallreduceInPlaceUntil(c, buf, op, nil)
 	return err
 }
 
-// IallreduceInPlaceUntil is IallreduceInPlaceWait whose wait ends once
-// done is closed (nil: it never does), as IbcastUntil's does: ended is
+// iallreduceInPlaceUntil is iallreduceInPlaceWait whose wait ends once
+// done is closed (nil: it never does), as ibcastUntil's does: ended is
 // then true and the reduction is abandoned with buf. Beyond 2^30 elements
 // the wait cannot end early.
-func IallreduceInPlaceUntil[T Scalar](c *Comm, buf []T, op Op, done <-chan struct{}) (ended bool, err error) {
+func iallreduceInPlaceUntil[T Scalar](c *Comm, buf []T, op Op, done <-chan struct{}) (ended bool, err error) {
+	return iallreduceUntilBuf(c, bufOf(buf), op, done)
+}
+
+// iallreduceUntilBuf is iallreduceInPlaceUntil of the buffer b.
+func iallreduceUntilBuf(c *Comm, b buffer, op Op, done <-chan struct{}) (ended bool, err error) {
 	const name = "MPI_Iallreduce"
-	k := kindOf[T]()
-	h, err := allreduceArgs(c, name, k, len(buf), len(buf), op, true)
-	if err != nil {
-		return false, err
-	}
-	if len(buf) > reduceChunk {
-		r, err := iallreduce(c, buf, buf, op, true)
+	if b.n > reduceChunk {
+		r, err := iallreduceBuf(c, b, b, op, true)
 		if err == nil {
 			_, err = r.Wait()
 		}
 		return false, err
 	}
-	b := bufOf(buf)
+	h, err := allreduceArgs(c, name, b.k, b.n, b.n, op, true)
+	if err != nil {
+		return false, err
+	}
 	var cst C.tdmpi_status
 	rc, ended, err := startUntil(name, b, true, b.bytes() <= pauseMaxBytes, done, &cst, func(dt C.MPI_Datatype, n C.int, _ unsafe.Pointer) C.tdmpi_started {
 		return C.tdmpi_iallreduce_start(b.mem(), n, dt, ops[op], h)
@@ -260,4 +274,27 @@ func iscatterv[T Scalar](c *Comm, send []T, counts, displs []int, recv []T, root
 	return vstart(op, rb, sb, cc, cd, func(q *C.MPI_Request) C.int {
 		return C.tdmpi_iscatterv(sb.mem(), cptr(cc), cptr(cd), rb.mem(), cbool(inplace), rn, datatypes[rb.k], C.int(root), h, q)
 	})
+}
+
+// bytesBuf returns the buffer of elements of type elem, a Scalar type,
+// whose bytes are b.
+func bytesBuf(b []byte, elem reflect.Type) buffer {
+	size := int(elem.Size())
+	buf := buffer{n: len(b) / size, k: reflectKinds[elem.Kind()], size: size}
+	if len(b) > 0 {
+		buf.ptr = unsafe.Pointer(unsafe.SliceData(b))
+	}
+	return buf
+}
+
+// ibcastUntilBytes is ibcastUntil of the elements of type elem whose bytes
+// are b (see package internal/mpix/hook).
+func ibcastUntilBytes(c *Comm, b []byte, elem reflect.Type, root int, done <-chan struct{}) (bool, error) {
+	return ibcastUntilBuf(c, bytesBuf(b, elem), root, done)
+}
+
+// iallreduceUntilBytes is iallreduceInPlaceUntil of the elements of type
+// elem whose bytes are b (see package internal/mpix/hook).
+func iallreduceUntilBytes(c *Comm, b []byte, elem reflect.Type, op Op, done <-chan struct{}) (bool, error) {
+	return iallreduceUntilBuf(c, bytesBuf(b, elem), op, done)
 }

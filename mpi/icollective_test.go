@@ -59,7 +59,7 @@ func TestNonblockingCollectives(t *testing.T) {
 		assert.NoError(t, err, "Wait after completion")
 		assert.Equal(t, Status{}, st)
 	}
-	assert.Zero(t, InFlight())
+	assert.Zero(t, inFlightOps())
 }
 
 func TestNonblockingGathers(t *testing.T) {
@@ -164,7 +164,7 @@ func bothForms(t *testing.T, rank int, within func() error, start func() (*Reque
 	require.NoError(t, err)
 }
 
-// TestIallreduceInPlaceWait: IallreduceInPlaceWait on some ranks matches
+// TestIallreduceInPlaceWait: iallreduceInPlaceWait on some ranks matches
 // IallreduceInPlace on the others (a sum and a maximum at lengths up to
 // past the size whose wait pauses), allocates nothing, leaves nothing in
 // flight, and checks its arguments.
@@ -181,20 +181,20 @@ func TestIallreduceInPlaceWait(t *testing.T) {
 				return int64(i*s*s + s*(s-1)/2)
 			})
 			bothForms(t, r,
-				func() error { return IallreduceInPlaceWait(c, buf, op) },
+				func() error { return iallreduceInPlaceWait(c, buf, op) },
 				func() (*Request, error) { return IallreduceInPlace(c, buf, op) })
 			assert.Equal(t, want, buf, "n=%d op=%v", n, op)
 		}
 	}
 	flag := []uint8{uint8(r % 2)}
-	allocs := testing.AllocsPerRun(20, func() { require.NoError(t, IallreduceInPlaceWait(c, flag, OpMax)) })
-	assert.Zero(t, allocs, "allocations per IallreduceInPlaceWait")
+	allocs := testing.AllocsPerRun(20, func() { require.NoError(t, iallreduceInPlaceWait(c, flag, OpMax)) })
+	assert.Zero(t, allocs, "allocations per iallreduceInPlaceWait")
 	assert.Equal(t, []uint8{uint8(min(s-1, 1))}, flag)
-	assert.Zero(t, InFlight())
-	assert.ErrorIs(t, IallreduceInPlaceWait(c, []int{1}, Op(-1)), ErrOp)
+	assert.Zero(t, inFlightOps())
+	assert.ErrorIs(t, iallreduceInPlaceWait(c, []int{1}, Op(-1)), ErrOp)
 }
 
-// TestIbcastWait: IbcastWait on some ranks matches Ibcast on the others
+// TestIbcastWait: ibcastWait on some ranks matches Ibcast on the others
 // (odd ranks wait through a Request, even ones within the call), for every
 // root, sizes from none to past a paused wait's limit, and a derived
 // datatype for complex elements; it leaves nothing in flight, and checks
@@ -210,15 +210,15 @@ func TestIbcastWait(t *testing.T) {
 				copy(buf, want)
 			}
 			bothForms(t, r,
-				func() error { return IbcastWait(c, buf, root) },
+				func() error { return ibcastWait(c, buf, root) },
 				func() (*Request, error) { return Ibcast(c, buf, root) })
 			assert.Equal(t, want, buf, "n=%d root=%d", n, root)
 		}
 	}
 	z := []complex128{complex(float64(r), 1), 2}
-	require.NoError(t, IbcastWait(c, z, s-1))
+	require.NoError(t, ibcastWait(c, z, s-1))
 	assert.Equal(t, []complex128{complex(float64(s-1), 1), 2}, z)
-	assert.Zero(t, InFlight())
-	assert.ErrorIs(t, IbcastWait(c, []int{1}, s), ErrRoot)
-	assert.ErrorIs(t, IbcastWait(c, []int{1}, -1), ErrRoot)
+	assert.Zero(t, inFlightOps())
+	assert.ErrorIs(t, ibcastWait(c, []int{1}, s), ErrRoot)
+	assert.ErrorIs(t, ibcastWait(c, []int{1}, -1), ErrRoot)
 }

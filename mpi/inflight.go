@@ -32,12 +32,12 @@ type inflight struct {
 	coll  bool // a collective: no message status
 	pause bool // small enough for its wait to pause (see pauseMaxBytes)
 	lost  bool // its Request was collected before completion
-	// after holds the functions of AfterInFlight called while f was in
+	// after holds the functions of afterInFlight called while f was in
 	// flight (the registry lock guards it).
 	after []*afterOps
 }
 
-// afterOps is a function AfterInFlight runs once the n operations it
+// afterOps is a function afterInFlight runs once the n operations it
 // still waits for have completed.
 type afterOps struct {
 	n int
@@ -60,7 +60,7 @@ func register(f *inflight) {
 }
 
 // release unregisters f, completed, unpins its buffers and runs the
-// functions of AfterInFlight that waited for it last.
+// functions of afterInFlight that waited for it last.
 func (f *inflight) release() {
 	registry.mu.Lock()
 	after := f.unregister()
@@ -70,7 +70,7 @@ func (f *inflight) release() {
 }
 
 // unregister removes f, completed, from the registry, whose lock the
-// caller holds, and returns the functions of AfterInFlight that waited
+// caller holds, and returns the functions of afterInFlight that waited
 // for it last, for the caller to run once it has released the lock.
 func (f *inflight) unregister() (after []func()) {
 	delete(registry.live, f)
@@ -89,17 +89,17 @@ func runAll(fs []func()) {
 	}
 }
 
-// AfterInFlight runs f once every nonblocking operation in flight when it
-// is called, dropped and abandoned ones included (see InFlight), has
+// afterInFlight runs f once every nonblocking operation in flight when it
+// is called, dropped and abandoned ones included (see inFlightOps), has
 // completed: at once, on the calling goroutine, when there is none;
 // otherwise on the goroutine whose call completes the last of them (Wait,
 // Test, WaitAll or WaitAny on its Request, or, for a dropped or abandoned
-// one, InFlight, Busy, Finalize or the start of a nonblocking operation).
+// one, inFlightOps, Busy, Finalize or the start of a nonblocking operation).
 // f must be quick and must not call into MPI. A caller that gave up
-// operations on memory it owns (Request.Abandon, or a SendUntil or
-// MrecvUntil that ended) frees that memory through AfterInFlight, so that
+// operations on memory it owns (Request.Abandon, or a sendUntil or
+// mrecvUntil that ended) frees that memory through afterInFlight, so that
 // MPI never reads or writes it once freed.
-func AfterInFlight(f func()) {
+func afterInFlight(f func()) {
 	reap()
 	a := &afterOps{f: f}
 	registry.mu.Lock()
@@ -165,11 +165,11 @@ func reap() {
 	}
 }
 
-// InFlight returns the number of nonblocking operations started and not
+// inFlightOps returns the number of nonblocking operations started and not
 // yet complete, including those whose Request was dropped, after releasing
 // the dropped ones MPI has completed since. A program that drops Requests
 // can call it to have their buffers unpinned and see what remains.
-func InFlight() int {
+func inFlightOps() int {
 	reap()
 	registry.mu.Lock()
 	defer registry.mu.Unlock()

@@ -48,11 +48,11 @@ func TestDroppedRequests(t *testing.T) {
 	}
 	runtime.GC()
 	require.NoError(t, c.Barrier()) // every message has been sent by now
-	for deadline := time.Now().Add(30 * time.Second); InFlight() > 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); inFlightOps() > 0 && time.Now().Before(deadline); {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	assert.Zero(t, InFlight(), "dropped requests still registered: %d", InFlight())
+	assert.Zero(t, inFlightOps(), "dropped requests still registered: %d", inFlightOps())
 	for deadline := time.Now().Add(30 * time.Second); freed.Load() < 2*rounds && time.Now().Before(deadline); {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
@@ -137,7 +137,7 @@ func TestAbandon(t *testing.T) {
 	buf := make([]int32, 4)
 	req, err := Irecv(s, buf, 0, 78)
 	require.NoError(t, err)
-	before := InFlight()
+	before := inFlightOps()
 	req.Abandon()
 	req.Abandon()
 	_, err = req.Wait()
@@ -150,9 +150,9 @@ func TestAbandon(t *testing.T) {
 	idx, _, err := WaitAny(req)
 	assert.NoError(t, err)
 	assert.Equal(t, Undefined, idx)
-	assert.Equal(t, before, InFlight(), "an abandoned receive is in flight until its message comes")
+	assert.Equal(t, before, inFlightOps(), "an abandoned receive is in flight until its message comes")
 	require.NoError(t, Send(s, []int32{1, 2, 3, 4}, 0, 78))
-	assert.Equal(t, before-1, InFlight(), "the package completed the abandoned receive")
+	assert.Equal(t, before-1, inFlightOps(), "the package completed the abandoned receive")
 	assert.Equal(t, []int32{1, 2, 3, 4}, buf)
 	runtime.KeepAlive(req)
 
@@ -168,26 +168,26 @@ func TestAbandon(t *testing.T) {
 	assert.NoError(t, err)
 }
 
-// TestAfterInFlight: AfterInFlight runs its function at once when nothing
+// TestAfterInFlight: afterInFlight runs its function at once when nothing
 // is in flight, and otherwise only once the operations in flight at the
 // call have completed, an abandoned one included, and not those started
 // after it.
 func TestAfterInFlight(t *testing.T) {
 	c := World()
 	ran := 0
-	AfterInFlight(func() { ran++ })
+	afterInFlight(func() { ran++ })
 	require.Equal(t, 1, ran, "nothing in flight: at once")
 
 	buf := make([]byte, 8)
 	r, err := Irecv(c, buf, c.Rank(), 99)
 	require.NoError(t, err)
-	AfterInFlight(func() { ran++ })
+	afterInFlight(func() { ran++ })
 	later, err := Irecv(c, make([]byte, 8), c.Rank(), 98)
 	require.NoError(t, err)
 	r.Abandon()
 	assert.Equal(t, 1, ran, "the receive is still in flight")
 	require.NoError(t, Send(c, []byte("12345678"), c.Rank(), 99))
-	for InFlight() > 1 {
+	for inFlightOps() > 1 {
 		time.Sleep(time.Millisecond)
 	}
 	assert.Equal(t, 2, ran, "run once the abandoned receive completed, whatever started after")

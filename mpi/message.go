@@ -48,18 +48,18 @@ func Mprobe(c *Comm, src, tag int) (*Message, Status, error) {
 // Message, for receive loops that must not allocate. *m must not hold a
 // message still to be received.
 func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) {
-	st, _, err := MprobeUntil(m, c, src, tag, nil)
+	st, _, err := mprobeUntil(m, c, src, tag, nil)
 	return st, err
 }
 
-// MprobeUntil is MprobeInto whose wait ends once done is closed (nil: it
+// mprobeUntil is MprobeInto whose wait ends once done is closed (nil: it
 // never does), with nothing matched: ended is then true and *m is left as
 // it was. done is checked each time the wait returns to Go, after 10 us
 // of polling or one of its naps once it has waited 1 ms (see "Waiting" in
 // the package documentation), so the wait ends within about a millisecond
 // of done's closing: a receive bounded by a context then costs no more
 // than a blocking one while its message comes in time.
-func MprobeUntil(m *Message, c *Comm, src, tag int, done <-chan struct{}) (st Status, ended bool, err error) {
+func mprobeUntil(m *Message, c *Comm, src, tag int, done <-chan struct{}) (st Status, ended bool, err error) {
 	const op = "MPI_Mprobe"
 	h, err := c.recvArgs(op, src, tag)
 	if err != nil {
@@ -79,21 +79,21 @@ func MprobeUntil(m *Message, c *Comm, src, tag int, done <-chan struct{}) (st St
 	return makeStatus(&cst), false, nil
 }
 
-// RecvExact matches a message from src with tag (MPI_Mprobe) and, if it
+// recvExact matches a message from src with tag (MPI_Mprobe) and, if it
 // is exactly len(buf) bytes, receives it into buf (MPI_Mrecv) in the same
 // call, reporting true: a receive of known size in one call into C instead
 // of two. A message of any other size is left matched in *m, unreceived,
-// and RecvExact reports false with its status: the caller receives or
+// and recvExact reports false with its status: the caller receives or
 // discards it with Mrecv. *m must not hold a message still to be received.
-func RecvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, error) {
-	st, got, _, err := RecvExactUntil(m, c, buf, src, tag, nil)
+func recvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, error) {
+	st, got, _, err := recvExactUntil(m, c, buf, src, tag, nil)
 	return st, got, err
 }
 
-// RecvExactUntil is RecvExact whose wait ends once done is closed (nil:
-// it never does), with nothing matched, as MprobeUntil's does: ended is
+// recvExactUntil is recvExact whose wait ends once done is closed (nil:
+// it never does), with nothing matched, as mprobeUntil's does: ended is
 // then true and *m is left as it was.
-func RecvExactUntil(m *Message, c *Comm, buf []byte, src, tag int, done <-chan struct{}) (st Status, got, ended bool, err error) {
+func recvExactUntil(m *Message, c *Comm, buf []byte, src, tag int, done <-chan struct{}) (st Status, got, ended bool, err error) {
 	const op = "MPI_Mprobe"
 	h, err := c.recvArgs(op, src, tag)
 	if err != nil {
@@ -186,16 +186,16 @@ func Mrecv[T Scalar](m *Message, buf []T) (Status, error) {
 	return makeStatus(&st), nil
 }
 
-// MrecvConcat receives the matched message m, of exactly len(a)+len(b)
+// mrecvConcat receives the matched message m, of exactly len(a)+len(b)
 // bytes, into a (its first len(a) bytes) and b (the rest), as Mrecv of
 // their concatenation would, without a buffer that holds both: MPI writes
 // the two in place, through a two-block datatype built and freed by the
-// call (see SendConcat). m is consumed. A message of another size is
+// call (see sendConcat). m is consumed. A message of another size is
 // refused with an ErrTruncate error (longer) or an ErrCount error
 // (shorter) before anything is received, and m stays unreceived, for
 // Mrecv. An empty a or b makes it Mrecv into the other; each must hold at
 // most 2^31-1 bytes (ErrCount otherwise).
-func MrecvConcat(m *Message, a, b []byte) (Status, error) {
+func mrecvConcat(m *Message, a, b []byte) (Status, error) {
 	const op = "MPI_Mrecv"
 	if m == nil || m.h == messageNull {
 		return Status{}, argError(op, C.MPI_ERR_REQUEST, "nil or already received message")
@@ -224,15 +224,15 @@ func MrecvConcat(m *Message, a, b []byte) (Status, error) {
 	return makeStatus(&st), nil
 }
 
-// MrecvUntil receives the matched message *m into buf as Mrecv does, and
+// mrecvUntil receives the matched message *m into buf as Mrecv does, and
 // returns once the receive has completed, or once done is closed (nil:
 // never) with ended true. It starts an MPI_Imrecv and waits for it in C,
-// as SendUntil waits for its send, with no Request while the receive
+// as sendUntil waits for its send, with no Request while the receive
 // completes in time. A receive given up that way is abandoned as
-// Request.Abandon abandons one (see InFlight): MPI completes it into buf
+// Request.Abandon abandons one (see inFlightOps): MPI completes it into buf
 // whenever the data comes, buf stays pinned until then, and the caller
 // must not use buf. *m is received either way.
-func MrecvUntil(m *Message, buf []byte, done <-chan struct{}) (st Status, ended bool, err error) {
+func mrecvUntil(m *Message, buf []byte, done <-chan struct{}) (st Status, ended bool, err error) {
 	const op = "MPI_Imrecv"
 	if m == nil || m.h == messageNull {
 		return Status{}, false, argError(op, C.MPI_ERR_REQUEST, "nil or already received message")

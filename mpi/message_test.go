@@ -240,7 +240,7 @@ func TestProbeIntoNoAlloc(t *testing.T) {
 	assert.ErrorIs(t, err, ErrRequest, "m was received, and ImprobeInto without a match left it so")
 }
 
-// RecvExact receives a message of its buffer's size in one call and leaves
+// recvExact receives a message of its buffer's size in one call and leaves
 // any other matched for Mrecv.
 func TestRecvExact(t *testing.T) {
 	c := Self()
@@ -252,13 +252,13 @@ func TestRecvExact(t *testing.T) {
 	}
 	var m Message
 	buf := make([]byte, 4)
-	st, got, err := RecvExact(&m, c, buf, 0, 9)
+	st, got, err := recvExact(&m, c, buf, 0, 9)
 	require.NoError(t, err)
 	require.True(t, got)
 	assert.Equal(t, []byte{1, 2, 3, 4}, buf)
 	assert.Equal(t, int64(4), st.Bytes())
 
-	st, got, err = RecvExact(&m, c, buf, 0, 9)
+	st, got, err = recvExact(&m, c, buf, 0, 9)
 	require.NoError(t, err)
 	require.False(t, got, "6 bytes for a 4-byte buffer")
 	assert.Equal(t, int64(6), st.Bytes())
@@ -268,7 +268,7 @@ func TestRecvExact(t *testing.T) {
 	require.NoError(t, err, "the message stayed matched")
 	assert.Equal(t, []byte{5, 6, 7, 8, 9, 10}, long)
 
-	st, got, err = RecvExact(&m, c, nil, 0, 9)
+	st, got, err = recvExact(&m, c, nil, 0, 9)
 	require.NoError(t, err)
 	assert.True(t, got, "an empty message into an empty buffer")
 	assert.Zero(t, st.Bytes())
@@ -276,15 +276,15 @@ func TestRecvExact(t *testing.T) {
 		_, err := r.Wait()
 		require.NoError(t, err)
 	}
-	_, _, err = RecvExact(&m, c, buf, 5, 9)
+	_, _, err = recvExact(&m, c, buf, 5, 9)
 	assert.ErrorIs(t, err, ErrRank)
 }
 
-// TestProbeUntil: MprobeUntil and RecvExactUntil give up once their done
+// TestProbeUntil: mprobeUntil and recvExactUntil give up once their done
 // channel is closed, within a few milliseconds, matching nothing and
 // leaving *m as it was, whether done closes before the call or during its
 // wait; a message that comes before is matched (and received) as by
-// MprobeInto and RecvExact, and the one left for the probe is still there
+// MprobeInto and recvExact, and the one left for the probe is still there
 // for the next.
 func TestProbeUntil(t *testing.T) {
 	c := Self()
@@ -293,13 +293,13 @@ func TestProbeUntil(t *testing.T) {
 	var m Message
 	buf := make([]byte, 4)
 	for name, wait := range map[string]func(done <-chan struct{}) (bool, error){
-		"MprobeUntil": func(done <-chan struct{}) (bool, error) {
-			_, ended, err := MprobeUntil(&m, c, 0, 21, done)
+		"mprobeUntil": func(done <-chan struct{}) (bool, error) {
+			_, ended, err := mprobeUntil(&m, c, 0, 21, done)
 			return ended, err
 		},
-		"RecvExactUntil": func(done <-chan struct{}) (bool, error) {
-			_, got, ended, err := RecvExactUntil(&m, c, buf, 0, 21, done)
-			assert.False(t, got, "RecvExactUntil received")
+		"recvExactUntil": func(done <-chan struct{}) (bool, error) {
+			_, got, ended, err := recvExactUntil(&m, c, buf, 0, 21, done)
+			assert.False(t, got, "recvExactUntil received")
 			return ended, err
 		},
 	} {
@@ -321,7 +321,7 @@ func TestProbeUntil(t *testing.T) {
 
 	r, err := Isend(c, []byte{1, 2, 3, 4}, 0, 21)
 	require.NoError(t, err)
-	st, got, ended, err := RecvExactUntil(&m, c, buf, 0, 21, make(chan struct{}))
+	st, got, ended, err := recvExactUntil(&m, c, buf, 0, 21, make(chan struct{}))
 	require.NoError(t, err)
 	assert.True(t, got)
 	assert.False(t, ended)
@@ -332,7 +332,7 @@ func TestProbeUntil(t *testing.T) {
 
 	r, err = Isend(c, []byte{5, 6}, 0, 21)
 	require.NoError(t, err)
-	st, ended, err = MprobeUntil(&m, c, 0, 21, closed) // a message there is matched all the same
+	st, ended, err = mprobeUntil(&m, c, 0, 21, closed) // a message there is matched all the same
 	require.NoError(t, err)
 	assert.False(t, ended)
 	assert.Equal(t, int64(2), st.Bytes())
@@ -343,7 +343,7 @@ func TestProbeUntil(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestMrecvUntil: MrecvUntil receives a matched message as Mrecv does,
+// TestMrecvUntil: mrecvUntil receives a matched message as Mrecv does,
 // refuses a buffer too short or a message already received, and
 // allocates nothing; a receive given up mid-payload is
 // TestReceiveStallMidPayload's (package test), which needs a stalled
@@ -361,22 +361,22 @@ func TestMrecvUntil(t *testing.T) {
 	var m Message
 	_, err := MprobeInto(&m, c, 0, 23)
 	require.NoError(t, err)
-	_, _, err = MrecvUntil(&m, make([]byte, 4), nil)
+	_, _, err = mrecvUntil(&m, make([]byte, 4), nil)
 	assert.ErrorIs(t, err, ErrTruncate)
 	buf := make([]byte, 8)
-	st, ended, err := MrecvUntil(&m, buf, make(chan struct{}))
+	st, ended, err := mrecvUntil(&m, buf, make(chan struct{}))
 	require.NoError(t, err, "the message stayed matched after the refusal")
 	assert.False(t, ended)
 	assert.Equal(t, int64(5), st.Bytes())
 	assert.Equal(t, out, buf[:5])
-	_, _, err = MrecvUntil(&m, buf, nil)
+	_, _, err = mrecvUntil(&m, buf, nil)
 	assert.ErrorIs(t, err, ErrRequest, "a message received already")
 
 	_, err = MprobeInto(&m, c, 0, 23)
 	require.NoError(t, err)
 	closed := make(chan struct{})
 	close(closed)
-	st, ended, err = MrecvUntil(&m, buf, closed) // its bytes are there: it completes all the same
+	st, ended, err = mrecvUntil(&m, buf, closed) // its bytes are there: it completes all the same
 	require.NoError(t, err)
 	assert.False(t, ended)
 	assert.Equal(t, int64(5), st.Bytes())
@@ -384,11 +384,11 @@ func TestMrecvUntil(t *testing.T) {
 	allocs := testing.AllocsPerRun(runs, func() {
 		_, err := MprobeInto(&m, c, 0, 23)
 		require.NoError(t, err)
-		_, ended, err := MrecvUntil(&m, buf, nil)
+		_, ended, err := mrecvUntil(&m, buf, nil)
 		require.NoError(t, err)
 		require.False(t, ended)
 	})
 	require.NoError(t, WaitAll(reqs...))
-	assert.Zero(t, allocs, "allocations per MprobeInto+MrecvUntil")
-	assert.Zero(t, InFlight())
+	assert.Zero(t, allocs, "allocations per MprobeInto+mrecvUntil")
+	assert.Zero(t, inFlightOps())
 }

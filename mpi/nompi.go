@@ -5,7 +5,10 @@
 
 package mpi
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // This file is the package without MPI (-tags nompi, or CGO_ENABLED=0): the
 // API of the cgo build, with no MPI behind it. Init and every operation return ErrNoMPI;
@@ -93,8 +96,8 @@ func InitThread(level ThreadLevel) (ThreadLevel, error) { return 0, ErrNoMPI }
 // Finalize returns ErrNoMPI.
 func Finalize() error { return ErrNoMPI }
 
-// WaitCopies returns 0: nothing is ever in flight.
-func WaitCopies(d time.Duration) (int, error) { return 0, nil }
+// waitCopies returns 0: nothing is ever in flight.
+func waitCopies(d time.Duration) (int, error) { return 0, nil }
 
 // Busy returns nil: nothing is ever in progress.
 func Busy() error { return nil }
@@ -113,11 +116,11 @@ func Wtime() float64 { return time.Since(start).Seconds() }
 // LibraryVersion returns "": there is no MPI library.
 func LibraryVersion() string { return "" }
 
-// InFlight returns 0.
-func InFlight() int { return 0 }
+// inFlightOps returns 0.
+func inFlightOps() int { return 0 }
 
-// AfterInFlight runs f at once: nothing is ever in flight.
-func AfterInFlight(f func()) { f() }
+// afterInFlight runs f at once: nothing is ever in flight.
+func afterInFlight(f func()) { f() }
 
 // Bcast returns ErrNoMPI: this build has no MPI.
 func Bcast[T Scalar](c *Comm, buf []T, root int) error { return ErrNoMPI }
@@ -199,11 +202,16 @@ func Abort(c *Comm, code int) error { return ErrNoMPI }
 // Ibcast returns ErrNoMPI: this build has no MPI.
 func Ibcast[T Scalar](c *Comm, buf []T, root int) (*Request, error) { return nil, ErrNoMPI }
 
-// IbcastWait returns ErrNoMPI: this build has no MPI.
-func IbcastWait[T Scalar](c *Comm, buf []T, root int) error { return ErrNoMPI }
+// ibcastWait returns ErrNoMPI: this build has no MPI.
+func ibcastWait[T Scalar](c *Comm, buf []T, root int) error { return ErrNoMPI }
 
-// IbcastUntil returns ErrNoMPI: this build has no MPI.
-func IbcastUntil[T Scalar](c *Comm, buf []T, root int, done <-chan struct{}) (bool, error) {
+// ibcastUntilBytes returns ErrNoMPI: this build has no MPI.
+func ibcastUntilBytes(c *Comm, b []byte, elem reflect.Type, root int, done <-chan struct{}) (bool, error) {
+	return false, ErrNoMPI
+}
+
+// iallreduceUntilBytes returns ErrNoMPI: this build has no MPI.
+func iallreduceUntilBytes(c *Comm, b []byte, elem reflect.Type, op Op, done <-chan struct{}) (bool, error) {
 	return false, ErrNoMPI
 }
 
@@ -213,13 +221,8 @@ func Iallreduce[T Scalar](c *Comm, send, recv []T, op Op) (*Request, error) { re
 // IallreduceInPlace returns ErrNoMPI: this build has no MPI.
 func IallreduceInPlace[T Scalar](c *Comm, buf []T, op Op) (*Request, error) { return nil, ErrNoMPI }
 
-// IallreduceInPlaceWait returns ErrNoMPI: this build has no MPI.
-func IallreduceInPlaceWait[T Scalar](c *Comm, buf []T, op Op) error { return ErrNoMPI }
-
-// IallreduceInPlaceUntil returns ErrNoMPI: this build has no MPI.
-func IallreduceInPlaceUntil[T Scalar](c *Comm, buf []T, op Op, done <-chan struct{}) (bool, error) {
-	return false, ErrNoMPI
-}
+// iallreduceInPlaceWait returns ErrNoMPI: this build has no MPI.
+func iallreduceInPlaceWait[T Scalar](c *Comm, buf []T, op Op) error { return ErrNoMPI }
 
 // Ireduce returns ErrNoMPI: this build has no MPI.
 func Ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int) (*Request, error) {
@@ -269,26 +272,21 @@ func Improbe(c *Comm, src, tag int) (*Message, bool, Status, error) {
 	return nil, false, Status{}, ErrNoMPI
 }
 
-// RecvExact returns ErrNoMPI: this build has no MPI.
-func RecvExact(m *Message, c *Comm, buf []byte, src, tag int) (Status, bool, error) {
-	return Status{}, false, ErrNoMPI
-}
-
-// RecvExactUntil returns ErrNoMPI: this build has no MPI.
-func RecvExactUntil(m *Message, c *Comm, buf []byte, src, tag int, done <-chan struct{}) (Status, bool, bool, error) {
+// recvExactUntil returns ErrNoMPI: this build has no MPI.
+func recvExactUntil(m *Message, c *Comm, buf []byte, src, tag int, done <-chan struct{}) (Status, bool, bool, error) {
 	return Status{}, false, false, ErrNoMPI
 }
 
 // MprobeInto returns ErrNoMPI: this build has no MPI.
 func MprobeInto(m *Message, c *Comm, src, tag int) (Status, error) { return Status{}, ErrNoMPI }
 
-// MrecvUntil returns ErrNoMPI: this build has no MPI.
-func MrecvUntil(m *Message, buf []byte, done <-chan struct{}) (Status, bool, error) {
+// mrecvUntil returns ErrNoMPI: this build has no MPI.
+func mrecvUntil(m *Message, buf []byte, done <-chan struct{}) (Status, bool, error) {
 	return Status{}, false, ErrNoMPI
 }
 
-// MprobeUntil returns ErrNoMPI: this build has no MPI.
-func MprobeUntil(m *Message, c *Comm, src, tag int, done <-chan struct{}) (Status, bool, error) {
+// mprobeUntil returns ErrNoMPI: this build has no MPI.
+func mprobeUntil(m *Message, c *Comm, src, tag int, done <-chan struct{}) (Status, bool, error) {
 	return Status{}, false, ErrNoMPI
 }
 
@@ -297,8 +295,8 @@ func ImprobeInto(m *Message, c *Comm, src, tag int) (bool, Status, error) {
 	return false, Status{}, ErrNoMPI
 }
 
-// MrecvConcat returns ErrNoMPI: this build has no MPI.
-func MrecvConcat(m *Message, a, b []byte) (Status, error) { return Status{}, ErrNoMPI }
+// mrecvConcat returns ErrNoMPI: this build has no MPI.
+func mrecvConcat(m *Message, a, b []byte) (Status, error) { return Status{}, ErrNoMPI }
 
 // Mrecv returns ErrNoMPI: this build has no MPI.
 func Mrecv[T Scalar](m *Message, buf []T) (Status, error) { return Status{}, ErrNoMPI }
@@ -309,21 +307,21 @@ func Imrecv[T Scalar](m *Message, buf []T) (*Request, error) { return nil, ErrNo
 // Send returns ErrNoMPI: this build has no MPI.
 func Send[T Scalar](c *Comm, buf []T, dest, tag int) error { return ErrNoMPI }
 
-// SendConcat returns ErrNoMPI: this build has no MPI.
-func SendConcat(c *Comm, a, b []byte, dest, tag int) error { return ErrNoMPI }
+// sendConcat returns ErrNoMPI: this build has no MPI.
+func sendConcat(c *Comm, a, b []byte, dest, tag int) error { return ErrNoMPI }
 
-// SendUntil returns ErrNoMPI: this build has no MPI.
-func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (bool, error) {
+// sendUntil returns ErrNoMPI: this build has no MPI.
+func sendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (bool, error) {
 	return false, ErrNoMPI
 }
 
-// SendConcatUntil returns ErrNoMPI: this build has no MPI.
-func SendConcatUntil(c *Comm, a, b []byte, dest, tag int, done <-chan struct{}) (bool, error) {
+// sendConcatUntil returns ErrNoMPI: this build has no MPI.
+func sendConcatUntil(c *Comm, a, b []byte, dest, tag int, done <-chan struct{}) (bool, error) {
 	return false, ErrNoMPI
 }
 
-// SendCopy returns ErrNoMPI: this build has no MPI.
-func SendCopy(c *Comm, buf []byte, dest, tag int) (bool, error) { return false, ErrNoMPI }
+// sendCopy returns ErrNoMPI: this build has no MPI.
+func sendCopy(c *Comm, buf []byte, dest, tag int) (bool, error) { return false, ErrNoMPI }
 
 // Recv returns ErrNoMPI: this build has no MPI.
 func Recv[T Scalar](c *Comm, buf []T, src, tag int) (Status, error) { return Status{}, ErrNoMPI }
@@ -413,8 +411,8 @@ func SetTwoCopySends(lo, hi int) (oldLo, oldHi int) {
 }
 
 // A Pacer paces a loop that polls MPI; this build has no MPI, and Pause
-// only lets the Go scheduler run (Yield).
+// only lets the Go scheduler run (yield).
 type Pacer struct{}
 
-// Pause lets the Go scheduler run (Yield): this build has no MPI.
-func (p *Pacer) Pause() { Yield() }
+// Pause lets the Go scheduler run (yield): this build has no MPI.
+func (p *Pacer) Pause() { yield() }

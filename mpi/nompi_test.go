@@ -19,7 +19,7 @@ func TestNoMPI(t *testing.T) {
 	assert.False(t, Initialized())
 	assert.False(t, Finalized())
 	assert.NoError(t, Busy())
-	assert.Zero(t, InFlight())
+	assert.Zero(t, inFlightOps())
 	_, err := InitThread(ThreadMultiple)
 	w := World()
 	for _, tc := range []struct {
@@ -30,15 +30,15 @@ func TestNoMPI(t *testing.T) {
 		{"InitThread", err},
 		{"Finalize", Finalize()},
 		{"Send", Send(w, []int{1}, 0, 0)},
-		{"SendCopy", func() error { _, err := SendCopy(w, []byte{1}, 0, 0); return err }()},
-		{"SendUntil", func() error { _, err := SendUntil(w, []byte{1}, 0, 0, nil); return err }()},
-		{"MrecvUntil", func() error { _, _, err := MrecvUntil(&Message{}, []byte{1}, nil); return err }()},
+		{"sendCopy", func() error { _, err := sendCopy(w, []byte{1}, 0, 0); return err }()},
+		{"sendUntil", func() error { _, err := sendUntil(w, []byte{1}, 0, 0, nil); return err }()},
+		{"mrecvUntil", func() error { _, _, err := mrecvUntil(&Message{}, []byte{1}, nil); return err }()},
 		{"Recv", func() error { _, err := Recv(w, []int{1}, 0, 0); return err }()},
 		{"Isend", func() error { _, err := Isend(w, []int{1}, 0, 0); return err }()},
 		{"Bcast", Bcast(w, []byte{1}, 0)},
-		{"IbcastWait", IbcastWait(w, []byte{1}, 0)},
+		{"ibcastWait", ibcastWait(w, []byte{1}, 0)},
 		{"AllreduceInPlace", AllreduceInPlace(w, []float64{1}, OpSum)},
-		{"IallreduceInPlaceWait", IallreduceInPlaceWait(w, []int{1}, OpSum)},
+		{"iallreduceInPlaceWait", iallreduceInPlaceWait(w, []int{1}, OpSum)},
 		{"Iallreduce", func() error { _, err := Iallreduce(w, []int{1}, []int{1}, OpSum); return err }()},
 		{"Dup", func() error { _, err := w.Dup(); return err }()},
 		{"Barrier", w.Barrier()},

@@ -109,7 +109,7 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 	return err
 }
 
-// SendConcat sends the bytes of a followed by those of b to rank dest of
+// sendConcat sends the bytes of a followed by those of b to rank dest of
 // c as one message, as Send of their concatenation would, without building
 // it: the receiver cannot tell the difference. MPI reads the two buffers
 // in place, through a two-block datatype built and freed by the call
@@ -120,7 +120,7 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error {
 // shared-memory transport copies a buffer that is not contiguous through
 // shared-memory fragments, where it moves a contiguous one above its eager
 // limit with a single copy through the kernel (see SetTwoCopySends).
-func SendConcat(c *Comm, a, b []byte, dest, tag int) error {
+func sendConcat(c *Comm, a, b []byte, dest, tag int) error {
 	const op = "MPI_Send"
 	if len(b) == 0 {
 		return Send(c, a, dest, tag)
@@ -245,16 +245,16 @@ func Iprobe(c *Comm, src, tag int) (bool, Status, error) {
 	return true, makeStatus(&st), nil
 }
 
-// SendUntil sends the bytes of buf to rank dest of c with tag, as Send
+// sendUntil sends the bytes of buf to rank dest of c with tag, as Send
 // does, and returns once the send has completed, or once done is closed
 // (nil: never) with ended true. It starts an MPI_Isend and waits for it
 // in C, in slices between which it checks done, as Request.Await would,
 // with no Request while the send completes in time: no allocation,
 // finalizer or registration. A send given up that way is abandoned as
-// Request.Abandon abandons one (see InFlight): MPI completes it whenever
+// Request.Abandon abandons one (see inFlightOps): MPI completes it whenever
 // the receiver takes it, buf stays pinned until then, and the caller must
 // not change buf.
-func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
+func sendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
 	const op = "MPI_Isend"
 	w, err := c.sendArgs(op, dest, tag)
 	if err != nil {
@@ -271,19 +271,19 @@ func SendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended 
 	return false, newError(op, rc)
 }
 
-// SendConcatUntil is SendConcat as SendUntil: it sends the bytes of a
+// sendConcatUntil is sendConcat as sendUntil: it sends the bytes of a
 // followed by those of b to rank dest of c as one message, and returns
 // once the send has completed, or once done is closed (nil: never) with
 // ended true; the send is then abandoned, a and b pinned until it
 // completes, and the caller must change neither. Each must hold at most
 // 2^31-1 bytes (ErrCount otherwise).
-func SendConcatUntil(c *Comm, a, b []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
+func sendConcatUntil(c *Comm, a, b []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
 	const op = "MPI_Isend"
 	if len(b) == 0 {
-		return SendUntil(c, a, dest, tag, done)
+		return sendUntil(c, a, dest, tag, done)
 	}
 	if len(a) == 0 {
-		return SendUntil(c, b, dest, tag, done)
+		return sendUntil(c, b, dest, tag, done)
 	}
 	w, err := c.sendArgs(op, dest, tag)
 	if err != nil {

@@ -30,10 +30,9 @@ import (
 //
 // A Request dropped before completion does not crash the process and its
 // buffers are not freed under MPI: the operation stays registered in the
-// package (see InFlight) with its buffers pinned, and once MPI reports it
-// complete, which the package checks whenever a nonblocking operation
-// starts and in InFlight and Finalize, its buffers are unpinned and can be
-// collected. A dropped receive still receives its message, into a buffer
+// package with its buffers pinned, and once MPI reports it complete,
+// which the package checks whenever a nonblocking operation starts and in
+// Busy and Finalize, its buffers are unpinned and can be collected. A dropped receive still receives its message, into a buffer
 // nobody reads; Finalize refuses to run while such operations are
 // incomplete, since MPI forbids finalising with requests pending.
 //
@@ -174,7 +173,7 @@ func istart(op string, b buffer, coll bool, call func(dt C.MPI_Datatype, n C.int
 
 // startUntil starts an operation on b with start, then waits for it in C
 // until it completes or done closes (nil: never), with no Request: the
-// one call of IbcastWait, SendUntil and MrecvUntil. b is pinned while MPI
+// one call of ibcastWait, sendUntil and mrecvUntil. b is pinned while MPI
 // may use it; the wait pauses between tests with pause (see
 // tdmpi_wait_req). err is start's failure (nothing started). When done
 // closes first and the operation is still under way, it is handed to the
@@ -224,7 +223,7 @@ func startUntilAlso(op string, b buffer, also unsafe.Pointer, coll, pause bool, 
 	return rc, true, nil
 }
 
-// untilPause is how SendUntil and MrecvUntil pause their tests: at any
+// untilPause is how sendUntil and mrecvUntil pause their tests: at any
 // size, as the polling waits bounded by a context did (xfer.Poll).
 // Without pause at 64 MiB, TestReceiveStallMidPayload, whose sender
 // trickles its payload out over TCP so that the receive is still under
@@ -283,7 +282,7 @@ func (r *Request) Wait() (Status, error) {
 // completes, Await returns its status, as Wait.
 func (r *Request) Await() (done bool, st Status, err error) { return r.wait(false) }
 
-// wait is Wait (block) or Await: slices of r's wait (slice), with Yield
+// wait is Wait (block) or Await: slices of r's wait (slice), with yield
 // between (see waiting).
 func (r *Request) wait(block bool) (done bool, st Status, err error) {
 	if r == nil {
@@ -342,8 +341,8 @@ func (r *Request) slice() (done bool, st Status, err error) {
 // Abandon hands r's operation to the package: the caller will neither wait
 // for it nor test it again, as when its Request is dropped (see Request),
 // but without waiting for the garbage collector to notice. The package
-// completes it as it completes dropped requests, in InFlight, Busy,
-// Finalize and whenever a nonblocking operation starts, and unpins its
+// completes it as it completes dropped requests, in Busy, Finalize and
+// whenever a nonblocking operation starts, and unpins its
 // buffers then. Abandon on a completed, abandoned or nil request does
 // nothing. Every later call on an abandoned request (and any call still
 // waiting for it) returns an error wrapping ErrRequest; WaitAny ignores it.

@@ -289,7 +289,7 @@ func TestRequestConcurrentCompletion(t *testing.T) {
 		}
 		assert.Equal(t, []int32{1, 2, 3, 0}, got)
 	}
-	assert.Zero(t, InFlight())
+	assert.Zero(t, inFlightOps())
 }
 
 // TestRequestConcurrentCancelAbandon cancels a receive while other
@@ -334,9 +334,9 @@ func TestRequestConcurrentCancelAbandon(t *testing.T) {
 	for range waiters {
 		assert.ErrorIs(t, <-errs, ErrRequest, "a waiter of the abandoned receive")
 	}
-	// The abandoned receive still takes its message, then leaves InFlight.
+	// The abandoned receive still takes its message, then leaves inFlightOps.
 	require.NoError(t, Send(s, []int64{5, 6}, 0, 401))
-	require.Eventually(t, func() bool { return InFlight() == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return inFlightOps() == 0 }, 10*time.Second, time.Millisecond)
 }
 
 // TestRequestAfterEnd calls every method of Request, and WaitAll and
@@ -386,5 +386,5 @@ func TestRequestAfterEnd(t *testing.T) {
 	i, _, err = WaitAny(done)
 	assert.NoError(t, err)
 	assert.Equal(t, Undefined, i)
-	require.Eventually(t, func() bool { return InFlight() == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return inFlightOps() == 0 }, 10*time.Second, time.Millisecond)
 }

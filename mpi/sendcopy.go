@@ -20,12 +20,12 @@ import (
 )
 
 // copySendSlots is how many sends of copies may be in flight at once;
-// past it, SendCopy declines, and its caller sends as usual.
+// past it, sendCopy declines, and its caller sends as usual.
 const copySendSlots = 64
 
-// copySends is the sends SendCopy started: out, in flight, oldest first;
+// copySends is the sends sendCopy started: out, in flight, oldest first;
 // free, done, for the next ones (C memory, never freed); failed, the
-// error of a send that completed in error and that no SendCopy has
+// error of a send that completed in error and that no sendCopy has
 // reported yet.
 var copySends struct {
 	mu     sync.Mutex
@@ -34,9 +34,9 @@ var copySends struct {
 	failed error
 }
 
-var callCopySend = newCallCount("MPI_Isend (SendCopy)")
+var callCopySend = newCallCount("MPI_Isend (from a copy)")
 
-// SendCopy sends the bytes of buf to rank dest of c with tag, as Send
+// sendCopy sends the bytes of buf to rank dest of c with tag, as Send
 // does, from a copy that package mpi keeps in C memory: it returns once
 // MPI has started the send (MPI_Isend), without waiting for it to
 // complete, and buf may be reused at once. MPI orders the message with
@@ -47,23 +47,23 @@ var callCopySend = newCallCount("MPI_Isend (SendCopy)")
 // size) completes only once the receiving process has entered MPI and
 // taken it, which, when the receiver is busy outside MPI, can take far
 // longer than the message's transfer. The send of a copy moves all the
-// same (it is under the eager limit, CopySendMax), and package mpi
-// completes it in a later call: SendCopy tests the sends it started
-// before, oldest first, WaitCopies waits for them, and Finalize waits for
+// same (it is under the eager limit, copySendMax), and package mpi
+// completes it in a later call: sendCopy tests the sends it started
+// before, oldest first, waitCopies waits for them, and Finalize waits for
 // those still in flight.
 //
-// sent is false, with a nil error, when buf is longer than CopySendMax,
+// sent is false, with a nil error, when buf is longer than copySendMax,
 // when 64 sends of copies are still in flight, and when no C memory is
 // left: nothing was sent, and the caller sends otherwise. An error is that
 // of the arguments or of MPI_Isend, or, joined to it, that of an earlier
 // send of a copy that completed in error (reported once).
-func SendCopy(c *Comm, buf []byte, dest, tag int) (sent bool, err error) {
+func sendCopy(c *Comm, buf []byte, dest, tag int) (sent bool, err error) {
 	const op = "MPI_Isend"
 	h, err := c.sendArgs(op, dest, tag)
 	if err != nil {
 		return false, err
 	}
-	if len(buf) > CopySendMax {
+	if len(buf) > copySendMax {
 		return false, nil
 	}
 	defer callCopySend.enter().leave()
@@ -72,7 +72,7 @@ func SendCopy(c *Comm, buf []byte, dest, tag int) (sent bool, err error) {
 	reapCopies()
 	if failed := copySends.failed; failed != nil {
 		copySends.failed = nil
-		defer func() { err = errors.Join(err, fmt.Errorf("mpi: an earlier SendCopy failed: %w", failed)) }()
+		defer func() { err = errors.Join(err, fmt.Errorf("mpi: an earlier send from a copy failed: %w", failed)) }()
 	}
 	if len(copySends.out) >= copySendSlots {
 		return false, nil
@@ -81,7 +81,7 @@ func SendCopy(c *Comm, buf []byte, dest, tag int) (sent bool, err error) {
 	if n := len(copySends.free); n > 0 {
 		s = copySends.free[n-1]
 		copySends.free = copySends.free[:n-1]
-	} else if s = C.tdmpi_copy_send_new(CopySendMax); s == nil {
+	} else if s = C.tdmpi_copy_send_new(copySendMax); s == nil {
 		return false, nil
 	}
 	var p *C.tdmpi_mem
@@ -124,13 +124,13 @@ func reapCopies() {
 	copySends.out = copySends.out[:n]
 }
 
-// WaitCopies waits up to d for the sends of copies (SendCopy) in flight to
+// waitCopies waits up to d for the sends of copies (sendCopy) in flight to
 // complete, and returns how many have not; d <= 0 only tests them. err is
 // the error of one that completed in error, not reported before. A
 // program that lets its receivers take their messages late (after long
 // work) can call it before Finalize, which waits for them however long it
 // takes, as a blocking send would have.
-func WaitCopies(d time.Duration) (n int, err error) {
+func waitCopies(d time.Duration) (n int, err error) {
 	defer callTest.enter().leave() // before the lock, as reap
 	copySends.mu.Lock()
 	defer copySends.mu.Unlock()
@@ -143,7 +143,7 @@ func WaitCopies(d time.Duration) (n int, err error) {
 	}
 	if failed := copySends.failed; failed != nil {
 		copySends.failed = nil
-		err = fmt.Errorf("mpi: an earlier SendCopy failed: %w", failed)
+		err = fmt.Errorf("mpi: an earlier send from a copy failed: %w", failed)
 	}
 	return len(copySends.out), err
 }
@@ -154,7 +154,7 @@ func WaitCopies(d time.Duration) (n int, err error) {
 func drainCopies() error {
 	var errs []error
 	for {
-		n, err := WaitCopies(time.Second)
+		n, err := waitCopies(time.Second)
 		errs = append(errs, err)
 		if n == 0 {
 			return errors.Join(errs...)

@@ -1,10 +1,11 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
+//go:build cgo && !nompi
+
 package mpi
 
-// CopySendMax is the largest message SendCopy sends: under the 4 KiB
-// eager limit of Open MPI's shared-memory transport (which counts its own
-// headers too), so that a send it starts moves without the receiver's
-// answer.
-const CopySendMax = 4000
+import "github.com/tdmpi/tdmpi/internal/mpix/hook"
+
+// copySendMax is the largest message sendCopy sends (see hook.CopySendMax).
+const copySendMax = hook.CopySendMax

@@ -16,9 +16,9 @@ import (
 )
 
 // TestSendCopy: each even rank sends messages of several sizes to the
-// next odd rank with SendCopy, overwriting its buffer as soon as each call
+// next odd rank with sendCopy, overwriting its buffer as soon as each call
 // returns, and more than copySendSlots of them before the receiver, asleep
-// outside MPI, takes any. Every message SendCopy started arrives whole and
+// outside MPI, takes any. Every message sendCopy started arrives whole and
 // in order; one it declined (too long, or no slot free) never does; the
 // sends in flight never pass copySendSlots.
 func TestSendCopy(t *testing.T) {
@@ -26,22 +26,22 @@ func TestSendCopy(t *testing.T) {
 	c := testComm(t)
 	r, s := c.Rank(), c.Size()
 	const tag, endTag = 5, 6
-	sizes := []int{0, 1, 256, 257, 1000, CopySendMax, CopySendMax + 1}
+	sizes := []int{0, 1, 256, 257, 1000, copySendMax, copySendMax + 1}
 	const rounds = 12 // 7 sizes: 84 messages, past copySendSlots
 	content := func(i, n int) []byte { return bytes.Repeat([]byte{byte(i*31 + 7)}, n) }
 	switch {
 	case r%2 == 0 && r+1 < s:
-		buf := make([]byte, CopySendMax+1)
-		var started []int // the messages SendCopy started, by number
+		buf := make([]byte, copySendMax+1)
+		var started []int // the messages sendCopy started, by number
 		most := 0
 		for i := range rounds * len(sizes) {
 			n := sizes[i%len(sizes)]
 			copy(buf, content(i, n))
-			sent, err := SendCopy(c, buf[:n], r+1, tag)
+			sent, err := sendCopy(c, buf[:n], r+1, tag)
 			require.NoError(t, err, "message %d", i)
 			// Overwritten at once: what arrives is the copy.
 			copy(buf, content(i+1, n))
-			if n > CopySendMax {
+			if n > copySendMax {
 				assert.False(t, sent, "message %d of %d bytes: sent", i, n)
 			}
 			if sent {
@@ -58,7 +58,7 @@ func TestSendCopy(t *testing.T) {
 		for _, i := range started {
 			require.NoError(t, Send(c, []int64{int64(i)}, r+1, endTag))
 		}
-		n, err := WaitCopies(time.Minute)
+		n, err := waitCopies(time.Minute)
 		require.NoError(t, err)
 		assert.Zero(t, n, "in flight once the receiver took every message")
 	case r%2 == 1:
@@ -72,7 +72,7 @@ func TestSendCopy(t *testing.T) {
 			require.NoError(t, err)
 			i := int(which[0])
 			n := sizes[i%len(sizes)]
-			got := make([]byte, CopySendMax+8)
+			got := make([]byte, copySendMax+8)
 			st, err := Recv(c, got, r-1, tag)
 			require.NoError(t, err, "message %d (%d of those sent)", i, k)
 			assert.Equal(t, n, Count[byte](st), "message %d: bytes", i)
@@ -80,11 +80,11 @@ func TestSendCopy(t *testing.T) {
 		}
 		ok, _, err := Iprobe(c, r-1, tag)
 		require.NoError(t, err)
-		assert.False(t, ok, "a message SendCopy declined arrived")
+		assert.False(t, ok, "a message sendCopy declined arrived")
 	}
 }
 
-// TestSendCopyArgs: SendCopy checks its arguments as Send does, and sends
+// TestSendCopyArgs: sendCopy checks its arguments as Send does, and sends
 // nothing then.
 func TestSendCopyArgs(t *testing.T) {
 	c := testComm(t)
@@ -97,18 +97,18 @@ func TestSendCopyArgs(t *testing.T) {
 		{"negative tag", 0, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sent, err := SendCopy(c, []byte("x"), tc.dest, tc.tag)
+			sent, err := sendCopy(c, []byte("x"), tc.dest, tc.tag)
 			assert.Error(t, err)
 			assert.False(t, sent)
 		})
 	}
 	var freed Comm
-	sent, err := SendCopy(&freed, []byte("x"), 0, 0)
+	sent, err := sendCopy(&freed, []byte("x"), 0, 0)
 	assert.Error(t, err, "a communicator never made")
 	assert.False(t, sent)
 }
 
-// TestSendCopyDrain: WaitCopies waits for a send of a copy that its
+// TestSendCopyDrain: waitCopies waits for a send of a copy that its
 // receiver takes late, and, when the receiver takes it after the wait,
 // returns with it still in flight (over shared memory; a transport that
 // completes sends without the receiver, TCP, has none left); once taken,
@@ -123,11 +123,11 @@ func TestSendCopyDrain(t *testing.T) {
 		t.Run(fmt.Sprintf("taken after %v", late), func(t *testing.T) {
 			switch {
 			case r%2 == 0 && r+1 < s:
-				sent, err := SendCopy(c, msg, r+1, 3)
+				sent, err := sendCopy(c, msg, r+1, 3)
 				require.NoError(t, err)
 				require.True(t, sent)
 				assert.NoError(t, Busy(), "a send of a copy in flight")
-				n, err := WaitCopies(wait)
+				n, err := waitCopies(wait)
 				require.NoError(t, err)
 				if late < wait {
 					assert.Zero(t, n, "in flight after the receiver took it")
@@ -136,7 +136,7 @@ func TestSendCopyDrain(t *testing.T) {
 				require.NoError(t, Send(c, []byte{1}, r+1, 4)) // go on
 				_, err = Recv(c, []byte{0}, r+1, 4)            // it took the message
 				require.NoError(t, err)
-				n, err = WaitCopies(0)
+				n, err = waitCopies(0)
 				assert.NoError(t, err)
 				assert.Zero(t, n, "in flight once the receiver took it")
 			case r%2 == 1:
@@ -153,7 +153,7 @@ func TestSendCopyDrain(t *testing.T) {
 	}
 }
 
-// TestSendCopyNoAlloc: a SendCopy, and an IbcastWait, allocate nothing
+// TestSendCopyNoAlloc: a sendCopy, and an ibcastWait, allocate nothing
 // (each had allocated what it handed to C, before its C functions were
 // declared noescape). The sends, to Self, are received afterwards.
 func TestSendCopyNoAlloc(t *testing.T) {
@@ -162,7 +162,7 @@ func TestSendCopyNoAlloc(t *testing.T) {
 	buf, got := bytes.Repeat([]byte{4}, 1000), make([]byte, 1000)
 	sent := 0
 	allocs := testing.AllocsPerRun(runs, func() {
-		ok, err := SendCopy(c, buf, 0, 12)
+		ok, err := sendCopy(c, buf, 0, 12)
 		require.NoError(t, err)
 		if ok {
 			sent++
@@ -174,13 +174,13 @@ func TestSendCopyNoAlloc(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, buf, got)
-	assert.Zero(t, allocs, "allocations per SendCopy")
-	n, err := WaitCopies(0)
+	assert.Zero(t, allocs, "allocations per sendCopy")
+	n, err := waitCopies(0)
 	require.NoError(t, err)
 	assert.Zero(t, n)
 
-	allocs = testing.AllocsPerRun(runs, func() { require.NoError(t, IbcastWait(c, buf, 0)) })
-	assert.Zero(t, allocs, "allocations per IbcastWait")
+	allocs = testing.AllocsPerRun(runs, func() { require.NoError(t, ibcastWait(c, buf, 0)) })
+	assert.Zero(t, allocs, "allocations per ibcastWait")
 }
 
 // TestSendUntil: a send that completes before done closes returns with
@@ -195,23 +195,23 @@ func TestSendUntil(t *testing.T) {
 	small, big := bytes.Repeat([]byte{3}, 100), bytes.Repeat([]byte{5}, 4<<20)
 	switch {
 	case r%2 == 0 && r+1 < s:
-		ended, err := SendUntil(c, small, r+1, 7, make(chan struct{}))
+		ended, err := sendUntil(c, small, r+1, 7, make(chan struct{}))
 		require.NoError(t, err)
 		assert.False(t, ended)
 		done := make(chan struct{})
 		time.AfterFunc(50*time.Millisecond, func() { close(done) })
-		ended, err = SendUntil(c, big, r+1, 8, done)
+		ended, err = sendUntil(c, big, r+1, 8, done)
 		require.NoError(t, err)
 		assert.True(t, ended, "a 4 MiB send its receiver took only after done closed")
 		if ended {
-			assert.Equal(t, 1, InFlight(), "the abandoned send")
+			assert.Equal(t, 1, inFlightOps(), "the abandoned send")
 		}
 		_, err = Recv(c, []byte{0}, r+1, 9) // the receiver took both
 		require.NoError(t, err)
-		for limit := time.Now().Add(10 * time.Second); InFlight() > 0 && time.Now().Before(limit); {
+		for limit := time.Now().Add(10 * time.Second); inFlightOps() > 0 && time.Now().Before(limit); {
 			time.Sleep(time.Millisecond)
 		}
-		assert.Zero(t, InFlight(), "the abandoned send completed once received")
+		assert.Zero(t, inFlightOps(), "the abandoned send completed once received")
 	case r%2 == 1:
 		got := make([]byte, len(small))
 		_, err := Recv(c, got, r-1, 7)
@@ -238,7 +238,7 @@ func TestSendUntil(t *testing.T) {
 		reqs = append(reqs, q)
 	}
 	allocs := testing.AllocsPerRun(runs, func() {
-		ended, err := SendUntil(self, small, 0, 10, nil)
+		ended, err := sendUntil(self, small, 0, 10, nil)
 		require.NoError(t, err)
 		require.False(t, ended)
 	})
@@ -246,5 +246,5 @@ func TestSendUntil(t *testing.T) {
 	for _, b := range bufs {
 		assert.Equal(t, small, b)
 	}
-	assert.Zero(t, allocs, "allocations per SendUntil")
+	assert.Zero(t, allocs, "allocations per sendUntil")
 }

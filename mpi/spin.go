@@ -20,7 +20,7 @@ var spinMu sync.Mutex // serialises SetSpinWait
 
 // pollSlice is how long one call into C of a blocking receive, probe or
 // Request.Wait polls before it returns to Go, which lets its scheduler run
-// (Yield) and calls again. A thread in C holds its processor
+// (yield) and calls again. A thread in C holds its processor
 // (P) all the while: in a rank bound to one core, as mpirun binds two
 // ranks by default (GOMAXPROCS is then 1), the collector's workers and
 // other goroutines could otherwise run only once the runtime's monitor
@@ -38,7 +38,7 @@ func init() {
 
 // waiting returns the result of call, a blocking wait of shim.h, called
 // again with the same status (which holds where the wait was) for as long
-// as it returns TDMPI_AGAIN, with Yield between (see pollSlice).
+// as it returns TDMPI_AGAIN, with yield between (see pollSlice).
 func waiting(call func() C.int) C.int {
 	rc, _ := waitingUntil(nil, call)
 	return rc
@@ -56,14 +56,14 @@ func waitingUntil(done <-chan struct{}, call func() C.int) (rc C.int, ended bool
 			return rc, true
 		default:
 		}
-		Yield()
+		yield()
 		rc = call()
 	}
 	return rc, false
 }
 
 // SetSpinWait sets how long the blocking receives and probes of this
-// package (Recv, Probe, Mprobe, RecvExact, Sendrecv), and the waits for
+// package (Recv, Probe, Mprobe, Sendrecv), and the waits for
 // requests of at most 64 KiB (Request.Wait, Request.Await), poll MPI
 // without pause before they yield their core to other threads after each
 // poll (sched_yield), and returns the previous value. 0 or less never pauses:
@@ -92,11 +92,12 @@ func SetSpinWait(d time.Duration) time.Duration {
 // Pause, which returns at once for the first 20 us of the wait (see
 // SetSpinWait), then yields the core (sched_yield) until the wait has
 // lasted 1 ms, then sleeps for 1/16 of the time waited so far, 5 us to
-// 1 ms; every 64 calls, and after each sleep, it lets the Go scheduler run
-// (Yield). A timer instead would sleep at least a millisecond on Linux,
-// however short the sleep asked for: a receive whose sender came 50 us
-// late took 1.6 ms. The zero Pacer is a wait that has not started; a
-// Pacer serves one wait of one goroutine.
+// 1 ms; every 64 calls, and after each sleep, it lets the Go scheduler
+// run (runtime.Gosched, unless the goroutine is locked to its thread). A
+// timer instead would sleep at least a millisecond on Linux, however
+// short the sleep asked for: a receive whose sender came 50 us late took
+// 1.6 ms. The zero Pacer is a wait that has not started; a Pacer serves
+// one wait of one goroutine.
 type Pacer struct {
 	st C.tdmpi_status
 	n  C.uint
@@ -107,6 +108,6 @@ func (p *Pacer) Pause() {
 	p.n++
 	var begin C.longlong
 	if C.tdmpi_pause(&p.st, p.n, &begin) != 0 || p.n%64 == 0 {
-		Yield()
+		yield()
 	}
 }

@@ -35,7 +35,7 @@ func TestSpinWait(t *testing.T) {
 		assert.Equal(t, prev, SetSpinWait(spin))
 		prev = max(spin, 0)
 		for _, late := range []time.Duration{0, 30 * time.Millisecond} {
-			for i, op := range []string{"Recv", "Probe", "Mprobe", "RecvExact", "Sendrecv"} {
+			for i, op := range []string{"Recv", "Probe", "Mprobe", "recvExact", "Sendrecv"} {
 				name := fmt.Sprintf("spin %v, sent after %v, %s", spin, late, op)
 				want := []int64{int64(i), int64(spin), int64(late)}
 				if c.Rank() == 0 {
@@ -66,11 +66,11 @@ func TestSpinWait(t *testing.T) {
 					m, _, err = Mprobe(c, 0, 40+i)
 					require.NoError(t, err, name)
 					st, err = Mrecv(m, got)
-				case "RecvExact":
+				case "recvExact":
 					buf := make([]byte, 24)
 					var m Message
 					var ok bool
-					st, ok, err = RecvExact(&m, c, buf, 0, 40+i)
+					st, ok, err = recvExact(&m, c, buf, 0, 40+i)
 					require.NoError(t, err, name)
 					require.True(t, ok, name)
 					for j := range got {
@@ -124,9 +124,9 @@ func TestWaitLate(t *testing.T) {
 	assert.Equal(t, want, buf)
 }
 
-// TestWaitLockedThread: Yield does not yield in a goroutine locked to its
+// TestWaitLockedThread: yield does not yield in a goroutine locked to its
 // thread (runtime.Gosched would cost a thread switch there), and such a
-// goroutine's Recv, whose wait calls Yield, still gets its message.
+// goroutine's Recv, whose wait calls yield, still gets its message.
 func TestWaitLockedThread(t *testing.T) {
 	needRanks(t, 2)
 	c := testComm(t)
@@ -140,14 +140,14 @@ func TestWaitLockedThread(t *testing.T) {
 		require.NoError(t, Send(c, want, 1, 70))
 		return
 	}
-	assert.True(t, Yield(), "an unlocked goroutine yields")
+	assert.True(t, yield(), "an unlocked goroutine yields")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		assert.True(t, lockedOSThread())
-		assert.False(t, Yield(), "a locked goroutine does not")
+		assert.False(t, yield(), "a locked goroutine does not")
 		got := make([]int64, 3)
 		_, err := Recv(c, got, 0, 70)
 		assert.NoError(t, err)

@@ -14,14 +14,14 @@ import (
 // waiting it sleeps between them instead.
 const DefaultSpinWait = 20 * time.Microsecond
 
-// Yield lets the Go scheduler run other goroutines on the caller's
+// yield lets the Go scheduler run other goroutines on the caller's
 // processor (runtime.Gosched), as this package's blocking waits do every
 // 10 us they poll, and reports whether it did: not when the calling
 // goroutine is locked to its thread (runtime.LockOSThread), where the
 // scheduler would hand the processor to another thread and back (22-32
 // us a call on this project's machines, against 80-96 ns). A loop that
 // polls MPI (Request.Test, Iprobe) calls it between polls.
-func Yield() bool {
+func yield() bool {
 	if lockedOSThread() {
 		return false
 	}

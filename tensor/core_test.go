@@ -129,7 +129,7 @@ func TestFromStorageInto(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var v Tensor
-			err := FromStorageInto(&v, c.dims, Float64, st, c.off, c.shape...)
+			err := fromStorageInto(&v, c.dims, Float64, st, c.off, c.shape...)
 			if c.wantErr {
 				require.Error(t, err)
 				assert.Equal(t, Tensor{}, v)

@@ -126,11 +126,6 @@ func reusableStorageOf(b []byte) *Storage {
 	return s
 }
 
-// Reusable reports whether s's memory belongs to tdmpi's receive pool: the
-// storage of a received or consolidated TensorDict, which the pool takes
-// back once s is released and nothing references the memory.
-func (s *Storage) Reusable() bool { return s.reusable }
-
 // NewExternalStorage returns a Storage over memory that the Go runtime does not
 // manage, such as a memory mapping. owner is any value the maker wants to find
 // again from the storage (package memmap keeps its file mapping there; see

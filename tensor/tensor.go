@@ -13,7 +13,7 @@ import (
 // Expand does.
 //
 // A tensor never changes its shape or strides in place once made: views
-// may share them (see ViewSet).
+// may share them (see viewSet).
 //
 // Elements are stored little-endian, in the same bytes torch uses, so a
 // contiguous tensor's Bytes are exactly what Python tensordict writes to a file
@@ -77,19 +77,15 @@ func Zeros(dt DType, shape ...int) *Tensor { return mustAlloc("Zeros", dt, shape
 // bool) a byte is neither 0 nor 1.
 func FromStorage(dt DType, st *Storage, off int, shape ...int) (*Tensor, error) {
 	t := new(Tensor)
-	if err := FromStorageInto(t, nil, dt, st, off, shape...); err != nil {
+	if err := fromStorageInto(t, nil, dt, st, off, shape...); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// FromStorageInto is FromStorage for a caller that builds many views at
-// once (a TensorDict received from a peer, say) and allocates them
-// together: it sets *t, which must not be in use, to the view, with its
-// shape and strides in dims when dims holds 2*len(shape) ints and shape
-// is not empty (the tensor then owns them), else in a new slice. It returns FromStorage's
-// errors, leaving *t unchanged.
-func FromStorageInto(t *Tensor, dims []int, dt DType, st *Storage, off int, shape ...int) error {
+// fromStorageInto is FromStorage into *t, with the shape and strides in
+// dims when they fit (see internal/tensorx.FromStorageInto).
+func fromStorageInto(t *Tensor, dims []int, dt DType, st *Storage, off int, shape ...int) error {
 	nb, err := NBytesOf(dt, shape)
 	if err != nil {
 		return err

@@ -8,23 +8,20 @@ import (
 	"unsafe"
 )
 
-// A ViewSet is a list of contiguous views of one storage layout, checked
-// once, that Over lays over other storages of that layout: a receiver
-// that makes the same views over a new storage again and again (a
-// TensorDict received from a peer) checks each view's shape and offset
-// once, not at every receive. A ViewSet is safe for concurrent use.
-type ViewSet struct {
+// A viewSet is a list of contiguous views of one storage layout, checked
+// once, that Over lays over other storages of that layout: the
+// internal/tensorx.ViewSet that package tensordict's receives use.
+type viewSet struct {
 	like  []Tensor
 	need  int   // bytes a storage must have
 	align int   // the alignment the storage's memory needs
 	bools []int // the views of dtype Bool
 }
 
-// NewViewSet returns the ViewSet of like's tensors, which may view any
-// storage, or an error if one is not contiguous or its byte offset is
-// negative or not a multiple of its dtype's alignment.
-func NewViewSet(like []Tensor) (*ViewSet, error) {
-	v := &ViewSet{like: append([]Tensor(nil), like...), align: 1}
+// newViewSet returns the viewSet of like's tensors (see
+// internal/tensorx.NewViewSet).
+func newViewSet(like []Tensor) (*viewSet, error) {
+	v := &viewSet{like: append([]Tensor(nil), like...), align: 1}
 	for i := range v.like {
 		l := &v.like[i]
 		if !l.IsContiguous() {
@@ -45,11 +42,11 @@ func NewViewSet(like []Tensor) (*ViewSet, error) {
 }
 
 // Len returns the number of views of v.
-func (v *ViewSet) Len() int { return len(v.like) }
+func (v *viewSet) Len() int { return len(v.like) }
 
 // HasBools reports whether a view is of dtype Bool, whose bytes Over
 // checks.
-func (v *ViewSet) HasBools() bool { return len(v.bools) > 0 }
+func (v *viewSet) HasBools() bool { return len(v.bools) > 0 }
 
 // Over sets each dst[i] to a view of st laid out as v's view i: its dtype,
 // shape, strides (shared with v's) and byte offset. It checks what
@@ -57,7 +54,7 @@ func (v *ViewSet) HasBools() bool { return len(v.bools) > 0 }
 // released, that it holds every view and that its memory is aligned for
 // every dtype, and that bool elements are 0 or 1. On error dst is
 // unchanged. It panics if dst and v differ in length.
-func (v *ViewSet) Over(dst []Tensor, st *Storage) error {
+func (v *viewSet) Over(dst []Tensor, st *Storage) error {
 	if len(dst) != len(v.like) {
 		panic(fmt.Sprintf("tensor: ViewSet.Over: %d destinations for %d views", len(dst), len(v.like)))
 	}

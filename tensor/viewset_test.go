@@ -16,14 +16,14 @@ import (
 func viewsOver(t *testing.T, st *Storage) []Tensor {
 	t.Helper()
 	like := make([]Tensor, 2)
-	require.NoError(t, FromStorageInto(&like[0], nil, Float64, st, 0, 2))
-	require.NoError(t, FromStorageInto(&like[1], nil, Bool, st, 16, 3))
+	require.NoError(t, fromStorageInto(&like[0], nil, Float64, st, 0, 2))
+	require.NoError(t, fromStorageInto(&like[1], nil, Bool, st, 16, 3))
 	return like
 }
 
 func TestViewSetOver(t *testing.T) {
 	like := viewsOver(t, NewStorage(32))
-	v, err := NewViewSet(like)
+	v, err := newViewSet(like)
 	require.NoError(t, err)
 	require.Equal(t, 2, v.Len())
 
@@ -50,7 +50,7 @@ func TestViewSetOver(t *testing.T) {
 
 func TestViewSetRefuses(t *testing.T) {
 	like := viewsOver(t, NewStorage(32))
-	v, err := NewViewSet(like)
+	v, err := newViewSet(like)
 	require.NoError(t, err)
 	badBool := alignedCopy(make([]byte, 32))
 	badBool[17] = 7
@@ -94,7 +94,7 @@ func TestNewViewSetRefuses(t *testing.T) {
 		{"misaligned offset", []Tensor{*mustFromStorage(t, Uint8, st, 0, 1), *odd}, "tensor: NewViewSet: tensor 1, int32[4], at offset 3: not a multiple of 4"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewViewSet(c.like)
+			_, err := newViewSet(c.like)
 			require.EqualError(t, err, c.err)
 		})
 	}

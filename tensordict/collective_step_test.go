@@ -14,6 +14,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -93,16 +94,16 @@ func TestCollectiveAloneReturnsByDeadline(t *testing.T) {
 					}
 					if time.Since(start) > 30*time.Second {
 						require.Fail(t, "rank 0's step that completes the abandoned one did not complete",
-							"after %v; operations in flight: %d", time.Since(start).Round(time.Millisecond), mpi.InFlight())
+							"after %v; operations in flight: %d", time.Since(start).Round(time.Millisecond), mpix.InFlight())
 					}
 					time.Sleep(100 * time.Microsecond)
 				}
 			}
 			end := time.Now().Add(10 * time.Second)
-			for mpi.InFlight() > 0 && time.Now().Before(end) {
+			for mpix.InFlight() > 0 && time.Now().Before(end) {
 				time.Sleep(time.Millisecond)
 			}
-			assert.Zero(t, mpi.InFlight(), "operations in flight once the abandoned step completed")
+			assert.Zero(t, mpix.InFlight(), "operations in flight once the abandoned step completed")
 			require.NoError(t, g.Free())
 		})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
+	"github.com/tdmpi/tdmpi/internal/tensorx"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -31,7 +32,7 @@ func TestConsolidatePoolStorage(t *testing.T) {
 	where := func(c *TensorDict) uintptr {
 		st := c.ConsolidatedStorage()
 		require.NotNil(t, st)
-		require.True(t, st.Reusable(), "a consolidated storage from the pool")
+		require.True(t, tensorx.Reusable(st), "a consolidated storage from the pool")
 		b, ok := rawbytes.Of(st)
 		require.True(t, ok)
 		require.GreaterOrEqual(t, len(b), mem.HugeMin)

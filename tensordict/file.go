@@ -11,6 +11,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/tensorx"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -273,7 +274,7 @@ func (r *releaser) tree(td *TensorDict) {
 // release releases st, unless it is nil, a heap storage left to the
 // collector, or released by r already.
 func (r *releaser) release(st *tensor.Storage) {
-	if st == nil || !(st.External() || st.Reusable()) {
+	if st == nil || !(st.External() || tensorx.Reusable(st)) {
 		return
 	}
 	r.owned(st)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/tensorx"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -221,7 +222,7 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 			t := &views[li]
 			li++
 			k := 2 * len(l.Shape)
-			if err := tensor.FromStorageInto(t, b.dims[:k:k], l.DType, b.st, l.Start, l.Shape...); err != nil {
+			if err := tensorx.FromStorageInto(t, b.dims[:k:k], l.DType, b.st, l.Start, l.Shape...); err != nil {
 				return nil, fmt.Errorf("leaf %v: %w", Key(n.Path()).child(l.Name), err)
 			}
 			b.dims = b.dims[k:]

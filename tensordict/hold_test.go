@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/memmap"
-	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -138,10 +138,10 @@ func TestRecvAbandonedReleasedStorage(t *testing.T) {
 			y := offHeapLeaf(t, 2)
 			if abandoned {
 				deadline := time.Now().Add(20 * time.Second)
-				for mpi.InFlight() > 0 && time.Now().Before(deadline) {
+				for mpix.InFlight() > 0 && time.Now().Before(deadline) {
 					time.Sleep(time.Millisecond)
 				}
-				assert.Zero(t, mpi.InFlight(), "the abandoned receive completed")
+				assert.Zero(t, mpix.InFlight(), "the abandoned receive completed")
 			}
 			assert.True(t, New().setLeaf(t, y).EqScalar(2).All(), "round %d (abandoned %v): a later allocation is not written by MPI", round, abandoned)
 			require.NoError(t, y.Storage().Release())

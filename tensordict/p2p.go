@@ -75,7 +75,7 @@ func (s *p2pState) inlineMax(l *link) int {
 //
 // A blocking consolidated Send whose header message with its inline
 // storage is longer leaves the storage in place and sends the message in
-// two blocks (mpi.SendConcat, see messages): that saves the copy, and
+// two blocks (mpix.SendConcat, see messages): that saves the copy, and
 // Open MPI moves a message that is not contiguous through shared-memory
 // fragments instead, 1.5-2x faster than CMA on this machine. Consolidated
 // Send/Recv of 4-16 KiB went from 1.29-1.49x the time of a raw mpi.Send
@@ -161,7 +161,7 @@ func storageTravel(head, total, most int) (copied, joined bool) {
 // tensors, which arrive as they are when MPI reads them, so change them
 // only once the receiver has received, and do not release their storage
 // before (MPI would read freed memory). Package mpi completes the given-up
-// sends as MPI lets it (mpi.InFlight counts them), and group.Finalize
+// sends as MPI lets it (mpix.InFlight counts them), and group.Finalize
 // refuses with mpi.ErrBusy while a receiver has not taken them. Without a
 // context that can end, Send makes blocking sends and allocates nothing
 // in the steady state; with one, it allocates a request per message.
@@ -338,7 +338,7 @@ func (s *p2pState) steadyFrame() ([]byte, error) {
 // With join, an inline storage that storageTravel joins is not copied:
 // msgs[0] is the header message without it,
 // msgs[1] the storage itself, and joined reports that the two are one
-// message (mpi.SendConcat).
+// message (mpix.SendConcat).
 //
 // Memory-mapped leaves and storages are checked first (mem.Readable): a
 // page of a file that another process truncated would end the process

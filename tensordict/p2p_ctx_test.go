@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
-	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 )
 
 // sendModes are the ways a TensorDict leaves a rank, each with the receive
@@ -75,11 +75,11 @@ func TestSendEndedContextSendsNothing(t *testing.T) {
 		for _, m := range sendModes {
 			mpitest.Run(t, m.name, func(t *testing.T) {
 				td := bigTD(t, 2, size, 7)
-				before := mpi.InFlight()
+				before := mpix.InFlight()
 				err := m.send(td, next, ended)
 				require.ErrorIs(t, err, context.Canceled)
 				assert.Contains(t, err.Error(), "nothing sent")
-				assert.Equal(t, before, mpi.InFlight(), "nothing posted")
+				assert.Equal(t, before, mpix.InFlight(), "nothing posted")
 
 				fill(t, td, 3)
 				sent := make(chan error, 1)
@@ -115,16 +115,16 @@ func TestSendGivenUpAtDeadline(t *testing.T) {
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				assert.Contains(t, err.Error(), "given up")
 				assert.Less(t, took, 5*time.Second, "bounded by the deadline")
-				t.Logf("given up after %v (deadline 200ms), %d sends left to package mpi", took, mpi.InFlight())
-				assert.Positive(t, mpi.InFlight(), "the sends stay with package mpi")
+				t.Logf("given up after %v (deadline 200ms), %d sends left to package mpi", took, mpix.InFlight())
+				assert.Positive(t, mpix.InFlight(), "the sends stay with package mpi")
 				fill(t, td, 2) // before the receiver starts: see below
 				require.NoError(t, g.Barrier())
 				require.NoError(t, m.send(td, 1, mpitest.Ctx(t, 30*time.Second)))
 				deadline := time.Now().Add(10 * time.Second)
-				for mpi.InFlight() > 0 && time.Now().Before(deadline) {
+				for mpix.InFlight() > 0 && time.Now().Before(deadline) {
 					time.Sleep(time.Millisecond)
 				}
-				assert.Zero(t, mpi.InFlight(), "the given-up sends completed once received")
+				assert.Zero(t, mpix.InFlight(), "the given-up sends completed once received")
 			case 1:
 				require.NoError(t, g.Barrier())
 				first := m.recv(t, td, 0)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
-	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 )
 
 // waitTwice calls p.Wait from goroutines goroutines at once, and p.Test
@@ -96,7 +96,7 @@ func TestISendDroppedReleased(t *testing.T) {
 	opts := []SendOption{WithTag(tag), WithConsolidated()}
 	switch g.Rank() {
 	case 0:
-		base := mpi.InFlight()
+		base := mpix.InFlight()
 		for i := range n {
 			_, err := td.ISend(1, opts...)
 			require.NoError(t, err, "ISend %d", i)
@@ -105,7 +105,7 @@ func TestISendDroppedReleased(t *testing.T) {
 		p, err := td.ISend(1, opts...)
 		require.NoError(t, err)
 		require.NoError(t, p.Wait())
-		assert.LessOrEqual(t, mpi.InFlight(), base, "requests in flight after %d dropped ISends, all received", n)
+		assert.LessOrEqual(t, mpix.InFlight(), base, "requests in flight after %d dropped ISends, all received", n)
 	case 1:
 		in := bigTD(t, 2, 1<<11, 0)
 		for i := range n {

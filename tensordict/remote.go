@@ -16,6 +16,7 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
@@ -434,7 +435,7 @@ func initKind(bcast bool) wire.Kind {
 // if td's storage is over initInlineMax). To l.Peer, a split frame (see
 // initRef.layout) is the header message alone, and payload the storage that
 // follows it on r.tag, or with r.joined the storage that follows it in the
-// same message (mpi.SendConcat); else payload is nil. A received TensorDict passed
+// same message (mpix.SendConcat); else payload is nil. A received TensorDict passed
 // on unchanged (templateEncoding) reuses the encoding of the first copy of
 // its template that was: only its storage is new, read through rawbytes
 // when passedOn (see there).
@@ -533,7 +534,7 @@ func sendEncoding(op string, td *TensorDict) (enc *initEncoding, sp *sendPlan, e
 // only), it is built in the buffer kept in s (taken from s: the caller
 // gives it back), else in a new one. With head, it ends before the
 // storage, which the caller sends after it in the same message
-// (mpi.SendConcat).
+// (mpix.SendConcat).
 func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef, head bool) ([]byte, error) {
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		Hash: s.consHash, Leaves: int64(len(s.leaves))}
@@ -954,7 +955,7 @@ type splitInit struct {
 // bytes or more and this one has the same size (a TensorDict of the same
 // structure sent again: the steady state), a blocking receive into memory
 // of its own (no WithMemmap, no WithAllocator) takes it in two parts
-// (mpi.MrecvConcat): the frame up to the storage into a buffer from
+// (mpix.MrecvConcat): the frame up to the storage into a buffer from
 // xfer.MsgBuf, the storage into a new storage from the receive pool, which
 // the result then views (split). Received so, a storage of 16-64 KiB
 // needs no copy, and the sender can send it in the header message, in
@@ -1057,7 +1058,7 @@ func layoutOf(frame []byte, lim wire.Limits) initLayout {
 // guess's size (the steady state: the size of the last one), else, once
 // the probe found its size n within [wire.Size, most], into the buffers
 // buffer(n) returns: frame, or, when tail is not nil, frame followed by
-// tail, in place (mpi.MrecvConcat; only for a receive whose context cannot
+// tail, in place (mpix.MrecvConcat; only for a receive whose context cannot
 // end). A message outside that range is consumed and refused by refuse,
 // given its first bytes (at most a header, or all of it when it is at most
 // whole bytes), whose error it returns. inGuess reports that the message
@@ -1096,7 +1097,7 @@ func (l *link) recvSized(tag int, most, whole int64, guess []byte, buffer func(n
 		return nil, false, errors.Join(err, xfer.Discard(&m, n, nil))
 	}
 	if tail != nil {
-		if _, err := mpi.MrecvConcat(&m, frame, tail); err != nil {
+		if _, err := mpix.MrecvConcat(&m, frame, tail); err != nil {
 			return frame, false, fmt.Errorf("receiving the header message: %w", err)
 		}
 		return frame, false, nil

@@ -207,7 +207,7 @@ func TestInitRemoteFrameSizes(t *testing.T) {
 			continue
 		}
 		// Without a context the guess is received in one call into MPI
-		// (mpi.RecvExact); with one, the message is probed first.
+		// (mpix.RecvExact); with one, the message is probed first.
 		var opts []RemoteOption
 		if i >= 4 {
 			opts = append(opts, testCtx(t))

@@ -14,6 +14,7 @@ import (
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
+	"github.com/tdmpi/tdmpi/internal/tensorx"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -27,7 +28,7 @@ import (
 // work for the allocator and the collector), the tensors' shapes and
 // strides and the nodes' name indexes shared with the template (copied on
 // a node's first change, see ownIndex), the non-tensor values copied. A
-// tensor.ViewSet checks the leaves' layout once, and each new storage as
+// tensorx.ViewSet checks the leaves' layout once, and each new storage as
 // FromStorage would.
 
 // templateMaxBytes is the largest storage a template is made for. Making
@@ -49,7 +50,7 @@ type treeTemplate struct {
 	// index of its tensor in views, of its TensorDict in nodes.
 	entries []entry
 	refs    []int
-	views   *tensor.ViewSet
+	views   tensorx.ViewSet
 	// block is the type of a copy's memory: its nodes, entries and
 	// tensors in one allocation, at offsets 0, entriesAt and viewsAt.
 	// copyBlock, for a storage of under copyMaxBytes, has the storage
@@ -85,7 +86,7 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 	if _, err := b.build(root); err != nil {
 		return nil, err
 	}
-	vs, err := tensor.NewViewSet(views)
+	vs, err := tensorx.NewViewSet(views)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +182,7 @@ func (tp *treeTemplate) dataBlock(head int) dataBlock {
 		fields = append(fields, tp.block.Field(i))
 	}
 	// The fields before are 8-byte aligned, and so is Data (head is a
-	// multiple of 8): every dtype's alignment (tensor.ViewSet checks it
+	// multiple of 8): every dtype's alignment (tensorx.ViewSet checks it
 	// all the same).
 	typ := reflect.StructOf(append(fields,
 		reflect.StructField{Name: "Storage", Type: reflect.TypeFor[tensor.Storage]()},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 	"github.com/tdmpi/tdmpi/tensordict"
@@ -126,7 +127,7 @@ type misuseResult struct {
 	FreeErr  string     `json:"freeErr"`  // the last rank of a free case: Free's error
 	First    misuseCall `json:"first"`    // the misused call
 	Next     misuseCall `json:"next"`     // the same call again, at once
-	InFlight int        `json:"inFlight"` // mpi.InFlight() after both
+	InFlight int        `json:"inFlight"` // mpix.InFlight() after both
 }
 
 // misuseFile returns the path of rank r's file kind in dir.
@@ -275,7 +276,7 @@ func runMisuse() int {
 		res.First = runMisuseCall(res.Call, g, td)
 		res.Next = runMisuseCall(res.Call, g, td)
 	}
-	res.InFlight = mpi.InFlight()
+	res.InFlight = mpix.InFlight()
 	b, _ := json.Marshal(res)
 	if err := writeAtomic(misuseFile(dir, "result", r), b); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -195,7 +195,7 @@ func TestReceiveDeadline(t *testing.T) {
 }
 
 // TestFinalizeLateReceiver: rank 0 of a 2-rank job sends one small
-// InitRemote, whose header message goes from a copy (mpi.SendCopy), and
+// InitRemote, whose header message goes from a copy (mpix.SendCopy), and
 // finalizes at once; rank 1 takes it only 3 s later. Rank 0's Finalize
 // waits for it, as a blocking send would have, and the job succeeds:
 // the send from a copy does not turn a late receiver into a failure.

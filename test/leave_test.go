@@ -103,7 +103,7 @@ func dropIRecv() {
 const leaveBig = 8 << 20
 
 // leaveJoined is the storage of the consolidated Send that travels in the
-// header message, joined to it (mpi.SendConcat): past the eager limit.
+// header message, joined to it (mpix.SendConcat): past the eager limit.
 const leaveJoined = 12 << 10
 
 // waitForRank1 makes a call that waits for rank 1 of g: a collective, a

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/log"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
@@ -53,8 +54,8 @@ type stallInitResult struct {
 	Ms        float64  // its duration
 	Abandoned bool     // the error wraps tensordict.ErrReceiveAbandoned
 	Deadline  bool     // and context.DeadlineExceeded
-	InFlight  int      // mpi.InFlight just after the error
-	DrainedMs float64  // from the error until mpi.InFlight was 0 (-1: never)
+	InFlight  int      // mpix.InFlight just after the error
+	DrainedMs float64  // from the error until mpix.InFlight was 0 (-1: never)
 	Left      []string // memmap: the files left in the WithMemmap directory after the error
 	Written   bool     // allocator: the storage held the sender's bytes once the receive completed
 }
@@ -83,7 +84,7 @@ type stallMidResult struct {
 // waits for its bytes (rank 0 first trickles the start of it out, so that
 // it is matched). Rank 1 receives with a stallMidDeadline WithContext,
 // then waits for the abandoned receive to complete once rank 0 resumes
-// (mpi.InFlight back to 0). It writes what it saw to envDir/result. Both
+// (mpix.InFlight back to 0). It writes what it saw to envDir/result. Both
 // then meet in a barrier, run stallMidRecv, and finalize (which refuses
 // while a receive is in flight).
 func runStallMid() int {
@@ -225,7 +226,7 @@ func stallInitRecv(g *group.Group, name string) (stallInitResult, int) {
 		r.Abandoned = errors.Is(err, tensordict.ErrReceiveAbandoned)
 		r.Deadline = errors.Is(err, context.DeadlineExceeded)
 	}
-	r.InFlight = mpi.InFlight()
+	r.InFlight = mpix.InFlight()
 	if name == "memmap" {
 		entries, _ := os.ReadDir(prefix)
 		for _, e := range entries {
@@ -239,7 +240,7 @@ func stallInitRecv(g *group.Group, name string) (stallInitResult, int) {
 		}
 	}
 	for limit := time.Now().Add(stallMidDrain); time.Now().Before(limit); time.Sleep(10 * time.Millisecond) {
-		if mpi.InFlight() == 0 {
+		if mpix.InFlight() == 0 {
 			r.DrainedMs = float64(time.Since(end).Microseconds()) / 1000
 			break
 		}
@@ -302,12 +303,12 @@ func stallMidRecv(g *group.Group) int {
 	end := time.Now()
 	r.RecvAbandoned = errors.Is(err, tensordict.ErrReceiveAbandoned)
 	r.RecvDeadline = errors.Is(err, context.DeadlineExceeded)
-	r.RecvInFlightAtError = mpi.InFlight()
+	r.RecvInFlightAtError = mpix.InFlight()
 	r.Again, r.AgainMs, err = recvWithin(stallMidDeadline)
 	r.AgainAbandoned = errors.Is(err, tensordict.ErrReceiveAbandoned)
 	r.RecvDrainedMs = -1
 	for limit := time.Now().Add(stallMidDrain); time.Now().Before(limit); time.Sleep(10 * time.Millisecond) {
-		if mpi.InFlight() == 0 {
+		if mpix.InFlight() == 0 {
 			r.RecvDrainedMs = float64(time.Since(end).Microseconds()) / 1000
 			break
 		}

@@ -31,8 +31,10 @@ import (
 	"runtime"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
+	"github.com/tdmpi/tdmpi/internal/tensorx"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -414,7 +416,7 @@ type Holds struct {
 // Add holds st for the transfer (nil: nothing), or returns an error
 // wrapping tensor.ErrReleased if st was released.
 func (h *Holds) Add(st *tensor.Storage) error {
-	if st == nil || !(st.External() || st.Reusable()) {
+	if st == nil || !(st.External() || tensorx.Reusable(st)) {
 		return nil
 	}
 	if st == h.first || (len(h.more) > 0 && h.more[len(h.more)-1] == st) {
@@ -438,14 +440,14 @@ func (h *Holds) Empty() bool { return h.first == nil }
 // the transfer ended without an error (every MPI operation it started
 // has completed), else once every MPI operation in flight now has (those
 // the transfer gave up at its context's end among them; see
-// mpi.AfterInFlight). h is empty afterwards; a nil h holds nothing.
+// mpix.AfterInFlight). h is empty afterwards; a nil h holds nothing.
 func (h *Holds) End(err error) {
 	if h == nil || h.first == nil {
 		return
 	}
 	if err != nil {
 		held := *h
-		mpi.AfterInFlight(held.unhold)
+		mpix.AfterInFlight(held.unhold)
 	} else {
 		h.unhold()
 	}

@@ -18,7 +18,7 @@ var Of func(st any) ([]byte, bool)
 // transfer holds every storage it hands to MPI from before it takes the
 // storage's bytes until MPI no longer uses them: one that gave up
 // operations on them (at its context's end) ends its holds only once
-// those have completed (mpi.AfterInFlight). Package tensor sets them.
+// those have completed (mpix.AfterInFlight). Package tensor sets them.
 var (
 	Hold   func(st any) bool
 	Unhold func(st any)

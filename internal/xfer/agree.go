@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -120,7 +121,7 @@ func sendRecv[T ordered](s Step, out []T, to int, got []T, from int) (mpi.Status
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(got))), len(got)*int(unsafe.Sizeof(got[0])))
 	var m mpi.Message
-	st, ok, ended, err := mpi.RecvExactUntil(&m, s.Comm, b, from, AgreeTag, proto.Departed(s.Group))
+	st, ok, ended, err := mpix.RecvExactUntil(&m, s.Comm, b, from, AgreeTag, proto.Departed(s.Group))
 	switch {
 	case ended:
 		return st, s.departed()

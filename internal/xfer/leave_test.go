@@ -15,6 +15,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
@@ -92,10 +93,10 @@ func TestSendPeerLeft(t *testing.T) {
 			assert.NoError(t, err, "a message MPI sends eagerly")
 			assert.False(t, gone)
 			require.NoError(t, mpi.Send(lib, []byte{1}, 1, doneTag))
-			for limit := time.Now().Add(time.Minute); mpi.InFlight() > 0 && time.Now().Before(limit); {
+			for limit := time.Now().Add(time.Minute); mpix.InFlight() > 0 && time.Now().Before(limit); {
 				time.Sleep(time.Millisecond)
 			}
-			assert.Zero(t, mpi.InFlight(), "the send given up completed once received")
+			assert.Zero(t, mpix.InFlight(), "the send given up completed once received")
 		})
 	}
 }

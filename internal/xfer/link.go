@@ -15,6 +15,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -109,7 +110,7 @@ func (l *Link) SendMessages(msgs [][]byte, tags []int, name func(int) string) (g
 	if len(msgs) == 1 {
 		// One message: posting it and waiting for it is one call into C,
 		// with no Request unless the context ends first.
-		ended, err := mpi.SendUntil(l.Comm, msgs[0], l.Peer, tags[0], l.Ctx.Done())
+		ended, err := mpix.SendUntil(l.Comm, msgs[0], l.Peer, tags[0], l.Ctx.Done())
 		switch {
 		case err != nil:
 			return false, fmt.Errorf("sending %s: %w", name(0), err)
@@ -124,7 +125,7 @@ func (l *Link) SendMessages(msgs [][]byte, tags []int, name func(int) string) (g
 	return n > 0, errors.Join(err, werr)
 }
 
-// copySendMin is the smallest message Send hands to mpi.SendCopy. Open
+// copySendMin is the smallest message Send hands to mpix.SendCopy. Open
 // MPI's shared-memory transport sends up to 256 bytes inline (its
 // max_inline_send): a blocking send of those returns at once. A larger
 // one returns only once the receiving process has entered MPI and taken
@@ -137,11 +138,11 @@ const copySendMin = 257
 
 // Send sends b to rank dest of c with tag, as a blocking mpi.Send: b may
 // be reused once it returns. A message of copySendMin to
-// mpi.CopySendMax bytes goes from a copy (mpi.SendCopy), which does not
+// mpix.CopySendMax bytes goes from a copy (mpix.SendCopy), which does not
 // wait for the receiver to take it.
 func Send(c *mpi.Comm, b []byte, dest, tag int) error {
-	if len(b) >= copySendMin && len(b) <= mpi.CopySendMax {
-		if sent, err := mpi.SendCopy(c, b, dest, tag); sent || err != nil {
+	if len(b) >= copySendMin && len(b) <= mpix.CopySendMax {
+		if sent, err := mpix.SendCopy(c, b, dest, tag); sent || err != nil {
 			return err
 		}
 	}
@@ -151,7 +152,7 @@ func Send(c *mpi.Comm, b []byte, dest, tag int) error {
 // EagerSendMax returns the size of the largest message that MPI sends
 // without its receiver, eagerly, on every transport of the MPI library in
 // use: Open MPI's smallest eager limit is its shared-memory transport's,
-// 4 KiB counting its own headers (mpi.CopySendMax, 4000 bytes, stays
+// 4 KiB counting its own headers (mpix.CopySendMax, 4000 bytes, stays
 // under it; its TCP transport's is 64 KiB), and MPICH's shared memory
 // moved 8192 bytes in 1.8 us one way, 8256 in 6.5 (a rendezvous). A
 // blocking send of such a message completes whether or not the receiver
@@ -163,13 +164,13 @@ func EagerSendMax() int {
 	if mpi.Library() == mpi.FamilyMPICH {
 		return 8 << 10
 	}
-	return mpi.CopySendMax
+	return mpix.CopySendMax
 }
 
 // Send sends b to l's peer with tag, blocking: b may be reused once it
 // returns with gone false. A message of at most EagerSendMax bytes is
 // sent as Send sends it. A larger one is posted and waited for in C
-// (mpi.SendUntil) until it completes or the peer leaves l's group
+// (mpix.SendUntil) until it completes or the peer leaves l's group
 // (proto.Gone): the send, which the peer will never take, is then handed
 // to package mpi (Request.Abandon), which keeps b pinned until it
 // completes, gone is true, and the error wraps group.ErrPeerLeft naming
@@ -182,7 +183,7 @@ func (l *Link) Send(b []byte, tag int) (gone bool, err error) {
 	if err := l.PeerGone(); err != nil {
 		return false, err
 	}
-	ended, err := mpi.SendUntil(l.Comm, b, l.Peer, tag, proto.Gone(l.Group, l.Peer))
+	ended, err := mpix.SendUntil(l.Comm, b, l.Peer, tag, proto.Gone(l.Group, l.Peer))
 	if ended {
 		return true, l.leftDuring()
 	}
@@ -190,18 +191,18 @@ func (l *Link) Send(b []byte, tag int) (gone bool, err error) {
 }
 
 // SendJoined sends head followed by tail to l's peer on tag as one
-// message, MPI reading both where they lie (mpi.SendConcat), blocking,
+// message, MPI reading both where they lie (mpix.SendConcat), blocking,
 // and returns when both may be reused (gone false); an error names the
 // message name(0), as SendMessages does. As Send does, a message longer
 // than EagerSendMax waits until it completes or the peer leaves l's
-// group (mpi.SendConcatUntil): then gone is true, head and tail stay
+// group (mpix.SendConcatUntil): then gone is true, head and tail stay
 // MPI's, and the error wraps group.ErrPeerLeft.
 func (l *Link) SendJoined(head, tail []byte, tag int, name func(int) string) (gone bool, err error) {
 	if len(head)+len(tail) <= EagerSendMax() {
-		err = mpi.SendConcat(l.Comm, head, tail, l.Peer, tag)
+		err = mpix.SendConcat(l.Comm, head, tail, l.Peer, tag)
 	} else if err = l.PeerGone(); err == nil {
 		var ended bool
-		ended, err = mpi.SendConcatUntil(l.Comm, head, tail, l.Peer, tag, proto.Gone(l.Group, l.Peer))
+		ended, err = mpix.SendConcatUntil(l.Comm, head, tail, l.Peer, tag, proto.Gone(l.Group, l.Peer))
 		if ended {
 			gone, err = true, l.leftDuring()
 		}
@@ -303,7 +304,7 @@ func awaitSends(reqs []*mpi.Request, gone <-chan struct{}) error {
 				return errGone
 			default:
 			}
-			mpi.Yield()
+			mpix.Yield()
 		}
 	}
 	return errors.Join(errs...)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -17,7 +18,7 @@ import (
 
 // Probe matches the next message from src with tag on c into *m,
 // waiting for it until ctx ends: with a blocking matched probe when no
-// background receive is pending (mpi.MprobeUntil, which checks ctx
+// background receive is pending (mpix.MprobeUntil, which checks ctx
 // between the slices of its wait in C), and otherwise by polling with
 // Improbe (see Poll), stepping the pending background receives (StepAll)
 // while nothing has come. It returns ctx's error (wrapped by the caller)
@@ -30,7 +31,7 @@ import (
 func Probe(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message) (st mpi.Status, err error) {
 	if Pending() == 0 {
 		if done := ctx.Done(); done != nil {
-			st, ended, err := mpi.MprobeUntil(m, c, src, tag, done)
+			st, ended, err := mpix.MprobeUntil(m, c, src, tag, done)
 			if ended {
 				return st, ctx.Err()
 			}
@@ -41,7 +42,7 @@ func Probe(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message) (st m
 			if left != nil {
 				return lastProbe(c, src, tag, m, left)
 			}
-			st, ended, err := mpi.MprobeUntil(m, c, src, tag, done)
+			st, ended, err := mpix.MprobeUntil(m, c, src, tag, done)
 			if !ended {
 				return st, err
 			}
@@ -101,7 +102,7 @@ func lastProbe(c *mpi.Comm, src, tag int, m *mpi.Message, left error) (mpi.Statu
 // ProbeRecv is Probe that receives the message too when it can: when no
 // background receive needs polling and the message is exactly len(guess)
 // bytes, it is received into guess in the same call into MPI
-// (mpi.RecvExactUntil) and got is true; bounded by a context that can
+// (mpix.RecvExactUntil) and got is true; bounded by a context that can
 // end, only when guess is at most eagerMax bytes (a message whose bytes
 // arrive with its match: a larger one is received with MPI_Imrecv, which
 // can be given up, see RecvMatched). Otherwise the message is left
@@ -114,7 +115,7 @@ func ProbeRecv(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message, g
 		return st, false, err
 	}
 	if done := ctx.Done(); done != nil {
-		st, got, ended, err := mpi.RecvExactUntil(m, c, guess, src, tag, done)
+		st, got, ended, err := mpix.RecvExactUntil(m, c, guess, src, tag, done)
 		if ended {
 			return st, false, ctx.Err()
 		}
@@ -126,7 +127,7 @@ func ProbeRecv(ctx context.Context, c *mpi.Comm, src, tag int, m *mpi.Message, g
 			st, err := lastProbe(c, src, tag, m, left)
 			return st, false, err
 		}
-		st, got, ended, err := mpi.RecvExactUntil(m, c, guess, src, tag, done)
+		st, got, ended, err := mpix.RecvExactUntil(m, c, guess, src, tag, done)
 		if !ended {
 			return st, got, err
 		}
@@ -251,7 +252,7 @@ const eagerMax = 1024
 // transfer's own), so that it takes the messages in their order. Without
 // a context that can end, it does not allocate, and it makes the two MPI
 // calls of a plain receive (MPI_Mprobe, MPI_Mrecv, in one call into C:
-// mpi.RecvExact) unless background receives are pending: it then polls,
+// mpix.RecvExact) unless background receives are pending: it then polls,
 // and steps them meanwhile.
 //
 // When ctx can end, the wait for the message's bytes is bounded too
@@ -283,7 +284,7 @@ func RecvExact(ctx context.Context, c *mpi.Comm, buf []byte, src, tag int) error
 // MPI_Mrecv when ctx cannot end or the message is at most eagerMax bytes
 // (its bytes have then arrived with its match), and otherwise with
 // MPI_Imrecv, waited for in C until it completes or ctx ends
-// (mpi.MrecvUntil); then the receive is abandoned and the error wraps
+// (mpix.MrecvUntil); then the receive is abandoned and the error wraps
 // ErrAbandoned and ctx's error (buf stays in MPI's hands). what names the
 // message in that error.
 func RecvMatched(ctx context.Context, m *mpi.Message, buf []byte, what string) error {
@@ -296,7 +297,7 @@ func recvMatched(ctx context.Context, m *mpi.Message, buf []byte, what func() st
 		_, err := mpi.Mrecv(m, buf)
 		return err
 	}
-	_, ended, err := mpi.MrecvUntil(m, buf, ctx.Done())
+	_, ended, err := mpix.MrecvUntil(m, buf, ctx.Done())
 	if ended {
 		return fmt.Errorf("%s given up as the context ended, its receive already under way: %w: %w", what(), ErrAbandoned, ctx.Err())
 	}

@@ -13,12 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // TestSend: rank 0 sends messages around the sizes Send copies
-// (copySendMin to mpi.CopySendMax) to rank 1, which sleeps outside MPI
+// (copySendMin to mpix.CopySendMax) to rank 1, which sleeps outside MPI
 // before each receive, and overwrites its buffer once each Send returns:
 // every message arrives as it was when sent, and a Send of a size it
 // copies returns without waiting for the receiver (Open MPI over shared
@@ -31,7 +32,7 @@ func TestSend(t *testing.T) {
 		return
 	}
 	const asleep = 300 * time.Millisecond // the bound below is half of it: a loaded machine may deschedule a rank
-	sizes := []int{1, copySendMin - 1, copySendMin, 1000, mpi.CopySendMax, mpi.CopySendMax + 1}
+	sizes := []int{1, copySendMin - 1, copySendMin, 1000, mpix.CopySendMax, mpix.CopySendMax + 1}
 	content := func(i, n int) []byte { return bytes.Repeat([]byte{byte(3*i + 1)}, n) }
 	for i, n := range sizes {
 		name := fmt.Sprintf("%d bytes", n)
@@ -41,7 +42,7 @@ func TestSend(t *testing.T) {
 			require.NoError(t, Send(c, buf, 1, 7), name)
 			took := time.Since(t0)
 			copy(buf, content(i+1, n))
-			if n >= copySendMin && n <= mpi.CopySendMax {
+			if n >= copySendMin && n <= mpix.CopySendMax {
 				assert.Less(t, took, asleep/2, "%s: Send waited for the receiver", name)
 			}
 			continue

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -138,7 +139,7 @@ func (s Step) Wait(r *mpi.Request, err error) error {
 				return s.departed()
 			default:
 			}
-			mpi.Yield()
+			mpix.Yield()
 		}
 	}
 	for {
@@ -157,7 +158,7 @@ func (s Step) Wait(r *mpi.Request, err error) error {
 			}
 		default:
 		}
-		mpi.Yield()
+		mpix.Yield()
 	}
 }
 
@@ -192,7 +193,7 @@ func (s Step) breakGroup(cause error) error {
 
 // Bcast broadcasts buf from root. In the nonblocking form, when this
 // rank's context cannot end and the step is not deferred, it waits within
-// one call (mpi.IbcastUntil, until a rank leaves the group), which matches the other ranks' Ibcast without
+// one call (mpix.IbcastUntil, until a rank leaves the group), which matches the other ranks' Ibcast without
 // a Request: a 4000-byte first message of Broadcast took 0.76-1.0 us
 // against 1.12-1.45 with Ibcast and Wait (np 2, alternating roots).
 func Bcast[T mpi.Scalar](s Step, buf []T, root int) error {
@@ -200,7 +201,7 @@ func Bcast[T mpi.Scalar](s Step, buf []T, root int) error {
 	case s.Blocking():
 		return s.failed(mpi.Bcast(s.Comm, buf, root))
 	case s.Deferred == nil && s.Ctx.Done() == nil:
-		ended, err := mpi.IbcastUntil(s.Comm, buf, root, proto.Departed(s.Group))
+		ended, err := mpix.IbcastUntil(s.Comm, buf, root, proto.Departed(s.Group))
 		if ended {
 			return s.departed()
 		}
@@ -211,14 +212,14 @@ func Bcast[T mpi.Scalar](s Step, buf []T, root int) error {
 
 // Allreduce reduces buf in place on every rank with op. In the
 // nonblocking form, when this rank's context cannot end and the step is
-// not deferred, it waits within one call (mpi.IallreduceInPlaceUntil), as
+// not deferred, it waits within one call (mpix.IallreduceInPlaceUntil), as
 // Bcast does: the closing step of a Broadcast that no agreement preceded.
 func Allreduce[T mpi.Scalar](s Step, buf []T, op mpi.Op) error {
 	switch {
 	case s.Blocking():
 		return s.failed(mpi.AllreduceInPlace(s.Comm, buf, op))
 	case s.Deferred == nil && s.Ctx.Done() == nil:
-		ended, err := mpi.IallreduceInPlaceUntil(s.Comm, buf, op, proto.Departed(s.Group))
+		ended, err := mpix.IallreduceInPlaceUntil(s.Comm, buf, op, proto.Departed(s.Group))
 		if ended {
 			return s.departed()
 		}
