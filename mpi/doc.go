@@ -97,8 +97,8 @@
 // exchanges never took more than 7 ms. SetSpinWait changes the spin
 // period, or turns yielding and sleeping off.
 //
-// Request.Wait and Request.Await wait for an operation of at most 64 KiB
-// the same way. In the same Slurm job, a loop of small Isend/Irecv
+// Request.Wait, Request.Await and WaitAll wait for operations of at most
+// 64 KiB the same way. In the same Slurm job, a loop of small Isend/Irecv
 // exchanges waited with a context (Await) went from about 10 ms a round,
 // with stalls of up to 1.6 s, to 140-220 us, as fast as with Sendrecv. The
 // wait for a larger operation tests without pause all along: its data may
@@ -109,17 +109,17 @@
 // Linux, however short the sleep asked for.
 //
 // Every 10 us of polling, and after each sleep, a blocking receive or
-// probe, and Request.Wait on a request of one MPI operation, returns from
-// C to Go, lets the Go scheduler run (runtime.Gosched) and resumes where
-// it was. A thread
-// waiting in C holds its processor: in a rank bound to one core
-// (GOMAXPROCS=1, as mpirun binds two ranks by default) the collector and
-// the rank's other goroutines then run in the time it waits, instead of
-// after the runtime's monitor gave the processor to another thread that
-// must win the core from the one still polling. A goroutine locked to its
-// thread (runtime.LockOSThread) goes on polling instead: the scheduler
-// would hand its processor to another thread and back (20-30 us). Blocking
-// collectives and sends wait inside MPI and do not return early.
+// probe, Request.Wait on a request of one MPI operation, and WaitAll,
+// returns from C to Go, lets the Go scheduler run (runtime.Gosched) and
+// resumes where it was. A thread waiting in C holds its processor: in a
+// rank bound to one core (GOMAXPROCS=1, as mpirun binds two ranks by
+// default) the collector and the rank's other goroutines then run in the
+// time it waits, instead of after the runtime's monitor gave the
+// processor to another thread that must win the core from the one still
+// polling. A goroutine locked to its thread (runtime.LockOSThread) goes on
+// polling instead: the scheduler would hand its processor to another
+// thread and back (20-30 us). Blocking collectives and sends wait inside
+// MPI and do not return early.
 //
 // # Buffers and memory
 //

@@ -8,6 +8,8 @@ package mpi
 // #include "shim.h"
 // #cgo noescape tdmpi_wait_req
 // #cgo nocallback tdmpi_wait_req
+// #cgo noescape tdmpi_wait_all
+// #cgo nocallback tdmpi_wait_all
 // #cgo noescape MPI_Test
 // #cgo nocallback MPI_Test
 // #cgo noescape tdmpi_finish
@@ -477,9 +479,10 @@ func unlockAll(reqs []*Request) {
 // nil requests are ignored, and so are completed ones, but for the error
 // of their completion; an abandoned one is an error. The status of each
 // request is then available from its Wait method. The error joins the
-// errors of the requests that failed. When another goroutine is using one
-// of reqs, or reqs holds one twice, WaitAll waits for each in turn, as
-// Wait.
+// errors of the requests that failed. It tests the requests in a loop
+// (MPI_Testall), which pauses as Wait's does when every operation is at
+// most 64 KiB. When another goroutine is using one of reqs, or reqs holds
+// one twice, WaitAll waits for each in turn, as Wait.
 func WaitAll(reqs ...*Request) error {
 	const name = "MPI_Waitall"
 	if !lockAll(reqs) {
@@ -496,6 +499,7 @@ func WaitAll(reqs ...*Request) error {
 	defer unlockAll(reqs)
 	var hs []C.MPI_Request
 	var errs []error
+	pause := true // every operation is small enough (see pauseMaxBytes)
 	for _, r := range reqs {
 		switch {
 		case r == nil:
@@ -507,6 +511,7 @@ func WaitAll(reqs ...*Request) error {
 			errs = append(errs, r.errGone(name))
 		default:
 			hs = append(hs, r.f.hs...)
+			pause = pause && r.f.pause
 		}
 	}
 	if len(hs) == 0 {
@@ -518,7 +523,10 @@ func WaitAll(reqs ...*Request) error {
 	}
 	defer callWaitall.enter().leave()
 	sts := make([]C.MPI_Status, len(hs))
-	rc := C.MPI_Waitall(n, unsafe.SliceData(hs), unsafe.SliceData(sts))
+	var cst C.tdmpi_status // where the wait is, across its slices
+	rc := waiting(func() C.int {
+		return C.tdmpi_wait_all(n, unsafe.SliceData(hs), unsafe.SliceData(sts), &cst, cbool(pause))
+	})
 	i := 0
 	for _, r := range reqs {
 		if r == nil || r.done || r.gone {

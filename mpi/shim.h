@@ -422,6 +422,14 @@ static int tdmpi_wait_mprobe(int probe, int src, int tag, MPI_Comm c, MPI_Messag
 	}
 }
 
+// tdmpi_pause_req pauses the wait for a request after its i-th test that
+// found it pending: as tdmpi_pause with pause; without, not at all, but it
+// returns TDMPI_AGAIN every tdmpi_slice_ns (see tdmpi_wait_req).
+static inline int tdmpi_pause_req(tdmpi_status *s, unsigned i, long long *begin, int pause) {
+	if (pause) return tdmpi_pause(s, i, begin);
+	return i % 64 == 0 && tdmpi_slice_ended(tdmpi_now_ns(), begin) ? TDMPI_AGAIN : 0;
+}
+
 // tdmpi_wait_req is MPI_Wait on request *r as a loop of MPI_Test, which
 // returns TDMPI_AGAIN as tdmpi_wait_mprobe does and keeps where the wait
 // was in s. With pause (an operation small enough that a long wait is
@@ -436,11 +444,26 @@ static int tdmpi_wait_req(MPI_Request *r, tdmpi_status *s, int pause) {
 		int flag = 0;
 		int rc = MPI_Test(r, &flag, &s->st);
 		if (rc != MPI_SUCCESS || flag) return rc;
-		if (pause) {
-			if (tdmpi_pause(s, i, &begin)) return TDMPI_AGAIN;
-		} else if (i % 64 == 0 && tdmpi_slice_ended(tdmpi_now_ns(), &begin)) {
-			return TDMPI_AGAIN;
-		}
+		if (tdmpi_pause_req(s, i, &begin, pause)) return TDMPI_AGAIN;
+	}
+}
+
+// tdmpi_wait_all is MPI_Waitall on the n requests at r, statuses into sts,
+// as a loop of MPI_Testall that returns TDMPI_AGAIN and pauses as
+// tdmpi_wait_req does. Not MPI_Waitall: in MPICH 4.0.2, MPI_Waitall and
+// MPI_Wait may never return once another thread has completed their
+// request (a receive of a message the rank sent itself, matched in that
+// thread's MPI_Send): their progress loop (MPID_Progress_wait) waits for
+// progress made by its own polls, which never comes, where MPI_Test,
+// MPI_Testall and MPI_Waitany test the request after every poll
+// (TestWaitSelfSendConcurrent, testdata/mpich_self_wait.c).
+static int tdmpi_wait_all(int n, MPI_Request *r, MPI_Status *sts, tdmpi_status *s, int pause) {
+	long long begin = 0;
+	for (unsigned i = 1;; i++) {
+		int flag = 0;
+		int rc = MPI_Testall(n, r, &flag, sts);
+		if (rc != MPI_SUCCESS || flag) return rc;
+		if (tdmpi_pause_req(s, i, &begin, pause)) return TDMPI_AGAIN;
 	}
 }
 

@@ -64,7 +64,7 @@ func waitingUntil(done <-chan struct{}, call func() C.int) (rc C.int, ended bool
 
 // SetSpinWait sets how long the blocking receives and probes of this
 // package (Recv, Probe, Mprobe, Sendrecv), and the waits for
-// requests of at most 64 KiB (Request.Wait, Request.Await), poll MPI
+// requests of at most 64 KiB (Request.Wait, Request.Await, WaitAll), poll MPI
 // without pause before they yield their core to other threads after each
 // poll (sched_yield), and returns the previous value. 0 or less never pauses:
 // every wait polls without pause, as MPI_Mprobe does. The default,
