@@ -195,11 +195,11 @@
 // message costs a network latency; an InitRemote's of up to 64 KiB) is
 // sent without
 // copying the storage into it: MPI reads the two parts where they lie, as
-// one message in two blocks (mpix.SendConcat), which Open MPI moves faster
-// than a contiguous one on the machine tdmpi is developed on. The
-// receiver of such an InitRemote, once it has seen one of that layout
-// from the sender, takes a storage of 16 KiB or more apart from the rest,
-// straight into the result's memory (mpix.MrecvConcat).
+// one message in two blocks, which Open MPI moves faster than a
+// contiguous one on the machine tdmpi is developed on. The receiver of
+// such an InitRemote, once it has seen one of that layout from the
+// sender, takes a storage of 16 KiB or more apart from the rest, straight
+// into the result's memory.
 //
 // A TensorDict also remembers what the calls work out of it while none of
 // its nodes is edited: Send and Recv their layout and messages, the

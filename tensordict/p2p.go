@@ -161,7 +161,7 @@ func storageTravel(head, total, most int) (copied, joined bool) {
 // tensors, which arrive as they are when MPI reads them, so change them
 // only once the receiver has received, and do not release their storage
 // before (MPI would read freed memory). Package mpi completes the given-up
-// sends as MPI lets it (mpix.InFlight counts them), and group.Finalize
+// sends as MPI lets it, and group.Finalize
 // refuses with mpi.ErrBusy while a receiver has not taken them. Without a
 // context that can end, Send makes blocking sends and allocates nothing
 // in the steady state; with one, it allocates a request per message.
