@@ -102,6 +102,6 @@
 //	           WithAllProcs
 //	procs.go   GOMAXPROCS: each rank's fair share of the CPUs it shares
 //	errors.go  ErrFreed, ErrNotMember, ErrNotInitialized, ErrBroken,
-//	           ErrPeerLeft, and the error
-//	           text that names the group
+//	           ErrPeerLeft, ErrOrder, and the error text that names the
+//	           group
 package group

@@ -42,3 +42,8 @@ var (
 func (g *Group) errorf(op, format string, args ...any) error {
 	return fmt.Errorf("group: %s: rank %d of %d: %w", op, g.rank, g.size, fmt.Errorf(format, args...))
 }
+
+// ErrOrder is wrapped by the error of New when the members of the new
+// group listed its ranks in different orders (MPI_Comm_create_group needs
+// one order: the subgroup's ranks would differ between its members).
+var ErrOrder = errors.New("members list the ranks in different orders")

@@ -4,7 +4,6 @@
 package group
 
 import (
-	"errors"
 	"hash/fnv"
 	"slices"
 
@@ -51,11 +50,6 @@ func (g *Group) New(ranks []int) (*Group, error) {
 	log.Logger().Debug().Stringer("parent", g).Ints("ranks", ranks).Stringer("group", sub).Msg("group: New")
 	return sub, nil
 }
-
-// ErrOrder is wrapped by the error of New when the members of the new
-// group listed its ranks in different orders (MPI_Comm_create_group needs
-// one order: the subgroup's ranks would differ between its members).
-var ErrOrder = errors.New("members list the ranks in different orders")
 
 // sameOrder checks, before MPI_Comm_create_group (which would hang or
 // build inconsistent groups otherwise), that every member passed ranks in

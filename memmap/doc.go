@@ -55,8 +55,9 @@
 //	            file is replaced by rename
 //	read.go     ReadFile: a tensor file read into memory
 //	file.go     File, the mapping behind a tensor: Of, Is, Filename, Flush,
-//	            Close; Guard and ErrFault for truncated files
+//	            Close; Guard for truncated files
 //	shared.go   one shared mapping per file while it is in use
 //	options.go  Option: ExistsOK, Private, HardLinks
-//	open.go     ErrHardLink
+//	open.go     the refusal of files with several hard links
+//	errors.go   ErrFault, ErrHardLink
 package memmap

@@ -111,13 +111,6 @@ func (f *File) newTensor(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 	return t, nil
 }
 
-// ErrFault is wrapped by the errors of Guard, and of the functions of
-// packages memmap and tensordict that read or write mapped memory
-// themselves, when the memory faulted: a page past the end of a file that
-// another process truncated after it was mapped (which the kernel reports
-// with SIGBUS).
-var ErrFault = mem.ErrFault
-
 // Guard runs f and returns its error, or an error wrapping ErrFault if f
 // touched a page of a mapping that is no longer backed (debug.SetPanicOnFault
 // on for f). Use it around your own reads and writes of memory-mapped

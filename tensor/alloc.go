@@ -7,15 +7,6 @@ import (
 	"github.com/tdmpi/tdmpi/internal/mem"
 )
 
-// ErrNoMemory is wrapped by the error of an operation whose result (or a
-// temporary it needs) would not fit: its element or byte count overflows
-// an int, or its bytes are more than the machine (or the process's control
-// group) has available. The size is checked before anything is allocated,
-// so that a request no machine could meet is an error, as torch raises
-// one, and not the Go runtime's fatal "out of memory". It is the same
-// value as tensordict.ErrNoMemory.
-var ErrNoMemory = mem.ErrNoMemory
-
 // alloc returns a new contiguous tensor of dtype dt and the given shape on
 // the Go heap, zeroed if zero is set (otherwise the caller writes every
 // element before anything reads them), or an error naming op if the shape

@@ -119,7 +119,8 @@
 // # Files
 //
 //	alloc.go             allocating results with their size checked first;
-//	                     New, ContiguousChecked, ErrNoMemory
+//	                     New, ContiguousChecked
+//	errors.go            ErrNoMemory, ErrReleased
 //	tensor.go            Tensor: constructors (Empty, Zeros, FromStorage,
 //	                     FromBytes, FromSlice, Data), shape and stride accessors,
 //	                     Contiguous, Clone, CopyFrom, Expand, Reshape

@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -259,11 +258,6 @@ func (s *Storage) unhold() {
 		s.parent.unhold()
 	}
 }
-
-// ErrReleased is wrapped by every error about a tensor or storage whose
-// Storage was released (a closed memory map, a freed off-heap buffer), so
-// callers can test for it with errors.Is.
-var ErrReleased = errors.New("storage was released")
 
 // liveBytes returns the whole storage, or an error naming op if s was
 // released.

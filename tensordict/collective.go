@@ -24,19 +24,6 @@ var collErrors = coll.Errors{
 	},
 }
 
-// ErrConcurrent is matched (errors.Is) by the error of a collective on a
-// group on which some rank has run two collectives at once, from two
-// goroutines. MPI pairs collectives by their order on each rank, so such
-// calls could combine different TensorDicts without any error: instead,
-// from the first call a rank finds another one running beside it, every
-// collective on that group fails on every rank (see proto.Collective)
-// and moves nothing. Run concurrent collectives on groups of their own
-// (group.Group.New). A rank whose goroutines happen to run one after the
-// other, in an order that differs from another rank's, cannot be told
-// apart from a correct program; that is MPI's own rule, which tdmpi cannot
-// check.
-var ErrConcurrent = coll.ErrConcurrent
-
 // runCollective checks the resolved options o, takes the group's protocol
 // lock and runs f, then the closing step (closeCollective). It logs the
 // start (with root, unless negative, and bytes(rank), when bytes is not
@@ -65,47 +52,6 @@ func runCollectiveAsync(op string, root int, bytes func(rank int) int64, o remot
 	}
 	return &Pending{c: p}, nil
 }
-
-// PeerError is returned by a collective on the ranks that were ready when
-// another rank of the group was not: its own error is passed to all.
-type PeerError struct {
-	Op   string // the collective, such as "AllReduce"
-	Rank int    // the group rank that failed
-	Msg  string // its error text, truncated to 1 KiB
-}
-
-// Error returns "rank <r> failed: <its error>". The collective returns it
-// wrapped with its own name and rank.
-func (e *PeerError) Error() string {
-	return fmt.Sprintf("rank %d failed: %s", e.Rank, e.Msg)
-}
-
-// StructureError is returned by AllReduce, Reduce and GatherAndStack on
-// every rank (it matches ErrMismatch with errors.Is) when the ranks' TensorDicts differ in structure: keys, dtypes
-// or shapes of their tensor leaves, or batch size. The check runs before
-// any payload moves, so no rank is left waiting.
-type StructureError struct {
-	Op   string // the collective, such as "AllReduce"
-	Ref  int    // the rank whose structure the others were compared with
-	Rank int    // the first rank whose structure differs from Ref's
-	// Key is the first differing leaf in sorted depth-first order, or nil
-	// when the batch sizes differ.
-	Key    Key
-	Detail string // what differs, such as "float32[3] on rank 2, float32[4] on rank 0"
-}
-
-// Error returns a message naming the ranks and the key.
-func (e *StructureError) Error() string {
-	where := "batch size"
-	if e.Key != nil {
-		where = "key " + e.Key.String()
-	}
-	return fmt.Sprintf("structure of rank %d differs from rank %d at %s: %s", e.Rank, e.Ref, where, e.Detail)
-}
-
-// Is reports whether target is ErrMismatch, so that errors.Is(err,
-// ErrMismatch) holds for collectives as it does for Recv.
-func (e *StructureError) Is(target error) bool { return target == ErrMismatch }
 
 // sortedLeaves returns td's tensor leaves in sorted depth-first order, the
 // order every rank reduces them in, whatever order they were inserted in.

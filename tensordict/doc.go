@@ -263,7 +263,7 @@
 // index.go (Index, Slice, Mask, Stack, Unbind), compare.go (equality,
 // DiffStructure, the structure descriptor), nontensor.go (non-tensor
 // values, NonTensorStack), tensorclass.go, format.go (String, WriteTree,
-// PythonRepr). The algebra: algebra_shape.go (Cat, Split, Reshape and the
+// PythonRepr), errors.go (the errors every part returns). The algebra: algebra_shape.go (Cat, Split, Reshape and the
 // other views), algebra_arith.go, algebra_reduce.go, algebra_index.go
 // (SetAt, GetAt) and algebra_zip.go (the walk over several TensorDicts).
 // Formats: layout.go and consolidate.go (the consolidated layout and its
@@ -274,8 +274,8 @@
 //
 // Communication, as adapters over internal/xfer (the transfer protocol:
 // links, probes and receives bounded by a context, chunks, drains, tag
-// plans and tag locks, background receives, collective steps, logging) and internal/wire (the
-// frames): comm_options.go (the option families), remote.go (InitRemote
+// plans and tag locks, background receives, collective steps, logging)
+// and internal/wire (the frames): comm_options.go (the option families), remote.go (InitRemote
 // and FromRemoteInit point to point, receive storage), remote_kept.go (the
 // structures kept between InitRemote's two sides), remote_bcast.go
 // (their broadcast mode), p2p.go and p2p_state.go (Send, Recv and a
@@ -284,7 +284,7 @@
 // non-tensor values a Recv takes),
 // and the collectives, as adapters over internal/coll (their runner,
 // agreements, reduce kernels, steps and blocks): collective.go (the leaf
-// plan and errors the collectives share), collective_broadcast.go
+// plan the collectives share), collective_broadcast.go
 // (Broadcast, IBroadcast), collective_reduce.go (AllReduce, Reduce,
 // IAllReduce, IReduce and their ops), collective_gather.go (AllGather,
 // IAllGather, GatherAndStack, Scatter), torch.go (WithTorch, over

@@ -245,10 +245,6 @@ func (td *TensorDict) Release() error {
 	return errors.Join(r.errs...)
 }
 
-// ErrShared is wrapped by the error of Release on a nested TensorDict
-// that shares its root's consolidated storage.
-var ErrShared = errors.New("storage is shared with the TensorDict this one is nested in")
-
 // releaser is Release's walk: the storages it released, each once, and
 // their errors. The leaves of a consolidated or received TensorDict all
 // view one storage, which takes no map to remember.

@@ -115,12 +115,6 @@ func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
 	}
 }
 
-// ErrRewritten is wrapped by the error of a LoadMemmap during which the
-// directory's meta.json was replaced or removed, every time it tried: a
-// writer that does not take this package's lock (Python tensordict, say)
-// was rewriting the directory, and what was mapped may mix two saves.
-var ErrRewritten = errors.New("directory was rewritten while it was loaded")
-
 // loadAttempts is how many times LoadMemmap loads a directory that keeps
 // changing under it before it gives up.
 const loadAttempts = 3

@@ -11,25 +11,12 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
-	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
-
-// ErrMismatch is matched (errors.Is) by the error of a Recv (or IRecv)
-// whose TensorDict differs in structure from the sender's (keys, dtypes or
-// shapes of the leaves, the consolidated layout, or the transfer mode or
-// tags), and by a collective's *StructureError.
-var ErrMismatch = coll.ErrMismatch
-
-// ErrLimit is matched (errors.Is) by the error of a receive or a load
-// that refused what a peer or a file announced because it exceeds a limit
-// (WithMaxBytes, WithMaxMetadataBytes, WithMaxDepth, WithMaxEntries, or a
-// header's own bounds), before anything was allocated for it.
-var ErrLimit = wire.ErrLimit
 
 // MaxUserTag bounds the per-leaf tags of Send, Recv, ISend and IRecv: they
 // must lie in [0, MaxUserTag). Pseudo-random tags lie in [0, 10000).

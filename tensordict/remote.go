@@ -1480,36 +1480,6 @@ func checkRoomFor(td *TensorDict, consolidated bool, total int64) error {
 	return mem.CheckAvailable(total)
 }
 
-// ErrNoMemory is wrapped by the error of an operation that would need more
-// memory than this process can still allocate (MemAvailable of
-// /proc/meminfo, lowered to the room under the process's cgroup memory
-// limit), or a size that overflows an int, checked before anything is
-// allocated:
-//   - a receive (FromRemoteInit, Broadcast, AllGather, Scatter) whose peer
-//     announces a storage that large: it fails before allocating, and the
-//     sender is released as for any refused transfer;
-//   - an operation whose result (or a temporary it needs) would be that
-//     large, such as a Contiguous copy of a large Expand or a Consolidate:
-//     the methods that return an error return it, and those whose
-//     signatures have none (Clone, Contiguous, To, the Scalar forms) panic
-//     with it, naming the key (see the package documentation's Errors).
-//
-// It is the same value as tensor.ErrNoMemory. The check is not a
-// reservation: memory other processes take afterwards can still run the
-// machine out.
-var ErrNoMemory = mem.ErrNoMemory
-
-// ErrReceiveAbandoned is wrapped, with the context's error, by the error of
-// a receive with WithContext (FromRemoteInit, Recv, IRecv) whose context
-// ended while MPI was writing a large message into its memory, as when the
-// sender's link dies in the middle of the payload. A matched receive cannot
-// be cancelled: it is left to MPI, which may still write that memory until
-// the message completes, if ever. A storage this package allocated is
-// dropped (MPI keeps it reachable until then); memory the caller owns (the
-// storage of WithAllocator, the leaves of Recv's TensorDict) must not be
-// read as received data or reused while MPI may write it.
-var ErrReceiveAbandoned = xfer.ErrAbandoned
-
 // logBytes returns the bytes of td's tensor leaves for a start line (see
 // runCollective); td may be nil.
 func (td *TensorDict) logBytes(int) int64 { return tensorBytes(td) }

@@ -1,7 +1,6 @@
 package tensordict
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,23 +9,6 @@ import (
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/memmap"
 	"github.com/tdmpi/tdmpi/tensor"
-)
-
-// Errors that the methods of TensorDict wrap, so callers can test for them
-// with errors.Is.
-var (
-	// ErrNotFound is wrapped by errors about a key that has no entry.
-	ErrNotFound = errors.New("key not found")
-	// ErrLocked is wrapped by errors about adding or removing an entry of a
-	// locked TensorDict.
-	ErrLocked = errors.New("tensordict is locked")
-	// ErrKind is wrapped by errors about an entry of the wrong kind, such as
-	// Get of a nested TensorDict or GetTD of a tensor.
-	ErrKind = errors.New("wrong kind of entry")
-	// ErrNil is wrapped by the errors of methods called on a nil
-	// *TensorDict. Methods that return no error treat a nil *TensorDict as
-	// empty (Len is 0, Keys is empty) or return nil (Clone).
-	ErrNil = errors.New("nil *TensorDict")
 )
 
 // nilError is the error of op called on a nil *TensorDict.
