@@ -457,7 +457,7 @@ func rebuild(cl *coll.Call, from int, st *tensor.Storage, meta []byte, class str
 	if st.Released() {
 		return nil, cl.Errorf("from rank %d: %w", from, tensor.ErrReleased)
 	}
-	td, _, err := fromConsolidatedCached(cl.Group, st, nil, meta, nil)
+	td, _, err := fromConsolidatedCached(cl.Group, st, nil, meta)
 	if err != nil {
 		return nil, cl.Errorf("from rank %d: %w", from, err)
 	}

@@ -230,16 +230,6 @@ func WithMemmap(prefix string) RemoteOption {
 // bytes, 8-byte aligned, which the receive overwrites whole. Its old
 // contents and anything still viewing them are the caller's concern.
 //
-// In a point-to-point stream of small TensorDicts (whose storage travels
-// in the header message) of one structure and size from one peer, without
-// WithContext, the receive calls alloc before the message arrives, for the
-// size the last ones had, and builds the result over that storage while it
-// waits. A message that then does not fit leaves that storage unused
-// (tdmpi keeps no reference to it), and alloc is called again, as above.
-// An error from that early call is not reported: the receive goes on
-// without a prepared result and calls alloc again. alloc may thus be
-// called twice in one receive.
-//
 // It lets a loop reuse memory: hand back the storage of a previous result
 // that is no longer used (its ConsolidatedStorage) instead of having the
 // runtime find, and the kernel fault in, hundreds of megabytes for every

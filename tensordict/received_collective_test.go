@@ -82,9 +82,7 @@ func recvCheck(t testing.TB, td *TensorDict, batch []int, want []float32, msg st
 // rank with InitRemote, in rank order; rank r receives it with
 // FromRemoteInit and scales it by r+1 in place, so that rank r holds
 // recvSeedBase times r+1 in a small received result, whose storage shares
-// one allocation with its tree (a template copy, see template.go). No
-// context: from the third receive from rank 0 on, the result is prepared
-// before its frame arrives, and the frame received into that allocation.
+// one allocation with its tree (a template copy, see template.go).
 func recvSmall(t *testing.T, g *group.Group) *TensorDict {
 	t.Helper()
 	r := g.Rank()
@@ -132,7 +130,7 @@ func TestCollectivesOnReceivedResult(t *testing.T) {
 		ranks[i] = float32(i + 1)
 	}
 	recvRun(t, "AllReduce", func(t *testing.T) {
-		// Three receives: the third (as any later one) is prepared.
+		// Three receives in a row, each a copy of one template.
 		for range 3 {
 			td := recvSmall(t, g)
 			require.NoError(t, td.AllReduce(ReduceSum))

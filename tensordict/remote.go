@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"unsafe"
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
@@ -597,13 +596,6 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // arrives as an ordinary leaf; a tensorclass keeps its class name (see
 // FromRemoteInitAs).
 //
-// A small TensorDict (under 4 KiB of storage) whose structure and size
-// repeat those of the last two from the same peer is received into its
-// result: without WithContext, WithMemmap or WithAllocator, the receiver
-// makes the result before it waits, and the frame, once it is found to
-// fit, needs no copy. A frame that does not fit is received as any other
-// (the result made for it, a few KiB, is left to the collector).
-//
 // With WithContext, a receive still waiting for the header, or for the
 // storage, when the context ends returns an error wrapping ctx.Err(). If
 // MPI was already writing the storage (a large chunk of it), that receive
@@ -649,29 +641,14 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 // recvInit is the point-to-point receiving side of InitRemote.
 func (l *link) recvInit() (*TensorDict, error) {
 	lim := l.o.limits()
-	sizes := initFrames.Of(l.Group)
-	sizes.mu.Lock()
-	last := sizes.last[l.Peer]
-	sizes.mu.Unlock()
-	maxFrame := lim.MaxFrame(initInlineMax)
-	var prepared preparedInit // on the stack
-	pre := l.prepareInit(&prepared, last, maxFrame)
-	frame, split, err := l.recvInitFrame(lim, maxFrame, last, pre)
+	frame, split, err := l.recvInitFrame(lim, lim.MaxFrame(initInlineMax))
 	if err != nil {
 		return nil, err
 	}
-	if pre != nil && !pre.in(frame) {
-		pre = nil // another size: received apart from it
-	}
-	if pre == nil || pre.alloc != nil {
-		defer xfer.PutMsgBuf(frame)
-	}
-	if pre != nil && last.known.accepts(frame, pre, lim) && pre.fill(frame[wire.Size:]) {
-		td := pre.td
-		td.cons.base, td.cons.end = 0, pre.tp.stLen
-		td.class = last.known.class
-		return td, nil
-	}
+	// The frame goes back to its pool: the storage is a copy (or was
+	// received apart), and nothing else built from the frame refers to
+	// its bytes.
+	defer xfer.PutMsgBuf(frame)
 	f, apart := split.f, split.st // apart: the inline storage, received apart
 	if apart == nil {
 		f, err = wire.ParseFrame(frame, lim)
@@ -694,24 +671,14 @@ func (l *link) recvInit() (*TensorDict, error) {
 	if f.Flags&wire.FlagKeep != 0 {
 		l.keepInit(&f)
 	}
-	var mark keptMark
 	if f.Flags&wire.FlagDescribed != 0 {
-		if mark, err = l.describeInit(&f, lim); err != nil {
+		if err := l.describeInit(&f, lim); err != nil {
 			return fail(errors.Join(err, l.drainPayload(&f.Header)))
 		}
 	}
-	// The frame goes back to its pool: the storage is a copy (or was
-	// received apart, or the frame is the result's own memory, prepared),
-	// and nothing else built from the frame refers to its bytes.
-	td, stor, finish, tp, err := l.buildInit(&f, true, apart, pre)
+	td, stor, finish, _, err := l.buildInit(&f, true, apart)
 	if err != nil {
 		return fail(errors.Join(err, l.drainPayload(&f.Header)))
-	}
-	if apart == nil {
-		l.noteTemplate(last, len(frame), tp)
-	}
-	if pre != nil && td == pre.td && f.Flags&(wire.FlagDescribed|wire.FlagKeep) == wire.FlagDescribed && len(frame) == wire.Size+tp.stLen {
-		l.noteKnown(&knownInit{raw: [wire.Size]byte(frame), lim: lim, tp: tp, class: td.class, mark: mark})
 	}
 	if f.Inline == nil && f.Total > 0 {
 		// The storage's bytes are received without marking them seen
@@ -748,189 +715,14 @@ type initFrameSizes struct {
 
 // initLayout is the layout of an InitRemote header message: n bytes, of
 // which the first head come before an inline storage of at least
-// splitRecvMin bytes (head 0: no such storage). When the last streak
-// messages of n bytes from the peer were received whole and their results
-// copied from template tp over their inline storage (which ends the
-// message), the next receive may be prepared (prepareInit).
+// splitRecvMin bytes (head 0: no such storage).
 type initLayout struct {
 	n, head int
-	tp      *treeTemplate
-	streak  int
-	known   *knownInit // the last header taken after every check, if any
 }
 
-// prepareStreak is how many receives in a row from a peer must build
-// their result from one template, over frames of one size, before the
-// next is prepared: a prepared result that the frame does not fit is an
-// allocation thrown away.
+// prepareStreak is how many broadcast-mode frames in a row from a root
+// must repeat one structure before the next is prepared (bcastKnown).
 const prepareStreak = 2
-
-// A preparedInit is the result of an InitRemote receive made before its
-// frame arrives, from the template the last receives from that peer used:
-// frame is the memory the whole message is received in. In a ping-pong
-// the receiver makes it while the peer works, out of the time a transfer
-// takes: a small InitRemote's receive then only checks the frame against
-// it, where it would copy the storage and the tree (0.4-0.6 us for 16
-// leaves). When the frame does not fit it (another structure or size),
-// the receive goes on as if it had not been made.
-//
-// Without WithAllocator, frame ends with the storage of td
-// (treeTemplate.prepareFrame), and the receive copies nothing. With it,
-// td views alloc, a storage the allocator returned for the expected size,
-// frame is a buffer from xfer.MsgBuf, and the receive copies the frame's
-// storage into alloc (fill): a copy of at most initInlineMax bytes, in
-// place of the tree's (see WithAllocator).
-type preparedInit struct {
-	tp    *treeTemplate
-	td    *TensorDict
-	frame []byte
-	alloc *tensor.Storage
-}
-
-// prepareInit prepares p, and returns it, for the next InitRemote frame
-// from l.Peer, whose last frames laid out as last. It returns nil, with
-// nothing made, unless the last prepareStreak receives from that peer
-// were copies of one template over frames of one size, of at most
-// maxFrame bytes and with a storage within this receive's limits; and
-// when the receive could be abandoned in MPI (a context) or builds its
-// storage in a file (WithMemmap). With WithAllocator, see
-// prepareAllocated.
-func (l *link) prepareInit(p *preparedInit, last initLayout, maxFrame int64) *preparedInit {
-	if last.tp == nil || last.streak < prepareStreak || last.head > 0 || l.Ctx.Done() != nil || l.o.memmap != "" ||
-		int64(last.n) > maxFrame || l.o.maxBytes > 0 && int64(last.tp.stLen) > l.o.maxBytes {
-		return nil
-	}
-	if l.o.alloc != nil {
-		return l.prepareAllocated(p, last)
-	}
-	td, frame, ok := last.tp.prepareFrame(last.n - last.tp.stLen)
-	if !ok {
-		return nil
-	}
-	*p = preparedInit{tp: last.tp, td: td, frame: frame}
-	return p
-}
-
-// prepareAllocated is prepareInit with WithAllocator: the result is made
-// over a storage from the allocator, of the size of the last frames'
-// storage, which the frame's is copied into. A template with Bool leaves
-// is not prepared (a view checks a storage's bools when laid over it,
-// and the allocator's storage holds old bytes), nor one whose frame has
-// no room for a header; an allocator that fails is left to the receive
-// itself, which calls it again and reports its error.
-func (l *link) prepareAllocated(p *preparedInit, last initLayout) *preparedInit {
-	tp := last.tp
-	if tp.stLen == 0 || last.n-tp.stLen < wire.Size || tp.views.HasBools() {
-		return nil
-	}
-	st, err := allocatorStorage(l.o.alloc, int64(tp.stLen))
-	if err != nil {
-		return nil
-	}
-	td, err := tp.instantiate(st)
-	if err != nil {
-		return nil
-	}
-	*p = preparedInit{tp: tp, td: td, frame: xfer.MsgBuf(last.n), alloc: st}
-	return p
-}
-
-// fill copies b, the storage of the frame received in p's memory, into
-// p's result, when the result views a storage of the allocator's (no copy
-// is needed otherwise). It reports false when that storage was released
-// since it was allocated: the result cannot be p's.
-func (p *preparedInit) fill(b []byte) bool {
-	if p.alloc == nil {
-		return true
-	}
-	dst, ok := rawbytes.Of(p.alloc)
-	if !ok || len(dst) != len(b) {
-		return false
-	}
-	copy(dst, b)
-	return true
-}
-
-// takes reports whether inline, the inline storage of the frame received
-// in p's memory, is copied into p's allocator storage (p may be nil).
-func (p *preparedInit) takes(inline []byte) bool {
-	return p != nil && p.alloc != nil && len(inline) == p.tp.stLen && len(inline) > 0 && p.fill(inline)
-}
-
-// A knownInit is the header of the last InitRemote frame from a peer that
-// a prepared result took after every check: described by a kept
-// structure (its frame a bare header, then the storage), accepted within
-// lim while the structures kept for the peer were at mark, and built from
-// template tp with class name class. A frame whose header repeats it byte
-// for byte, received in a result prepared from tp, under the same limits,
-// with nothing kept since, would pass the same checks and build the same
-// tree: it is taken without them (accepts), which saves a small
-// InitRemote's receive the parse, the kept structure's lookup and the
-// template's (0.1-0.15 us after the frame arrives).
-type knownInit struct {
-	raw   [wire.Size]byte
-	lim   wire.Limits
-	tp    *treeTemplate
-	class string
-	mark  keptMark
-}
-
-// accepts reports whether frame, received in pre's memory within lim,
-// repeats k's header (k may be nil: no known header).
-func (k *knownInit) accepts(frame []byte, pre *preparedInit, lim wire.Limits) bool {
-	return k != nil && k.tp == pre.tp && k.lim == lim && len(frame) == wire.Size+k.tp.stLen &&
-		wire.Same(&k.raw, frame) && k.mark.unchanged()
-}
-
-// noteKnown records k as the known header of the frames from l.Peer of
-// its size.
-func (l *link) noteKnown(k *knownInit) {
-	sizes := initFrames.Of(l.Group)
-	sizes.mu.Lock()
-	if cur, ok := sizes.last[l.Peer]; ok && cur.n == wire.Size+k.tp.stLen {
-		cur.known = k
-		sizes.last[l.Peer] = cur
-	}
-	sizes.mu.Unlock()
-}
-
-// in reports whether frame was received in p's memory.
-func (p *preparedInit) in(frame []byte) bool {
-	return len(frame) == len(p.frame) && len(frame) > 0 && &frame[0] == &p.frame[0]
-}
-
-// fits reports whether inline, the inline storage of the frame p's memory
-// holds, is p's result's storage, and tp, the template the frame's
-// metadata names, p's: then p's result is the receive's.
-func (p *preparedInit) fits(tp *treeTemplate, inline []byte) bool {
-	return p != nil && p.alloc == nil && p.tp == tp && len(inline) == tp.stLen && len(inline) > 0 &&
-		unsafe.SliceData(inline) == &p.frame[len(p.frame)-len(inline)]
-}
-
-// noteTemplate records, for l.Peer, that its last InitRemote frame of n
-// bytes, received whole after frames laid out as last, was copied from
-// template tp (nil: not from a template, or not a copy).
-func (l *link) noteTemplate(last initLayout, n int, tp *treeTemplate) {
-	streak := 0
-	if tp != nil {
-		streak = 1
-		if last.tp == tp && last.n == n {
-			if last.streak >= prepareStreak {
-				return // the steady state: nothing changes
-			}
-			streak = last.streak + 1
-		}
-	} else if last.tp == nil {
-		return
-	}
-	sizes := initFrames.Of(l.Group)
-	sizes.mu.Lock()
-	if cur, ok := sizes.last[l.Peer]; ok && cur.n == n {
-		cur.tp, cur.streak = tp, streak
-		sizes.last[l.Peer] = cur
-	}
-	sizes.mu.Unlock()
-}
 
 // splitRecvMin is the smallest inline storage that recvInitFrame receives
 // apart from its frame. Below, a copy out of the frame costs less than a
@@ -972,14 +764,15 @@ type splitInit struct {
 // sent in one message.) The size of the last frame from each peer is the
 // guess of recvSized.
 //
-// last is the layout of the last frames from this peer (initFrames).
-// With pre, a message of its frame's size is received in pre's memory
-// (pre.in(frame)); else the caller hands frame back with xfer.PutMsgBuf
-// once it has copied what it needs out of it. It releases split.st (if not
-// nil) unless a result holds it. A message outside lim is consumed, with
-// what its header announces, and refused.
-func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64, last initLayout, pre *preparedInit) (frame []byte, split splitInit, err error) {
+// The caller hands frame back with xfer.PutMsgBuf once it has copied
+// what it needs out of it, and releases split.st (if not nil) unless a
+// result holds it. A message outside lim is consumed, with what its
+// header announces, and refused.
+func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64) (frame []byte, split splitInit, err error) {
 	sizes := initFrames.Of(l.Group)
+	sizes.mu.Lock()
+	last := sizes.last[l.Peer] // the layout of the last frame from this peer
+	sizes.mu.Unlock()
 	apart := last.head > 0 && l.Ctx.Done() == nil && l.o.memmap == "" && l.o.alloc == nil
 	var st *tensor.Storage
 	buffer := func(n int) (head, tail []byte, err error) {
@@ -998,15 +791,12 @@ func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64, last initLayout, p
 		return xfer.MsgBuf(last.head), tail, nil
 	}
 	var guess []byte
-	switch {
-	case pre != nil:
-		guess = pre.frame
-	case !apart && last.n > 0 && int64(last.n) <= maxFrame:
+	if !apart && last.n > 0 && int64(last.n) <= maxFrame {
 		guess = xfer.MsgBuf(last.n)
 	}
 	frame, inGuess, err := l.recvSized(xfer.InitHeaderTag, maxFrame, keptFrameMax, guess, buffer,
 		func(head []byte, n int64) error { return l.refuseOversized(head, n, maxFrame) })
-	if !inGuess && (pre == nil || pre.alloc != nil) {
+	if !inGuess {
 		xfer.PutMsgBuf(guess) // a blocking receive, or none: MPI is done with it
 	}
 	if err != nil {
@@ -1132,20 +922,17 @@ func (l *link) abandonMemmap() error {
 // built from a template, see treeTemplate.instantiateCopy). apart, if not
 // nil, is a storage that holds f's inline storage (received apart, see
 // recvInitFrame): the result views it, and the caller releases it on
-// error. pre, if not nil, is a result prepared for the frame
-// (preparedInit), in whose memory it was received: the result, if the
-// frame fits it. tp is the template the result was copied from over f's
-// inline storage (nil: none). On error nothing else is left behind
-// (finish has run).
-func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage, pre *preparedInit) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, tp *treeTemplate, err error) {
+// error. tp is the template the result was built from over f's inline
+// storage, not received apart (nil: none). On error nothing else is left
+// behind (finish has run).
+func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, tp *treeTemplate, err error) {
 	if apart != nil || scratch && len(f.Inline) > 0 && l.o.memmap == "" && l.o.alloc == nil {
-		if apart != nil {
-			td, _, err = fromConsolidatedCached(l.Group, apart, nil, f.Meta, nil)
-		} else {
-			td, tp, err = fromConsolidatedCached(l.Group, nil, f.Inline, f.Meta, pre)
-		}
+		td, tp, err = fromConsolidatedCached(l.Group, apart, f.Inline, f.Meta)
 		if err != nil {
 			return nil, nil, nil, nil, err
+		}
+		if apart != nil {
+			tp = nil
 		}
 		if len(f.Class) > 0 {
 			td.class = string(f.Class)
@@ -1156,12 +943,10 @@ func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage, pre
 	if scratch && len(inline) == 0 && inline != nil {
 		inline = []byte{} // not a view of the caller's buffer, even empty
 	}
-	if pre.takes(inline) {
-		stor, finish = pre.alloc, func(bool) error { return nil }
-	} else if stor, finish, err = l.storageFor(f.Total, inline, f.Meta); err != nil {
+	if stor, finish, err = l.storageFor(f.Total, inline, f.Meta); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	td, tp, err = fromConsolidatedCached(l.Group, stor, nil, f.Meta, pre)
+	td, tp, err = fromConsolidatedCached(l.Group, stor, nil, f.Meta)
 	if err != nil {
 		return nil, nil, nil, nil, errors.Join(err, finish(false))
 	}
@@ -1169,7 +954,7 @@ func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage, pre
 		td.class = string(f.Class)
 	}
 	if len(inline) == 0 {
-		tp = nil // no storage at the frame's end for a prepared result
+		tp = nil
 	}
 	return td, stor, finish, tp, nil
 }
@@ -1344,11 +1129,8 @@ var metaCaches = proto.Slot[codec.Cache]{New: func() *codec.Cache { return new(c
 // makes (in the same allocation as the tree, when a template builds it).
 // The result is the same: views of the storage, consolidated, with
 // non-tensor values of its own. tp names the template the result was
-// made from, if one was. When pre (if not nil) is a result prepared from
-// that template, the result is pre's: with inline, when inline is pre's
-// storage, in place (preparedInit.fits), and nothing is copied; with st,
-// when st is the allocator's storage pre views.
-func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte, pre *preparedInit) (td *TensorDict, tp *treeTemplate, err error) {
+// made from, if one was.
+func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte) (td *TensorDict, tp *treeTemplate, err error) {
 	n := len(inline)
 	if st != nil {
 		n = st.Len()
@@ -1361,14 +1143,9 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 	if cache.Keeps(meta) && n <= templateMaxBytes {
 		// root is in the receive cache: so is its template (template.go).
 		if tp, err = templateCaches.Of(g).template(root, n); err == nil {
-			switch {
-			case st != nil && pre != nil && pre.alloc == st && pre.tp == tp:
-				td = pre.td
-			case st != nil:
+			if st != nil {
 				td, err = tp.instantiate(st)
-			case pre.fits(tp, inline):
-				td = pre.td
-			default:
+			} else {
 				td, err = tp.instantiateCopy(inline)
 			}
 		}

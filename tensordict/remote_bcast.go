@@ -319,7 +319,7 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	case fits:
 		f := wire.FrameOf(h, first[bcastPrefix+wire.Size:])
 		var tp *treeTemplate
-		td, st, finish, tp, err = l.buildInit(&f, true, nil, nil)
+		td, st, finish, tp, err = l.buildInit(&f, true, nil)
 		if err == nil {
 			if !inline {
 				tp = nil
@@ -355,7 +355,7 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 			return false, l.Errorf("receiving the metadata: %w", err)
 		}
 		f := wire.FrameOf(h, frame[wire.Size:])
-		td, st, finish, _, err = l.buildInit(&f, true, nil, nil)
+		td, st, finish, _, err = l.buildInit(&f, true, nil)
 		mem.GiveBack(frame) // nothing built refers to its bytes
 		if !inline {
 			if err := l.agree(s, err); err != nil {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -71,21 +70,7 @@ type keptPlaces struct {
 type keptPeer struct {
 	last uint64 // the sender's last ref given
 	recs [wire.KeptRefs]keptRec
-	// gen counts the structures the receiving side kept (keepInit),
-	// changed under keptPlaces.mu: what was checked against recs holds
-	// while gen has not moved (keptMark).
-	gen atomic.Uint64
 }
-
-// keptMark is the state of the structures a receiver kept for a peer, as
-// a check against them saw it (describeInit).
-type keptMark struct {
-	p   *keptPeer
-	gen uint64
-}
-
-// unchanged reports whether no structure was kept since m.
-func (m keptMark) unchanged() bool { return m.p != nil && m.p.gen.Load() == m.gen }
 
 // keptRenew is how long a sender describes frames by a ref before it
 // asks to keep the structure again, under a new ref, with its metadata: a
@@ -278,16 +263,14 @@ func (l *link) keepInit(f *wire.Frame) {
 	k.mu.Lock()
 	p := keptPeerOf(&k.from, l.Peer)
 	p.recs[f.Ref%wire.KeptRefs] = rec
-	p.gen.Add(1)
 	k.mu.Unlock()
 }
 
 // describeInit sets the class name and metadata of f, an InitRemote frame
 // from l.Peer with wire.FlagDescribed, to those kept under its ref, after
 // checking that its header is the kept frame's and that they are within
-// lim, this receive's limits. mark is the kept structures' state it
-// checked against.
-func (l *link) describeInit(f *wire.Frame, lim wire.Limits) (mark keptMark, err error) {
+// lim, this receive's limits.
+func (l *link) describeInit(f *wire.Frame, lim wire.Limits) error {
 	k := keptInits.Of(l.Group)
 	var deadline time.Time
 	var pace mpi.Pacer
@@ -296,23 +279,22 @@ func (l *link) describeInit(f *wire.Frame, lim wire.Limits) (mark keptMark, err 
 		var rec keptRec
 		if p := k.from[l.Peer]; p != nil {
 			rec = p.recs[f.Ref%wire.KeptRefs]
-			mark = keptMark{p: p, gen: p.gen.Load()}
 		}
 		k.mu.Unlock()
 		if rec.ref == f.Ref {
 			if rec.hash != f.Hash || rec.leaves != f.Leaves || rec.total != f.Total {
-				return keptMark{}, fmt.Errorf("header described by kept structure %d announces %d leaves, %d bytes and structure hash %#x; it kept %d leaves, %d bytes and %#x: %w",
+				return fmt.Errorf("header described by kept structure %d announces %d leaves, %d bytes and structure hash %#x; it kept %d leaves, %d bytes and %#x: %w",
 					f.Ref, f.Leaves, f.Total, f.Hash, rec.leaves, rec.total, rec.hash, wire.ErrHeader)
 			}
 			lim = lim.Resolve()
 			if int64(len(rec.meta)) > lim.MaxMeta {
-				return keptMark{}, &wire.LimitError{Field: "kept metadata length", Value: int64(len(rec.meta)), Limit: lim.MaxMeta}
+				return &wire.LimitError{Field: "kept metadata length", Value: int64(len(rec.meta)), Limit: lim.MaxMeta}
 			}
 			if len(rec.class) > lim.MaxClass {
-				return keptMark{}, &wire.LimitError{Field: "kept class name length", Value: int64(len(rec.class)), Limit: int64(lim.MaxClass)}
+				return &wire.LimitError{Field: "kept class name length", Value: int64(len(rec.class)), Limit: int64(lim.MaxClass)}
 			}
 			f.Class, f.Meta = rec.class, rec.meta
-			return mark, nil
+			return nil
 		}
 		// Another goroutine may be keeping it (see the top of the file).
 		now := time.Now()
@@ -320,11 +302,11 @@ func (l *link) describeInit(f *wire.Frame, lim wire.Limits) (mark keptMark, err 
 			deadline = now.Add(keptWait)
 		}
 		if now.After(deadline) {
-			return keptMark{}, fmt.Errorf("header described by structure %d, which this rank did not keep (it keeps %d; a receive from this rank failed?): %w",
+			return fmt.Errorf("header described by structure %d, which this rank did not keep (it keeps %d; a receive from this rank failed?): %w",
 				f.Ref, rec.ref, wire.ErrHeader)
 		}
 		if l.Ctx.Err() != nil {
-			return keptMark{}, fmt.Errorf("waiting for kept structure %d: %w", f.Ref, context.Cause(l.Ctx))
+			return fmt.Errorf("waiting for kept structure %d: %w", f.Ref, context.Cause(l.Ctx))
 		}
 		pace.Pause()
 	}

@@ -58,9 +58,6 @@ type treeTemplate struct {
 	block              reflect.Type
 	entriesAt, viewsAt uintptr
 	copyBlock          dataBlock // data of stLen bytes; no type when stLen >= copyMaxBytes
-	// frameBlock is the block of a prepared receive (prepareFrame), made
-	// for the frame layout it was asked for last.
-	frameBlock atomic.Pointer[dataBlock]
 	// plain: every non-tensor value of the tree is a scalar, so a copy
 	// whose nodes are unedited has the template's metadata.
 	plain bool
@@ -203,29 +200,6 @@ func (tp *treeTemplate) instantiateData(db *dataBlock, b []byte) (td *TensorDict
 		return nil, nil, err
 	}
 	return td, data, nil
-}
-
-// prepareFrame returns a copy of tp's tree made before its storage's bytes
-// arrive, and the memory a whole InitRemote frame of head bytes then the
-// storage is to be received in: the copy's storage is its last tp.stLen
-// bytes. The receive then costs no copy, and the copy is made while the
-// receiver waits (see preparedInit). ok is false when tp's storages are
-// not copied into their tree's memory (copyMaxBytes) or head is not a
-// multiple of 8 (the storage's alignment), and when a leaf is of dtype
-// Bool: the views check a storage's bools when they are laid over it,
-// which would be before they arrive.
-func (tp *treeTemplate) prepareFrame(head int) (td *TensorDict, frame []byte, ok bool) {
-	if tp.copyBlock.typ == nil || tp.stLen == 0 || head <= 0 || head%8 != 0 || tp.views.HasBools() {
-		return nil, nil, false
-	}
-	db := tp.frameBlock.Load()
-	if db == nil || db.head != head {
-		b := tp.dataBlock(head)
-		db = &b
-		tp.frameBlock.Store(db)
-	}
-	td, frame, err := tp.instantiateData(db, nil)
-	return td, frame, err == nil
 }
 
 // instantiateIn is instantiate in block, memory of type tp.block or of a

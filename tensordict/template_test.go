@@ -382,51 +382,6 @@ func TestTemplateInitEncoding(t *testing.T) {
 	assert.False(t, ok)
 }
 
-// prepareFrame makes a copy over the tail of new frame memory, head bytes
-// in, which the copy's storage views in place, 8-byte aligned; writing the
-// memory after is what the copy then holds. It refuses a head that is not
-// a multiple of 8, and a template with bool leaves (whose bytes the views
-// check when laid over a storage).
-func TestTemplatePrepareFrame(t *testing.T) {
-	src := New()
-	require.NoError(t, src.Set(K("a"), tensor.Full(tensor.Float64, 2.5, 8)))
-	require.NoError(t, src.Set(K("b", "c"), tensor.Full(tensor.Int32, 7, 4)))
-	src, err := src.Consolidate()
-	require.NoError(t, err)
-	meta, err := src.ConsolidatedMetadata()
-	require.NoError(t, err)
-	n := src.ConsolidatedStorage().Len()
-	root, _, err := codec.Decode(meta, n, codec.DefaultLimits())
-	require.NoError(t, err)
-	tp, err := newTemplate(root, n)
-	require.NoError(t, err)
-	for _, head := range []int{64, 72, 64} { // a new layout, then the first again
-		got, frame, ok := tp.prepareFrame(head)
-		require.True(t, ok, "head %d", head)
-		require.Len(t, frame, head+n)
-		data := got.ConsolidatedStorage().Bytes()
-		assert.Equal(t, unsafe.Pointer(&frame[head]), unsafe.Pointer(unsafe.SliceData(data)), "the storage is the frame's tail")
-		assert.Zero(t, uintptr(unsafe.Pointer(unsafe.SliceData(data)))%8, "storage not 8-byte aligned")
-		copy(frame[head:], src.ConsolidatedStorage().Bytes())
-		requireSameTD(t, src, got)
-	}
-	_, _, ok := tp.prepareFrame(60)
-	assert.False(t, ok, "a head that is not a multiple of 8")
-
-	bools := New()
-	require.NoError(t, bools.Set(K("m"), tensor.Ones(tensor.Bool, 8)))
-	bools, err = bools.Consolidate()
-	require.NoError(t, err)
-	meta, err = bools.ConsolidatedMetadata()
-	require.NoError(t, err)
-	root, _, err = codec.Decode(meta, bools.ConsolidatedStorage().Len(), codec.DefaultLimits())
-	require.NoError(t, err)
-	tp, err = newTemplate(root, bools.ConsolidatedStorage().Len())
-	require.NoError(t, err)
-	_, _, ok = tp.prepareFrame(64)
-	assert.False(t, ok, "bool leaves")
-}
-
 // TestBroadcastSource: what the source of a Broadcast sends of a
 // TensorDict (bcastSource) is what laying it out afresh gives: on its
 // first, second and later sends (the last two from its Send/Recv state),

@@ -21,16 +21,15 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// TestInitRemotePrepared: a run of InitRemotes of one small structure and
-// frame size, which the receiver prepares its result for (preparedInit)
-// and then takes with a known header (knownInit), interrupted by garbage
-// of the same size, another structure of the same size and a lower limit.
-// Each result is right and has memory of its own; the garbage and the
-// limit are refused with their errors. With WithAllocator, every result
-// is in a storage of the allocator's, and a receive whose limit its size
-// passes does not call the allocator. Which of the receiver's paths each
-// receive took is not observed.
-func TestInitRemotePrepared(t *testing.T) {
+// TestInitRemoteRepeated: a run of InitRemotes of one small structure and
+// frame size, which the receiver takes into a buffer of the last frame's
+// size (recvInitFrame), interrupted by garbage of the same size, another
+// structure of the same size and a lower limit. Each result is right and
+// has memory of its own; the garbage and the limit are refused with their
+// errors. With WithAllocator, every result is in a storage of the
+// allocator's, and a receive whose limit its size passes does not call
+// the allocator.
+func TestInitRemoteRepeated(t *testing.T) {
 	world := mpitest.Need(t, 2)
 	for _, withAlloc := range []bool{false, true} {
 		mpitest.Run(t, fmt.Sprintf("allocator=%v", withAlloc), func(t *testing.T) {
@@ -42,14 +41,14 @@ func TestInitRemotePrepared(t *testing.T) {
 			if world.Rank() > 1 {
 				return
 			}
-			testInitRemotePrepared(t, g, withAlloc)
+			testInitRemoteRepeated(t, g, withAlloc)
 		})
 	}
 }
 
-// testInitRemotePrepared is TestInitRemotePrepared's walk on g, with or
+// testInitRemoteRepeated is TestInitRemoteRepeated's walk on g, with or
 // without an allocator on the receiver.
-func testInitRemotePrepared(t *testing.T, g *group.Group, withAlloc bool) {
+func testInitRemoteRepeated(t *testing.T, g *group.Group, withAlloc bool) {
 	build := func(t *testing.T, round float64) *TensorDict { return countedTD(t, 100, round) }
 	src := build(t, 0)
 	// Described by its kept structure from the second send on, x's frame
@@ -71,8 +70,8 @@ func testInitRemotePrepared(t *testing.T, g *group.Group, withAlloc bool) {
 		{name: "first, with its metadata", x: 0},
 		{name: "second, described", x: 1},
 		{name: "third, described", x: 2},
-		{name: "fourth: prepared", x: 3},
-		{name: "fifth: a known header", x: 4},
+		{name: "fourth, described", x: 3},
+		{name: "fifth, described", x: 4},
 		{name: "garbage of the same size", x: -1, garbage: true, err: wire.ErrHeader},
 		{name: "x after garbage", x: 5},
 		{name: "x over a lower limit", x: 6, opts: []RemoteOption{WithMaxBytes(16)}, err: wire.ErrLimit},
@@ -80,8 +79,8 @@ func testInitRemotePrepared(t *testing.T, g *group.Group, withAlloc bool) {
 		{name: "y of the same size", x: -1, y: true},
 		{name: "x after y", x: 8},
 		{name: "x again", x: 9},
-		{name: "x prepared again, y kept since", x: 10},
-		{name: "x known again", x: 11},
+		{name: "x again, y kept since", x: 10},
+		{name: "x once more", x: 11},
 	}
 	if g.Rank() == 0 {
 		for _, s := range steps {
