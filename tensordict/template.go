@@ -100,7 +100,7 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 	})
 	tp.entriesAt, tp.viewsAt = tp.block.Field(1).Offset, tp.block.Field(2).Offset
 	if stLen < copyMaxBytes {
-		tp.copyBlock = tp.dataBlock(0)
+		tp.copyBlock = tp.dataBlock()
 	}
 	viewAt := make(map[*tensor.Tensor]int, len(views))
 	for i := range views {
@@ -164,38 +164,35 @@ func (tp *treeTemplate) instantiateCopy(b []byte) (*TensorDict, error) {
 
 // A dataBlock is the type of a copy's memory that holds its storage's
 // bytes too: tp.block's fields, then the tensor.Storage, at storageAt,
-// then head bytes and the storage's, at dataAt.
+// then the storage's bytes, at dataAt.
 type dataBlock struct {
 	typ               reflect.Type
-	head              int
 	storageAt, dataAt uintptr
 }
 
-// dataBlock returns the dataBlock of tp with head bytes before the
-// storage, a multiple of 8.
-func (tp *treeTemplate) dataBlock(head int) dataBlock {
+// dataBlock returns the dataBlock of tp.
+func (tp *treeTemplate) dataBlock() dataBlock {
 	fields := make([]reflect.StructField, 0, 5)
 	for i := range tp.block.NumField() {
 		fields = append(fields, tp.block.Field(i))
 	}
-	// The fields before are 8-byte aligned, and so is Data (head is a
-	// multiple of 8): every dtype's alignment (tensorx.ViewSet checks it
-	// all the same).
+	// The fields before are 8-byte aligned, and so is Data: every
+	// dtype's alignment (tensorx.ViewSet checks it all the same).
 	typ := reflect.StructOf(append(fields,
 		reflect.StructField{Name: "Storage", Type: reflect.TypeFor[tensor.Storage]()},
-		reflect.StructField{Name: "Data", Type: reflect.ArrayOf(head+tp.stLen, reflect.TypeFor[byte]())}))
-	return dataBlock{typ: typ, head: head, storageAt: typ.Field(3).Offset, dataAt: typ.Field(4).Offset}
+		reflect.StructField{Name: "Data", Type: reflect.ArrayOf(tp.stLen, reflect.TypeFor[byte]())}))
+	return dataBlock{typ: typ, storageAt: typ.Field(3).Offset, dataAt: typ.Field(4).Offset}
 }
 
 // instantiateData returns a copy of tp's tree in a new block of type
 // db.typ, over the storage the block holds, a copy of b (zeros for nil
-// b), and the block's data: db.head zero bytes, then the storage's.
+// b), and that storage's bytes, data.
 func (tp *treeTemplate) instantiateData(db *dataBlock, b []byte) (td *TensorDict, data []byte, err error) {
 	block := reflect.New(db.typ).UnsafePointer()
-	data = blockPart[byte](block, db.dataAt, db.head+tp.stLen)
-	copy(data[db.head:], b) // before the views check the storage's bools
+	data = blockPart[byte](block, db.dataAt, tp.stLen)
+	copy(data, b) // before the views check the storage's bools
 	st := (*tensor.Storage)(unsafe.Add(block, db.storageAt))
-	rawbytes.InitAt(st, data[db.head:])
+	rawbytes.InitAt(st, data)
 	if td, err = tp.instantiateIn(block, st); err != nil {
 		return nil, nil, err
 	}
