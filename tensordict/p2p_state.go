@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
@@ -59,18 +58,12 @@ type p2pState struct {
 	rbody []byte // incoming metadata message
 	stage []byte // consolidated bytes when st is nil
 
-	abandoned bool // a receive into the leaves was left to MPI (abandonRecv)
-	accepted  acceptedHeader
+	abandoned bool       // a receive into the leaves was left to MPI (abandonRecv)
 	values    recvValues // the non-tensor values received (p2p_values.go)
 	rlink     link       // the link of the Recv in progress (see recv)
 
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags
-
-	// Where the header message in s.bare may be sent again as it is, with
-	// the storage copied in anew (see sendSteady); ok is false when no
-	// such message is there.
-	steady steadySend
 
 	iframe   []byte   // the message of a blocking small InitRemote (see sendStateInit)
 	initKept initKept // the kept structure that described the last InitRemote
@@ -380,11 +373,9 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.consHash = signature(td)
 	s.sortedHash = s.hashSorted()
 	s.sbody, s.bare, s.rbody, s.stage, s.tags = nil, nil, nil, nil, nil
-	s.accepted = acceptedHeader{}
 	s.values.reset()
 	s.describedTo = s.describedTo[:0]
 	s.metaTok = new(byte)
-	s.steady = steadySend{}
 	s.initKept = initKept{}
 	if s.hdr == nil {
 		s.hdr = xfer.AlignedBuf(wire.Size)
@@ -552,43 +543,6 @@ func (s *p2pState) sendFrame(inline, described bool) []byte {
 	return s.sbody[:n]
 }
 
-// acceptedHeader is the last header a receive into s accepted (see
-// p2pState.parseKnown), with the options of that receive it depends on.
-type acceptedHeader struct {
-	raw  [wire.Size]byte
-	h    wire.Header
-	opts acceptOpts
-	ok   bool
-}
-
-// acceptOpts are the options of a receive that its checks of a header
-// depend on: the limits (parseHeader) and the mode and tags (check).
-type acceptOpts struct {
-	maxBytes     int64
-	tag          int
-	consolidated bool
-	pseudoRand   bool
-}
-
-func acceptOptsOf(l *link) acceptOpts {
-	return acceptOpts{maxBytes: l.o.maxBytes, tag: l.o.tag, consolidated: l.o.consolidated, pseudoRand: l.o.pseudoRand}
-}
-
-// steadySend records the header message of the last blocking
-// consolidated Send of a p2pState when that message is the whole transfer
-// and carries no metadata: its storage copied in (storageTravel), its
-// place described. The next Send to the same place from the unchanged
-// state has the same header byte for byte (the state's structure, size
-// and hash, the place's tag, the same flags), so it copies the storage in
-// and sends, without building the header and the message list again.
-// The state's build, detach and markDescribed's restart drop the record,
-// and every other transfer that builds a message (see messages) remakes it.
-type steadySend struct {
-	to   describedKey
-	slot *atomic.Pointer[byte] // to's (see described)
-	ok   bool
-}
-
 // describedKey is where a Send transfer goes: the communicator, the
 // peer, the tag of its header and whether it is per leaf.
 type describedKey struct {
@@ -632,7 +586,6 @@ func (s *p2pState) markDescribed(l *link) {
 	}
 	if len(s.describedTo) == maxDescribed {
 		s.describedTo = s.describedTo[:0]
-		s.steady.ok = false // its place is no longer described
 	}
 	s.describedTo = append(s.describedTo, describedPlace{key: key, slot: slot})
 }

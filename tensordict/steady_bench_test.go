@@ -79,10 +79,6 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 			clear(msgs)
 			return err
 		}},
-		{"SteadyFrame", func() error {
-			_, err := s.steadyFrame()
-			return err
-		}},
 		{"InitRefLookup", func() error {
 			s.mu.Lock()
 			r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
@@ -98,11 +94,10 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 		{"GotBody", func() error {
 			copy(s.hdr, frame)
 			r := recvOp{l: l, td: td, s: s}
-			known, err := s.parseKnown(l, false, &r.h)
-			if err != nil {
+			var err error
+			if r.h, err = s.parseHeader(l, false); err != nil {
 				return err
 			}
-			r.known = known
 			_, err = r.gotBody(frame[wire.Size:])
 			return err
 		}},
