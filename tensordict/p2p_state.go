@@ -68,10 +68,7 @@ type p2pState struct {
 	iframe   []byte   // the message of a blocking small InitRemote (see sendStateInit)
 	initKept initKept // the kept structure that described the last InitRemote
 
-	// Where a transfer has carried the metadata since s was built (see
-	// described).
-	describedTo []describedPlace
-	metaTok     *byte // this build's metadata, as a place's last sent (see described)
+	metaTok *byte // this build's metadata, as a place's last sent (see described)
 
 	tags      []int // per-leaf tags for tagInit/tagPseudo
 	tagInit   int
@@ -374,7 +371,6 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.sortedHash = s.hashSorted()
 	s.sbody, s.bare, s.rbody, s.stage, s.tags = nil, nil, nil, nil, nil
 	s.values.reset()
-	s.describedTo = s.describedTo[:0]
 	s.metaTok = new(byte)
 	s.initKept = initKept{}
 	if s.hdr == nil {
@@ -552,10 +548,6 @@ type describedKey struct {
 	perLeaf bool
 }
 
-// maxDescribed bounds p2pState.describedTo: past it, the list starts
-// again, and the next transfer to each place carries the metadata again.
-const maxDescribed = 16
-
 // described reports whether a transfer of s with l's options can leave
 // its metadata out (wire.FlagDescribed): an earlier transfer since s was
 // built carried it to the same peer on the same tag, in the same mode,
@@ -566,28 +558,13 @@ const maxDescribed = 16
 // count and size alone; the metadata only lets it name the first key that
 // differs, which the first transfer to a place still does.
 func (s *p2pState) described(l *link) bool {
-	key := s.describedKey(l)
-	for i := range s.describedTo {
-		if p := &s.describedTo[i]; p.key == key {
-			return p.slot.Load() == s.metaTok
-		}
-	}
-	return false
+	return sentMetaSlot(l.Group, s.describedKey(l)).Load() == s.metaTok
 }
 
 // markDescribed records that a transfer of s with l's options, not
 // described before, carries the metadata.
 func (s *p2pState) markDescribed(l *link) {
-	key := s.describedKey(l)
-	slot := sentMetaSlot(l.Group, key)
-	slot.Store(s.metaTok)
-	if slices.ContainsFunc(s.describedTo, func(p describedPlace) bool { return p.key == key }) {
-		return
-	}
-	if len(s.describedTo) == maxDescribed {
-		s.describedTo = s.describedTo[:0]
-	}
-	s.describedTo = append(s.describedTo, describedPlace{key: key, slot: slot})
+	sentMetaSlot(l.Group, s.describedKey(l)).Store(s.metaTok)
 }
 
 func (s *p2pState) describedKey(l *link) describedKey {

@@ -194,13 +194,6 @@ func setReceivedValue(td *TensorDict, k Key, v any) error {
 	return nil
 }
 
-// describedPlace is a place a Send of a p2pState carried its metadata to
-// (see p2pState.described), with the place's slot of sentMeta.
-type describedPlace struct {
-	key  describedKey
-	slot *atomic.Pointer[byte]
-}
-
 // sentMeta holds, per group and place a Send goes to, the metadata token
 // (p2pState.metaTok) of the last transfer that carried metadata there: a
 // TensorDict describes a transfer to a place only while its own is the
