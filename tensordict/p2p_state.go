@@ -59,7 +59,7 @@ type p2pState struct {
 	stage []byte // consolidated bytes when st is nil
 
 	abandoned bool       // a receive into the leaves was left to MPI (abandonRecv)
-	values    recvValues // the non-tensor values received (p2p_values.go)
+	taken     *valuesRec // the non-tensor values td took (see takeValues)
 	rlink     link       // the link of the Recv in progress (see recv)
 
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
@@ -370,7 +370,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.consHash = signature(td)
 	s.sortedHash = s.hashSorted()
 	s.sbody, s.bare, s.rbody, s.stage, s.tags = nil, nil, nil, nil, nil
-	s.values.reset()
+	s.taken = nil
 	s.metaTok = new(byte)
 	s.initKept = initKept{}
 	if s.hdr == nil {
