@@ -308,8 +308,7 @@ func (s *p2pState) messages(l *link, own, join bool) (msgs [][]byte, tags []int,
 	defer func() { s.msgs, s.mtags = msgs[:0], tags[:0] }()
 	// One header message: the header, the metadata (unless described)
 	// and, inline, the storage.
-	frame := s.sendFrame(inline && !joined, described)
-	wire.Put(frame, &h)
+	frame := s.sendFrame(&h, inline && !joined)
 	body := frame[wire.Size:]
 	msgs, tags = append(s.msgs[:0], frame), append(s.mtags[:0], s.tag0)
 	if !l.o.consolidated {
@@ -387,7 +386,7 @@ func (s *p2pState) messageName(i int) string {
 // holds (a Send given up when its context ended): later transfers use new
 // buffers instead of overwriting what MPI may still read.
 func (s *p2pState) detach() {
-	s.hdr, s.sbody, s.bare = xfer.AlignedBuf(wire.Size), nil, nil
+	s.out = nil
 	if s.st == nil {
 		s.stage = nil
 	}

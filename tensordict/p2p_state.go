@@ -52,9 +52,8 @@ type p2pState struct {
 	contiguous Key    // the first non-contiguous leaf, or nil
 	external   bool   // a leaf's storage is not Go heap memory (see guard)
 
-	hdr   []byte // header message, either way (its own pointer-free allocation, for cgo)
-	sbody []byte // outgoing metadata message, with inline room
-	bare  []byte // outgoing header message without metadata, with inline room
+	hdr   []byte // incoming header (its own pointer-free allocation, for cgo)
+	out   []byte // outgoing header message (see sendFrame)
 	rbody []byte // incoming metadata message
 	stage []byte // consolidated bytes when st is nil
 
@@ -369,7 +368,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	slices.SortStableFunc(s.sorted, func(a, b int) int { return codec.CompareKeys(s.leaves[a].key, s.leaves[b].key) })
 	s.consHash = signature(td)
 	s.sortedHash = s.hashSorted()
-	s.sbody, s.bare, s.rbody, s.stage, s.tags = nil, nil, nil, nil, nil
+	s.out, s.rbody, s.stage, s.tags = nil, nil, nil, nil
 	s.taken = nil
 	s.metaTok = new(byte)
 	s.initKept = initKept{}
@@ -509,34 +508,22 @@ func (s *p2pState) storageView() (b []byte, err error) {
 	return b, nil
 }
 
-// sendFrame returns the outgoing header message of a transfer: room for
-// the header, the metadata unless the transfer is described (see
-// described), then, inline, room for the storage. Only an inline transfer
-// makes room for the storage.
-func (s *p2pState) sendFrame(inline, described bool) []byte {
-	if described {
-		n := wire.Size
-		if inline {
-			n += s.total
-		}
-		if cap(s.bare) < n {
-			s.bare = xfer.AlignedBuf(n)
-		}
-		return s.bare[:n]
-	}
-	n := wire.Size + len(s.meta)
-	if s.sbody == nil || (inline && cap(s.sbody) < n+s.total) {
-		room := n
-		if inline {
-			room += s.total
-		}
-		s.sbody = xfer.AlignedBuf(room)
-		copy(s.sbody[wire.Size:], s.meta)
-	}
+// sendFrame returns the outgoing header message of a transfer with
+// header h, in a buffer of s that the next transfer reuses: h, then the
+// metadata unless the transfer is described (h.MetaLen is 0), then,
+// inline, room for the storage.
+func (s *p2pState) sendFrame(h *wire.Header, inline bool) []byte {
+	n := wire.Size + int(h.MetaLen)
 	if inline {
-		return s.sbody[:n+s.total]
+		n += s.total
 	}
-	return s.sbody[:n]
+	if cap(s.out) < n {
+		s.out = xfer.AlignedBuf(n)
+	}
+	frame := s.out[:n]
+	wire.Put(frame, h)
+	copy(frame[wire.Size:], s.meta[:h.MetaLen])
+	return frame
 }
 
 // describedKey is where a Send transfer goes: the communicator, the
