@@ -64,7 +64,6 @@ type p2pState struct {
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags
 
-	iframe   []byte   // the message of a blocking small InitRemote (see sendStateInit)
 	initKept initKept // the kept structure that described the last InitRemote
 
 	metaTok *byte // this build's metadata, as a place's last sent (see described)
