@@ -51,8 +51,7 @@ func (l *link) init(op string, peer int, dir string) error {
 		return err
 	}
 	g := l.o.group
-	// Field by field: a composite literal is built aside and copied.
-	l.Op, l.Group, l.Comm, l.Peer, l.Dir, l.Ctx = op, g, proto.LibComm(g), peer, dir, l.o.ctx
+	l.Link = xfer.Link{Op: op, Group: g, Comm: proto.LibComm(g), Peer: peer, Dir: dir, Ctx: l.o.ctx}
 	if peer == AnySource {
 		return l.initAnySource()
 	}
