@@ -64,8 +64,6 @@ type p2pState struct {
 	msgs  [][]byte // the messages of an outgoing transfer (see messages)
 	mtags []int    // and their tags
 
-	initKept initKept // the kept structure that described the last InitRemote
-
 	metaTok *byte // this build's metadata, as a place's last sent (see described)
 
 	tags      []int // per-leaf tags for tagInit/tagPseudo
@@ -370,7 +368,6 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.out, s.rbody, s.stage, s.tags = nil, nil, nil, nil
 	s.taken = nil
 	s.metaTok = new(byte)
-	s.initKept = initKept{}
 	if s.hdr == nil {
 		s.hdr = xfer.AlignedBuf(wire.Size)
 	}

@@ -254,7 +254,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	_ = h.Add(s.st) // released, s was rebuilt without it (refresh)
 	defer func() { h.End(err) }()
 	blocking := l.Ctx.Done() == nil
-	r := l.stateInitRef(s, td.class)
+	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
 	// A storage joined to the header message is read after s is unlocked:
 	// td's own consolidated storage, not s's staging buffer.
 	split, join := r.layout(td.class, s.meta[:s.metaLen], s.total, blocking && s.st != nil)

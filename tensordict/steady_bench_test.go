@@ -85,12 +85,6 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 			s.mu.Unlock()
 			return keptOrDescribed(l, r)
 		}},
-		{"InitRefRecord", func() error {
-			s.mu.Lock()
-			r := l.stateInitRef(s, td.class)
-			s.mu.Unlock()
-			return keptOrDescribed(l, r)
-		}},
 		{"GotBody", func() error {
 			copy(s.hdr, frame)
 			r := recvOp{l: l, td: td, s: s}
