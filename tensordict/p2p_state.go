@@ -30,15 +30,52 @@ type p2pLeaf struct {
 	n    int // bytes of data
 }
 
-// p2pState is what Send and Recv keep per TensorDict between calls, so that
-// the steady state encodes nothing and allocates nothing: the leaves, the
-// layout, the structure hashes, the metadata and the message buffers. It
-// is rebuilt when the TensorDict's leaves change, and when its metadata
-// does (a non-tensor value, a batch size or the lock state): every call
-// re-encodes the metadata without its leaves into metaBuf, without
-// allocating, and compares (see current).
+// p2pState is what the transfers of a TensorDict keep with it between
+// calls (its p2p field): Send, Recv, ISend and IRecv, and InitRemote and
+// broadcasts, which send from its layout and metadata. With it, a repeated
+// transfer of an unchanged TensorDict encodes nothing and allocates
+// nothing. mu guards the rest: a transfer holds it while it uses the
+// state (a Send or Recv, for its whole transfer). The state remembers:
+//
+//   - What build made from the TensorDict: its leaves in storage order and
+//     in tensordict's sorted order, the consolidated layout (total, and st
+//     and base when the TensorDict's consolidated storage holds the leaves
+//     in that layout), the two structure hashes, the metadata and its
+//     skeleton without leaves (skel), the first leaf that is not
+//     contiguous, whether any leaf is external memory, and metaTok, a
+//     token of this build's metadata.
+//   - When it last checked that the TensorDict is unchanged (refresh): the
+//     edit counts of its nodes (mark), and whether its non-tensor values
+//     are all scalars (plain). With an edit or a composite value since,
+//     or st released, refresh compares the leaves (valid) and re-encodes
+//     the skeleton (current, with the scratch chk, path and metaBuf); any
+//     difference rebuilds the state, which drops out, rbody, stage, tags
+//     and taken below.
+//   - Buffers reused by the next transfer: the incoming header (hdr), the
+//     outgoing header message (out), the incoming metadata message
+//     (rbody), the staging storage when st is nil (stage), the message
+//     and tag lists of a send (msgs, mtags), the link of a Recv (rlink,
+//     which keeps the caller's on its stack), and the per-leaf tags of the
+//     last tag options (tags, for tagInit and tagPseudo). A send given up
+//     while MPI reads its buffers detaches them (detach), a receive left
+//     to MPI drops them (abandonRecv).
+//   - The transfer in progress: its per-leaf tags (cur), header tag and
+//     distinct tags (prepare), and the tag locks it holds (sendHeld,
+//     recvHeld), which stay referenced for the next transfer and are
+//     released once the state is collected.
+//   - What came of earlier transfers: the record of non-tensor values the
+//     TensorDict took from a sender (taken, see takeValues), and whether a
+//     receive into its leaves was left to MPI (abandoned), which refuses
+//     every later transfer.
+//
+// What a transfer needs to know of other TensorDicts' transfers is kept
+// per group, not here: the metadata token last sent to each place
+// (sentMeta, see described), the metadata last received from each place
+// (placeValues), and InitRemote's kept structures (keptInits).
 type p2pState struct {
-	mu         sync.Mutex
+	mu sync.Mutex
+
+	// Built from the TensorDict (build).
 	leaves     []p2pLeaf // storage order: depth first, insertion order
 	sorted     []int     // leaves indices in tensordict's sorted order
 	total      int       // consolidated storage size
@@ -51,45 +88,40 @@ type p2pState struct {
 	skel       []byte // the metadata without the tensor leaves (see current)
 	contiguous Key    // the first non-contiguous leaf, or nil
 	external   bool   // a leaf's storage is not Go heap memory (see guard)
+	metaTok    *byte  // this build's metadata, as a place's last sent (see described)
 
-	hdr   []byte // incoming header (its own pointer-free allocation, for cgo)
-	out   []byte // outgoing header message (see sendFrame)
-	rbody []byte // incoming metadata message
-	stage []byte // consolidated bytes when st is nil
-
-	abandoned bool       // a receive into the leaves was left to MPI (abandonRecv)
-	taken     *valuesRec // the non-tensor values td took (see takeValues)
-	rlink     link       // the link of the Recv in progress (see recv)
-
-	msgs  [][]byte // the messages of an outgoing transfer (see messages)
-	mtags []int    // and their tags
-
-	metaTok *byte // this build's metadata, as a place's last sent (see described)
-
-	tags      []int // per-leaf tags for tagInit/tagPseudo
-	tagInit   int
-	tagPseudo bool
-
-	// The transfer in progress (see prepare).
-	cur    []int // per-leaf tags, nil in consolidated mode
-	tag0   int   // tag of the header and metadata messages
-	tagSet []int // distinct tags, sorted
-	// The tag locks of the transfer in progress; after it, those of the
-	// last one, referenced for the next (see xfer.Held). Allocations of
-	// their own, which the cleanup newP2PState registers releases.
-	sendHeld *xfer.Held
-	recvHeld *xfer.Held
-
-	// What refresh last checked td at: its nodes and their edit counts,
-	// and whether td's non-tensor values are all scalars, which nobody
-	// can change in place.
-	mark  editMark
-	plain bool
-
-	// Reused to re-encode the metadata (without leaves) on every call (see current).
+	// The last check of the TensorDict (refresh), and the scratch to
+	// re-encode its skeleton (current).
+	mark    editMark
+	plain   bool
 	chk     plan
 	path    []string
 	metaBuf []byte
+
+	// Buffers for the next transfer.
+	hdr       []byte   // incoming header (its own pointer-free allocation, for cgo)
+	out       []byte   // outgoing header message (see sendFrame)
+	rbody     []byte   // incoming metadata message
+	stage     []byte   // consolidated bytes when st is nil
+	msgs      [][]byte // the messages of an outgoing transfer (see messages)
+	mtags     []int    // and their tags
+	rlink     link     // the link of the Recv in progress (see recv)
+	tags      []int    // per-leaf tags for tagInit/tagPseudo (see leafTags)
+	tagInit   int
+	tagPseudo bool
+
+	// The transfer in progress (see prepare), and its tag locks (see
+	// xfer.Held), allocations of their own that the cleanup newP2PState
+	// registers releases.
+	cur      []int // per-leaf tags, nil in consolidated mode
+	tag0     int   // tag of the header and metadata messages
+	tagSet   []int // distinct tags, sorted
+	sendHeld *xfer.Held
+	recvHeld *xfer.Held
+
+	// Earlier transfers.
+	taken     *valuesRec // the non-tensor values td took (see takeValues)
+	abandoned bool       // a receive into the leaves was left to MPI (abandonRecv)
 }
 
 // p2pStateOf returns td's state, locked, building or rebuilding it as
