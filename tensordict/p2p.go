@@ -257,9 +257,6 @@ func (s *p2pState) header(l *link) wire.Header {
 // send runs a transfer bounded by l's context (see link.sendMessages),
 // blocking when that context cannot end; the caller holds the send locks.
 func (s *p2pState) send(l *link, blocking bool) error {
-	if blocking && s.steady.ok && s.steady.to == s.describedKey(l) && s.steady.slot.Load() == s.metaTok {
-		return s.sendSteady(l)
-	}
 	var h holds
 	if err := s.hold(&h); err != nil {
 		return err
@@ -281,36 +278,6 @@ func (s *p2pState) send(l *link, blocking bool) error {
 	clear(msgs) // no reference to td's memory stays in s
 	h.End(err)
 	return err
-}
-
-// sendSteady sends the header message s.steady records (see steadySend),
-// with the storage copied in anew: what messages and send do for such a
-// transfer, in 8-20 ns instead of 40-60 (BenchmarkRemoteSteadyParts).
-// The caller has checked that l goes where the record says, blocking.
-// The message is at most eagerMax bytes (xfer.EagerSendMax): MPI sends it
-// without the receiver, so a blocking send cannot be held by a peer that
-// left.
-func (s *p2pState) sendSteady(l *link) error {
-	frame, err := s.steadyFrame()
-	if err != nil {
-		return err
-	}
-	if err := mpi.Send(l.Comm, frame, l.Peer, s.tag0); err != nil {
-		return fmt.Errorf("sending %s: %w", s.messageName(0), err)
-	}
-	return nil
-}
-
-// steadyFrame returns the header message s.steady records, the storage
-// copied in (packed from the leaves when td is not consolidated).
-func (s *p2pState) steadyFrame() ([]byte, error) {
-	frame := s.bare[:wire.Size+s.total]
-	payload, err := s.payload(true)
-	if err != nil {
-		return nil, fmt.Errorf("the consolidated storage: %w", err)
-	}
-	copy(frame[wire.Size:], payload)
-	return frame, nil
 }
 
 // messages returns the messages of a transfer of s with l's options, in
@@ -340,10 +307,8 @@ func (s *p2pState) messages(l *link, own, join bool) (msgs [][]byte, tags []int,
 	}
 	defer func() { s.msgs, s.mtags = msgs[:0], tags[:0] }()
 	// One header message: the header, the metadata (unless described)
-	// and, inline, the storage. It may overwrite the recorded one.
-	s.steady.ok = false
-	frame := s.sendFrame(inline && !joined, described)
-	wire.Put(frame, &h)
+	// and, inline, the storage.
+	frame := s.sendFrame(&h, inline && !joined)
 	body := frame[wire.Size:]
 	msgs, tags = append(s.msgs[:0], frame), append(s.mtags[:0], s.tag0)
 	if !l.o.consolidated {
@@ -400,11 +365,6 @@ func (s *p2pState) messages(l *link, own, join bool) (msgs [][]byte, tags []int,
 	}
 	if !described {
 		s.markDescribed(l)
-	} else if inline && !joined && join && !own && !s.external {
-		// The whole transfer, in s.bare: the next one to the same place
-		// can send it again (sendSteady).
-		key := s.describedKey(l)
-		s.steady = steadySend{to: key, slot: sentMetaSlot(l.Group, key), ok: true}
 	}
 	return msgs, tags, joined, nil
 }
@@ -426,8 +386,7 @@ func (s *p2pState) messageName(i int) string {
 // holds (a Send given up when its context ended): later transfers use new
 // buffers instead of overwriting what MPI may still read.
 func (s *p2pState) detach() {
-	s.hdr, s.sbody, s.bare = xfer.AlignedBuf(wire.Size), nil, nil
-	s.steady = steadySend{}
+	s.out = nil
 	if s.st == nil {
 		s.stage = nil
 	}
@@ -612,23 +571,6 @@ func (s *p2pState) parseHeader(l *link, body bool) (wire.Header, error) {
 	return h, nil
 }
 
-// parseKnown is parseHeader for the header of a steady state, which
-// repeats the last one a receive into s accepted (gotBody): when s.hdr
-// holds the same bytes and l has the options of that receive, it returns
-// that header, known, without parsing and checking it again (12-20 ns and
-// 5-10 ns); s holds the same structure, since it is rebuilt whenever the
-// TensorDict changes. gotBody skips check for a known header. It writes
-// the header into *h, which a receive keeps (recvOp.h): a header is 11
-// words, and each copy of it on this path cost a few ns.
-func (s *p2pState) parseKnown(l *link, body bool, h *wire.Header) (known bool, err error) {
-	if a := &s.accepted; a.ok && wire.Same(&a.raw, s.hdr) && a.opts == acceptOptsOf(l) {
-		*h = a.h
-		return true, nil
-	}
-	*h, err = s.parseHeader(l, body)
-	return false, err
-}
-
 // check compares the sender's header and metadata with s.
 func (s *p2pState) check(l *link, td *TensorDict, h *wire.Header, body []byte) error {
 	perLeaf := h.Flags&wire.FlagPerLeaf != 0
@@ -728,7 +670,6 @@ type recvOp struct {
 	td    *TensorDict
 	s     *p2pState
 	h     wire.Header
-	known bool // h is the header s last accepted (parseKnown)
 	phase recvPhase
 	i     int    // next leaf (phaseLeaves) or chunk offset (phaseChunks)
 	dst   []byte // consolidated storage being received (phaseChunks)
@@ -777,11 +718,9 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 			if frame == nil {
 				// The header alone: its body, if any, follows in a
 				// message of its own.
-				known, err := s.parseKnown(l, true, &r.h)
-				if err != nil {
+				if r.h, err = s.parseHeader(l, true); err != nil {
 					return true, err
 				}
-				r.known = known
 				if r.h.Body() > 0 {
 					r.phase = phaseBody
 					continue
@@ -792,14 +731,12 @@ func (r *recvOp) step(block bool) (done bool, err error) {
 				continue
 			}
 			// The header and the metadata (and an inline storage) in one message.
-			known, err := s.parseKnown(l, false, &r.h)
-			if err != nil {
+			if r.h, err = s.parseHeader(l, false); err != nil {
 				return true, err
 			}
 			if int64(len(frame)) != wire.Size+r.h.Body() {
 				return true, fmt.Errorf("header message of %d bytes, its header announces %d: %w", len(frame), wire.Size+r.h.Body(), wire.ErrHeader)
 			}
-			r.known = known
 			if done, err := r.gotBody(frame[wire.Size:]); done || err != nil {
 				return done, err
 			}
@@ -953,11 +890,8 @@ func (l *link) tagOptions() string {
 // what the sender still owes).
 func (r *recvOp) gotBody(body []byte) (done bool, err error) {
 	l, s, h := r.l, r.s, &r.h
-	if !r.known {
-		if err := s.check(l, r.td, h, body); err != nil {
-			return true, errors.Join(err, l.drainSend(h, s.tag0, false, 0))
-		}
-		s.accepted = acceptedHeader{raw: [wire.Size]byte(s.hdr), h: *h, opts: acceptOptsOf(l), ok: true}
+	if err := s.check(l, r.td, h, body); err != nil {
+		return true, errors.Join(err, l.drainSend(h, s.tag0, false, 0))
 	}
 	if h.MetaLen > 0 {
 		s.noteValues(l, h, body[h.ClassLen:int64(h.ClassLen)+h.MetaLen])

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
@@ -31,15 +30,52 @@ type p2pLeaf struct {
 	n    int // bytes of data
 }
 
-// p2pState is what Send and Recv keep per TensorDict between calls, so that
-// the steady state encodes nothing and allocates nothing: the leaves, the
-// layout, the structure hashes, the metadata and the message buffers. It
-// is rebuilt when the TensorDict's leaves change, and when its metadata
-// does (a non-tensor value, a batch size or the lock state): every call
-// re-encodes the metadata without its leaves into metaBuf, without
-// allocating, and compares (see current).
+// p2pState is what the transfers of a TensorDict keep with it between
+// calls (its p2p field): Send, Recv, ISend and IRecv, and InitRemote and
+// broadcasts, which send from its layout and metadata. With it, a repeated
+// transfer of an unchanged TensorDict encodes nothing and allocates
+// nothing. mu guards the rest: a transfer holds it while it uses the
+// state (a Send or Recv, for its whole transfer). The state remembers:
+//
+//   - What build made from the TensorDict: its leaves in storage order and
+//     in tensordict's sorted order, the consolidated layout (total, and st
+//     and base when the TensorDict's consolidated storage holds the leaves
+//     in that layout), the two structure hashes, the metadata and its
+//     skeleton without leaves (skel), the first leaf that is not
+//     contiguous, whether any leaf is external memory, and metaTok, a
+//     token of this build's metadata.
+//   - When it last checked that the TensorDict is unchanged (refresh): the
+//     edit counts of its nodes (mark), and whether its non-tensor values
+//     are all scalars (plain). With an edit or a composite value since,
+//     or st released, refresh compares the leaves (valid) and re-encodes
+//     the skeleton (current, with the scratch chk, path and metaBuf); any
+//     difference rebuilds the state, which drops out, rbody, stage, tags
+//     and taken below.
+//   - Buffers reused by the next transfer: the incoming header (hdr), the
+//     outgoing header message (out), the incoming metadata message
+//     (rbody), the staging storage when st is nil (stage), the message
+//     and tag lists of a send (msgs, mtags), the link of a Recv (rlink,
+//     which keeps the caller's on its stack), and the per-leaf tags of the
+//     last tag options (tags, for tagInit and tagPseudo). A send given up
+//     while MPI reads its buffers detaches them (detach), a receive left
+//     to MPI drops them (abandonRecv).
+//   - The transfer in progress: its per-leaf tags (cur), header tag and
+//     distinct tags (prepare), and the tag locks it holds (sendHeld,
+//     recvHeld), which stay referenced for the next transfer and are
+//     released once the state is collected.
+//   - What came of earlier transfers: the record of non-tensor values the
+//     TensorDict took from a sender (taken, see takeValues), and whether a
+//     receive into its leaves was left to MPI (abandoned), which refuses
+//     every later transfer.
+//
+// What a transfer needs to know of other TensorDicts' transfers is kept
+// per group, not here: the metadata token last sent to each place
+// (sentMeta, see described), the metadata last received from each place
+// (placeValues), and InitRemote's kept structures (keptInits).
 type p2pState struct {
-	mu         sync.Mutex
+	mu sync.Mutex
+
+	// Built from the TensorDict (build).
 	leaves     []p2pLeaf // storage order: depth first, insertion order
 	sorted     []int     // leaves indices in tensordict's sorted order
 	total      int       // consolidated storage size
@@ -52,58 +88,40 @@ type p2pState struct {
 	skel       []byte // the metadata without the tensor leaves (see current)
 	contiguous Key    // the first non-contiguous leaf, or nil
 	external   bool   // a leaf's storage is not Go heap memory (see guard)
+	metaTok    *byte  // this build's metadata, as a place's last sent (see described)
 
-	hdr   []byte // header message, either way (its own pointer-free allocation, for cgo)
-	sbody []byte // outgoing metadata message, with inline room
-	bare  []byte // outgoing header message without metadata, with inline room
-	rbody []byte // incoming metadata message
-	stage []byte // consolidated bytes when st is nil
-
-	abandoned bool // a receive into the leaves was left to MPI (abandonRecv)
-	accepted  acceptedHeader
-	values    recvValues // the non-tensor values received (p2p_values.go)
-	rlink     link       // the link of the Recv in progress (see recv)
-
-	msgs  [][]byte // the messages of an outgoing transfer (see messages)
-	mtags []int    // and their tags
-
-	// Where the header message in s.bare may be sent again as it is, with
-	// the storage copied in anew (see sendSteady); ok is false when no
-	// such message is there.
-	steady steadySend
-
-	iframe   []byte   // the message of a blocking small InitRemote (see sendStateInit)
-	initKept initKept // the kept structure that described the last InitRemote
-
-	// Where a transfer has carried the metadata since s was built (see
-	// described).
-	describedTo []describedPlace
-	metaTok     *byte // this build's metadata, as a place's last sent (see described)
-
-	tags      []int // per-leaf tags for tagInit/tagPseudo
-	tagInit   int
-	tagPseudo bool
-
-	// The transfer in progress (see prepare).
-	cur    []int // per-leaf tags, nil in consolidated mode
-	tag0   int   // tag of the header and metadata messages
-	tagSet []int // distinct tags, sorted
-	// The tag locks of the transfer in progress; after it, those of the
-	// last one, referenced for the next (see xfer.Held). Allocations of
-	// their own, which the cleanup newP2PState registers releases.
-	sendHeld *xfer.Held
-	recvHeld *xfer.Held
-
-	// What refresh last checked td at: its nodes and their edit counts,
-	// and whether td's non-tensor values are all scalars, which nobody
-	// can change in place.
-	mark  editMark
-	plain bool
-
-	// Reused to re-encode the metadata (without leaves) on every call (see current).
+	// The last check of the TensorDict (refresh), and the scratch to
+	// re-encode its skeleton (current).
+	mark    editMark
+	plain   bool
 	chk     plan
 	path    []string
 	metaBuf []byte
+
+	// Buffers for the next transfer.
+	hdr       []byte   // incoming header (its own pointer-free allocation, for cgo)
+	out       []byte   // outgoing header message (see sendFrame)
+	rbody     []byte   // incoming metadata message
+	stage     []byte   // consolidated bytes when st is nil
+	msgs      [][]byte // the messages of an outgoing transfer (see messages)
+	mtags     []int    // and their tags
+	rlink     link     // the link of the Recv in progress (see recv)
+	tags      []int    // per-leaf tags for tagInit/tagPseudo (see leafTags)
+	tagInit   int
+	tagPseudo bool
+
+	// The transfer in progress (see prepare), and its tag locks (see
+	// xfer.Held), allocations of their own that the cleanup newP2PState
+	// registers releases.
+	cur      []int // per-leaf tags, nil in consolidated mode
+	tag0     int   // tag of the header and metadata messages
+	tagSet   []int // distinct tags, sorted
+	sendHeld *xfer.Held
+	recvHeld *xfer.Held
+
+	// Earlier transfers.
+	taken     *valuesRec // the non-tensor values td took (see takeValues)
+	abandoned bool       // a receive into the leaves was left to MPI (abandonRecv)
 }
 
 // p2pStateOf returns td's state, locked, building or rebuilding it as
@@ -379,13 +397,9 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	slices.SortStableFunc(s.sorted, func(a, b int) int { return codec.CompareKeys(s.leaves[a].key, s.leaves[b].key) })
 	s.consHash = signature(td)
 	s.sortedHash = s.hashSorted()
-	s.sbody, s.bare, s.rbody, s.stage, s.tags = nil, nil, nil, nil, nil
-	s.accepted = acceptedHeader{}
-	s.values.reset()
-	s.describedTo = s.describedTo[:0]
+	s.out, s.rbody, s.stage, s.tags = nil, nil, nil, nil
+	s.taken = nil
 	s.metaTok = new(byte)
-	s.steady = steadySend{}
-	s.initKept = initKept{}
 	if s.hdr == nil {
 		s.hdr = xfer.AlignedBuf(wire.Size)
 	}
@@ -522,71 +536,22 @@ func (s *p2pState) storageView() (b []byte, err error) {
 	return b, nil
 }
 
-// sendFrame returns the outgoing header message of a transfer: room for
-// the header, the metadata unless the transfer is described (see
-// described), then, inline, room for the storage. Only an inline transfer
-// makes room for the storage.
-func (s *p2pState) sendFrame(inline, described bool) []byte {
-	if described {
-		n := wire.Size
-		if inline {
-			n += s.total
-		}
-		if cap(s.bare) < n {
-			s.bare = xfer.AlignedBuf(n)
-		}
-		return s.bare[:n]
-	}
-	n := wire.Size + len(s.meta)
-	if s.sbody == nil || (inline && cap(s.sbody) < n+s.total) {
-		room := n
-		if inline {
-			room += s.total
-		}
-		s.sbody = xfer.AlignedBuf(room)
-		copy(s.sbody[wire.Size:], s.meta)
-	}
+// sendFrame returns the outgoing header message of a transfer with
+// header h, in a buffer of s that the next transfer reuses: h, then the
+// metadata unless the transfer is described (h.MetaLen is 0), then,
+// inline, room for the storage.
+func (s *p2pState) sendFrame(h *wire.Header, inline bool) []byte {
+	n := wire.Size + int(h.MetaLen)
 	if inline {
-		return s.sbody[:n+s.total]
+		n += s.total
 	}
-	return s.sbody[:n]
-}
-
-// acceptedHeader is the last header a receive into s accepted (see
-// p2pState.parseKnown), with the options of that receive it depends on.
-type acceptedHeader struct {
-	raw  [wire.Size]byte
-	h    wire.Header
-	opts acceptOpts
-	ok   bool
-}
-
-// acceptOpts are the options of a receive that its checks of a header
-// depend on: the limits (parseHeader) and the mode and tags (check).
-type acceptOpts struct {
-	maxBytes     int64
-	tag          int
-	consolidated bool
-	pseudoRand   bool
-}
-
-func acceptOptsOf(l *link) acceptOpts {
-	return acceptOpts{maxBytes: l.o.maxBytes, tag: l.o.tag, consolidated: l.o.consolidated, pseudoRand: l.o.pseudoRand}
-}
-
-// steadySend records the header message of the last blocking
-// consolidated Send of a p2pState when that message is the whole transfer
-// and carries no metadata: its storage copied in (storageTravel), its
-// place described. The next Send to the same place from the unchanged
-// state has the same header byte for byte (the state's structure, size
-// and hash, the place's tag, the same flags), so it copies the storage in
-// and sends, without building the header and the message list again.
-// The state's build, detach and markDescribed's restart drop the record,
-// and every other transfer that builds a message (see messages) remakes it.
-type steadySend struct {
-	to   describedKey
-	slot *atomic.Pointer[byte] // to's (see described)
-	ok   bool
+	if cap(s.out) < n {
+		s.out = xfer.AlignedBuf(n)
+	}
+	frame := s.out[:n]
+	wire.Put(frame, h)
+	copy(frame[wire.Size:], s.meta[:h.MetaLen])
+	return frame
 }
 
 // describedKey is where a Send transfer goes: the communicator, the
@@ -598,10 +563,6 @@ type describedKey struct {
 	perLeaf bool
 }
 
-// maxDescribed bounds p2pState.describedTo: past it, the list starts
-// again, and the next transfer to each place carries the metadata again.
-const maxDescribed = 16
-
 // described reports whether a transfer of s with l's options can leave
 // its metadata out (wire.FlagDescribed): an earlier transfer since s was
 // built carried it to the same peer on the same tag, in the same mode,
@@ -612,29 +573,13 @@ const maxDescribed = 16
 // count and size alone; the metadata only lets it name the first key that
 // differs, which the first transfer to a place still does.
 func (s *p2pState) described(l *link) bool {
-	key := s.describedKey(l)
-	for i := range s.describedTo {
-		if p := &s.describedTo[i]; p.key == key {
-			return p.slot.Load() == s.metaTok
-		}
-	}
-	return false
+	return sentMetaSlot(l.Group, s.describedKey(l)).Load() == s.metaTok
 }
 
 // markDescribed records that a transfer of s with l's options, not
 // described before, carries the metadata.
 func (s *p2pState) markDescribed(l *link) {
-	key := s.describedKey(l)
-	slot := sentMetaSlot(l.Group, key)
-	slot.Store(s.metaTok)
-	if slices.ContainsFunc(s.describedTo, func(p describedPlace) bool { return p.key == key }) {
-		return
-	}
-	if len(s.describedTo) == maxDescribed {
-		s.describedTo = s.describedTo[:0]
-		s.steady.ok = false // its place is no longer described
-	}
-	s.describedTo = append(s.describedTo, describedPlace{key: key, slot: slot})
+	sentMetaSlot(l.Group, s.describedKey(l)).Store(s.metaTok)
 }
 
 func (s *p2pState) describedKey(l *link) describedKey {

@@ -617,12 +617,11 @@ func TestP2PStateAfterMemmapInPlace(t *testing.T) {
 	}
 }
 
-// TestRecvKnownHeader: a receive whose header repeats the one the last
-// receive into the same TensorDict accepted skips parsing and checking it
-// (parseKnown), but only with the same options and the same structure:
-// a lower WithMaxBytes, another mode or a changed receiving TensorDict
-// still refuse the same bytes, and the steady state resumes after.
-func TestRecvKnownHeader(t *testing.T) {
+// TestRecvRepeatedHeader: the same header, received again and again into
+// one TensorDict, is accepted each time with the same options, and refused
+// with a lower WithMaxBytes, another mode or a changed receiving
+// TensorDict; the receives after a refusal take it again.
+func TestRecvRepeatedHeader(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	if g.Rank() > 1 {
 		return
@@ -636,8 +635,8 @@ func TestRecvKnownHeader(t *testing.T) {
 		want error // nil: received
 	}{
 		{name: "first", opts: []RecvOption{WithConsolidated()}},
-		{name: "accepted", opts: []RecvOption{WithConsolidated()}},
-		{name: "known", opts: []RecvOption{WithConsolidated()}},
+		{name: "second", opts: []RecvOption{WithConsolidated()}},
+		{name: "third", opts: []RecvOption{WithConsolidated()}},
 		{name: "lower limit", opts: []RecvOption{WithConsolidated(), WithMaxBytes(int64(total) - 1)}, want: ErrLimit},
 		{name: "after the limit", opts: []RecvOption{WithConsolidated()}},
 		{name: "per leaf", opts: nil, want: ErrMismatch},

@@ -26,8 +26,8 @@ import (
 // group and place, the last metadata that came from there (placeValues),
 // and a Recv that succeeds gives td the non-tensor values it holds
 // (takeValues): a changed value arrives with the transfer that follows
-// the change, and the steady state stays one message, with one pointer
-// comparison on the receiver. The values kept per place, not per
+// the change, and the steady state stays one message, the receiver
+// looking up its place and comparing two pointers. The values kept per place, not per
 // TensorDict, serve a TensorDict that receives from several ranks
 // (AnySource) or several TensorDicts that take turns receiving from one.
 
@@ -56,8 +56,7 @@ type keyedValue struct {
 }
 
 // placeValues holds a group's valuesRec, by place. A place's slot, once
-// made, stays: a receive keeps it (recvValues) and checks it without the
-// lock.
+// made, stays.
 type placeValues struct {
 	mu sync.Mutex
 	m  map[valuesKey]*atomic.Pointer[valuesRec]
@@ -78,20 +77,6 @@ func (p *placeValues) slot(key valuesKey) *atomic.Pointer[valuesRec] {
 	}
 	return s
 }
-
-// recvValues is what a p2pState keeps of the non-tensor values its
-// TensorDict received: the place of the last receive, its slot, and the
-// record whose values the TensorDict holds since the state was built
-// (nil: none yet). build resets it: a change of the TensorDict's values
-// rebuilds the state, so while rec is the slot's, the values are rec's.
-type recvValues struct {
-	g    *group.Group
-	key  valuesKey
-	slot *atomic.Pointer[valuesRec]
-	rec  *valuesRec
-}
-
-func (v *recvValues) reset() { v.rec = nil }
 
 // valuesKeyOf is the place l's transfer of s comes from, its sender known.
 func (s *p2pState) valuesKeyOf(l *link) valuesKey {
@@ -114,15 +99,12 @@ func (s *p2pState) noteValues(l *link, h *wire.Header, meta []byte) {
 
 // takeValues gives td, into which a transfer from l's peer into s has just
 // been received, the non-tensor values its place last sent (see the top
-// of the file). In the steady state it compares two pointers.
+// of the file), unless td holds them already: s.taken is the record td
+// took its values from since s was built, and a change of td's values
+// rebuilds s.
 func (s *p2pState) takeValues(l *link, td *TensorDict) error {
-	v := &s.values
-	key := s.valuesKeyOf(l)
-	if v.slot == nil || v.g != l.Group || v.key != key {
-		v.g, v.key, v.slot, v.rec = l.Group, key, placeValuesOf.Of(l.Group).slot(key), nil
-	}
-	rec := v.slot.Load()
-	if rec == v.rec || rec == nil {
+	rec := placeValuesOf.Of(l.Group).slot(s.valuesKeyOf(l)).Load()
+	if rec == nil || rec == s.taken {
 		return nil
 	}
 	vals, err := rec.values()
@@ -134,7 +116,7 @@ func (s *p2pState) takeValues(l *link, td *TensorDict) error {
 			return err
 		}
 	}
-	v.rec = rec
+	s.taken = rec
 	return nil
 }
 
@@ -192,13 +174,6 @@ func setReceivedValue(td *TensorDict, k Key, v any) error {
 	}
 	node.add(name, entry{kind: kindNonTensor, v: cloneValue(v)})
 	return nil
-}
-
-// describedPlace is a place a Send of a p2pState carried its metadata to
-// (see p2pState.described), with the place's slot of sentMeta.
-type describedPlace struct {
-	key  describedKey
-	slot *atomic.Pointer[byte]
 }
 
 // sentMeta holds, per group and place a Send goes to, the metadata token

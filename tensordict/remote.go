@@ -50,8 +50,7 @@ func (l *link) init(op string, peer int, dir string) error {
 		return err
 	}
 	g := l.o.group
-	// Field by field: a composite literal is built aside and copied.
-	l.Op, l.Group, l.Comm, l.Peer, l.Dir, l.Ctx = op, g, proto.LibComm(g), peer, dir, l.o.ctx
+	l.Link = xfer.Link{Op: op, Group: g, Comm: proto.LibComm(g), Peer: peer, Dir: dir, Ctx: l.o.ctx}
 	if peer == AnySource {
 		return l.initAnySource()
 	}
@@ -234,12 +233,9 @@ func initMessageName(i int) string {
 // travels inline, else as the header message and the storage (see
 // sendSplitInit). A storage over initInlineMax that is not a view of td's
 // consolidated storage is left to the caller (sent false), which packs it
-// for this call alone rather than into a staging buffer kept with td. With
-// a context that cannot end, the single message is sent blocking and
-// built in a buffer kept with td, taken from it for the send and given
-// back after, so that the steady state allocates nothing for it (a
-// concurrent InitRemote of td builds its own); otherwise the message is
-// the transfer's own (MPI may still read it after a given-up send).
+// for this call alone rather than into a staging buffer kept with td. The
+// single message is built in a buffer of xfer.MsgBuf's pools, handed back
+// after the send unless MPI may still read it (a send given up).
 func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	s, err := p2pStateOf(l.Op, td)
 	if err != nil {
@@ -256,17 +252,17 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	var h holds
 	_ = h.Add(s.st) // released, s was rebuilt without it (refresh)
 	defer func() { h.End(err) }()
-	reuse := l.Ctx.Done() == nil
-	r := l.stateInitRef(s, td.class)
+	blocking := l.Ctx.Done() == nil
+	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
 	// A storage joined to the header message is read after s is unlocked:
 	// td's own consolidated storage, not s's staging buffer.
-	split, join := r.layout(td.class, s.meta[:s.metaLen], s.total, reuse && s.st != nil)
+	split, join := r.layout(td.class, s.meta[:s.metaLen], s.total, blocking && s.st != nil)
 	if split {
 		err := l.sendSplitInit(s, td, r)
 		l.initRefDone(r, err)
 		return true, err
 	}
-	frame, err := s.initFrame(td, reuse, false, r, join)
+	frame, err := s.initFrame(td, false, false, r, join)
 	var storage []byte
 	if join && err == nil {
 		storage, err = s.storageView()
@@ -285,16 +281,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 		msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
 		gone, err = l.SendMessages(msgs[:], tags[:], initMessageName)
 	}
-	switch {
-	case gone:
-		// MPI may still read frame.
-	case reuse:
-		s.mu.Lock()
-		if cap(s.iframe) < cap(frame) {
-			s.iframe = frame // for the next blocking small InitRemote
-		}
-		s.mu.Unlock()
-	default:
+	if !gone { // else MPI may still read frame
 		xfer.PutMsgBuf(frame)
 	}
 	l.initRefDone(r, err)
@@ -529,12 +516,10 @@ func sendEncoding(op string, td *TensorDict) (enc *initEncoding, sp *sendPlan, e
 
 // initFrame returns the message of an InitRemote of td (see initMessage),
 // whose state s is locked and whose storage travels inline: the header,
-// the class name, the metadata and the storage. With reuse (point to point
-// only), it is built in the buffer kept in s (taken from s: the caller
-// gives it back), else in a new one. With head, it ends before the
-// storage, which the caller sends after it in the same message
-// (mpix.SendConcat).
-func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef, head bool) ([]byte, error) {
+// the class name, the metadata and the storage. With head, it ends before
+// the storage, which the caller sends after it in the same message
+// (mpix.SendConcat). The second argument is unused.
+func (s *p2pState) initFrame(td *TensorDict, _, bcast bool, r initRef, head bool) ([]byte, error) {
 	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		Hash: s.consHash, Leaves: int64(len(s.leaves))}
 	class, meta := r.apply(&h, td.class, s.meta[:s.metaLen])
@@ -544,13 +529,7 @@ func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef, head 
 	if !head {
 		n += s.total
 	}
-	var msg, frame []byte
-	if reuse && !bcast && cap(s.iframe) >= n {
-		msg, s.iframe = s.iframe[:n], nil // every byte is written below
-		frame = msg
-	} else {
-		msg, frame = initMessage(n, bcast)
-	}
+	msg, frame := initMessage(n, bcast)
 	wire.Put(frame, &h)
 	off := wire.Size + copy(frame[wire.Size:], class)
 	off += copy(frame[off:], meta)

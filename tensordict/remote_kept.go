@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
@@ -187,52 +186,6 @@ func (l *link) initRef(class string, meta []byte, hash uint64, leaves, total int
 	r := &p.recs[p.last%wire.KeptRefs]
 	*r = keptRec{ref: p.last, hash: hash, leaves: leaves, total: total, class: append(r.class[:0], class...), meta: append(r.meta[:0], meta...)}
 	return initRef{ref: p.last}
-}
-
-// stateInitRef is initRef for an InitRemote from s, td's state (locked),
-// whose class name is class: when the last one of s to the same peer of
-// the same group was described by a kept structure, and that structure
-// is still kept under its ref, it is described by it again, without
-// comparing the metadata (1-2 KiB for 16 leaves) with every structure
-// kept there. A ref is never reused, and s is rebuilt (dropping the
-// record) whenever its structure changes, so the structure kept under the
-// recorded ref is s's for as long as it keeps that ref.
-func (l *link) stateInitRef(s *p2pState, class string) initRef {
-	if c := &s.initKept; c.ok && c.g == l.Group && c.peer == l.Peer && c.class == class {
-		if r, ok := l.describedBy(c.ref); ok {
-			return r
-		}
-	}
-	r := l.initRef(class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
-	s.initKept = initKept{g: l.Group, peer: l.Peer, ref: r.ref, class: class, ok: r.described}
-	return r
-}
-
-// describedBy returns how a frame described by ref travels to l.Peer,
-// when the structure kept there under ref is still kept and not due for
-// renewal (see initRef).
-func (l *link) describedBy(ref uint64) (initRef, bool) {
-	k := keptInits.Of(l.Group)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	p := k.to[l.Peer]
-	if p == nil {
-		return initRef{}, false
-	}
-	if r := &p.recs[ref%wire.KeptRefs]; r.ref != ref || !r.sent || !r.current() {
-		return initRef{}, false
-	}
-	return initRef{ref: ref, described: true}, true
-}
-
-// initKept records the kept structure that described the last
-// InitRemote of a p2pState (see stateInitRef).
-type initKept struct {
-	g     *group.Group
-	peer  int
-	ref   uint64
-	class string
-	ok    bool
 }
 
 // initRefDone records the outcome of the frame that keeps r's structure at

@@ -253,9 +253,8 @@ func pairGroup(t *testing.T) *group.Group {
 }
 
 // TestInitRemoteKeptRecord: a TensorDict sent again and again to one rank
-// is described by the structure kept there under the ref its state
-// records (stateInitRef), and travels in full, to be kept again, as soon
-// as that ref no longer holds it: another eight structures took its place
+// is described by the structure kept there (initRef), and travels in
+// full, to be kept again, as soon as its ref no longer holds it: another eight structures took its place
 // (wire.KeptRefs), its class name changed, or keptRenew passed. The
 // receiver checks the size of each header message and every element.
 func TestInitRemoteKeptRecord(t *testing.T) {

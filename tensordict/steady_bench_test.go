@@ -79,30 +79,19 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 			clear(msgs)
 			return err
 		}},
-		{"SteadyFrame", func() error {
-			_, err := s.steadyFrame()
-			return err
-		}},
 		{"InitRefLookup", func() error {
 			s.mu.Lock()
 			r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
 			s.mu.Unlock()
 			return keptOrDescribed(l, r)
 		}},
-		{"InitRefRecord", func() error {
-			s.mu.Lock()
-			r := l.stateInitRef(s, td.class)
-			s.mu.Unlock()
-			return keptOrDescribed(l, r)
-		}},
 		{"GotBody", func() error {
 			copy(s.hdr, frame)
 			r := recvOp{l: l, td: td, s: s}
-			known, err := s.parseKnown(l, false, &r.h)
-			if err != nil {
+			var err error
+			if r.h, err = s.parseHeader(l, false); err != nil {
 				return err
 			}
-			r.known = known
 			_, err = r.gotBody(frame[wire.Size:])
 			return err
 		}},
