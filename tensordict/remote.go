@@ -175,8 +175,7 @@ const initInlineMax = 64 << 10
 // source, dst is ignored, and every other rank calls FromRemoteInit with
 // WithBroadcast and this rank as src. A TensorDict sent again with the
 // same structure is cheaper: its frame travels whole in the first message
-// (up to 128 KiB), and receivers waiting for it make their result before
-// it comes.
+// (up to 128 KiB).
 func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
 	return xfer.LogFailed("InitRemote", td.initRemote(dst, opts))
 }

@@ -4,7 +4,6 @@
 package tensordict
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"sync"
@@ -29,8 +28,7 @@ import (
 //     initInlineMax, the storage), or the frame's first part, or the
 //     root's error;
 //  2. every rank checks the header against its limits and, when the
-//     frame came whole, builds its TensorDict (or takes the one it made
-//     before the message came, see bcastKnown); the ranks agree
+//     frame came whole, builds its TensorDict; the ranks agree
 //     (xfer.Step.Agree) that all could, else all return an error, and
 //     otherwise all set the length of the next first message;
 //  3. when the frame did not fit, the root broadcasts the rest of it;
@@ -66,7 +64,7 @@ func (l *link) bcastSendLocked(s xfer.Step, td *TensorDict, busy func() bool) (c
 		return false, err
 	}
 	roots := bcastRoots.Of(l.Group)
-	firstLen, _ := roots.of(l.Peer, &l.o)
+	firstLen := roots.of(l.Peer)
 	// td's own storage, which MPI may read in the last step (see holds).
 	var h holds
 	defer func() { h.End(err) }()
@@ -280,11 +278,8 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	if err := l.agreeRoot(s, misuse); err != nil {
 		return false, err
 	}
-	// The result of a frame like the last ones from this root is made
-	// before the first message arrives (see bcastKnown).
 	roots := bcastRoots.Of(l.Group)
-	firstLen, known := roots.of(l.Peer, &l.o)
-	pre, preData := known.prepare()
+	firstLen := roots.of(l.Peer)
 	// The first message goes into a pooled buffer; the storage of a small
 	// transfer, which it holds, is copied out of it.
 	first := xfer.MsgBuf(firstLen)
@@ -295,11 +290,10 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	defer xfer.PutMsgBuf(first) // nothing built refers to its bytes
 	frameLen, more, err := parseBcastFirst(l.Op, l.Peer, first)
 	var h wire.Header
-	repeated := err == nil && pre != nil && known.repeats(first, frameLen, more)
-	if err == nil && !repeated {
+	if err == nil {
 		h, err = wire.Parse(first[bcastPrefix:], l.o.limits())
 	}
-	if err == nil && !repeated {
+	if err == nil {
 		err = checkBcastFrame(&h, l.Peer, frameLen, more, firstLen)
 	}
 	if err == nil {
@@ -308,24 +302,14 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	// Whether the frame came whole in the first message; valid, and the
 	// same on every rank, once the agreement passed.
 	fits := frameLen <= uint64(firstLen-bcastPrefix)
-	inline := repeated || h.Flags&wire.FlagInline != 0
+	inline := h.Flags&wire.FlagInline != 0
 	finish := func(bool) error { return nil }
 	var st *tensor.Storage
 	switch {
 	case err != nil:
-	case repeated:
-		copy(preData, first[bcastPrefix+len(known.head):bcastPrefix+frameLen])
-		td = known.finish(pre)
 	case fits:
 		f := wire.FrameOf(h, first[bcastPrefix+wire.Size:])
-		var tp *treeTemplate
-		td, st, finish, tp, err = l.buildInit(&f, true, nil, nil)
-		if err == nil {
-			if !inline {
-				tp = nil
-			}
-			roots.note(l.Peer, &l.o, tp, td.class, first[bcastPrefix:bcastPrefix+int(frameLen)])
-		}
+		td, st, finish, _, err = l.buildInit(&f, true, nil, nil)
 	}
 	if err == nil && busy() {
 		err = coll.ErrBusy
@@ -340,7 +324,6 @@ func (l *link) bcastRecvLocked(s xfer.Step, out **TensorDict, busy func() bool) 
 	}
 	roots.agreed(l.Peer, firstLen, frameLen, oneNode)
 	if !fits {
-		roots.note(l.Peer, &l.o, nil, "", nil) // repeats of it are not prepared
 		// The rest of the frame, into memory of the receive pool, written
 		// whole by the broadcast. The result gets a copy of an inline
 		// storage (buildInit with scratch), so the frame goes back to the
@@ -441,58 +424,22 @@ func (l *link) agreement(r int, err, local error) error {
 	return nil
 }
 
-// A bcastKnown is the frame a receiver of broadcast-mode InitRemote last
-// took from a root, whole in the first message with its storage, and
-// built from template tp (a copy of its tree over the storage's bytes):
-// its bytes up to the storage (head: the header, class name and
-// metadata), taken within limits lim, with class name class. Once
-// prepareStreak frames in a row repeated it but for the storage's bytes
-// (streak), the next receive from that root makes its result from tp
-// before the first message arrives (prepare), while it waits: the copy of
-// the tree (0.6-0.7 us for 16 leaves) is otherwise made after the first
-// message, on the path of every rank, since all wait for the slowest in
-// the agreement. A frame that repeats head byte for byte, within the same
-// limits, would pass the same checks and build the same tree: it is taken
-// with a copy of its storage alone (repeats). Any other is received as if
-// nothing had been prepared.
-type bcastKnown struct {
-	head   []byte
-	n      int // the frame's length: head then the storage
-	lim    wire.Limits
-	tp     *treeTemplate
-	class  string
-	streak int
-}
-
-// bcastRoot is what every rank of a group learnt from the broadcast-mode
-// InitRemotes of one root: first, the length of the next first message
-// (nextFirst; 0 for bcastFirst), the same on every rank, and, on a
-// receiver, the frame it took last (known, nil for none).
-type bcastRoot struct {
-	first int
-	known *bcastKnown
-}
-
-// bcastRootTable holds a group's bcastRoot of each root. A bcastKnown in
-// it is not written once published.
+// bcastRootTable holds, for each root of a group's broadcast-mode
+// InitRemotes, the length of the next first message from it (nextFirst;
+// 0 for bcastFirst), the same on every rank.
 type bcastRootTable struct {
 	mu    sync.Mutex
-	roots map[int]bcastRoot // by root rank
+	first map[int]int // by root rank
 }
 
-var bcastRoots = proto.Slot[bcastRootTable]{New: func() *bcastRootTable { return &bcastRootTable{roots: map[int]bcastRoot{}} }}
+var bcastRoots = proto.Slot[bcastRootTable]{New: func() *bcastRootTable { return &bcastRootTable{first: map[int]int{}} }}
 
-// of returns the length of the next first message from root and the known
-// frame that a receive with options o prepares its result from, or nil.
-func (t *bcastRootTable) of(root int, o *remoteOptions) (first int, k *bcastKnown) {
+// of returns the length of the next first message from root.
+func (t *bcastRootTable) of(root int) int {
 	t.mu.Lock()
-	r := t.roots[root]
+	first := t.first[root]
 	t.mu.Unlock()
-	first, k = max(r.first, bcastFirst), r.known
-	if k == nil || k.streak < prepareStreak || k.lim != o.limits() || o.memmap != "" || o.alloc != nil {
-		k = nil
-	}
-	return first, k
+	return max(first, bcastFirst)
 }
 
 // agreed records that every rank took a first message of first bytes
@@ -506,40 +453,8 @@ func (t *bcastRootTable) agreed(root, first int, frameLen uint64, oneNode bool) 
 		return
 	}
 	t.mu.Lock()
-	r := t.roots[root]
-	r.first = next
-	t.roots[root] = r
+	t.first[root] = next
 	t.mu.Unlock()
-}
-
-// note records that a receive from root with options o took frame, whole
-// in the first message with its storage, building it from template tp
-// (nil: not from one) with class name class (the frame's storage is its
-// last tp.stLen bytes), or another frame (nil frame and tp). A frame whose
-// next repeat could not be prepared replaces the known one all the same:
-// the receives that follow prepare nothing until frames repeat again.
-func (t *bcastRootTable) note(root int, o *remoteOptions, tp *treeTemplate, class string, frame []byte) {
-	ok := tp != nil && preparable(tp, o)
-	lim := o.limits()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r := t.roots[root]
-	defer func() { t.roots[root] = r }()
-	cur := r.known
-	if !ok {
-		r.known = nil
-		return
-	}
-	head := frame[:len(frame)-tp.stLen]
-	if cur != nil && cur.tp == tp && cur.class == class && bytes.Equal(cur.head, head) && cur.lim == lim {
-		if cur.streak < prepareStreak {
-			next := *cur // not written in place: of's caller reads it unlocked
-			next.streak++
-			r.known = &next
-		}
-		return
-	}
-	r.known = &bcastKnown{head: bytes.Clone(head), n: len(head) + tp.stLen, lim: lim, tp: tp, class: class, streak: 1}
 }
 
 // bcastFirstMax bounds the first messages of broadcast-mode InitRemote:
@@ -585,40 +500,4 @@ func nextFirst(first int, frameLen uint64, oneNode bool) int {
 		return bcastFirst
 	}
 	return min((n+255)&^255, bcastFirstMax)
-}
-
-// preparable reports whether a receive with options o can make a result
-// from template tp before its storage's bytes arrive: in memory of its
-// own, in the tree's allocation (no WithMemmap or WithAllocator), and
-// without Bool leaves (a view checks a storage's bools when laid over it).
-func preparable(tp *treeTemplate, o *remoteOptions) bool {
-	return tp.copyBlock.typ != nil && tp.stLen > 0 && !tp.views.HasBools() && o.memmap == "" && o.alloc == nil
-}
-
-// prepare returns a copy of k's tree over a storage of its own, whose
-// bytes data the receive fills (nil, nil for a nil k).
-func (k *bcastKnown) prepare() (td *TensorDict, data []byte) {
-	if k == nil {
-		return nil, nil
-	}
-	td, data, err := k.tp.instantiateData(&k.tp.copyBlock, nil)
-	if err != nil {
-		return nil, nil
-	}
-	return td, data
-}
-
-// repeats reports whether first, a first message of a frame of frameLen
-// bytes (more: messages follow), holds a frame that repeats k's but for
-// its storage's bytes.
-func (k *bcastKnown) repeats(first []byte, frameLen uint64, more bool) bool {
-	return !more && frameLen == uint64(k.n) && bytes.Equal(first[bcastPrefix:bcastPrefix+len(k.head)], k.head)
-}
-
-// finish completes pre, a result made by k.prepare whose storage the
-// receive filled.
-func (k *bcastKnown) finish(pre *TensorDict) *TensorDict {
-	pre.cons.base, pre.cons.end = 0, k.tp.stLen
-	pre.class = k.class
-	return pre
 }

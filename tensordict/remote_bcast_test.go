@@ -16,14 +16,12 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// TestBroadcastModePrepared: a run of broadcast-mode InitRemotes of one
-// small structure from a root, which its receivers prepare their result
-// for (bcastKnown) and take by copying the storage's bytes, interrupted
-// by another structure whose frame has the same length, a lower limit, an
-// allocator and a Bool leaf. Each result is right and has memory of its
-// own, and the lower limit is refused. Which of the receivers' paths each
-// receive took is not observed.
-func TestBroadcastModePrepared(t *testing.T) {
+// TestBroadcastModeRepeats: a run of broadcast-mode InitRemotes of one
+// small structure from a root, interrupted by another structure whose
+// frame has the same length, a lower limit, an allocator and a Bool leaf.
+// Each result is right and has memory of its own, and the lower limit is
+// refused.
+func TestBroadcastModeRepeats(t *testing.T) {
 	g := ownGroup(t)
 
 	x := func(round float64) *TensorDict { return countedTD(t, 100, round) }
@@ -47,18 +45,18 @@ func TestBroadcastModePrepared(t *testing.T) {
 	steps := []step{
 		{name: "first", round: 0},
 		{name: "second", round: 1},
-		{name: "third: prepared", round: 2},
-		{name: "fourth: prepared", round: 3},
+		{name: "third", round: 2},
+		{name: "fourth", round: 3},
 		{name: "another structure, as long", send: y},
 		{name: "x after y", round: 4},
 		{name: "x again", round: 5},
-		{name: "x prepared again", round: 6},
+		{name: "x a third time", round: 6},
 		{name: "x over a lower limit", round: 7, opts: []RemoteOption{WithMaxBytes(16)}, err: wire.ErrLimit},
 		{name: "x within the limit again", round: 8},
 		{name: "x with an allocator", round: 9, opts: []RemoteOption{alloc}},
 		{name: "x without", round: 10},
 		{name: "x without again", round: 11},
-		{name: "x without, prepared", round: 12},
+		{name: "x without, a third time", round: 12},
 		{name: "a Bool leaf", send: flags},
 		{name: "a Bool leaf again", send: flags},
 		{name: "a Bool leaf, a third time", send: flags},
@@ -116,7 +114,7 @@ func TestBroadcastModePrepared(t *testing.T) {
 // their frame, all arrive.
 func TestBroadcastModeFirstLength(t *testing.T) {
 	g := ownGroup(t)
-	first := func() int { n, _ := bcastRoots.Of(g).of(0, &remoteOptions{}); return n }
+	first := func() int { return bcastRoots.Of(g).of(0) }
 	frameOf := func(m int) int {
 		p, err := planSend("InitRemote", bigTD(t, 1, m, 0))
 		require.NoError(t, err)

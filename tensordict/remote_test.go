@@ -463,7 +463,7 @@ func bcastPath(t testing.TB, g *group.Group, root int, td *TensorDict) string {
 	defer xfer.PutMsgBuf(msg)
 	frameLen, _, err := parseBcastFirst(l.Op, 0, msg)
 	require.NoError(t, err)
-	first, _ := bcastRoots.Of(g).of(root, &l.o)
+	first := bcastRoots.Of(g).of(root)
 	if frameLen <= uint64(first-bcastPrefix) {
 		return "first"
 	}
