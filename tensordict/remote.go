@@ -56,7 +56,7 @@ func (l *link) init(op string, peer int, dir string) error {
 	if peer == AnySource {
 		return l.initAnySource()
 	}
-	if l.o.broadcast {
+	if l.o.broadcast { // WithTorch's broadcast (see newTorchLink)
 		if peer < 0 || peer >= g.Size() {
 			return l.Errorf("root rank %d is out of range [0, %d) of %s", peer, g.Size(), xfer.DescribeGroup(g))
 		}
@@ -173,10 +173,17 @@ const initInlineMax = 64 << 10
 //
 // With WithBroadcast every rank of the group takes part: the caller is the
 // source, dst is ignored, and every other rank calls FromRemoteInit with
-// WithBroadcast and this rank as src. A TensorDict sent again with the
-// same structure is cheaper: its frame travels whole in the first message
-// (up to 128 KiB).
+// WithBroadcast and this rank as src. The transfer is then the broadcast
+// of Broadcast, with its messages, checks and errors: the ranks compare
+// their roots first (ranks that name different ones all return an error
+// wrapping ErrMismatch that names the lowest and the highest), and a
+// receiver that refuses the header (WithMaxBytes, the memory it has)
+// makes every rank return an error (a *PeerError naming it elsewhere)
+// before the storage moves.
 func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
+	if broadcastMode(opts) {
+		return td.initBroadcast(opts) // a collective, which logs its failure
+	}
 	return xfer.LogFailed("InitRemote", td.initRemote(dst, opts))
 }
 
@@ -187,18 +194,8 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	var lv link // on the stack: see link.init
 	l := &lv
 	resolveInto(&l.o, opts, usesInitSend)
-	if l.o.broadcast && l.o.group != nil {
-		dst = l.o.group.Rank()
-	}
 	if err := l.init("InitRemote", dst, "to"); err != nil {
 		return err
-	}
-	if l.o.broadcast {
-		l.Dir = "root"
-		if xfer.InfoOn() {
-			l.LogStart(tensorBytes(td), -1)
-		}
-		return l.bcastSend(td)
 	}
 	if xfer.InfoOn() {
 		l.LogStart(tensorBytes(td), xfer.InitHeaderTag)
@@ -266,7 +263,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 		l.initRefDone(r, err)
 		return true, err
 	}
-	frame, err := s.initFrame(td, reuse, false, r, join)
+	frame, err := s.initFrame(td, reuse, r, join)
 	var storage []byte
 	if join && err == nil {
 		storage, err = s.storageView()
@@ -367,7 +364,7 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 	var h holds
 	defer func() { h.End(err) }()
 	holdConsolidated(td, &h)
-	frame, payload, r, err := firstInitFrame(l.Op, td, false, l, passedOn(td))
+	frame, payload, r, err := firstInitFrame(l.Op, td, l, passedOn(td))
 	if err != nil {
 		return l.Errorf("%w", err)
 	}
@@ -405,40 +402,16 @@ func holdConsolidated(td *TensorDict, h *holds) {
 	}
 }
 
-// initMessage returns a buffer from xfer.MsgBuf for the single message
-// of an InitRemote whose frame (header, class name, metadata and inline
-// storage) is n bytes, and the frame within it, for the caller to write
-// whole: point to point the message is the frame; in broadcast mode
-// (bcast) it is a broadcast's first message (bcastMessage), the frame
-// after its prefix.
-func initMessage(n int, bcast bool) (msg, frame []byte) {
-	if !bcast {
-		msg = xfer.MsgBuf(n)
-		return msg, msg
-	}
-	msg = bcastMessage(n, bcastPrefix+n > bcastFirst)
-	return msg, msg[bcastPrefix : bcastPrefix+n]
-}
-
-// initKind is the header kind of an InitRemote's frame.
-func initKind(bcast bool) wire.Kind {
-	if bcast {
-		return wire.KindBroadcast
-	}
-	return wire.KindInit
-}
-
 // firstInitFrame returns the message of the first InitRemote of td (see
-// sendInitOnce and initMessage), and how it travels to l.Peer
-// (l.initRef; none when l is nil, as in broadcast mode, where frame is nil
-// if td's storage is over initInlineMax). To l.Peer, a split frame (see
+// sendInitOnce), a buffer from xfer.MsgBuf, and how it travels to l.Peer
+// (l.initRef; none when l is nil: the whole frame). To l.Peer, a split frame (see
 // initRef.layout) is the header message alone, and payload the storage that
 // follows it on r.tag, or with r.joined the storage that follows it in the
 // same message (mpix.SendConcat); else payload is nil. A received TensorDict passed
 // on unchanged (templateEncoding) reuses the encoding of the first copy of
 // its template that was: only its storage is new, read through rawbytes
 // when passedOn (see there).
-func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, passedOn bool) (frame, payload []byte, r initRef, err error) {
+func firstInitFrame(op string, td *TensorDict, l *link, passedOn bool) (frame, payload []byte, r initRef, err error) {
 	enc, sp, err := sendEncoding(op, td)
 	if err != nil {
 		return nil, nil, r, err
@@ -458,10 +431,7 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, passedOn boo
 	} else {
 		total = td.tmpl.stLen
 	}
-	if total > initInlineMax && l == nil {
-		return nil, nil, r, nil // a broadcast's storage that does not travel inline
-	}
-	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
 	class, meta := enc.class, enc.meta
 	split := false
 	if l != nil {
@@ -487,9 +457,8 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, passedOn boo
 			payload = p
 			return mem.Readable(p)
 		}
-		var f []byte
-		frame, f = initMessage(wire.Size+len(class)+len(meta)+len(p), bcast)
-		wire.AppendFrame(f[:0], &h, class, meta, p) // every byte of f
+		frame = xfer.MsgBuf(wire.Size + len(class) + len(meta) + len(p))
+		wire.AppendFrame(frame[:0], &h, class, meta, p) // every byte of frame
 		return nil
 	})
 	if err != nil {
@@ -527,15 +496,15 @@ func sendEncoding(op string, td *TensorDict) (enc *initEncoding, sp *sendPlan, e
 	return enc, sp, nil
 }
 
-// initFrame returns the message of an InitRemote of td (see initMessage),
-// whose state s is locked and whose storage travels inline: the header,
-// the class name, the metadata and the storage. With reuse (point to point
-// only), it is built in the buffer kept in s (taken from s: the caller
-// gives it back), else in a new one. With head, it ends before the
+// initFrame returns the message of an InitRemote of td, whose state s is
+// locked and whose storage travels inline: the header, the class name,
+// the metadata and the storage. With reuse, it is built in the buffer
+// kept in s (taken from s: the caller gives it back), else in a new one
+// from xfer.MsgBuf. With head, it ends before the
 // storage, which the caller sends after it in the same message
 // (mpix.SendConcat).
-func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef, head bool) ([]byte, error) {
-	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
+func (s *p2pState) initFrame(td *TensorDict, reuse bool, r initRef, head bool) ([]byte, error) {
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		Hash: s.consHash, Leaves: int64(len(s.leaves))}
 	class, meta := r.apply(&h, td.class, s.meta[:s.metaLen])
 	pad := (8 - (wire.Size+len(class)+len(meta))%8) % 8
@@ -544,12 +513,11 @@ func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef, head 
 	if !head {
 		n += s.total
 	}
-	var msg, frame []byte
-	if reuse && !bcast && cap(s.iframe) >= n {
-		msg, s.iframe = s.iframe[:n], nil // every byte is written below
-		frame = msg
+	var frame []byte
+	if reuse && cap(s.iframe) >= n {
+		frame, s.iframe = s.iframe[:n], nil // every byte is written below
 	} else {
-		msg, frame = initMessage(n, bcast)
+		frame = xfer.MsgBuf(n)
 	}
 	wire.Put(frame, &h)
 	off := wire.Size + copy(frame[wire.Size:], class)
@@ -559,7 +527,7 @@ func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef, head 
 		off++
 	}
 	if head {
-		return msg, nil
+		return frame, nil
 	}
 	// The storage may be a mapping of a file another process truncated.
 	err := s.guard(func() error {
@@ -570,7 +538,7 @@ func (s *p2pState) initFrame(td *TensorDict, reuse, bcast bool, r initRef, head 
 	if err != nil {
 		return nil, fmt.Errorf("the consolidated storage: %w", err)
 	}
-	return msg, nil
+	return frame, nil
 }
 
 // senderLimits checks what a sender puts in a header: the receiver's
@@ -617,7 +585,15 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // JSON length as a little-endian int64 (Python's
 // TensorDict.from_consolidated reads it). The leaves of the result view
 // the mapping; nothing is copied after the receive.
+//
+// With WithBroadcast, the receive is a broadcast from src (see InitRemote)
+// that every rank of the group but src takes part in, bounded by
+// WithContext as Broadcast is; WithMemmap and WithAllocator give the
+// storage as above.
 func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
+	if broadcastMode(opts) {
+		return fromBroadcast(src, opts) // a collective, which logs its failure
+	}
 	td, err := fromRemoteInit(src, opts)
 	mem.Received() // see there: after this one, what the caller drops can come back
 	return td, xfer.LogFailed("FromRemoteInit", err)
@@ -633,12 +609,6 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 	resolveInto(&l.o, opts, usesInitRecv)
 	if err := l.init("FromRemoteInit", src, "from"); err != nil {
 		return nil, err
-	}
-	if l.o.broadcast {
-		l.Dir = "root"
-		l.LogStart(-1, -1)
-		td, err := l.bcastRecv()
-		return td.receivedFrom(src), err
 	}
 	l.LogStart(-1, xfer.InitHeaderTag)
 	td, err := l.recvInit()
