@@ -62,8 +62,6 @@ func (l *link) initAnySource() error {
 	switch {
 	case l.Dir != "from":
 		return l.Errorf("AnySource names no rank to send to")
-	case l.o.broadcast:
-		return l.Errorf("AnySource is point to point: a broadcast (WithBroadcast) names its root")
 	case l.o.torch:
 		return l.Errorf("AnySource is not supported with WithTorch: torch's recv takes its source rank")
 	}

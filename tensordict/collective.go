@@ -245,5 +245,6 @@ func unpack(cl *coll.Call, r int, in []int64, words []uint64) (*TensorDict, erro
 	// holds every rank's block: the storage is only a part of it (the class
 	// name and metadata follow), which mem.GiveBack never takes back, so its
 	// release leaves the region to the collector.
-	return rebuild(cl, r, reusableStorage(storage), meta, class)
+	td, err := rebuild(cl, r, reusableStorage(storage), nil, meta, class)
+	return td, cl.Wrap(err)
 }

@@ -3,6 +3,7 @@ package tensordict
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/tdmpi/tdmpi/internal/coll"
@@ -13,19 +14,34 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// The first message of Broadcast (wire.BcastFirst bytes, its prefix
+// The first message of a broadcast (wire.BcastFirst bytes, its prefix
 // wire.BcastPrefix).
 const (
 	bcastFirst  = wire.BcastFirst
 	bcastPrefix = wire.BcastPrefix
 )
 
-// Broadcast and broadcast-mode InitRemote start with the same first
-// message, bcastFirst bytes on every rank: a prefix (status: 0, or 1 when
-// the source failed and its error text follows, up to wire.MaxReportedError
-// bytes, zero-terminated when shorter; the frame's length; whether more
-// messages follow), then the frame (wire header, class name, metadata and,
-// when all of it fits, the inline storage), or its first part.
+// Broadcast, IBroadcast and broadcast-mode InitRemote and FromRemoteInit
+// are one broadcast, which runs these steps on every rank (coll.Start
+// runs them, holding the group's collective lock):
+//
+//  1. the ranks compare their roots, and share any rank's error that
+//     stops the call before it starts (coll.Call.CheckRoot);
+//  2. the source broadcasts the first message, bcastFirst bytes: a prefix
+//     (status: 0, or 1 when the source failed and its error text
+//     follows, up to wire.MaxReportedError bytes, zero-terminated when
+//     shorter; the frame's length; whether more messages follow), then
+//     the frame (wire header, class name, metadata and, when all of it
+//     fits, the storage inline), or its first part;
+//  3. every receiver checks the header against its limits and the memory
+//     it has, and, when the frame came whole, builds its result; the
+//     ranks agree that all could (coll.Call.Conclude when nothing
+//     follows, which closes the call, else coll.Call.ShareFailure);
+//  4. the source broadcasts the rest of the frame, then the storage, in
+//     chunks of at most 1 GiB; the call is closed (coll.Close).
+//
+// A source that failed takes no step after the first message, nor do
+// the receivers, which return its error (*PeerError).
 
 // putBcastFailed writes into first (bcastFirst bytes) that the source
 // failed with err.
@@ -44,18 +60,9 @@ func bcastMessageLen(frameLen int) int { return max(bcastPrefix+frameLen, bcastF
 // the messages that start a broadcast of the frame of h, class, meta and
 // inline storage (wire.AppendFrame): the prefix, the frame, zeros after a
 // frame shorter than the first message. more says that messages follow
-// (the frame's rest, or a separate storage). It returns msg.
+// the frame (a separate storage). It returns msg.
 func bcastFrameMessage(msg []byte, h *wire.Header, class string, meta, inline []byte, more bool) []byte {
 	frameLen := wire.Size + len(class) + len(meta) + len(inline)
-	startBcastMessage(msg, frameLen, more)
-	wire.AppendFrame(msg[bcastPrefix:bcastPrefix], h, class, meta, inline)
-	return msg
-}
-
-// startBcastMessage writes into msg (bcastMessageLen bytes) the prefix of
-// the messages that start a broadcast of a frame of frameLen bytes, and
-// zeros after where the frame goes; more is as for bcastFrameMessage.
-func startBcastMessage(msg []byte, frameLen int, more bool) {
 	binary.LittleEndian.PutUint64(msg, 0)
 	binary.LittleEndian.PutUint64(msg[8:], uint64(frameLen))
 	binary.LittleEndian.PutUint64(msg[16:], 0)
@@ -63,11 +70,9 @@ func startBcastMessage(msg []byte, frameLen int, more bool) {
 		binary.LittleEndian.PutUint64(msg[16:], 1)
 	}
 	clear(msg[bcastPrefix+frameLen:])
+	wire.AppendFrame(msg[bcastPrefix:bcastPrefix], h, class, meta, inline)
+	return msg
 }
-
-// bcastFrameLen returns the frame length that the prefix of msg, written
-// by startBcastMessage, announces.
-func bcastFrameLen(msg []byte) uint64 { return binary.LittleEndian.Uint64(msg[8:]) }
 
 // parseBcastFirst reads a first message: a *PeerError naming src when the
 // source failed, else the frame's length and whether more messages follow.
@@ -75,21 +80,20 @@ func parseBcastFirst(op string, src int, first []byte) (frameLen uint64, more bo
 	if binary.LittleEndian.Uint64(first) != 0 {
 		return 0, false, &PeerError{Op: op, Rank: src, Msg: coll.NulTerminated(first[bcastPrefix : bcastPrefix+wire.MaxReportedError])}
 	}
-	return bcastFrameLen(first), binary.LittleEndian.Uint64(first[16:]) != 0, nil
+	return binary.LittleEndian.Uint64(first[8:]), binary.LittleEndian.Uint64(first[16:]) != 0, nil
 }
 
 // checkBcastFrame checks a parsed broadcast header h against the prefix of
-// its first message from src, of first bytes.
-func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool, first int) error {
-	room := uint64(first - bcastPrefix) // for the frame in the first message
+// its first message from src.
+func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool) error {
 	switch {
 	case h.Kind != wire.KindBroadcast:
 		return fmt.Errorf("rank %d sent a %v message, not a broadcast", src, h.Kind)
 	case uint64(wire.Size+h.Body()) != frameLen:
 		return fmt.Errorf("rank %d announced a frame of %d bytes, its header %d", src, frameLen, wire.Size+h.Body())
-	case !more && frameLen > room:
-		return fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, room)
-	case more && h.Flags&wire.FlagInline != 0 && frameLen <= room:
+	case !more && frameLen > bcastFirst-bcastPrefix:
+		return fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, bcastFirst-bcastPrefix)
+	case more && h.Flags&wire.FlagInline != 0:
 		return fmt.Errorf("rank %d sent inline storage and more messages", src)
 	}
 	return nil
@@ -127,7 +131,7 @@ func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool, first 
 // WithMaxBytes, WithConsolidated.
 func (td *TensorDict) Broadcast(src int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
-	err := runCollective("Broadcast", src, td.bcastBytes(src), resolve(opts, usesBroadcast), td.broadcast(src, &out))
+	err := runCollective("Broadcast", src, td.bcastBytes(src), resolve(opts, usesBroadcast), td.broadcast(src, &out, bcastExtra{}))
 	mem.Received() // a receive into the pool (see there)
 	if err != nil {
 		return nil, err
@@ -148,7 +152,7 @@ func (td *TensorDict) Broadcast(src int, opts ...CollectiveOption) (*TensorDict,
 // Options: those of Broadcast.
 func (td *TensorDict) IBroadcast(src int, opts ...CollectiveOption) (*TensorDict, *Pending, error) {
 	var out *TensorDict
-	p, err := runCollectiveAsync("IBroadcast", src, td.bcastBytes(src), resolve(opts, usesBroadcast), td.broadcast(src, &out))
+	p, err := runCollectiveAsync("IBroadcast", src, td.bcastBytes(src), resolve(opts, usesBroadcast), td.broadcast(src, &out, bcastExtra{}))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,24 +169,39 @@ func (td *TensorDict) bcastBytes(src int) func(r int) int64 {
 	}
 }
 
-// broadcast returns the body of Broadcast and IBroadcast, which sets *out
-// to the result.
-func (td *TensorDict) broadcast(src int, out **TensorDict) func(cl *coll.Call) error {
+// bcastExtra is what broadcast-mode InitRemote and FromRemoteInit give a
+// broadcast beyond Broadcast's arguments; Broadcast's is the zero value.
+type bcastExtra struct {
+	// refused is this rank's error that stops the call on every rank
+	// before anything is broadcast (FromRemoteInit called by the root,
+	// or with AnySource), or nil.
+	refused error
+	// storage makes a receiver's storage of total bytes (with inline, a
+	// storage that came in the frame, copied in) and the function that
+	// completes (true) or removes (false) it: link.storageFor, for
+	// WithMemmap and WithAllocator. nil: the receive pool's memory.
+	storage func(total int64, inline, meta []byte) (*tensor.Storage, func(ok bool) error, error)
+}
+
+// broadcast returns the body of a broadcast from src (see the steps
+// above), which sets *out to the result; td is the source's TensorDict
+// or, on a receiver, the one WithConsolidated receives into.
+func (td *TensorDict) broadcast(src int, out **TensorDict, x bcastExtra) func(cl *coll.Call) error {
 	return func(cl *coll.Call) error {
-		if err := cl.CheckRoot("src", src); err != nil {
+		if err := cl.CheckRoot("src", src, x.refused); err != nil {
 			return err
 		}
 		var err error
 		if cl.Rank == src {
 			*out, err = bcastSend(cl, td)
 		} else {
-			*out, err = bcastRecv(cl, td, src)
+			*out, err = bcastRecv(cl, td, src, x.storage)
 		}
 		return err
 	}
 }
 
-// bcastSend is Broadcast on the source rank.
+// bcastSend is a broadcast on the source rank.
 func bcastSend(cl *coll.Call, td *TensorDict) (*TensorDict, error) {
 	tdc, msg, storage, err := bcastFrame(cl, td)
 	if err != nil {
@@ -207,6 +226,9 @@ func bcastSend(cl *coll.Call, td *TensorDict) (*TensorDict, error) {
 	}
 	if len(msg) == bcastFirst && storage == nil {
 		putMsg()
+		if err := cl.Conclude(nil); err != nil {
+			return nil, err
+		}
 		return tdc, nil
 	}
 	if err := cl.ShareFailure(cl.Ready()); err != nil {
@@ -287,7 +309,16 @@ func bcastSource(op string, td *TensorDict) (tdc *TensorDict, class string, meta
 					return nil, "", nil, nil, 0, err
 				}
 				if sp == nil || sp.storage != nil { // the encoding describes c.st as it lies
-					return td, enc.class, bytes.TrimRight(enc.meta, " "), c.st.Bytes(), int(enc.leaves), nil
+					var st []byte
+					if sp == nil {
+						// Passed on unchanged (see passedOn): read without
+						// marking it seen, so that its release can still
+						// give its region back to the receive pool.
+						st, _ = rawbytes.Of(c.st)
+					} else {
+						st = c.st.Bytes()
+					}
+					return td, enc.class, bytes.TrimRight(enc.meta, " "), st, int(enc.leaves), nil
 				}
 			}
 		} else if meta, leaves, ok := stateLayout(op, td); ok {
@@ -331,9 +362,10 @@ func countTensorLeaves(td *TensorDict) int {
 	return n
 }
 
-// bcastRecv is Broadcast on a receiving rank; td is the receiver's own
-// TensorDict, reused with WithConsolidated.
-func bcastRecv(cl *coll.Call, td *TensorDict, src int) (*TensorDict, error) {
+// bcastRecv is a broadcast on a receiving rank; td is the receiver's own
+// TensorDict, reused with WithConsolidated, and storage, if not nil,
+// makes the result's storage (see bcastExtra).
+func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byte, []byte) (*tensor.Storage, func(bool) error, error)) (*TensorDict, error) {
 	first := xfer.MsgBuf(bcastFirst) // written whole by the broadcast
 	if err := xfer.Bcast(cl.Step, first, src); err != nil {
 		// A step given up leaves first to MPI: it is not pooled again.
@@ -343,37 +375,19 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int) (*TensorDict, error) {
 	body := first[bcastPrefix:]
 	frameLen, more, err := parseBcastFirst(cl.Op, src, first)
 	if err != nil {
-		return nil, cl.Errorf("%w", err)
+		return nil, cl.Errorf("%w", err) // the source takes no more steps
 	}
 	h, err := wire.Parse(body, cl.Lim)
 	if err == nil {
-		err = checkBcastFrame(&h, src, frameLen, more, bcastFirst)
+		err = checkBcastFrame(&h, src, frameLen, more)
 	}
-	if err == nil && more && h.Flags&wire.FlagInline != 0 {
-		err = fmt.Errorf("rank %d sent inline storage and more messages", src)
+	if err != nil {
+		err = fmt.Errorf("from rank %d: %w", src, err)
+	} else {
+		err = cl.Ready()
 	}
 	if !more {
-		if err != nil {
-			return nil, cl.Errorf("from rank %d: %w", src, err)
-		}
-		if err := cl.Ready(); err != nil {
-			return nil, cl.Wrap(err)
-		}
-		f, err := wire.ParseFrame(body[:frameLen], cl.Lim)
-		if err != nil {
-			return nil, cl.Errorf("from rank %d: %w", src, err)
-		}
-		if cl.Consolidated && sameLayout(td, f.Meta, string(f.Class), int64(len(f.Inline))) {
-			copy(td.cons.st.Bytes(), f.Inline)
-			return td, nil
-		}
-		// Copy the storage so that its leaves are 8-byte aligned.
-		st := tensor.StorageOf(mem.AllocUninit(len(f.Inline)))
-		copy(st.Bytes(), f.Inline)
-		return rebuild(cl, src, st, f.Meta, string(f.Class))
-	}
-	if err == nil {
-		err = cl.Ready()
+		return bcastRecvWhole(cl, td, src, body, frameLen, storage, err)
 	}
 	if err == nil {
 		err = checkRoomFor(td, cl.Consolidated, h.Total)
@@ -387,17 +401,28 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int) (*TensorDict, error) {
 		return nil, cl.Errorf("receiving the metadata from rank %d: %w", src, err)
 	}
 	f, err := wire.ParseFrame(frame, cl.Lim)
+	if err != nil {
+		err = fmt.Errorf("from rank %d: %w", src, err)
+	}
 	reuse := err == nil && cl.Consolidated && sameLayout(td, f.Meta, string(f.Class), h.Total)
 	var st *tensor.Storage
-	if reuse {
+	finish := func(bool) error { return nil }
+	switch {
+	case reuse:
 		st = td.cons.st // sameLayout found it whole and consolidated
-	} else {
+	case err == nil && storage != nil:
+		st, finish, err = storage(h.Total, nil, f.Meta)
+		if err != nil {
+			st, finish = nil, func(bool) error { return nil }
+		}
+	}
+	if st == nil {
 		// The broadcast fills it whole, or st is dropped.
 		var aerr error
 		if st, _, aerr = newRecvStorage(h.Total); aerr != nil {
 			// checkRoomFor passed on every rank: only the pool's own check
-			// (of whole huge pages) refused, and this rank cannot leave
-			// the broadcast now.
+			// (of whole huge pages) refused, or storage did, and this rank
+			// cannot leave the broadcast now.
 			st = tensor.StorageOf(make([]byte, h.Total))
 		}
 	}
@@ -415,15 +440,69 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int) (*TensorDict, error) {
 		b, _ = rawbytes.Of(st)
 	}
 	if berr := cl.BcastChunks(b[:h.Total], src); berr != nil {
-		return nil, cl.Errorf("receiving the storage from rank %d: %w", src, berr)
+		return nil, cl.Errorf("receiving the storage from rank %d: %w", src, errors.Join(berr, finish(false)))
 	}
 	if err != nil {
-		return nil, cl.Errorf("from rank %d: %w", src, err)
+		return nil, cl.Wrap(errors.Join(err, finish(false)))
 	}
 	if reuse {
 		return td, nil
 	}
-	return rebuild(cl, src, st, f.Meta, string(f.Class))
+	out, err := rebuild(cl, src, st, nil, f.Meta, string(f.Class))
+	if err == nil {
+		err = finish(true)
+	} else {
+		err = errors.Join(err, finish(false))
+	}
+	if err != nil {
+		return nil, cl.Wrap(err)
+	}
+	return out, nil
+}
+
+// bcastRecvWhole ends bcastRecv when the frame came whole in the first
+// message, its body, frameLen bytes: it builds the result (or, with
+// WithConsolidated, finds td laid out as the source's TensorDict), and the
+// ranks agree that all could (coll.Call.Conclude), which closes the call.
+// err is this rank's error so far.
+func bcastRecvWhole(cl *coll.Call, td *TensorDict, src int, body []byte, frameLen uint64, storage func(int64, []byte, []byte) (*tensor.Storage, func(bool) error, error), err error) (*TensorDict, error) {
+	var f wire.Frame
+	if err == nil {
+		if f, err = wire.ParseFrame(body[:frameLen], cl.Lim); err != nil {
+			err = fmt.Errorf("from rank %d: %w", src, err)
+		}
+	}
+	reuse := err == nil && cl.Consolidated && sameLayout(td, f.Meta, string(f.Class), int64(len(f.Inline)))
+	var out *TensorDict
+	finish := func(bool) error { return nil }
+	if err == nil && !reuse {
+		var st *tensor.Storage
+		if storage != nil {
+			st, finish, err = storage(int64(len(f.Inline)), f.Inline, f.Meta)
+		}
+		if err == nil {
+			// Without st, the result gets a copy of the storage, 8-byte
+			// aligned, in one allocation with its tree when a template
+			// builds it.
+			if out, err = rebuild(cl, src, st, f.Inline, f.Meta, string(f.Class)); err != nil {
+				err = errors.Join(err, finish(false))
+			}
+		}
+	}
+	if err := cl.Conclude(err); err != nil {
+		if out != nil {
+			err = errors.Join(err, finish(false))
+		}
+		return nil, err
+	}
+	if reuse {
+		copy(td.cons.st.Bytes(), f.Inline)
+		return td, nil
+	}
+	if err := finish(true); err != nil {
+		return nil, cl.Wrap(err)
+	}
+	return out, nil
 }
 
 // sameLayout reports whether td is consolidated with exactly the metadata
@@ -445,24 +524,25 @@ func sameLayout(td *TensorDict, meta []byte, class string, total int64) bool {
 	return err == nil && bytes.Equal(mine, meta)
 }
 
-// rebuild makes the TensorDict a peer sent: meta over st, with class name
-// class. Metadata the group received lately is not decoded again, and a
-// small tree is copied from its template, as FromRemoteInit does
-// (fromConsolidatedCached): the ranks of an AllGather, or a loop of
-// Broadcasts, send the same structure.
-func rebuild(cl *coll.Call, from int, st *tensor.Storage, meta []byte, class string) (*TensorDict, error) {
+// rebuild makes the TensorDict a peer sent: meta over st or, when st is
+// nil, over a copy of inline, with class name class. Metadata the group
+// received lately is not decoded again, and a small tree is copied from
+// its template, as FromRemoteInit does (fromConsolidatedCached): the
+// ranks of an AllGather, or a loop of Broadcasts, send the same
+// structure. Its errors name from, without the op prefix.
+func rebuild(cl *coll.Call, from int, st *tensor.Storage, inline, meta []byte, class string) (*TensorDict, error) {
 	if int64(len(meta)) > cl.Lim.MaxMeta {
-		return nil, cl.Errorf("from rank %d: metadata is %d bytes, limit %d: %w", from, len(meta), cl.Lim.MaxMeta, ErrLimit)
+		return nil, fmt.Errorf("from rank %d: metadata is %d bytes, limit %d: %w", from, len(meta), cl.Lim.MaxMeta, ErrLimit)
 	}
-	if st.Released() {
-		return nil, cl.Errorf("from rank %d: %w", from, tensor.ErrReleased)
+	if st != nil && st.Released() {
+		return nil, fmt.Errorf("from rank %d: %w", from, tensor.ErrReleased)
 	}
-	td, _, err := fromConsolidatedCached(cl.Group, st, nil, meta)
+	td, _, err := fromConsolidatedCached(cl.Group, st, inline, meta)
 	if err != nil {
-		return nil, cl.Errorf("from rank %d: %w", from, err)
+		return nil, fmt.Errorf("from rank %d: %w", from, err)
 	}
 	if class != "" {
-		td.SetClassName(class)
+		td.class = class // not an edit: see templateEncoding
 	}
 	return td, nil
 }

@@ -103,7 +103,7 @@ func unpackAll(cl *coll.Call, g coll.Gathered, out []*TensorDict) error {
 func (td *TensorDict) GatherAndStack(dst int, opts ...CollectiveOption) (*TensorDict, error) {
 	var out *TensorDict
 	err := runCollective("GatherAndStack", dst, td.logBytes, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
-		if err := cl.CheckRoot("dst", dst); err != nil {
+		if err := cl.CheckRoot("dst", dst, nil); err != nil {
 			return err
 		}
 		b, p, local := prepareBlock(cl, td)
@@ -224,7 +224,7 @@ func (td *TensorDict) Scatter(src int, tds []*TensorDict, opts ...CollectiveOpti
 		}
 		return n
 	}, resolve(opts, usesCollRecv), func(cl *coll.Call) error {
-		if err := cl.CheckRoot("src", src); err != nil {
+		if err := cl.CheckRoot("src", src, nil); err != nil {
 			return err
 		}
 		var blocks []coll.Block

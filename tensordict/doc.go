@@ -278,7 +278,7 @@
 // and internal/wire (the frames): comm_options.go (the option families), remote.go (InitRemote
 // and FromRemoteInit point to point, receive storage), remote_kept.go (the
 // structures kept between InitRemote's two sides), remote_bcast.go
-// (their broadcast mode), p2p.go and p2p_state.go (Send, Recv and a
+// (their broadcast mode, a broadcast of collective_broadcast.go), p2p.go and p2p_state.go (Send, Recv and a
 // TensorDict's transfer state), p2p_async.go (ISend, IRecv, Pending),
 // anysource.go (AnySource, Source, WaitAny), p2p_values.go (the
 // non-tensor values a Recv takes),

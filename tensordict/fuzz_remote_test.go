@@ -85,7 +85,7 @@ func smallInitFrame(op string, td *TensorDict) ([]byte, error) {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	return s.initFrame(td, false, false, initRef{}, false)
+	return s.initFrame(td, initRef{}, false)
 }
 
 // decodeInitFrame is what FromRemoteInit does with a received header

@@ -54,7 +54,7 @@ func (l *link) init(op string, peer int, dir string) error {
 	if peer == AnySource {
 		return l.initAnySource()
 	}
-	if l.o.broadcast {
+	if l.o.broadcast { // WithTorch's broadcast (see newTorchLink)
 		if peer < 0 || peer >= g.Size() {
 			return l.Errorf("root rank %d is out of range [0, %d) of %s", peer, g.Size(), xfer.DescribeGroup(g))
 		}
@@ -171,11 +171,17 @@ const initInlineMax = 64 << 10
 //
 // With WithBroadcast every rank of the group takes part: the caller is the
 // source, dst is ignored, and every other rank calls FromRemoteInit with
-// WithBroadcast and this rank as src. A TensorDict sent again with the
-// same structure is cheaper: its frame travels whole in the first message
-// (up to 128 KiB), and receivers waiting for it make their result before
-// it comes.
+// WithBroadcast and this rank as src. The transfer is then the broadcast
+// of Broadcast, with its messages, checks and errors: the ranks compare
+// their roots first (ranks that name different ones all return an error
+// wrapping ErrMismatch that names the lowest and the highest), and a
+// receiver that refuses the header (WithMaxBytes, the memory it has)
+// makes every rank return an error (a *PeerError naming it elsewhere)
+// before the storage moves.
 func (td *TensorDict) InitRemote(dst int, opts ...RemoteOption) error {
+	if broadcastMode(opts) {
+		return td.initBroadcast(opts) // a collective, which logs its failure
+	}
 	return xfer.LogFailed("InitRemote", td.initRemote(dst, opts))
 }
 
@@ -186,18 +192,8 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	var lv link // on the stack: see link.init
 	l := &lv
 	resolveInto(&l.o, opts, usesInitSend)
-	if l.o.broadcast && l.o.group != nil {
-		dst = l.o.group.Rank()
-	}
 	if err := l.init("InitRemote", dst, "to"); err != nil {
 		return err
-	}
-	if l.o.broadcast {
-		l.Dir = "root"
-		if xfer.InfoOn() {
-			l.LogStart(tensorBytes(td), -1)
-		}
-		return l.bcastSend(td)
 	}
 	if xfer.InfoOn() {
 		l.LogStart(tensorBytes(td), xfer.InitHeaderTag)
@@ -262,7 +258,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 		l.initRefDone(r, err)
 		return true, err
 	}
-	frame, err := s.initFrame(td, false, false, r, join)
+	frame, err := s.initFrame(td, r, join)
 	var storage []byte
 	if join && err == nil {
 		storage, err = s.storageView()
@@ -354,7 +350,7 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 	var h holds
 	defer func() { h.End(err) }()
 	holdConsolidated(td, &h)
-	frame, payload, r, err := firstInitFrame(l.Op, td, false, l, passedOn(td))
+	frame, payload, r, err := firstInitFrame(l.Op, td, l, passedOn(td))
 	if err != nil {
 		return l.Errorf("%w", err)
 	}
@@ -392,40 +388,16 @@ func holdConsolidated(td *TensorDict, h *holds) {
 	}
 }
 
-// initMessage returns a buffer from xfer.MsgBuf for the single message
-// of an InitRemote whose frame (header, class name, metadata and inline
-// storage) is n bytes, and the frame within it, for the caller to write
-// whole: point to point the message is the frame; in broadcast mode
-// (bcast) it is a broadcast's first message (bcastMessage), the frame
-// after its prefix.
-func initMessage(n int, bcast bool) (msg, frame []byte) {
-	if !bcast {
-		msg = xfer.MsgBuf(n)
-		return msg, msg
-	}
-	msg = bcastMessage(n, bcastPrefix+n > bcastFirst)
-	return msg, msg[bcastPrefix : bcastPrefix+n]
-}
-
-// initKind is the header kind of an InitRemote's frame.
-func initKind(bcast bool) wire.Kind {
-	if bcast {
-		return wire.KindBroadcast
-	}
-	return wire.KindInit
-}
-
 // firstInitFrame returns the message of the first InitRemote of td (see
-// sendInitOnce and initMessage), and how it travels to l.Peer
-// (l.initRef; none when l is nil, as in broadcast mode, where frame is nil
-// if td's storage is over initInlineMax). To l.Peer, a split frame (see
+// sendInitOnce), a buffer from xfer.MsgBuf, and how it travels to l.Peer
+// (l.initRef; none when l is nil: the whole frame). To l.Peer, a split frame (see
 // initRef.layout) is the header message alone, and payload the storage that
 // follows it on r.tag, or with r.joined the storage that follows it in the
 // same message (mpix.SendConcat); else payload is nil. A received TensorDict passed
 // on unchanged (templateEncoding) reuses the encoding of the first copy of
 // its template that was: only its storage is new, read through rawbytes
 // when passedOn (see there).
-func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, passedOn bool) (frame, payload []byte, r initRef, err error) {
+func firstInitFrame(op string, td *TensorDict, l *link, passedOn bool) (frame, payload []byte, r initRef, err error) {
 	enc, sp, err := sendEncoding(op, td)
 	if err != nil {
 		return nil, nil, r, err
@@ -445,10 +417,7 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, passedOn boo
 	} else {
 		total = td.tmpl.stLen
 	}
-	if total > initInlineMax && l == nil {
-		return nil, nil, r, nil // a broadcast's storage that does not travel inline
-	}
-	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: enc.hash, Leaves: enc.leaves}
 	class, meta := enc.class, enc.meta
 	split := false
 	if l != nil {
@@ -474,9 +443,8 @@ func firstInitFrame(op string, td *TensorDict, bcast bool, l *link, passedOn boo
 			payload = p
 			return mem.Readable(p)
 		}
-		var f []byte
-		frame, f = initMessage(wire.Size+len(class)+len(meta)+len(p), bcast)
-		wire.AppendFrame(f[:0], &h, class, meta, p) // every byte of f
+		frame = xfer.MsgBuf(wire.Size + len(class) + len(meta) + len(p))
+		wire.AppendFrame(frame[:0], &h, class, meta, p) // every byte of frame
 		return nil
 	})
 	if err != nil {
@@ -514,13 +482,13 @@ func sendEncoding(op string, td *TensorDict) (enc *initEncoding, sp *sendPlan, e
 	return enc, sp, nil
 }
 
-// initFrame returns the message of an InitRemote of td (see initMessage),
-// whose state s is locked and whose storage travels inline: the header,
-// the class name, the metadata and the storage. With head, it ends before
-// the storage, which the caller sends after it in the same message
-// (mpix.SendConcat). The second argument is unused.
-func (s *p2pState) initFrame(td *TensorDict, _, bcast bool, r initRef, head bool) ([]byte, error) {
-	h := wire.Header{Kind: initKind(bcast), Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
+// initFrame returns the message of an InitRemote of td, whose state s is
+// locked and whose storage travels inline, in a buffer from xfer.MsgBuf:
+// the header, the class name, the metadata and the storage. With head, it
+// ends before the storage, which the caller sends after it in the same
+// message (mpix.SendConcat).
+func (s *p2pState) initFrame(td *TensorDict, r initRef, head bool) ([]byte, error) {
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		Hash: s.consHash, Leaves: int64(len(s.leaves))}
 	class, meta := r.apply(&h, td.class, s.meta[:s.metaLen])
 	pad := (8 - (wire.Size+len(class)+len(meta))%8) % 8
@@ -529,7 +497,7 @@ func (s *p2pState) initFrame(td *TensorDict, _, bcast bool, r initRef, head bool
 	if !head {
 		n += s.total
 	}
-	msg, frame := initMessage(n, bcast)
+	frame := xfer.MsgBuf(n)
 	wire.Put(frame, &h)
 	off := wire.Size + copy(frame[wire.Size:], class)
 	off += copy(frame[off:], meta)
@@ -538,7 +506,7 @@ func (s *p2pState) initFrame(td *TensorDict, _, bcast bool, r initRef, head bool
 		off++
 	}
 	if head {
-		return msg, nil
+		return frame, nil
 	}
 	// The storage may be a mapping of a file another process truncated.
 	err := s.guard(func() error {
@@ -549,7 +517,7 @@ func (s *p2pState) initFrame(td *TensorDict, _, bcast bool, r initRef, head bool
 	if err != nil {
 		return nil, fmt.Errorf("the consolidated storage: %w", err)
 	}
-	return msg, nil
+	return frame, nil
 }
 
 // senderLimits checks what a sender puts in a header: the receiver's
@@ -589,7 +557,15 @@ var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax
 // JSON length as a little-endian int64 (Python's
 // TensorDict.from_consolidated reads it). The leaves of the result view
 // the mapping; nothing is copied after the receive.
+//
+// With WithBroadcast, the receive is a broadcast from src (see InitRemote)
+// that every rank of the group but src takes part in, bounded by
+// WithContext as Broadcast is; WithMemmap and WithAllocator give the
+// storage as above.
 func FromRemoteInit(src int, opts ...RemoteOption) (*TensorDict, error) {
+	if broadcastMode(opts) {
+		return fromBroadcast(src, opts) // a collective, which logs its failure
+	}
 	td, err := fromRemoteInit(src, opts)
 	mem.Received() // see there: after this one, what the caller drops can come back
 	return td, xfer.LogFailed("FromRemoteInit", err)
@@ -605,12 +581,6 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 	resolveInto(&l.o, opts, usesInitRecv)
 	if err := l.init("FromRemoteInit", src, "from"); err != nil {
 		return nil, err
-	}
-	if l.o.broadcast {
-		l.Dir = "root"
-		l.LogStart(-1, -1)
-		td, err := l.bcastRecv()
-		return td.receivedFrom(src), err
 	}
 	l.LogStart(-1, xfer.InitHeaderTag)
 	td, err := l.recvInit()
@@ -698,10 +668,6 @@ type initFrameSizes struct {
 type initLayout struct {
 	n, head int
 }
-
-// prepareStreak is how many broadcast-mode frames in a row from a root
-// must repeat one structure before the next is prepared (bcastKnown).
-const prepareStreak = 2
 
 // splitRecvMin is the smallest inline storage that recvInitFrame receives
 // apart from its frame. Below, a copy out of the frame costs less than a

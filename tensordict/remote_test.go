@@ -170,17 +170,17 @@ func TestInitRemoteBroadcast(t *testing.T) {
 		n, m int
 		path string // bcastPath
 	}{
-		{"inline", 2, 3, "first"},                                    // the whole frame in the first message: two steps
-		{"inline, frame over the first message", 1, 1 << 10, "rest"}, // 8 KiB, inline, after the first message
-		{"separate", 3, 1 << 15, "first"},
-		{"separate, frame in the first message", 1, 1 << 14, "first"}, // 128 KiB
-		{"separate, frame over the first message", 200, 512, "rest"},
-		{"inline, metadata of 2500 leaves", 2500, 1, "rest"},
+		{"whole", 2, 3, "whole"}, // the whole frame in the first message
+		{"8 KiB apart", 1, 1 << 10, "apart"},
+		{"768 KiB apart", 3, 1 << 15, "apart"},
+		{"128 KiB apart", 1, 1 << 14, "apart"},
+		{"frame over the first message", 200, 512, "parts"},
+		{"metadata of 2500 leaves", 2500, 1, "parts"},
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			src := bigTD(t, tc.n, tc.m, 7)
 			root := g.Size() - 1
-			require.Equal(t, tc.path, bcastPath(t, g, root, src))
+			require.Equal(t, tc.path, bcastPath(t, src))
 			if g.Rank() == root {
 				require.NoError(t, src.InitRemote(-1, WithGroup(g), WithBroadcast()))
 				return
@@ -448,31 +448,31 @@ func TestInitRemoteBroadcastPassedOn(t *testing.T) {
 	}
 }
 
-// bcastPath tells how a broadcast-mode InitRemote of td lays out its
-// first message, as root's own code does on g (bcastPrepare, and the
-// length of first message that the broadcasts from root have come to,
-// nextFirst): the whole frame in it ("first") or not
-// ("rest"), so that a test case can check it takes the path it names. It lays out a copy of td: a TensorDict's first
-// InitRemote takes another path than the later ones.
-func bcastPath(t testing.TB, g *group.Group, root int, td *TensorDict) string {
+// bcastPath tells how a broadcast of td lays out its frame, as the
+// source's own code does (bcastSource, bcastFrame): whole in the first
+// message with its storage ("whole"), in the first message with the
+// storage apart ("apart"), or longer than the first message ("parts"), so
+// that a test case can check it takes the path it names. It lays out a
+// copy of td: a TensorDict's first broadcast takes another path than the
+// later ones.
+func bcastPath(t testing.TB, td *TensorDict) string {
 	t.Helper()
-	l, err := newLink("InitRemote", root, "to", resolve([]RemoteOption{WithGroup(g), WithBroadcast()}, usesInitSend))
+	_, class, meta, st, _, err := bcastSource("InitRemote", td.Clone())
 	require.NoError(t, err)
-	msg, _, err := bcastPrepare(&l, td.Clone())
-	require.NoError(t, err)
-	defer xfer.PutMsgBuf(msg)
-	frameLen, _, err := parseBcastFirst(l.Op, 0, msg)
-	require.NoError(t, err)
-	first, _ := bcastRoots.Of(g).of(root, &l.o)
-	if frameLen <= uint64(first-bcastPrefix) {
-		return "first"
+	head := wire.Size + len(class) + len(meta)
+	switch {
+	case head+len(st) <= bcastFirst-bcastPrefix:
+		return "whole"
+	case head <= bcastFirst-bcastPrefix:
+		return "apart"
 	}
-	return "rest"
+	return "parts"
 }
 
 // TestInitRemoteBroadcastRefused: a receiver refuses (over its
 // WithMaxBytes), on each path of the protocol; every rank returns an
-// error, and the next broadcast on the group works.
+// error, the root's naming the lowest receiver that refused, and the next
+// broadcast on the group works.
 func TestInitRemoteBroadcastRefused(t *testing.T) {
 	g := ownGroup(t)
 	for _, tc := range []struct {
@@ -480,19 +480,21 @@ func TestInitRemoteBroadcastRefused(t *testing.T) {
 		n, m int // leaves, float64 elements of each
 		path string
 	}{
-		{"frame in the first message", 1, 8, "first"},
-		{"inline, frame over the first message", 1, 1 << 11, "rest"},
-		{"separate", 1, 1 << 14, "first"},
-		{"separate, frame over the first message", 200, 512, "rest"},
-		{"inline, metadata of 2500 leaves", 2500, 1, "rest"},
+		{"frame in the first message", 1, 8, "whole"},
+		{"16 KiB apart", 1, 1 << 11, "apart"},
+		{"128 KiB apart", 1, 1 << 14, "apart"},
+		{"frame over the first message", 200, 512, "parts"},
+		{"metadata of 2500 leaves", 2500, 1, "parts"},
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			src := bigTD(t, tc.n, tc.m, 1)
-			require.Equal(t, tc.path, bcastPath(t, g, 0, src))
+			require.Equal(t, tc.path, bcastPath(t, src))
 			if g.Rank() == 0 {
 				err := src.InitRemote(0, WithGroup(g), WithBroadcast())
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), "could not go on")
+				var pe *PeerError
+				require.ErrorAs(t, err, &pe)
+				assert.Equal(t, 1, pe.Rank)
+				assert.Contains(t, pe.Msg, "exceeds the limit")
 				require.NoError(t, bigTD(t, 1, 2, 5).InitRemote(0, WithGroup(g), WithBroadcast()))
 				return
 			}

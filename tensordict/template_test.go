@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
-	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -290,7 +289,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 		saved := td.tmpl
 		td.tmpl = nil
 		defer func() { td.tmpl = saved }()
-		f, _, _, err := firstInitFrame("InitRemote", td, false, nil, false)
+		f, _, _, err := firstInitFrame("InitRemote", td, nil, false)
 		require.NoError(t, err)
 		return f
 	}
@@ -300,7 +299,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 	require.True(t, tp.plain)
 
 	a := copyOf(tp, c)
-	fa, _, _, err := firstInitFrame("InitRemote", a, false, nil, false)
+	fa, _, _, err := firstInitFrame("InitRemote", a, nil, false)
 	require.NoError(t, err)
 	require.NotNil(t, tp.enc.Load(), "the first unchanged copy records its encoding")
 	assert.Equal(t, fresh(a), fa)
@@ -309,7 +308,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 	enc, ok := b.templateEncoding()
 	require.True(t, ok)
 	require.NotNil(t, enc, "b's frame comes from a's encoding")
-	fb, _, _, err := firstInitFrame("InitRemote", b, false, nil, false)
+	fb, _, _, err := firstInitFrame("InitRemote", b, nil, false)
 	require.NoError(t, err)
 	assert.Equal(t, fresh(b), fb, "the recorded encoding is the one b would make")
 
@@ -326,7 +325,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 			change(d)
 			_, ok := d.templateEncoding()
 			require.False(t, ok)
-			fd, _, _, err := firstInitFrame("InitRemote", d, false, nil, false)
+			fd, _, _, err := firstInitFrame("InitRemote", d, nil, false)
 			require.NoError(t, err)
 			assert.Equal(t, fresh(d), fd)
 			assert.NotEqual(t, fa, fd)
@@ -339,7 +338,7 @@ func TestTemplateInitEncoding(t *testing.T) {
 	// its metadata is padded for that name's length).
 	other := copyOf(tp, c)
 	other.class = "AnotherSample"
-	fo, _, _, err := firstInitFrame("InitRemote", other, false, nil, false)
+	fo, _, _, err := firstInitFrame("InitRemote", other, nil, false)
 	require.NoError(t, err)
 	assert.Equal(t, fresh(other), fo, "a copy under another class name")
 	again := copyOf(tp, c)
@@ -347,28 +346,6 @@ func TestTemplateInitEncoding(t *testing.T) {
 	_, class, _, _, _, err := bcastSource("Broadcast", again)
 	require.NoError(t, err)
 	assert.Equal(t, "AnotherSample", class, "Broadcast's source, a copy under another class name")
-
-	// The same in broadcast mode, whose storage past initInlineMax
-	// follows the frame.
-	big := New()
-	require.NoError(t, big.Set(K("x"), tensor.Zeros(tensor.Uint8, 2*initInlineMax)))
-	big, err = big.Consolidate()
-	require.NoError(t, err)
-	big.class = "Sample"
-	tb := templateOf(t, big)
-	msg, _, err := bcastKeptMessage("InitRemote", copyOf(tb, big))
-	require.NoError(t, err)
-	require.Nil(t, msg, "a first copy past initInlineMax is laid out by bcastPrepare")
-	require.NotNil(t, tb.enc.Load(), "and records its encoding")
-	d := copyOf(tb, big)
-	d.class = "AnotherSample"
-	msg, _, err = bcastKeptMessage("InitRemote", d)
-	require.NoError(t, err)
-	if msg != nil { // else laid out afresh by bcastPrepare
-		f, err := wire.ParseFrame(msg[bcastPrefix:bcastFrameLen(msg)+bcastPrefix], wire.Limits{MaxTotal: 1 << 30})
-		require.NoError(t, err)
-		assert.Equal(t, d.class, string(f.Class), "broadcast mode, a copy under another class name")
-	}
 
 	// A map value may change in place, unseen: such a tree is never
 	// taken as unchanged.

@@ -306,7 +306,7 @@ func TestHostileSend(t *testing.T) {
 // every other rank calls Broadcast.
 func TestHostileBroadcastRoot(t *testing.T) {
 	world := mpitest.Need(t, 2)
-	me, size := world.Rank(), world.Size()
+	me := world.Rank()
 	c := proto.LibComm(world)
 	// The layout of Broadcast's first message: a crafted root must match
 	// its size, as every rank of an MPI broadcast passes the same count.
@@ -333,14 +333,17 @@ func TestHostileBroadcastRoot(t *testing.T) {
 		{"negative shape", func(t *testing.T) {
 			f := inlineFrame(hostileMeta("torch.float32", "[-4]", 0, 16))
 			require.NoError(t, libBcast(c, first(0, uint64(len(f)), 0, f), 0))
+			receiversRefused(t, world)
 		}, nil, "x"},
 		{"offset past the storage", func(t *testing.T) {
 			f := inlineFrame(hostileMeta("torch.float32", "[4]", 1<<20, 1<<20+16))
 			require.NoError(t, libBcast(c, first(0, uint64(len(f)), 0, f), 0))
+			receiversRefused(t, world)
 		}, nil, "x"},
 		{"frame longer than the message", func(t *testing.T) {
 			f := inlineFrame(hostileMeta("torch.float32", "[4]", 0, 16))
 			require.NoError(t, libBcast(c, first(0, 1<<40, 0, f), 0))
+			receiversRefused(t, world)
 		}, nil, "frame"},
 		{"garbage", func(t *testing.T) {
 			b := make([]byte, bcastFirst)
@@ -350,6 +353,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 			binary.LittleEndian.PutUint64(b, 0)
 			binary.LittleEndian.PutUint64(b[16:], 0)
 			require.NoError(t, libBcast(c, b, 0))
+			receiversRefused(t, world)
 		}, wire.ErrHeader, ""},
 		{"error text without terminator", func(t *testing.T) {
 			require.NoError(t, libBcast(c, first(1, 0, 0, bytes.Repeat([]byte("E"), bcastFirst)), 0))
@@ -359,12 +363,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 			h.Total, h.Chunk = 1<<40, wire.MaxChunk
 			f := frame(h, "", hostileMeta("torch.float32", "[4]", 0, 16), nil, nil)
 			require.NoError(t, libBcast(c, first(0, uint64(len(f)), 1, f), 0))
-			// The receivers refuse and agree on it; take part as the
-			// protocol's root does.
-			worst := []int32{int32(size), 1} // the lowest failing rank; 1: this rank has no context (see agree)
-			require.NoError(t, libAgree(world, worst))
-			require.Less(t, int(worst[0]), size, "a receiver refused")
-			require.NoError(t, libBcast(c, make([]byte, maxReportedError), int(worst[0])))
+			receiversRefused(t, world)
 		}, wire.ErrLimit, ""},
 	}
 	for _, tc := range cases {
@@ -402,6 +401,18 @@ func TestHostileBroadcastRoot(t *testing.T) {
 			broadcastStillWorks(t, me, "the Broadcast after a hostile root")
 		})
 	}
+}
+
+// receiversRefused takes part, as a crafted root, in the agreement after
+// a broadcast's first message that its receivers refused: it learns the
+// lowest rank that refused, whose error text that rank then broadcasts.
+func receiversRefused(t *testing.T, g *group.Group) {
+	t.Helper()
+	size := g.Size()
+	worst := []int32{int32(size), 1} // the lowest failing rank; 1: this rank has no context (see agree)
+	require.NoError(t, libAgree(g, worst))
+	require.Less(t, int(worst[0]), size, "a receiver refused")
+	require.NoError(t, libBcast(proto.LibComm(g), make([]byte, wire.MaxReportedError), int(worst[0])))
 }
 
 // broadcastStillWorks checks that a genuine Broadcast from rank 0 works

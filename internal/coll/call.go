@@ -63,6 +63,9 @@ type Call struct {
 	// busy reports whether another goroutine of this process runs a
 	// collective on the group at the same time (proto.Collective).
 	busy func() bool
+	// closed: the call's last step was an agreement that closed it
+	// (Conclude), and needs no Close.
+	closed bool
 }
 
 // Errors makes the error values the caller's API defines (package
@@ -91,7 +94,8 @@ var ErrConcurrent = errors.New("concurrent collectives on one group")
 var ErrBusy = fmt.Errorf("two goroutines of one rank have run collectives on this group at once: %w", ErrConcurrent)
 
 // Start runs the collective cl on g: it takes the group's protocol lock,
-// runs f, then the closing step (Close). It logs the start (with root,
+// runs f, then the closing step (Close), unless f's last step closed the
+// call (Conclude). It logs the start (with root,
 // unless negative, and bytes(rank), when bytes is not nil and the line is
 // written) and any error. With cl.DeferSteps, f defers its steps once the
 // ranks agreed, the closing step is posted after them, and the returned
@@ -108,7 +112,9 @@ func Start(ctx context.Context, g *group.Group, cl *Call, root int, bytes func(r
 		xfer.LogCollStart(cl.Op, g, root, bytes)
 		err := f(cl)
 		if !cl.DeferSteps {
-			err = Close(cl.Step, busy, err, cl.Errorf)
+			if !cl.closed {
+				err = Close(cl.Step, busy, err, cl.Errorf)
+			}
 			cl.Held.End(err)
 			return err
 		}
@@ -184,19 +190,24 @@ func (cl *Call) RootRange(what string, r int) error {
 }
 
 // CheckRoot is the first step of a collective whose ranks each pass its
-// root r (Broadcast, GatherAndStack, Scatter): before any message of the
-// collective is posted, the ranks compare their roots
-// (xfer.Step.AgreeRoot), and every rank returns an error wrapping
-// ErrMismatch, naming the lowest and the highest root passed, when they
-// differ; then, the same on every rank, RootRange's error when r is not a
-// rank of the group.
-func (cl *Call) CheckRoot(what string, r int) error {
-	lo, hi, _, err := cl.AgreeRoot(r, false)
+// root r (Broadcast, GatherAndStack, Scatter, broadcast-mode InitRemote
+// and FromRemoteInit): before any message of the collective is posted,
+// the ranks compare their roots (xfer.Step.AgreeRoot), and every rank
+// returns an error wrapping ErrMismatch, naming the lowest and the
+// highest root passed, when they differ. local is this rank's own error
+// that stops the call before it starts, or nil, without the op prefix:
+// when some rank has one, every rank returns it as Spread does (the
+// highest failing rank's). Then, the same on every rank, RootRange's
+// error when r is not a rank of the group.
+func (cl *Call) CheckRoot(what string, r int, local error) error {
+	lo, hi, fail, err := cl.AgreeRoot(r, local != nil)
 	switch {
 	case err != nil:
-		return cl.Errorf("agreeing on the %s: %w", what, OutOfStep(err))
+		return cl.Errorf("agreeing on the %s: %w", what, OutOfStep(errors.Join(err, local)))
 	case lo != hi:
-		return cl.Errorf("ranks passed different roots (%s %d and %d; this rank %d): %w", what, lo, hi, r, ErrMismatch)
+		return cl.Errorf("ranks passed different roots (%s %d and %d; this rank %d): %w", what, lo, hi, r, errors.Join(ErrMismatch, local))
+	case fail >= 0:
+		return cl.Spread(fail, local)
 	}
 	return cl.Wrap(cl.RootRange(what, r))
 }
@@ -223,6 +234,20 @@ func (cl *Call) ShareFailure(local error) error {
 		return cl.Errorf("agreeing on failures: %w", OutOfStep(errors.Join(err, local)))
 	}
 	return cl.Spread(r, local)
+}
+
+// Conclude is ShareFailure as the last step of a call, which it closes
+// as well: a rank on which another goroutine runs a collective on the
+// group at this point fails it (ErrBusy, as Close would find), and when
+// no rank failed, Start runs no Close after it. A call whose result is
+// whole after one message thus takes the message and this one agreement.
+func (cl *Call) Conclude(local error) error {
+	if local == nil && cl.busy != nil && cl.busy() {
+		local = ErrBusy
+	}
+	err := cl.ShareFailure(local)
+	cl.closed = err == nil
+	return err
 }
 
 // Spread returns nil if r == size (nobody failed), else passes rank r's
@@ -302,7 +327,9 @@ func (cl *Call) closeDeferred(busy func() bool, err error) (*Pending, error) {
 		if q != nil {
 			err = errors.Join(err, completeSteps(cl.Op, cl.Step, q))
 		}
-		err = Close(cl.Step, busy, err, cl.Errorf)
+		if !cl.closed {
+			err = Close(cl.Step, busy, err, cl.Errorf)
+		}
 		cl.Held.End(err)
 		return nil, err
 	}

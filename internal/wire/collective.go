@@ -10,10 +10,7 @@ const (
 	// BcastFirst is the size of the first message of Broadcast and of
 	// broadcast-mode InitRemote. A TensorDict whose header, class name,
 	// metadata and storage fit in it travels in that one message; larger
-	// ones follow in more messages. Broadcast-mode InitRemote makes its
-	// first message longer after a longer frame, by a rule every rank
-	// applies once all agreed to take that frame (tensordict's nextFirst):
-	// a crafted root must follow it too. It stays under the 4 KiB eager limit
+	// ones follow in more messages. It stays under the 4 KiB eager limit
 	// of Open MPI's shared-memory transport, which counts its own headers
 	// too: a broadcast of 4096 bytes took 4.0-5.1 us here, one of 4000
 	// bytes 1.0-1.2 us (4032 still passed, 4064 did not).
