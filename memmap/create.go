@@ -14,9 +14,10 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// anonDirs are the directories tried, in order, for the unlinked file behind
-// an anonymous mapping; os.TempDir is the fallback.
-var anonDirs = []string{"/dev/shm"}
+// shmDir is where the unlinked file behind an anonymous mapping goes when
+// it has room: Linux's shared memory, which no disk backs; os.TempDir is
+// the fallback.
+const shmDir = "/dev/shm"
 
 // FromTensor returns a memory-mapped copy of t.
 //
@@ -269,7 +270,7 @@ func newFile(filename string, nb int, op string, o options, fill func(*os.File, 
 		if nb == 0 {
 			return f, nil, nil
 		}
-		fd, err := anonFile(nb, fill)
+		fd, err := anonFile(shmDir, os.TempDir(), nb, fill)
 		if err != nil {
 			return nil, nil, fmt.Errorf("memmap: %s: %w", op, err)
 		}
@@ -297,31 +298,32 @@ func newFile(filename string, nb int, op string, o options, fill func(*os.File, 
 	return f, nf, nil
 }
 
-// fallocate is unix.Fallocate; tests replace it to take the fallback of
-// file systems that do not support it.
-var fallocate = unix.Fallocate
-
 // reserve makes fd, a new empty file, n bytes long with every block
 // allocated, so that stores into a shared mapping of it cannot fail for
 // want of space. It uses fallocate, and writes zeros where the file system
-// does not support fallocate. A full file system is an error wrapping
-// syscall.ENOSPC.
+// does not support fallocate (see afterFallocate). A full file system is
+// an error wrapping syscall.ENOSPC.
 func reserve(fd *os.File, n int) error {
 	for {
-		err := fallocate(int(fd.Fd()), 0, 0, int64(n))
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
-			if err := writeZeros(fd, n); err != nil {
-				return err
-			}
-			return nil
+		err := unix.Fallocate(int(fd.Fd()), 0, 0, int64(n))
+		if !errors.Is(err, unix.EINTR) {
+			return afterFallocate(fd, n, err)
 		}
-		return fmt.Errorf("reserving %d bytes: fallocate: %w", n, err)
 	}
+}
+
+// afterFallocate ends reserve of n bytes of fd once fallocate returned
+// err: nothing more to do when it succeeded, zeros written in full (which
+// allocates the blocks) where the file system does not support fallocate
+// (EOPNOTSUPP, ENOSYS), and any other error returned.
+func afterFallocate(fd *os.File, n int, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+		return writeZeros(fd, n)
+	}
+	return fmt.Errorf("reserving %d bytes: fallocate: %w", n, err)
 }
 
 // zeroChunk is what writeZeros writes, a chunk at a time. It is never
@@ -404,18 +406,15 @@ func createFile(path, op string, existsOK bool) (*newFd, error) {
 	return &newFd{f: tmp, tmp: tmp.Name(), path: path}, nil
 }
 
-// anonFile returns an unlinked temporary file of n bytes filled by fill. It
-// tries /dev/shm first when it seems to have room, and os.TempDir when it
-// does not, or when fill finds /dev/shm full after all.
-func anonFile(n int, fill func(*os.File, int) error) (*os.File, error) {
-	var dirs []string
-	for _, d := range anonDirs {
-		var st unix.Statfs_t
-		if unix.Statfs(d, &st) == nil && st.Bavail*uint64(st.Bsize) >= uint64(n) {
-			dirs = append(dirs, d)
-		}
+// anonFile returns an unlinked temporary file of n bytes filled by fill:
+// in dir when it seems to have room, else, or when fill finds dir full
+// after all, in fallback (shmDir and os.TempDir for anonymous mappings).
+func anonFile(dir, fallback string, n int, fill func(*os.File, int) error) (*os.File, error) {
+	dirs := []string{fallback}
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) == nil && st.Bavail*uint64(st.Bsize) >= uint64(n) {
+		dirs = []string{dir, fallback}
 	}
-	dirs = append(dirs, os.TempDir())
 	var err error
 	for _, dir := range dirs {
 		var fd *os.File

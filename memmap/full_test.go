@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/tdmpi/tdmpi/tensor"
 )
@@ -95,5 +96,5 @@ func fallocates(t *testing.T, dir string) bool {
 	require.NoError(t, err)
 	defer os.Remove(f.Name())
 	defer f.Close()
-	return fallocate(int(f.Fd()), 0, 0, 1) == nil
+	return unix.Fallocate(int(f.Fd()), 0, 0, 1) == nil
 }

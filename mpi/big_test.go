@@ -17,8 +17,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// bigLen is 2.5 GiB: more elements of byte than a C int can count.
-const bigLen = 5 << 29
+// bigLen is 2.5 GiB: more elements of byte than a C int can count, two
+// blocks of bigBlock and a remainder; exactLen, 2 GiB, is two whole blocks.
+const (
+	bigLen   = 5 << 29
+	exactLen = 2 * bigBlock
+)
 
 // The pattern of seed s has byte(i + i>>20 + s) at index i, so 1 MiB chunk
 // j is bigRef[(j+s)%256:] and fill and check run at memmove speed.
@@ -106,6 +110,9 @@ func TestBigPointToPoint(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, bigLen, st.Bytes())
 		assert.Equal(t, -1, checkBig(buf, 1), "echoed message")
+		// 2^31 elements, whole blocks of bigBlock and no remainder: the
+		// echo from its second 1 MiB on, which is pattern 2 from there.
+		require.NoError(t, Send(c, buf[1<<20:1<<20+exactLen], 1, 3))
 	} else {
 		m, st, err := Mprobe(c, 0, 1)
 		require.NoError(t, err)
@@ -120,6 +127,12 @@ func TestBigPointToPoint(t *testing.T) {
 		require.NoError(t, err)
 		_, err = req.Wait()
 		require.NoError(t, err)
+		// Into a longer buffer, both described by derived datatypes.
+		st, err = Recv(c, buf, 0, 3)
+		require.NoError(t, err)
+		assert.Equal(t, exactLen, Count[byte](st))
+		assert.Equal(t, -1, checkBig(buf[:exactLen], 2), "message of whole blocks")
+		assert.Equal(t, -1, checkBig(buf[exactLen:], 1), "the rest of the buffer is left alone")
 	}
 }
 

@@ -71,17 +71,21 @@ func (b buffer) at(off, m int) *C.tdmpi_mem {
 // bytes returns the size of b in bytes.
 func (b buffer) bytes() C.longlong { return C.longlong(b.n) * C.longlong(b.size) }
 
-// Large-count parameters; variables so that tests can exercise the
-// large-message paths with small buffers.
-var (
-	// bigThreshold is the largest count passed to MPI as is; longer buffers
-	// are described by a derived datatype.
+// Large-count limits. MPI counts elements in a C int, so a buffer of more
+// elements than a C int holds travels as one element of a derived datatype,
+// and a reduction, which predefined operations do not apply to derived
+// datatypes, runs in pieces. The big tests (TDMPI_BIG=1, make test-big)
+// move 2.5 GiB of bytes through both paths; TestChunks checks the pieces.
+const (
+	// bigThreshold is the largest count passed to MPI as is: the largest C
+	// int. Longer buffers are described by a derived datatype.
 	bigThreshold = math.MaxInt32
-	// bigBlock is the block length, in elements, of those derived types.
+	// bigBlock is the block length, in elements, of those derived types:
+	// the largest power of two a C int count holds, the block
+	// tdmpi_mrecv_truncated (shim.h) uses for bytes too.
 	bigBlock = 1 << 30
-	// reduceChunk is the number of elements reduced per MPI call.
-	// Predefined operations do not apply to derived datatypes, so longer
-	// buffers are reduced in pieces.
+	// reduceChunk is the most elements reduced per MPI call, for the same
+	// reason as bigBlock.
 	reduceChunk = 1 << 30
 )
 

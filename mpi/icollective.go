@@ -101,7 +101,7 @@ func iallreduceBuf(c *Comm, sb, rb buffer, op Op, inplace bool) (*Request, error
 	}
 	reap()
 	r := newRequest(name, k, rb.size, true, max(sb.bytes(), rb.bytes()), sb.ptr, rb.ptr)
-	err = chunks(rb.n, func(off, m int) error {
+	err = chunks(rb.n, reduceChunk, func(off, m int) error {
 		return newError(name, r.post(func(q *C.MPI_Request) C.int {
 			return C.tdmpi_iallreduce(sb.at(off, m), cbool(inplace), rb.at(off, m), C.int(m), datatypes[k], ops[op], h, q)
 		}))
@@ -177,7 +177,7 @@ func ireduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) (
 	reap()
 	sb, rb := bufOf(send), bufOf(recv)
 	r := newRequest(name, k, sb.size, true, max(sb.bytes(), rb.bytes()), sb.ptr, rb.ptr)
-	err = chunks(n, func(off, m int) error {
+	err = chunks(n, reduceChunk, func(off, m int) error {
 		s, rp := sb.at(off, m), (*C.tdmpi_mem)(nil)
 		if c.rank == root {
 			rp = rb.at(off, m)

@@ -60,7 +60,7 @@ func reduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) er
 	}
 	defer callReduce.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return chunks(n, func(off, m int) error {
+	return chunks(n, reduceChunk, func(off, m int) error {
 		s, r := sb.at(off, m), (*C.tdmpi_mem)(nil)
 		if c.rank == root {
 			r = rb.at(off, m)
@@ -74,12 +74,13 @@ func reduce[T Scalar](c *Comm, send, recv []T, op Op, root int, inplace bool) er
 }
 
 // chunks calls f(off, m) for consecutive pieces [off, off+m) of at most
-// reduceChunk of n elements, once with m = 0 if n is 0: predefined
-// operations do not apply to the derived datatypes that describe longer
-// buffers, so long reductions run in pieces.
-func chunks(n int, f func(off, m int) error) error {
-	for off := 0; off < n || off == 0; off += reduceChunk {
-		if err := f(off, min(n-off, reduceChunk)); err != nil {
+// size of n elements, once with m = 0 if n is 0. The reductions call it
+// with reduceChunk: predefined operations do not apply to the derived
+// datatypes that describe longer buffers, so long reductions run in
+// pieces.
+func chunks(n, size int, f func(off, m int) error) error {
+	for off := 0; off < n || off == 0; off += size {
+		if err := f(off, min(n-off, size)); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -126,7 +127,7 @@ func allreduce[T Scalar](c *Comm, send, recv []T, op Op, inplace bool) error {
 	}
 	defer callAllreduce.enter().leave()
 	sb, rb := bufOf(send), bufOf(recv)
-	return chunks(len(recv), func(off, m int) error {
+	return chunks(len(recv), reduceChunk, func(off, m int) error {
 		return newError(name, C.tdmpi_allreduce(sb.at(off, m), cbool(inplace), rb.at(off, m), C.int(m), datatypes[k], ops[op], h))
 	})
 }

@@ -264,9 +264,11 @@ func TestLoadMemmapHardLink(t *testing.T) {
 	assert.Equal(t, make([]byte, 24), b, "the victim file is unchanged")
 }
 
-// TestLoadMemmapRewritten: a writer that takes no lock replaces meta.json
-// while LoadMemmap loads; LoadMemmap loads again, and gives up with
-// ErrRewritten if it never stays still.
+// TestLoadMemmapRewritten: LoadMemmap loads again when meta.json is
+// replaced while it loads (by a writer that takes no lock), and gives up
+// with ErrRewritten after loadAttempts loads that saw it replaced. The
+// loads here are LoadMemmap's (loadUnchanged of a loader's loadTD), each
+// followed by a rewrite of meta.json (same text, new file).
 func TestLoadMemmapRewritten(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "saved")
 	_, err := alignTD(t).Memmap(dir)
@@ -275,25 +277,30 @@ func TestLoadMemmapRewritten(t *testing.T) {
 	text, err := os.ReadFile(meta)
 	require.NoError(t, err)
 	rewrites := 0
-	rewrite := func(times int) func(string) {
-		return func(string) {
+	rewritten := func(times int) func() (*TensorDict, []*tensor.Tensor, error) {
+		return func() (*TensorDict, []*tensor.Tensor, error) {
+			l := &loader{}
+			td, err := l.loadTD(dir, nil, 0)
 			if rewrites < times {
 				rewrites++
-				require.NoError(t, memmapdir.WriteMetaNoSync(meta, text)) // same text, new file
+				require.NoError(t, memmapdir.WriteMetaNoSync(meta, text))
 			}
+			return td, l.mapped, err
 		}
 	}
-	defer func(f func(string)) { afterLoad = f }(afterLoad)
 
-	afterLoad = rewrite(1)
-	got, err := LoadMemmap(dir)
+	got, err := loadUnchanged(dir, rewritten(1))
 	require.NoError(t, err, "the second load sees no change")
 	requireSameTD(t, alignTD(t), got)
 	assert.Equal(t, 1, rewrites)
 
 	rewrites = 0
-	afterLoad = rewrite(1 << 30)
-	_, err = LoadMemmap(dir)
+	_, err = loadUnchanged(dir, rewritten(1<<30))
 	require.ErrorIs(t, err, ErrRewritten)
 	assert.Equal(t, loadAttempts, rewrites)
+
+	// LoadMemmap itself, with no writer, loads it at once.
+	got, err = LoadMemmap(dir)
+	require.NoError(t, err)
+	requireSameTD(t, alignTD(t), got)
 }

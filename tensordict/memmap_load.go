@@ -100,48 +100,48 @@ func LoadMemmap(prefix string, opts ...LoadOption) (*TensorDict, error) {
 		return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
 	}
 	defer lock.Unlock()
-	for attempt := 1; ; attempt++ {
-		td, changed, err := loadOnce(dir, mopts, cfg.inMemory)
-		if !changed {
-			if err != nil {
-				return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
-			}
-			td.Lock()
-			return td, nil
-		}
-		if attempt == loadAttempts {
-			return nil, fmt.Errorf("tensordict: LoadMemmap: %s: %w (%d attempts)", dir, ErrRewritten, loadAttempts)
-		}
+	td, err := loadUnchanged(dir, func() (*TensorDict, []*tensor.Tensor, error) {
+		l := &loader{opts: mopts, inMemory: cfg.inMemory}
+		td, err := l.loadTD(dir, nil, 0)
+		return td, l.mapped, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tensordict: LoadMemmap: %w", err)
 	}
+	td.Lock()
+	return td, nil
 }
 
 // loadAttempts is how many times LoadMemmap loads a directory that keeps
 // changing under it before it gives up.
 const loadAttempts = 3
 
-// loadOnce loads the TensorDict in dir, and reports whether dir's
-// meta.json changed (was replaced, removed or modified) while it did, in
-// which case nothing is returned and the mappings made are closed.
-func loadOnce(dir string, mopts []memmap.Option, inMemory bool) (*TensorDict, bool, error) {
+// loadUnchanged calls load, which loads the TensorDict in dir and returns
+// it with the mappings it made, until dir's meta.json stays the same file
+// during a call (not replaced, removed or modified), and returns that
+// call's result. The mappings of a call that failed or saw meta.json
+// change are closed. After loadAttempts calls that saw it change, it
+// returns an error wrapping ErrRewritten.
+func loadUnchanged(dir string, load func() (*TensorDict, []*tensor.Tensor, error)) (*TensorDict, error) {
 	meta := filepath.Join(dir, memmapdir.MetaFile)
-	before, berr := os.Lstat(meta)
-	l := &loader{opts: mopts, inMemory: inMemory}
-	td, err := l.loadTD(dir, nil, 0)
-	afterLoad(dir)
-	after, aerr := os.Lstat(meta)
-	changed := (berr == nil) != (aerr == nil) || (berr == nil && !sameFile(before, after))
-	if err != nil || changed {
-		for _, t := range l.mapped {
-			_ = memmap.Close(t)
+	for attempt := 1; ; attempt++ {
+		before, berr := os.Lstat(meta)
+		td, mapped, err := load()
+		after, aerr := os.Lstat(meta)
+		changed := (berr == nil) != (aerr == nil) || (berr == nil && !sameFile(before, after))
+		if err != nil || changed {
+			for _, t := range mapped {
+				_ = memmap.Close(t)
+			}
 		}
-		return nil, changed, err
+		if !changed {
+			return td, err
+		}
+		if attempt == loadAttempts {
+			return nil, fmt.Errorf("%s: %w (%d attempts)", dir, ErrRewritten, loadAttempts)
+		}
 	}
-	return td, false, nil
 }
-
-// afterLoad runs between a load and the check that meta.json did not
-// change; tests replace it to rewrite the directory at that point.
-var afterLoad = func(dir string) {}
 
 // sameFile reports whether a and b describe the same, unmodified file:
 // same inode, size and modification time (a replacement written later has
@@ -150,7 +150,7 @@ func sameFile(a, b fs.FileInfo) bool {
 	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-// loader holds the state of one LoadMemmap.
+// loader holds the state of one load of LoadMemmap (one attempt).
 type loader struct {
 	opts     []memmap.Option
 	inMemory bool             // read the files instead of mapping them (InMemory)

@@ -75,8 +75,11 @@ type keptPeer struct {
 // asks to keep the structure again, under a new ref, with its metadata: a
 // receiver that lost the frame that kept it (a receive given up while MPI
 // was writing the frame) refuses the frames described by it until then.
-// A variable, so that tests can shorten it.
-var keptRenew = 250 * time.Millisecond
+// 250 ms bounds that outage to a fraction of a second, while the renewals
+// cost one frame with metadata per structure and peer four times a
+// second at most, nothing beside a loop that sends thousands of frames a
+// second (a judgment, not measured).
+const keptRenew = 250 * time.Millisecond
 
 // keptPeerOf returns what *m holds for rank, made if missing.
 func keptPeerOf(m *map[int]*keptPeer, rank int) *keptPeer {

@@ -27,18 +27,24 @@ import (
 // and smaller requests are plain AllocUninit.
 const PoolMin = 4 << 10
 
-// Pool tuning. They are variables so that tests can shorten them.
-var (
+// Pool tuning. Where no measurement is cited, the value is a judgment of
+// scale, not a measured optimum.
+const (
 	// poolIdle is how long a region may wait in the pool unused before
 	// the pool drops it (gives it back to the runtime, whose scavenger
-	// returns it to the OS).
+	// returns it to the OS): 10 s, far longer than the gap between the
+	// receives of a loop, short enough that the regions of a phase of the
+	// program that ended go soon after it.
 	poolIdle = 10 * time.Second
 	// nudgeMin is how many bytes of handed-out regions, not yet come
 	// back, make a request that the pool cannot serve run the collector
-	// first.
+	// first: 64 MiB, a scale where the memory a collection may bring
+	// back outweighs its cost (the collection, and up to nudgeWait).
 	nudgeMin int64 = 64 << 20
 	// nudgeWait is how long such a request waits, after the collection,
-	// for the finalizers that put unreachable regions back.
+	// for the finalizers that put unreachable regions back: 5 ms, enough
+	// for them to run after a collection on a machine that is not
+	// overloaded (they run on a goroutine of their own).
 	nudgeWait = 5 * time.Millisecond
 	// spareAfter is how many requests for regions of one size may get
 	// theirs by waiting for a collection (nudge) before the next takes a
@@ -47,6 +53,7 @@ var (
 	// receiver of a ping-pong: receive, send back, release) otherwise
 	// waits for the collection its release started at every receive: in
 	// tdmpi bench at 64 MiB, rank 1 waited (3.5-6 ms) in most of them.
+	// Two: a loop that waited twice in a row will wait again.
 	spareAfter = 2
 	// spareTaken marks, in pool.waits, a size that took its spare region:
 	// one at most, until the pool drops every idle region of the size.
@@ -66,11 +73,15 @@ var (
 	// instead).
 	collectMin int64 = 256 << 10
 	// dropMin is the smallest region whose release (Dropped) starts a
-	// collection to bring it back (see there).
+	// collection to bring it back (see there): HugeMin, the regions that
+	// are huge pages, whose next receive comes after a collection could
+	// end.
 	dropMin int64 = HugeMin
 	// smallIdleMax bounds the bytes of regions under HugeMin that wait
 	// in the pool, within its limit: a program receiving many sizes
-	// would otherwise keep a region of each, resident, for poolIdle.
+	// would otherwise keep a region of each, resident, for poolIdle
+	// (TestSoak at np 4 grew VmRSS past its bound with every size kept).
+	// 64 MiB holds 18 regions of the largest such size (3.5 MiB).
 	smallIdleMax int64 = 64 << 20
 	// smallCollect is how many bytes of regions under collectMin must be
 	// released (Dropped) for a collection to start that brings them back.
@@ -648,11 +659,13 @@ func (p *pool) settle() {
 }
 
 // dropIdle drops the regions that waited poolIdle or longer, and runs
-// again while any are left.
-func (p *pool) dropIdle() {
+// again while any are left: the timer that put starts.
+func (p *pool) dropIdle() { p.dropIdleAt(time.Now()) }
+
+// dropIdleAt is dropIdle at the time now.
+func (p *pool) dropIdleAt(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := time.Now()
 	for size, rs := range p.free {
 		keep := rs[:0]
 		for _, r := range rs {

@@ -5,6 +5,7 @@ package mem
 
 import (
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -29,15 +30,14 @@ func collectUntil(cond func() bool) bool {
 	return cond()
 }
 
-// testPool returns a new pool that keeps up to limit bytes and never
-// nudges on its own (tests that want a nudge lower nudgeMin).
+// testPool returns a new pool that keeps up to limit bytes. It nudges
+// the collector only once nudgeMin (64 MiB) of its regions are out: the
+// tests that want no nudge stay under that, those that want one ask for
+// regions of nudgeMin.
 func testPool(t *testing.T, limit int64) *pool {
 	t.Helper()
 	p := newPool()
 	p.limit = limit
-	old := nudgeMin
-	nudgeMin = 1 << 62
-	t.Cleanup(func() { nudgeMin = old })
 	return p
 }
 
@@ -135,60 +135,83 @@ func TestPoolLimitDropsRegions(t *testing.T) {
 // Regions under HugeMin wait in the pool up to smallIdleMax bytes, huge
 // ones up to the pool's limit alone.
 func TestPoolBoundsSmallIdle(t *testing.T) {
-	const small, huge = 200 << 10, HugeMin
-	old := smallIdleMax
-	smallIdleMax = 2 * int64(regionSize(small))
-	t.Cleanup(func() { smallIdleMax = old })
+	const small, huge = 2 << 20, HugeMin // regions of 2 and 4 MiB (never written: no memory)
+	fit := int(smallIdleMax) / regionSize(small)
+	require.Equal(t, smallIdleMax, int64(fit*regionSize(small)), "small regions fill smallIdleMax exactly")
 	p := testPool(t, 1<<30)
-	for _, n := range []int{small, small, small, huge, huge} {
-		_, err := p.get(n) // dropped at once
+	var got [][]byte // all new regions: none comes back before the last is made
+	for _, n := range append(slices.Repeat([]int{small}, fit+1), huge, huge) {
+		b, err := p.get(n)
 		require.NoError(t, err)
+		got = append(got, b)
 	}
-	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 5 }), "the dropped regions never came back")
+	runtime.KeepAlive(got) // dropped from here on
+	require.Equal(t, int64(fit+3), p.snapshot().Fresh)
+	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == int64(fit+3) }), "the dropped regions never came back")
 	s := p.snapshot()
-	assert.Equal(t, int64(1), s.Dropped, "the third small region is over smallIdleMax")
-	assert.Equal(t, 2*int64(regionSize(small))+2*int64(regionSize(huge)), s.Idle)
+	assert.Equal(t, int64(1), s.Dropped, "the last small region is over smallIdleMax")
+	assert.Equal(t, smallIdleMax+2*int64(regionSize(huge)), s.Idle)
 	assert.Equal(t, smallIdleMax, p.idleSmall)
 	// A region of another size that comes back takes the place of the
 	// one that waited longest.
-	const other = 150 << 10 // a smaller region, so that one drop makes room
+	const other = 1 << 20 // a smaller region, so that one drop makes room
 	_, err := p.get(other)
 	require.NoError(t, err)
-	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 6 }), "the dropped region never came back")
+	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == int64(fit+4) }), "the dropped region never came back")
 	s = p.snapshot()
 	assert.Equal(t, int64(2), s.Dropped, "the region that waited longest makes room")
-	assert.Equal(t, int64(regionSize(small)+regionSize(other)), p.idleSmall)
+	assert.Equal(t, int64((fit-1)*regionSize(small)+regionSize(other)), p.idleSmall)
 	b, err := p.get(other)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), p.snapshot().Reused, "the newest region is kept")
 	runtime.KeepAlive(b)
-	b2, err := p.get(small)
-	require.NoError(t, err)
-	runtime.KeepAlive(b2)
+	var kept [][]byte
+	for range fit - 1 {
+		b2, err := p.get(small)
+		require.NoError(t, err)
+		kept = append(kept, b2)
+	}
+	assert.Equal(t, int64(fit), p.snapshot().Reused, "the small regions wait in the pool")
+	runtime.KeepAlive(kept)
 	assert.Zero(t, p.idleSmall, "taking small regions must count them out")
 }
 
+// A region that came back arms the timer that drops idle regions, which
+// drops it once it has waited poolIdle, not before, and stops with the
+// pool empty.
 func TestPoolDropsIdleRegions(t *testing.T) {
-	old := poolIdle
-	poolIdle = 50 * time.Millisecond
-	t.Cleanup(func() { poolIdle = old })
 	p := testPool(t, 1<<30)
 	_, err := p.get(PoolMin) // dropped at once
 	require.NoError(t, err)
 	require.True(t, collectUntil(func() bool { return p.snapshot().Returned == 1 }))
-	require.Eventually(t, func() bool { return p.snapshot().Idle == 0 }, 5*time.Second, 10*time.Millisecond)
-	require.Equal(t, int64(1), p.snapshot().Dropped)
+	p.mu.Lock()
+	timer := p.timer
+	since := p.free[regionSize(PoolMin)][0].since
+	p.mu.Unlock()
+	require.NotNil(t, timer, "no timer to drop the idle region")
+	t.Cleanup(func() { timer.Stop() })
+	p.dropIdleAt(since.Add(poolIdle - time.Millisecond))
+	s := p.snapshot()
+	require.Equal(t, int64(regionSize(PoolMin)), s.Idle, "dropped before it waited poolIdle")
+	require.Zero(t, s.Dropped)
+	p.dropIdleAt(since.Add(poolIdle))
+	s = p.snapshot()
+	require.Zero(t, s.Idle)
+	require.Equal(t, int64(1), s.Dropped)
+	p.mu.Lock()
+	assert.Nil(t, p.timer, "the timer runs on with nothing to drop")
+	p.mu.Unlock()
 }
 
 func TestPoolNudgesCollector(t *testing.T) {
+	const n = int(nudgeMin) // with this region out, the next request may nudge (never written: no memory)
 	p := testPool(t, 1<<30)
-	nudgeMin = PoolMin
-	b, err := p.get(PoolMin)
+	b, err := p.get(n)
 	require.NoError(t, err)
 	a := addr(b)
 	b = nil
 	// No collection here: the request must run it itself.
-	b2, err := p.get(PoolMin)
+	b2, err := p.get(n)
 	require.NoError(t, err)
 	s := p.snapshot()
 	require.Equal(t, int64(1), s.Nudges)
@@ -199,10 +222,10 @@ func TestPoolNudgesCollector(t *testing.T) {
 	// b2 is reachable: the next request nudges in vain, and the one after
 	// does not nudge, until twice as many bytes are out.
 	nudges := s.Nudges
-	b3, err := p.get(PoolMin)
+	b3, err := p.get(n)
 	require.NoError(t, err)
 	require.Equal(t, nudges+1, p.snapshot().Nudges)
-	b4, err := p.get(PoolMin)
+	b4, err := p.get(n)
 	require.NoError(t, err)
 	require.Equal(t, nudges+1, p.snapshot().Nudges)
 	runtime.KeepAlive(b2)
@@ -240,12 +263,9 @@ func TestPoolSettle(t *testing.T) {
 // nudge. A collection that brings nothing back is not repeated until
 // twice as many bytes are out.
 func TestPoolCollectsAfterReceive(t *testing.T) {
+	const n = int(nudgeMin) // past collectMin, and out, it lets the next request nudge (never written: no memory)
 	p := testPool(t, 1<<30)
-	nudgeMin = PoolMin
-	old := collectMin
-	collectMin = PoolMin
-	t.Cleanup(func() { collectMin = old })
-	a, err := p.get(PoolMin)
+	a, err := p.get(n)
 	require.NoError(t, err)
 	p.received() // a is the caller's: nothing comes back
 	p.settle()
@@ -255,7 +275,7 @@ func TestPoolCollectsAfterReceive(t *testing.T) {
 	p.received()
 	require.Nil(t, p.done, "no second collection before twice as many bytes are out")
 
-	b, err := p.get(PoolMin) // nudges in vain: a is still the caller's
+	b, err := p.get(n) // nudges in vain: a is still the caller's
 	require.NoError(t, err)
 	was := addr(a)
 	a = nil // the caller drops the result before last
@@ -269,7 +289,7 @@ func TestPoolCollectsAfterReceive(t *testing.T) {
 	}
 	require.Equal(t, int64(1), p.snapshot().Returned, "a came back")
 	s := p.snapshot()
-	c, err := p.get(PoolMin)
+	c, err := p.get(n)
 	require.NoError(t, err)
 	assert.Equal(t, was, addr(c), "the region the caller dropped")
 	assert.Equal(t, s.Nudges, p.snapshot().Nudges, "no nudge")
@@ -320,23 +340,21 @@ func waitReturned(p *pool, n int64) bool {
 // the release (started by Received while the result was the caller's)
 // runs again: the next request takes the region without a nudge.
 func TestPoolDropped(t *testing.T) {
+	const n = int(dropMin) // the smallest region whose release collects
 	p := testPool(t, 1<<30)
-	old, oldDrop := collectMin, dropMin
-	collectMin, dropMin = PoolMin, PoolMin
-	t.Cleanup(func() { collectMin, dropMin = old, oldDrop })
 
 	t.Run("idle", func(t *testing.T) {
-		a, err := p.get(PoolMin)
+		a, err := p.get(n)
 		require.NoError(t, err)
 		was := addr(a)
 		a = nil // the caller released it
 		runtime.KeepAlive(a)
-		p.dropped(PoolMin)
+		p.dropped(n)
 		require.True(t, collecting(p), "no collection started")
 		p.settle()
 		require.True(t, waitReturned(p, 1), "the released region never came back")
 		s := p.snapshot()
-		b, err := p.get(PoolMin)
+		b, err := p.get(n)
 		require.NoError(t, err)
 		assert.Equal(t, was, addr(b))
 		assert.Equal(t, s.Reused+1, p.snapshot().Reused)
@@ -346,16 +364,16 @@ func TestPoolDropped(t *testing.T) {
 
 	t.Run("running", func(t *testing.T) {
 		returned := p.snapshot().Returned
-		a, err := p.get(PoolMin)
+		a, err := p.get(n)
 		require.NoError(t, err)
-		require.Len(t, a, PoolMin)
+		require.Len(t, a, n)
 		// A collection that starts while a is still referenced ...
 		p.mu.Lock()
 		p.collect()
 		a = nil
 		runtime.KeepAlive(a)
 		// ... runs again for the release during it.
-		p.dropped(PoolMin)
+		p.dropped(n)
 		p.settle()
 		require.True(t, waitReturned(p, returned+1), "the region released during a collection never came back")
 		p.mu.Lock()
@@ -366,7 +384,7 @@ func TestPoolDropped(t *testing.T) {
 	t.Run("free", func(t *testing.T) {
 		// A region of the size waits: nothing to collect for.
 		require.NotZero(t, p.snapshot().Idle)
-		p.dropped(PoolMin)
+		p.dropped(n)
 		assert.False(t, collecting(p))
 	})
 
@@ -377,10 +395,11 @@ func TestPoolDropped(t *testing.T) {
 
 	t.Run("under dropMin", func(t *testing.T) {
 		// Between collectMin and dropMin, Received's collections serve.
-		dropMin = 4 * PoolMin
-		_, err := p.get(2 * PoolMin)
+		const m = 1 << 20
+		require.True(t, m >= collectMin && m < dropMin)
+		_, err := p.get(m)
 		require.NoError(t, err)
-		p.dropped(2 * PoolMin)
+		p.dropped(m)
 		assert.False(t, collecting(p))
 	})
 }
@@ -389,60 +408,67 @@ func TestPoolDropped(t *testing.T) {
 // per receive costs more than it saves), but every smallCollect bytes of
 // them do: they come back.
 func TestPoolCollectsSmallRegions(t *testing.T) {
+	const n = 128 << 10 // under collectMin
+	count := int(smallCollect) / regionSize(n)
+	require.Equal(t, smallCollect, int64(count*regionSize(n)), "regions of n make smallCollect exactly")
 	p := testPool(t, 1<<30)
-	old := smallCollect
-	smallCollect = 3 * PoolMin
-	t.Cleanup(func() { smallCollect = old })
 	var was []uintptr
-	for range 3 {
-		b, err := p.get(PoolMin)
+	var held [][]byte // all new regions: none comes back before the last is made
+	for range count {
+		b, err := p.get(n)
 		require.NoError(t, err)
 		p.received()
 		require.False(t, collecting(p), "a collection for a region under collectMin")
 		was = append(was, addr(b))
+		held = append(held, b)
 	}
-	for i := range 3 {
+	runtime.KeepAlive(held) // the caller releases them from here on
+	require.Equal(t, int64(count), p.snapshot().Fresh)
+	for i := range count {
 		require.False(t, collecting(p), "a collection before smallCollect bytes were released")
-		p.dropped(PoolMin) // the caller released it (b is dead)
-		if i < 2 {
+		p.dropped(n)
+		if i < count-1 {
 			continue
 		}
 		require.True(t, collecting(p), "no collection after smallCollect bytes")
 	}
 	p.settle()
-	require.True(t, waitReturned(p, 3), "the released regions never came back")
+	require.True(t, waitReturned(p, int64(count)), "the released regions never came back")
 	p.mu.Lock()
 	assert.Zero(t, p.smallDropped)
 	p.mu.Unlock()
-	for range 3 {
-		b, err := p.get(PoolMin)
+	var kept [][]byte
+	for range count {
+		b, err := p.get(n)
 		require.NoError(t, err)
 		assert.Contains(t, was, addr(b))
+		kept = append(kept, b)
 	}
+	runtime.KeepAlive(kept)
 }
 
 // After spareAfter requests of one size got their region by waiting for a
 // collection, the next takes a new one, so that one more region of the
 // size goes round and the waits stop.
 func TestPoolSpareAfterWaits(t *testing.T) {
+	const n = int(nudgeMin) // with this region out, the next request may nudge (never written: no memory)
 	p := testPool(t, 1<<30)
-	nudgeMin = PoolMin
-	a, err := p.get(PoolMin)
+	a, err := p.get(n)
 	require.NoError(t, err)
-	require.Len(t, a, PoolMin)
+	require.Len(t, a, n)
 	for i := range spareAfter {
 		a = nil // dropped just before the next request
 		runtime.KeepAlive(a)
-		a, err = p.get(PoolMin)
+		a, err = p.get(n)
 		require.NoError(t, err)
-		require.Len(t, a, PoolMin)
+		require.Len(t, a, n)
 		s := p.snapshot()
 		require.Equal(t, int64(i+1), s.Nudges, "request %d did not wait for the dropped region", i+1)
 		require.Equal(t, int64(1), s.Fresh)
 	}
 	a = nil
 	runtime.KeepAlive(a)
-	a, err = p.get(PoolMin)
+	a, err = p.get(n)
 	require.NoError(t, err)
 	s := p.snapshot()
 	assert.Equal(t, int64(spareAfter), s.Nudges, "waited again")
@@ -454,7 +480,7 @@ func TestPoolSpareAfterWaits(t *testing.T) {
 	for range 4 * spareAfter {
 		a = nil
 		runtime.KeepAlive(a)
-		a, err = p.get(PoolMin)
+		a, err = p.get(n)
 		require.NoError(t, err)
 	}
 	require.GreaterOrEqual(t, p.snapshot().Nudges-nudges, int64(spareAfter+1), "too few waits to test")
@@ -468,11 +494,8 @@ func TestPoolSpareAfterWaits(t *testing.T) {
 // again once a request of that size finds no region free.
 func TestPoolGiveBackSkipsCollection(t *testing.T) {
 	p := testPool(t, 1<<30)
-	old := collectMin
-	collectMin = PoolMin
-	t.Cleanup(func() { collectMin = old })
-	const n = 300 << 10
-	a, err := p.get(n) // a new region: the pool has none of this size
+	const n = 300 << 10 // past collectMin
+	a, err := p.get(n)  // a new region: the pool has none of this size
 	require.NoError(t, err)
 	require.True(t, p.due.Swap(false), "a new region, none given back yet: due")
 	b, err := p.get(n)

@@ -22,18 +22,25 @@ import (
 // is what decides. O_NONBLOCK has no effect on reading or mapping a regular
 // file.
 func OpenRegular(op, path string, flag int) (*os.File, fs.FileInfo, error) {
-	fi, err := lstat(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("memmap: %s: %w", op, err)
 	}
 	if err := checkRegular(op, path, fi); err != nil {
 		return nil, nil, err
 	}
+	return openFstat(op, path, flag)
+}
+
+// openFstat is OpenRegular after its Lstat check: it opens path with
+// O_NOFOLLOW and O_NONBLOCK, and keeps the file only if fstat of the
+// descriptor says it is regular, whatever was at path when Lstat looked.
+func openFstat(op, path string, flag int) (*os.File, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, OpenError(op, path, err)
 	}
-	fi, err = f.Stat()
+	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("memmap: %s %s: %w", op, path, err)
@@ -53,9 +60,6 @@ func OpenError(op, path string, err error) error {
 	}
 	return fmt.Errorf("memmap: %s: %w", op, err)
 }
-
-// lstat is os.Lstat; a test replaces it to swap a file after the check.
-var lstat = os.Lstat
 
 // errNotRegular is wrapped by the errors that refuse a file which is not a
 // regular file.

@@ -21,8 +21,11 @@ import (
 
 // AgreeTimeout is how long a rank waits for the others to reach the same
 // verdict, unless the environment variable TDMPI_TEST_AGREE_TIMEOUT (a Go
-// duration such as "2m") says otherwise.
-var AgreeTimeout = 60 * time.Second
+// duration such as "2m") says otherwise: a minute, far beyond what a test
+// takes longer on one rank than on the others (Expect covers those that
+// do), and short enough that a hung job ends well within mpirun's
+// --timeout (MPI_TIMEOUT, 300 s in the Makefile).
+const AgreeTimeout = 60 * time.Second
 
 // Exit codes of a rank whose peers did not agree.
 const (
