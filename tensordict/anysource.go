@@ -7,7 +7,6 @@ import (
 	"context"
 
 	"github.com/tdmpi/tdmpi/internal/xfer"
-	"github.com/tdmpi/tdmpi/mpi"
 )
 
 // AnySource, given as the source rank of FromRemoteInit, Recv or IRecv,
@@ -58,7 +57,7 @@ func (td *TensorDict) receivedFrom(src int) *TensorDict {
 // point, and makes l's peer MPI's wildcard until its first message is
 // matched (see link.recvSized).
 func (l *link) initAnySource() error {
-	l.Peer = mpi.AnySource
+	l.Peer = xfer.AnySource
 	switch {
 	case l.Dir != "from":
 		return l.Errorf("AnySource names no rank to send to")

@@ -14,7 +14,6 @@ import (
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
-	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -29,7 +28,7 @@ const MaxUserTag = group.MaxUserTag
 // Between nodes every message costs its own latency (Open MPI's TCP
 // transport: 16 raw messages of 64 B took 90 us one way, 5.6 us each),
 // and a contiguous storage gains nothing by travelling alone, as it does
-// within a node (a single copy, see eagerMax). Between two nodes of the
+// within a node (a single copy, see storageTravel). Between two nodes of the
 // local cluster (tdmpi bench, two alternating pairs), consolidated
 // Send/Recv took 1.36-1.46x raw at 32 KiB, 1.37-1.38x at 64 KiB and
 // 1.15-1.30x at 128 KiB with the storage apart, and 1.02-1.09x,
@@ -52,45 +51,27 @@ func (s *p2pState) inlineMax(l *link) int {
 	return remoteInlineMax
 }
 
-// eagerMax returns the largest message the MPI library's shared-memory
-// transport moves eagerly, through its own buffers, as measured on the
-// machine tdmpi is developed on: under Open MPI (vader) 4 KiB with its own
-// headers (wire.BcastFirst stays under it), under MPICH 8 KiB (8192 bytes
-// took 1.8 us one way, 8256 bytes 6.5 us). A longer message goes in a
-// rendezvous, which Open MPI makes a single copy by the kernel (CMA) when
-// the message is contiguous.
-//
-// A blocking consolidated Send whose header message with its inline
-// storage is longer leaves the storage in place and sends the message in
-// two blocks (mpix.SendConcat, see messages): that saves the copy, and
-// Open MPI moves a message that is not contiguous through shared-memory
-// fragments instead, 1.5-2x faster than CMA on this machine. Consolidated
-// Send/Recv of 4-16 KiB went from 1.29-1.49x the time of a raw mpi.Send
-// of the same bytes to 0.71-0.79x (tdmpi bench, both families). Up to
-// eagerMax a message in two blocks was as fast under Open MPI and up to 2x
-// slower under MPICH. A blocking InitRemote does the same up to
-// initInlineMax, where it sent the storage as a message of its own before.
-// storageTravel holds the rule for both.
-func eagerMax() int {
-	if mpi.Library() == mpi.FamilyMPICH {
-		return 8 << 10
-	}
-	return wire.BcastFirst
-}
 
 // storageTravel reports how a storage of total bytes travels after a
-// header message of head bytes (the header, a class name, metadata):
-// copied into the header message when the whole is one eager message
-// (eagerMax); in the header message but read where it lies, the two sent
-// in two blocks (joined), when the whole is longer and the storage is over
-// eagerMax but at most most bytes; otherwise as a message of its own. A
-// storage that MPI moves eagerly on its own, but that the header would
-// push past the limit, so travels apart: under MPICH, consolidated
-// Send/Recv of 8 KiB then took 2.3 us one way, 1.3x raw, against 4.65 us
-// (2.6x) as one message in two blocks; under Open MPI, at 3968 bytes, the
-// same either way (1.34-1.40x).
+// header message of head bytes (the header, a class name, metadata), for
+// Send and for a blocking InitRemote: copied into the header message when
+// the whole is one eager message (xfer.EagerSendMax); in the header
+// message but read where it lies, the two sent in two blocks (joined,
+// mpix.SendConcat), when the whole is longer and the storage is over that
+// but at most most bytes; otherwise as a message of its own.
+//
+// Two blocks save the copy, and Open MPI moves a message that is not
+// contiguous through shared-memory fragments, 1.5-2x faster than the
+// single copy (CMA) of a contiguous rendezvous on this machine:
+// consolidated Send/Recv of 4-16 KiB went from 1.29-1.49x the time of a
+// raw mpi.Send of the same bytes to 0.71-0.79x (tdmpi bench, both
+// families). A storage that MPI moves eagerly on its own, but that the
+// header would push past the limit, travels apart: under MPICH,
+// consolidated Send/Recv of 8 KiB then took 2.3 us one way, 1.3x raw,
+// against 4.65 us (2.6x) as one message in two blocks; under Open MPI, at
+// 3968 bytes, the same either way (1.34-1.40x).
 func storageTravel(head, total, most int) (copied, joined bool) {
-	limit := eagerMax()
+	limit := xfer.EagerSendMax()
 	switch {
 	case total == 0 || head+total <= limit:
 		return true, false
@@ -685,8 +666,7 @@ func (r *recvOp) ready(tag int, block bool) bool {
 	if block || r.l.Ctx.Err() != nil {
 		return true
 	}
-	ok, _, err := mpi.Iprobe(r.l.Comm, r.l.Peer, tag)
-	return ok || err != nil
+	return r.l.Arrived(tag)
 }
 
 // advance receives the transfer's messages in order, until the end (done)
@@ -815,7 +795,7 @@ func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []
 	if n := len(*scratch); n > 0 && int64(n) <= most {
 		guess = *scratch
 	}
-	b, _, err := l.recvSized(tag, most, 0, guess,
+	b, _, err := l.RecvSized(tag, most, 0, guess,
 		func(n int) ([]byte, []byte, error) {
 			if n == wire.Size {
 				return hdr, nil, nil
@@ -859,12 +839,12 @@ func (l *link) refuseHeaderMessage(head []byte, tag int, n, most int64) error {
 // side's (another WithTag, WithPseudoRandTags on one side only) sends
 // where nothing receives. It returns "" otherwise.
 func (l *link) waitsElsewhere(tag int) string {
-	ok, st, err := mpi.Iprobe(l.Comm, l.Peer, mpi.AnyTag)
-	if err != nil || !ok || st.Tag == tag || st.Tag >= MaxUserTag {
+	other, ok := l.WaitingTag()
+	if !ok || other == tag || other >= MaxUserTag {
 		return ""
 	}
 	return fmt.Sprintf(" (nothing came on tag %d, but a message from rank %d waits on tag %d: does the sender use other tags than this side's %s?)",
-		tag, l.Peer, st.Tag, l.tagOptions())
+		tag, l.Peer, other, l.tagOptions())
 }
 
 // notHeader returns the note that ends the error about a message on

@@ -15,7 +15,6 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/xfer"
-	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -171,7 +170,7 @@ func (op *irecvOp) step(free bool) bool {
 		// A xfer.Probe on the header's tag, holding nothing, keeps an idle
 		// step to one MPI_Iprobe; td must not change until the IRecv
 		// ends, so its header tag stays the one IRecv computed.
-		if ok, _, err := mpi.Iprobe(l.Comm, l.Peer, op.tag0); err == nil && !ok {
+		if !l.Arrived(op.tag0) {
 			return false
 		}
 		s, ok, err := tryP2PStateOf(l.Op, op.td)
@@ -389,9 +388,9 @@ type Pending struct {
 	mu   sync.Mutex    // held by Wait, Tag and, when free, Test; not by Cancel
 	c    *coll.Pending // IAllReduce, IReduce
 	l    *link
-	reqs []*mpi.Request // ISend: every posted message
-	held *holds         // ISend: the storages MPI reads, if any
-	r    *irecvOp       // IRecv
+	reqs xfer.Sends // ISend: every posted message
+	held *holds     // ISend: the storages MPI reads, if any
+	r    *irecvOp   // IRecv
 	err  error
 	tag  int
 	over bool

@@ -15,7 +15,6 @@ import (
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
-	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -557,7 +556,6 @@ func (s *p2pState) sendFrame(h *wire.Header, inline bool) []byte {
 // describedKey is where a Send transfer goes: the communicator, the
 // peer, the tag of its header and whether it is per leaf.
 type describedKey struct {
-	comm    *mpi.Comm
 	peer    int
 	tag     int
 	perLeaf bool
@@ -583,7 +581,7 @@ func (s *p2pState) markDescribed(l *link) {
 }
 
 func (s *p2pState) describedKey(l *link) describedKey {
-	return describedKey{comm: l.Comm, peer: l.Peer, tag: s.tag0, perLeaf: !l.o.consolidated}
+	return describedKey{peer: l.Peer, tag: s.tag0, perLeaf: !l.o.consolidated}
 }
 
 // recvBody returns a buffer of n bytes for the incoming metadata message,

@@ -135,7 +135,7 @@ func TestSendRecvConsolidatedNotConsolidated(t *testing.T) {
 
 // TestSendRecvConsolidatedJoined sends consolidated storages on both
 // sides of the size from which Send leaves an inline storage in place
-// (eagerMax), from a consolidated TensorDict and from one it packs,
+// (xfer.EagerSendMax), from a consolidated TensorDict and from one it packs,
 // the first transfer with the metadata and the next ones without, and
 // checks every element on the receiver.
 func TestSendRecvConsolidatedJoined(t *testing.T) {

@@ -15,13 +15,11 @@ import (
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
 	"github.com/tdmpi/tdmpi/internal/mem"
-	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/memmap"
-	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -129,7 +127,7 @@ func (sp *sendPlan) bytes() ([]byte, error) {
 // initInlineMax is the largest storage InitRemote sends inside its header
 // message; larger ones follow in separate payload messages. A blocking
 // point-to-point InitRemote of a storage past the eager limit leaves it in
-// place and sends the two in two blocks (see eagerMax, storageTravel),
+// place and sends the two in two blocks (see storageTravel),
 // and the receiver takes a storage of splitRecvMin bytes or more apart
 // from the frame, in place, once it knows the layout (see recvInitFrame);
 // it copies a smaller one out of the frame. Sent so rather than as a frame
@@ -148,7 +146,7 @@ const initInlineMax = 64 << 10
 // depth first in insertion order) and travels as one header message (the
 // wire header, the tensorclass name and the consolidated metadata JSON)
 // followed by the storage: inside the same message when the whole fits in
-// about 4000 bytes (eagerMax: 8 KiB under MPICH; without a context that
+// about 4000 bytes (xfer.EagerSendMax: 8 KiB under MPICH; without a context that
 // can end, up to 8 KiB of storage in two blocks), else in messages of
 // at most 1 GiB on a tag unique to this transfer, so that concurrent InitRemote calls between
 // the same ranks never mix. Once dst has received a structure, later
@@ -739,7 +737,7 @@ func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64) (frame []byte, spl
 	if !apart && last.n > 0 && int64(last.n) <= maxFrame {
 		guess = xfer.MsgBuf(last.n)
 	}
-	frame, inGuess, err := l.recvSized(xfer.InitHeaderTag, maxFrame, keptFrameMax, guess, buffer,
+	frame, inGuess, err := l.RecvSized(xfer.InitHeaderTag, maxFrame, keptFrameMax, guess, buffer,
 		func(head []byte, n int64) error { return l.refuseOversized(head, n, maxFrame) })
 	if !inGuess {
 		xfer.PutMsgBuf(guess) // a blocking receive, or none: MPI is done with it
@@ -787,61 +785,6 @@ func layoutOf(frame []byte, lim wire.Limits) initLayout {
 	return initLayout{n: n, head: n - int(h.Total)}
 }
 
-// recvSized receives the next header message on tag from l.Peer, whose
-// size this side learns only by probing it, into a buffer of exactly that
-// size: into guess, in the same call into MPI (xfer.ProbeRecv), when it is
-// guess's size (the steady state: the size of the last one), else, once
-// the probe found its size n within [wire.Size, most], into the buffers
-// buffer(n) returns: frame, or, when tail is not nil, frame followed by
-// tail, in place (mpix.MrecvConcat; only for a receive whose context cannot
-// end). A message outside that range is consumed and refused by refuse,
-// given its first bytes (at most a header, or all of it when it is at most
-// whole bytes), whose error it returns. inGuess reports that the message
-// went into guess. When the receive into buffer(n) fails, frame is its
-// first buffer: the caller gives it back unless the error wraps
-// xfer.ErrAbandoned (MPI may still write it). InitRemote's and Send's
-// receivers share it.
-func (l *link) recvSized(tag int, most, whole int64, guess []byte, buffer func(n int) (frame, tail []byte, err error), refuse func(head []byte, n int64) error) (frame []byte, inGuess bool, err error) {
-	var m mpi.Message
-	st, got, err := xfer.ProbeRecv(l.Ctx, l.Comm, l.Peer, tag, &m, guess)
-	if err == nil && l.Peer == mpi.AnySource {
-		l.Peer = st.Source // the rest of the transfer comes from its sender (see AnySource)
-	}
-	switch {
-	case err != nil:
-		return nil, false, fmt.Errorf("waiting for the header: %w", err)
-	case got && len(guess) < wire.Size: // an empty message, received for want of a guess
-		return nil, false, fmt.Errorf("header message of %d bytes is shorter than a header: %w", len(guess), wire.ErrHeader)
-	case got:
-		return guess, true, nil
-	}
-	n := st.Bytes()
-	if n < wire.Size || n > most {
-		var first [wire.Size]byte
-		head := first[:min(n, wire.Size)]
-		if n <= whole {
-			head = make([]byte, n)
-		}
-		if err := xfer.Discard(&m, n, head); err != nil {
-			return nil, false, fmt.Errorf("header message of %d bytes, outside [%d, %d]: consuming it: %w", n, wire.Size, most, err)
-		}
-		return nil, false, refuse(head, n)
-	}
-	frame, tail, err := buffer(int(n))
-	if err != nil {
-		return nil, false, errors.Join(err, xfer.Discard(&m, n, nil))
-	}
-	if tail != nil {
-		if _, err := mpix.MrecvConcat(&m, frame, tail); err != nil {
-			return frame, false, fmt.Errorf("receiving the header message: %w", err)
-		}
-		return frame, false, nil
-	}
-	if err := xfer.RecvMatched(l.Ctx, &m, frame, "the header message"); err != nil {
-		return frame, false, fmt.Errorf("receiving the header: %w", err)
-	}
-	return frame, false, nil
-}
 
 // abandonMemmap removes the file of a WithMemmap receive that was
 // abandoned in MPI (xfer.ErrAbandoned) without unmapping it: MPI may still

@@ -446,11 +446,11 @@ func BenchmarkRemoteSmall16(b *testing.B) { benchRemoteLeaves(b, 16, 64) }
 // BenchmarkRemote6KiB16 is BenchmarkRemoteSmall16 with leaves of 384
 // bytes (6 KiB in all): past Open MPI's eager limit, and within the size
 // InitRemote and consolidated Send send in the header message in two
-// blocks (eagerMax).
+// blocks (xfer.EagerSendMax).
 func BenchmarkRemote6KiB16(b *testing.B) { benchRemoteLeaves(b, 16, 384) }
 
 // BenchmarkRemoteMid16 is BenchmarkRemoteSmall16 with leaves of 1 KiB
-// (16 KiB in all), past the eager limit (eagerMax) and splitRecvMin.
+// (16 KiB in all), past the eager limit (xfer.EagerSendMax) and splitRecvMin.
 func BenchmarkRemoteMid16(b *testing.B) { benchRemoteLeaves(b, 16, 1024) }
 
 // BenchmarkRemoteLarge16 is BenchmarkRemoteSmall16 with leaves of 4 KiB

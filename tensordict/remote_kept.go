@@ -6,13 +6,14 @@ package tensordict
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
-	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // Kept structures of point-to-point InitRemote.
@@ -123,7 +124,7 @@ type initRef struct {
 	described bool
 	tag       int // the payload's tag, when the storage travels apart
 	// joined: the storage travels in the header message but apart from
-	// the frame's buffer, the two sent in two blocks (see eagerMax).
+	// the frame's buffer, the two sent in two blocks (see storageTravel).
 	joined bool
 }
 
@@ -229,8 +230,8 @@ func (l *link) keepInit(f *wire.Frame) {
 func (l *link) describeInit(f *wire.Frame, lim wire.Limits) error {
 	k := keptInits.Of(l.Group)
 	var deadline time.Time
-	var pace mpi.Pacer
-	for {
+	var found error
+	err := xfer.Poll(l.Ctx, func() (bool, error) {
 		k.mu.Lock()
 		var rec keptRec
 		if p := k.from[l.Peer]; p != nil {
@@ -238,19 +239,8 @@ func (l *link) describeInit(f *wire.Frame, lim wire.Limits) error {
 		}
 		k.mu.Unlock()
 		if rec.ref == f.Ref {
-			if rec.hash != f.Hash || rec.leaves != f.Leaves || rec.total != f.Total {
-				return fmt.Errorf("header described by kept structure %d announces %d leaves, %d bytes and structure hash %#x; it kept %d leaves, %d bytes and %#x: %w",
-					f.Ref, f.Leaves, f.Total, f.Hash, rec.leaves, rec.total, rec.hash, wire.ErrHeader)
-			}
-			lim = lim.Resolve()
-			if int64(len(rec.meta)) > lim.MaxMeta {
-				return &wire.LimitError{Field: "kept metadata length", Value: int64(len(rec.meta)), Limit: lim.MaxMeta}
-			}
-			if len(rec.class) > lim.MaxClass {
-				return &wire.LimitError{Field: "kept class name length", Value: int64(len(rec.class)), Limit: int64(lim.MaxClass)}
-			}
-			f.Class, f.Meta = rec.class, rec.meta
-			return nil
+			found = describeFrom(f, rec, lim)
+			return true, nil
 		}
 		// Another goroutine may be keeping it (see the top of the file).
 		now := time.Now()
@@ -258,12 +248,32 @@ func (l *link) describeInit(f *wire.Frame, lim wire.Limits) error {
 			deadline = now.Add(keptWait)
 		}
 		if now.After(deadline) {
-			return fmt.Errorf("header described by structure %d, which this rank did not keep (it keeps %d; a receive from this rank failed?): %w",
+			return false, fmt.Errorf("header described by structure %d, which this rank did not keep (it keeps %d; a receive from this rank failed?): %w",
 				f.Ref, rec.ref, wire.ErrHeader)
 		}
-		if l.Ctx.Err() != nil {
-			return fmt.Errorf("waiting for kept structure %d: %w", f.Ref, context.Cause(l.Ctx))
-		}
-		pace.Pause()
+		return false, nil
+	})
+	if err != nil && err == l.Ctx.Err() {
+		return fmt.Errorf("waiting for kept structure %d: %w", f.Ref, context.Cause(l.Ctx))
 	}
+	return errors.Join(err, found)
+}
+
+// describeFrom sets the class name and metadata of f to rec's, the kept
+// structure its ref names, after checking that f's header is rec's and
+// that they are within lim.
+func describeFrom(f *wire.Frame, rec keptRec, lim wire.Limits) error {
+	if rec.hash != f.Hash || rec.leaves != f.Leaves || rec.total != f.Total {
+		return fmt.Errorf("header described by kept structure %d announces %d leaves, %d bytes and structure hash %#x; it kept %d leaves, %d bytes and %#x: %w",
+			f.Ref, f.Leaves, f.Total, f.Hash, rec.leaves, rec.total, rec.hash, wire.ErrHeader)
+	}
+	lim = lim.Resolve()
+	if int64(len(rec.meta)) > lim.MaxMeta {
+		return &wire.LimitError{Field: "kept metadata length", Value: int64(len(rec.meta)), Limit: lim.MaxMeta}
+	}
+	if len(rec.class) > lim.MaxClass {
+		return &wire.LimitError{Field: "kept class name length", Value: int64(len(rec.class)), Limit: int64(lim.MaxClass)}
+	}
+	f.Class, f.Meta = rec.class, rec.meta
+	return nil
 }

@@ -234,7 +234,7 @@ func countedTD(t *testing.T, n int, round float64) *TensorDict {
 
 // TestInitRemoteJoined sends a consolidated TensorDict whose storage
 // travels in the header message (copied after the header, or past the
-// eager limit in two blocks, see eagerMax) or after it, four times each
+// eager limit in two blocks, see storageTravel) or after it, four times each
 // (the metadata first, then a kept structure), with and without a context
 // on the receiver: every element arrives, and a result nobody read goes
 // back to the receive pool at its release from mem.PoolMin bytes.

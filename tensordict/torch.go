@@ -13,7 +13,6 @@ import (
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/torchwire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
-	"github.com/tdmpi/tdmpi/mpi"
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
@@ -70,7 +69,7 @@ func torchOn(opts []RemoteOption) bool {
 // torchLink is a torch-wire transfer in progress.
 type torchLink struct {
 	link
-	world *mpi.Comm // MPI_COMM_WORLD, where torch talks (not link.c, the library's)
+	world xfer.Link // the link on MPI_COMM_WORLD, where torch talks (not the library's communicator)
 }
 
 // newTorchLink resolves opts for op with peer, a world rank (the root in
@@ -100,7 +99,9 @@ func newTorchLink(op string, peer int, dir string, opts []RemoteOption) (*torchL
 	if l.o.memmap != "" {
 		return nil, l.Errorf("WithTorch: WithMemmap is not supported")
 	}
-	return &torchLink{link: l, world: l.Group.Comm()}, nil
+	world := l.Link
+	world.Comm = l.Group.Comm()
+	return &torchLink{link: l, world: world}, nil
 }
 
 func (td *TensorDict) initRemoteTorch(dst int, opts []RemoteOption) error {
@@ -136,19 +137,7 @@ func (td *TensorDict) initRemoteTorch(dst int, opts []RemoteOption) error {
 
 // send sends one message: point to point on tag 0, or a broadcast.
 func (l *torchLink) send(b any) error {
-	switch x := b.(type) {
-	case []int64:
-		if l.o.broadcast {
-			return mpi.Bcast(l.world, x, l.Peer)
-		}
-		return mpi.Send(l.world, x, l.Peer, torchwire.Tag)
-	case []byte:
-		if l.o.broadcast {
-			return mpi.Bcast(l.world, x, l.Peer)
-		}
-		return mpi.Send(l.world, x, l.Peer, torchwire.Tag)
-	}
-	panic("tensordict: torchLink.send: unexpected buffer type")
+	return l.world.SendAny(b, torchwire.Tag, l.o.broadcast)
 }
 
 // torchPrepare lays td out for Python's receiver: the metadata pickle and
@@ -297,7 +286,7 @@ func (l *torchLink) refuse(err error, rest int64) error {
 	if l.o.broadcast {
 		return err
 	}
-	return errors.Join(err, xfer.DrainMessages(l.world, l.Peer, rest, func(int64) int { return torchwire.Tag }))
+	return errors.Join(err, l.world.DrainAny(rest, torchwire.Tag))
 }
 
 // torchStorage returns the storage of n bytes the TensorDict is built in:
@@ -319,43 +308,8 @@ func (l *torchLink) torchStorage(n int64) (*tensor.Storage, error) {
 // calls, as torch's ranks make them (a nonblocking broadcast would not
 // match theirs): the context does not bound them.
 func (l *torchLink) recv(b any, what string) error {
-	if l.o.broadcast {
-		var err error
-		switch x := b.(type) {
-		case []int64:
-			err = mpi.Bcast(l.world, x, l.Peer)
-		case []byte:
-			err = mpi.Bcast(l.world, x, l.Peer)
-		}
-		if err != nil {
-			return l.Errorf("receiving %s: %w", what, err)
-		}
-		return nil
-	}
-	msg := new(mpi.Message)
-	st, err := xfer.Probe(l.Ctx, l.world, l.Peer, torchwire.Tag, msg)
-	if err != nil {
-		return l.Errorf("waiting for %s: %w", what, err)
-	}
-	var want int64
-	switch x := b.(type) {
-	case []int64:
-		want = int64(len(x)) * 8
-		if st.Bytes() == want {
-			_, err = mpi.Mrecv(msg, x)
-		}
-	case []byte:
-		want = int64(len(x))
-		if st.Bytes() == want {
-			err = xfer.RecvMatched(l.Ctx, msg, x, what)
-		}
-	}
-	if st.Bytes() != want {
-		return l.Errorf("%s is a message of %d bytes, want %d: %w", what, st.Bytes(), want,
-			errors.Join(torchwire.ErrMetadata, xfer.Discard(msg, st.Bytes(), nil)))
-	}
-	if err != nil {
-		return l.Errorf("receiving %s: %w", what, err)
+	if err := l.world.RecvAny(b, torchwire.Tag, l.o.broadcast, what, torchwire.ErrMetadata); err != nil {
+		return l.Errorf("%w", err)
 	}
 	return nil
 }

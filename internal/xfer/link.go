@@ -33,6 +33,28 @@ type Link struct {
 	Ctx   context.Context
 }
 
+// AnySource is a Link's Peer for a receive from whichever rank sends
+// first (MPI_ANY_SOURCE), until its first message names the sender.
+const AnySource = mpi.AnySource
+
+// Arrived reports whether a message from l's peer waits on tag, without
+// receiving it (MPI_Iprobe): true as well when the probe fails, so that
+// the caller's receive reports the error.
+func (l *Link) Arrived(tag int) bool {
+	ok, _, err := mpi.Iprobe(l.Comm, l.Peer, tag)
+	return ok || err != nil
+}
+
+// WaitingTag returns the tag of a message from l's peer that waits to be
+// received on any tag, if one does (ok).
+func (l *Link) WaitingTag() (tag int, ok bool) {
+	ok, st, err := mpi.Iprobe(l.Comm, l.Peer, mpi.AnyTag)
+	if err != nil || !ok {
+		return 0, false
+	}
+	return st.Tag, true
+}
+
 // DescribeGroup names g for an error about a rank out of its range, so that
 // a caller who passed a world rank to a subgroup sees the mix-up: "the
 // world group", or "the group of world ranks [2 3]" (the first 16).
@@ -229,11 +251,14 @@ func (l *Link) leftDuring() error {
 	return fmt.Errorf("given up incomplete (MPI keeps the buffers until the send completes): %w", proto.Left(l.Group, l.Peer))
 }
 
+// Sends are the requests of posted sends (PostSends).
+type Sends []*mpi.Request
+
 // PostSends posts msgs[i] on tags[i] to l's peer, in order (MPI_Isend).
 // If a post fails, it returns the requests of the messages already posted
 // with the error: they must still be completed.
-func PostSends(l *Link, msgs [][]byte, tags []int, name func(int) string) ([]*mpi.Request, error) {
-	reqs := make([]*mpi.Request, 0, len(msgs))
+func PostSends(l *Link, msgs [][]byte, tags []int, name func(int) string) (Sends, error) {
+	reqs := make(Sends, 0, len(msgs))
 	for i, m := range msgs {
 		r, err := mpi.Isend(l.Comm, m, l.Peer, tags[i])
 		if err != nil {
@@ -251,7 +276,7 @@ func PostSends(l *Link, msgs [][]byte, tags []int, name func(int) string) ([]*mp
 // context ends first, or a test fails, it abandons the sends still
 // incomplete (see SendMessages) and returns how many, with an error
 // wrapping group.ErrPeerLeft, the context's error or the test's error.
-func (l *Link) FinishSends(reqs []*mpi.Request) (abandoned int, err error) {
+func (l *Link) FinishSends(reqs Sends) (abandoned int, err error) {
 	ctx := l.Ctx
 	if ctx.Done() == nil {
 		err = awaitSends(reqs, proto.Gone(l.Group, l.Peer))
@@ -312,7 +337,7 @@ func awaitSends(reqs []*mpi.Request, gone <-chan struct{}) error {
 
 // TestAll tests every request of reqs (MPI_Test) and reports whether all
 // have completed; an error ends it.
-func TestAll(reqs []*mpi.Request) (bool, error) {
+func TestAll(reqs Sends) (bool, error) {
 	all := true
 	for _, r := range reqs {
 		done, _, err := r.Test()

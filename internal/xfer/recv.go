@@ -331,3 +331,59 @@ func RecvChunk(ctx context.Context, c *mpi.Comm, b []byte, off, src, tag int) er
 	}
 	return nil
 }
+
+// RecvSized receives the next header message on tag from l.Peer, whose
+// size this side learns only by probing it, into a buffer of exactly that
+// size: into guess, in the same call into MPI (ProbeRecv), when it is
+// guess's size (the steady state: the size of the last one), else, once
+// the probe found its size n within [wire.Size, most], into the buffers
+// buffer(n) returns: frame, or, when tail is not nil, frame followed by
+// tail, in place (mpix.MrecvConcat; only for a receive whose context cannot
+// end). A message outside that range is consumed and refused by refuse,
+// given its first bytes (at most a header, or all of it when it is at most
+// whole bytes), whose error it returns. inGuess reports that the message
+// went into guess. When the receive into buffer(n) fails, frame is its
+// first buffer: the caller gives it back unless the error wraps
+// ErrAbandoned (MPI may still write it). InitRemote's and Recv's
+// receivers share it.
+func (l *Link) RecvSized(tag int, most, whole int64, guess []byte, buffer func(n int) (frame, tail []byte, err error), refuse func(head []byte, n int64) error) (frame []byte, inGuess bool, err error) {
+	var m mpi.Message
+	st, got, err := ProbeRecv(l.Ctx, l.Comm, l.Peer, tag, &m, guess)
+	if err == nil && l.Peer == mpi.AnySource {
+		l.Peer = st.Source // the rest of the transfer comes from its sender (see AnySource)
+	}
+	switch {
+	case err != nil:
+		return nil, false, fmt.Errorf("waiting for the header: %w", err)
+	case got && len(guess) < wire.Size: // an empty message, received for want of a guess
+		return nil, false, fmt.Errorf("header message of %d bytes is shorter than a header: %w", len(guess), wire.ErrHeader)
+	case got:
+		return guess, true, nil
+	}
+	n := st.Bytes()
+	if n < wire.Size || n > most {
+		var first [wire.Size]byte
+		head := first[:min(n, wire.Size)]
+		if n <= whole {
+			head = make([]byte, n)
+		}
+		if err := Discard(&m, n, head); err != nil {
+			return nil, false, fmt.Errorf("header message of %d bytes, outside [%d, %d]: consuming it: %w", n, wire.Size, most, err)
+		}
+		return nil, false, refuse(head, n)
+	}
+	frame, tail, err := buffer(int(n))
+	if err != nil {
+		return nil, false, errors.Join(err, Discard(&m, n, nil))
+	}
+	if tail != nil {
+		if _, err := mpix.MrecvConcat(&m, frame, tail); err != nil {
+			return frame, false, fmt.Errorf("receiving the header message: %w", err)
+		}
+		return frame, false, nil
+	}
+	if err := RecvMatched(l.Ctx, &m, frame, "the header message"); err != nil {
+		return frame, false, fmt.Errorf("receiving the header: %w", err)
+	}
+	return frame, false, nil
+}
