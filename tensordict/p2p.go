@@ -51,7 +51,6 @@ func (s *p2pState) inlineMax(l *link) int {
 	return remoteInlineMax
 }
 
-
 // storageTravel reports how a storage of total bytes travels after a
 // header message of head bytes (the header, a class name, metadata), for
 // Send and for a blocking InitRemote: copied into the header message when

@@ -785,7 +785,6 @@ func layoutOf(frame []byte, lim wire.Limits) initLayout {
 	return initLayout{n: n, head: n - int(h.Total)}
 }
 
-
 // abandonMemmap removes the file of a WithMemmap receive that was
 // abandoned in MPI (xfer.ErrAbandoned) without unmapping it: MPI may still
 // write the mapping, and an unmapped page would end the process inside
