@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mem"
+	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
@@ -27,23 +29,90 @@ const (
 //
 //  1. the ranks compare their roots, and share any rank's error that
 //     stops the call before it starts (coll.Call.CheckRoot);
-//  2. the source broadcasts the first message, bcastFirst bytes: a prefix
+//  2. the source broadcasts the first message, bcastFirst bytes or as long
+//     as the last frame from this root (bcastFirstTable): a prefix
 //     (status: 0, or 1 when the source failed and its error text
 //     follows, up to wire.MaxReportedError bytes, zero-terminated when
 //     shorter; the frame's length; whether more messages follow), then
-//     the frame (wire header, class name, metadata and, when all of it
-//     fits, the storage inline), or its first part;
+//     the frame (wire header, class name, metadata and, up to
+//     initInlineMax bytes, the storage inline), or its first part;
 //  3. every receiver checks the header against its limits and the memory
 //     it has, and, when the frame came whole, builds its result; the
 //     ranks agree that all could (coll.Call.Conclude when nothing
 //     follows, which closes the call, else coll.Call.ShareFailure);
-//  4. the source broadcasts the rest of the frame, then the storage, in
-//     chunks of at most 1 GiB; the call is closed (coll.Close).
+//  4. the source broadcasts the rest of the frame, then, unless inline,
+//     the storage, in chunks of at most 1 GiB (IBroadcast defers the
+//     storage's); the call is closed (coll.Close).
 //
 // A source that failed takes no step after the first message, nor do
 // the receivers, which return its error (*PeerError).
 
-// putBcastFailed writes into first (bcastFirst bytes) that the source
+// bcastFirsts holds, for each group, the length of the next first message
+// of a broadcast from each root (bcastFirstTable).
+var bcastFirsts = proto.Slot[bcastFirstTable]{New: func() *bcastFirstTable { return &bcastFirstTable{first: map[int]int{}} }}
+
+// bcastFirstTable is a group's bcastFirsts. A broadcast's count must be
+// the same on every rank, and the receivers cannot know how long the next
+// frame is: every rank sets the length of the next first message from a
+// root once the ranks agreed that all took the last one (agreed), from
+// what all of them saw, so that all send and receive first messages of
+// the same length.
+type bcastFirstTable struct {
+	mu    sync.Mutex
+	first map[int]int // by root rank; absent: bcastFirst
+}
+
+// of returns the length of the next first message from root.
+func (t *bcastFirstTable) of(root int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return max(t.first[root], bcastFirst)
+}
+
+// agreed records that every rank took a first message of first bytes from
+// root, which started a frame of frameLen bytes.
+func (t *bcastFirstTable) agreed(root, first int, frameLen uint64) {
+	if next := nextFirst(first, frameLen); next != first {
+		t.mu.Lock()
+		t.first[root] = next
+		t.mu.Unlock()
+	}
+}
+
+// bcastFirstMax bounds the first messages of a broadcast: a longer frame
+// (the header, class name, metadata and a storage of up to initInlineMax
+// bytes) is sent in parts.
+const bcastFirstMax = 2 * initInlineMax
+
+// nextFirst returns the length of the first message that follows one of
+// first bytes, which started a frame of frameLen bytes: the last frame's
+// length with the prefix, rounded up to 256 bytes (at most
+// bcastFirstMax), or first while the frame fits it and fills at least
+// half of it. A root that broadcasts frames of one length (one structure,
+// the steady state) then sends each whole in the first message, the call
+// two steps after the roots' check: that message and the agreement. A
+// frame of up to 2*bcastFirst bytes stays in parts (the first message of
+// bcastFirst, the agreement, the rest): on one node, two messages within
+// Open MPI's eager limit for shared memory (4 KiB), with the step between,
+// took less time than one message past it (16 leaves, np 2, tdmpi bench,
+// three alternating pairs: 4 KiB of storage, a frame of 6 KiB, 1.70-1.88x
+// raw in parts and 2.33-2.44x whole; 8 KiB 2.69-2.75x in parts and
+// 2.25-2.35x whole; 16-64 KiB 1.99-2.78x and 1.89-2.17x).
+func nextFirst(first int, frameLen uint64) int {
+	if frameLen > bcastFirstMax {
+		return bcastFirst
+	}
+	n := bcastPrefix + int(frameLen)
+	switch {
+	case n <= first && 2*n >= first:
+		return first
+	case n <= 2*bcastFirst || n > bcastFirstMax:
+		return bcastFirst
+	}
+	return min((n+255)&^255, bcastFirstMax)
+}
+
+// putBcastFailed writes into first, the first message, that the source
 // failed with err.
 func putBcastFailed(first []byte, err error) {
 	binary.LittleEndian.PutUint64(first, 1)
@@ -52,27 +121,31 @@ func putBcastFailed(first []byte, err error) {
 }
 
 // bcastMessageLen is the length of the messages that start a broadcast of
-// a frame of frameLen bytes: the first message (bcastFirst bytes, the
-// prefix and the frame or its first part), then the rest of the frame.
-func bcastMessageLen(frameLen int) int { return max(bcastPrefix+frameLen, bcastFirst) }
+// a frame of frameLen bytes: the first message (first bytes, the prefix
+// and the frame or its first part), then the rest of the frame.
+func bcastMessageLen(frameLen, first int) int { return max(bcastPrefix+frameLen, first) }
 
 // bcastFrameMessage writes into msg (bcastMessageLen bytes for the frame)
 // the messages that start a broadcast of the frame of h, class, meta and
 // inline storage (wire.AppendFrame): the prefix, the frame, zeros after a
-// frame shorter than the first message. more says that messages follow
-// the frame (a separate storage). It returns msg.
-func bcastFrameMessage(msg []byte, h *wire.Header, class string, meta, inline []byte, more bool) []byte {
+// frame shorter than the first message of first bytes. more says that
+// messages follow the frame (a separate storage). It returns msg.
+func bcastFrameMessage(msg []byte, h *wire.Header, class string, meta, inline []byte, more bool, first int) []byte {
 	frameLen := wire.Size + len(class) + len(meta) + len(inline)
 	binary.LittleEndian.PutUint64(msg, 0)
 	binary.LittleEndian.PutUint64(msg[8:], uint64(frameLen))
 	binary.LittleEndian.PutUint64(msg[16:], 0)
-	if more || bcastPrefix+frameLen > bcastFirst {
+	if more || bcastPrefix+frameLen > first {
 		binary.LittleEndian.PutUint64(msg[16:], 1)
 	}
 	clear(msg[bcastPrefix+frameLen:])
 	wire.AppendFrame(msg[bcastPrefix:bcastPrefix], h, class, meta, inline)
 	return msg
 }
+
+// bcastFrameLen returns the frame's length that msg, the messages that
+// start a broadcast, announces.
+func bcastFrameLen(msg []byte) uint64 { return binary.LittleEndian.Uint64(msg[8:]) }
 
 // parseBcastFirst reads a first message: a *PeerError naming src when the
 // source failed, else the frame's length and whether more messages follow.
@@ -84,17 +157,17 @@ func parseBcastFirst(op string, src int, first []byte) (frameLen uint64, more bo
 }
 
 // checkBcastFrame checks a parsed broadcast header h against the prefix of
-// its first message from src.
-func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool) error {
+// its first message from src, of first bytes.
+func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool, first int) error {
 	switch {
 	case h.Kind != wire.KindBroadcast:
 		return fmt.Errorf("rank %d sent a %v message, not a broadcast", src, h.Kind)
 	case uint64(wire.Size+h.Body()) != frameLen:
 		return fmt.Errorf("rank %d announced a frame of %d bytes, its header %d", src, frameLen, wire.Size+h.Body())
-	case !more && frameLen > bcastFirst-bcastPrefix:
-		return fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, bcastFirst-bcastPrefix)
-	case more && h.Flags&wire.FlagInline != 0:
-		return fmt.Errorf("rank %d sent inline storage and more messages", src)
+	case !more && frameLen > uint64(first-bcastPrefix):
+		return fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, first-bcastPrefix)
+	case more && h.Flags&wire.FlagInline != 0 && frameLen <= uint64(first-bcastPrefix):
+		return fmt.Errorf("rank %d sent inline storage in a first message and more messages", src)
 	}
 	return nil
 }
@@ -108,8 +181,9 @@ func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool) error 
 // storage, so that Send and Recv with WithConsolidated work on it.
 //
 // The source broadcasts a wire header, the class name and the consolidated
-// metadata (JSON), then the storage, in pieces of at most 1 GiB. A small
-// TensorDict (under 4000 bytes in all) goes in a single broadcast. The
+// metadata (JSON), with the storage when it is at most 64 KiB, else then
+// the storage in pieces of at most 1 GiB. A small TensorDict (under 4000
+// bytes in all) goes in a single broadcast. The
 // receivers check the header against their limits (WithMaxBytes) before
 // they allocate anything; if a receiver refuses, every rank returns an
 // error and nothing more is sent.
@@ -147,8 +221,8 @@ func (td *TensorDict) Broadcast(src int, opts ...CollectiveOption) (*TensorDict,
 // error there is returned at once, on every rank); the result is then
 // built over its storage, and its tensors must not be read (on the source:
 // td's must not be written) until Wait, or a Test that reports completion,
-// returns nil. A TensorDict small enough for Broadcast's single message is
-// complete on return. Wait is bounded by WithContext as IAllReduce's is.
+// returns nil. A TensorDict whose storage travels with its metadata (at
+// most 64 KiB) is complete on return. Wait is bounded by WithContext as IAllReduce's is.
 // Options: those of Broadcast.
 func (td *TensorDict) IBroadcast(src int, opts ...CollectiveOption) (*TensorDict, *Pending, error) {
 	var out *TensorDict
@@ -203,43 +277,44 @@ func (td *TensorDict) broadcast(src int, out **TensorDict, x bcastExtra) func(cl
 
 // bcastSend is a broadcast on the source rank.
 func bcastSend(cl *coll.Call, td *TensorDict) (*TensorDict, error) {
-	tdc, msg, storage, err := bcastFrame(cl, td)
+	firsts := bcastFirsts.Of(cl.Group)
+	first := firsts.of(cl.Rank)
+	tdc, msg, storage, err := bcastFrame(cl, td, first)
 	if err != nil {
 		// Tell the receivers, which are waiting for the first message.
-		first := make([]byte, bcastFirst)
-		putBcastFailed(first, err)
-		if berr := xfer.Bcast(cl.Step, first, cl.Rank); berr != nil {
+		fail := make([]byte, first)
+		putBcastFailed(fail, err)
+		if berr := xfer.Bcast(cl.Step, fail, cl.Rank); berr != nil {
 			return nil, cl.Errorf("%w (and telling the other ranks failed: %v)", err, berr)
 		}
 		return nil, cl.Wrap(err)
 	}
 	holdConsolidated(tdc, &cl.Held) // MPI reads its storage
 	// msg goes back to the pool once every step that reads it has
-	// completed; a step given up leaves it to MPI.
-	putMsg := func() {
-		if !cl.DeferSteps {
-			xfer.PutMsgBuf(msg)
-		}
-	}
-	if err := xfer.Bcast(cl.Step, msg[:bcastFirst], cl.Rank); err != nil {
+	// completed (before any is deferred); a step given up leaves it to MPI.
+	putMsg := func() { xfer.PutMsgBuf(msg) }
+	if err := xfer.Bcast(cl.Step, msg[:first], cl.Rank); err != nil {
 		return nil, cl.Errorf("broadcasting the header: %w", err)
 	}
-	if len(msg) == bcastFirst && storage == nil {
+	frameLen := bcastFrameLen(msg)
+	if len(msg) == first && storage == nil {
 		putMsg()
 		if err := cl.Conclude(nil); err != nil {
 			return nil, err
 		}
+		firsts.agreed(cl.Rank, first, frameLen)
 		return tdc, nil
 	}
 	if err := cl.ShareFailure(cl.Ready()); err != nil {
 		putMsg()
 		return nil, err
 	}
-	cl.Defer() // IBroadcast: the rest is left to Wait
-	if err := cl.BcastChunks(msg[bcastFirst:], cl.Rank); err != nil {
+	firsts.agreed(cl.Rank, first, frameLen)
+	if err := cl.BcastChunks(msg[first:], cl.Rank); err != nil {
 		return nil, cl.Errorf("broadcasting the metadata: %w", err)
 	}
 	putMsg()
+	cl.Defer() // IBroadcast: the storage is left to Wait
 	if err := cl.BcastChunks(storage, cl.Rank); err != nil {
 		return nil, cl.Errorf("broadcasting the storage: %w", err)
 	}
@@ -250,7 +325,7 @@ func bcastSend(cl *coll.Call, td *TensorDict) (*TensorDict, error) {
 // name and metadata, with the storage inline when all of it fits in the
 // first message) in the messages that start the broadcast (see
 // bcastFrameMessage). It returns the storage to send separately, or nil.
-func bcastFrame(cl *coll.Call, td *TensorDict) (tdc *TensorDict, msg, storage []byte, err error) {
+func bcastFrame(cl *coll.Call, td *TensorDict, first int) (tdc *TensorDict, msg, storage []byte, err error) {
 	if td == nil {
 		return nil, nil, nil, fmt.Errorf("nil tensordict on the source rank")
 	}
@@ -268,7 +343,7 @@ func bcastFrame(cl *coll.Call, td *TensorDict) (tdc *TensorDict, msg, storage []
 	}
 	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Leaves: int64(leaves)}
 	var inline []byte
-	if wire.Size+len(class)+len(meta)+len(st) <= bcastFirst-bcastPrefix {
+	if len(st) <= initInlineMax {
 		inline = st
 		if inline == nil {
 			inline = []byte{}
@@ -280,13 +355,8 @@ func bcastFrame(cl *coll.Call, td *TensorDict) (tdc *TensorDict, msg, storage []
 		}
 		storage = st
 	}
-	n := bcastMessageLen(wire.Size + len(class) + len(meta) + len(inline))
-	if cl.DeferSteps {
-		msg = make([]byte, n) // IBroadcast broadcasts the rest of the frame after this call returns
-	} else {
-		msg = xfer.MsgBuf(n) // for bcastSend to give back
-	}
-	msg = bcastFrameMessage(msg, &h, class, meta, inline, storage != nil)
+	msg = xfer.MsgBuf(bcastMessageLen(wire.Size+len(class)+len(meta)+len(inline), first)) // for bcastSend to give back
+	msg = bcastFrameMessage(msg, &h, class, meta, inline, storage != nil, first)
 	return tdc, msg, storage, nil
 }
 
@@ -366,7 +436,9 @@ func countTensorLeaves(td *TensorDict) int {
 // TensorDict, reused with WithConsolidated, and storage, if not nil,
 // makes the result's storage (see bcastExtra).
 func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byte, []byte) (*tensor.Storage, func(bool) error, error)) (*TensorDict, error) {
-	first := xfer.MsgBuf(bcastFirst) // written whole by the broadcast
+	firsts := bcastFirsts.Of(cl.Group)
+	firstLen := firsts.of(src)
+	first := xfer.MsgBuf(firstLen) // written whole by the broadcast
 	if err := xfer.Bcast(cl.Step, first, src); err != nil {
 		// A step given up leaves first to MPI: it is not pooled again.
 		return nil, cl.Errorf("receiving the header from rank %d: %w", src, err)
@@ -379,7 +451,7 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byt
 	}
 	h, err := wire.Parse(body, cl.Lim)
 	if err == nil {
-		err = checkBcastFrame(&h, src, frameLen, more)
+		err = checkBcastFrame(&h, src, frameLen, more, firstLen)
 	}
 	if err != nil {
 		err = fmt.Errorf("from rank %d: %w", src, err)
@@ -387,7 +459,7 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byt
 		err = cl.Ready()
 	}
 	if !more {
-		return bcastRecvWhole(cl, td, src, body, frameLen, storage, err)
+		return bcastRecvWhole(cl, td, src, body, frameLen, storage, err, func() { firsts.agreed(src, firstLen, frameLen) })
 	}
 	if err == nil {
 		err = checkRoomFor(td, cl.Consolidated, h.Total)
@@ -395,6 +467,7 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byt
 	if err := cl.ShareFailure(err); err != nil {
 		return nil, err
 	}
+	firsts.agreed(src, firstLen, frameLen)
 	frame := make([]byte, frameLen)
 	n := copy(frame, body)
 	if err := cl.BcastChunks(frame[n:], src); err != nil {
@@ -402,15 +475,22 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byt
 	}
 	f, err := wire.ParseFrame(frame, cl.Lim)
 	if err != nil {
-		err = fmt.Errorf("from rank %d: %w", src, err)
+		return nil, cl.Errorf("from rank %d: %w", src, err)
 	}
-	reuse := err == nil && cl.Consolidated && sameLayout(td, f.Meta, string(f.Class), h.Total)
+	if h.Flags&wire.FlagInline != 0 {
+		out, reuse, finish, err := bcastBuild(cl, td, src, &f, storage)
+		if err != nil {
+			return nil, cl.Wrap(err)
+		}
+		return bcastFinish(cl, td, f.Inline, out, reuse, finish)
+	}
+	reuse := cl.Consolidated && sameLayout(td, f.Meta, string(f.Class), h.Total)
 	var st *tensor.Storage
 	finish := func(bool) error { return nil }
 	switch {
 	case reuse:
 		st = td.cons.st // sameLayout found it whole and consolidated
-	case err == nil && storage != nil:
+	case storage != nil:
 		st, finish, err = storage(h.Total, nil, f.Meta)
 		if err != nil {
 			st, finish = nil, func(bool) error { return nil }
@@ -461,33 +541,21 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byt
 }
 
 // bcastRecvWhole ends bcastRecv when the frame came whole in the first
-// message, its body, frameLen bytes: it builds the result (or, with
-// WithConsolidated, finds td laid out as the source's TensorDict), and the
-// ranks agree that all could (coll.Call.Conclude), which closes the call.
-// err is this rank's error so far.
-func bcastRecvWhole(cl *coll.Call, td *TensorDict, src int, body []byte, frameLen uint64, storage func(int64, []byte, []byte) (*tensor.Storage, func(bool) error, error), err error) (*TensorDict, error) {
+// message, its body, frameLen bytes: it builds the result (bcastBuild),
+// and the ranks agree that all could (coll.Call.Conclude), which closes
+// the call, and then calls agreed. err is this rank's error so far.
+func bcastRecvWhole(cl *coll.Call, td *TensorDict, src int, body []byte, frameLen uint64, storage func(int64, []byte, []byte) (*tensor.Storage, func(bool) error, error), err error, agreed func()) (*TensorDict, error) {
 	var f wire.Frame
 	if err == nil {
 		if f, err = wire.ParseFrame(body[:frameLen], cl.Lim); err != nil {
 			err = fmt.Errorf("from rank %d: %w", src, err)
 		}
 	}
-	reuse := err == nil && cl.Consolidated && sameLayout(td, f.Meta, string(f.Class), int64(len(f.Inline)))
 	var out *TensorDict
+	reuse := false
 	finish := func(bool) error { return nil }
-	if err == nil && !reuse {
-		var st *tensor.Storage
-		if storage != nil {
-			st, finish, err = storage(int64(len(f.Inline)), f.Inline, f.Meta)
-		}
-		if err == nil {
-			// Without st, the result gets a copy of the storage, 8-byte
-			// aligned, in one allocation with its tree when a template
-			// builds it.
-			if out, err = rebuild(cl, src, st, f.Inline, f.Meta, string(f.Class)); err != nil {
-				err = errors.Join(err, finish(false))
-			}
-		}
+	if err == nil {
+		out, reuse, finish, err = bcastBuild(cl, td, src, &f, storage)
 	}
 	if err := cl.Conclude(err); err != nil {
 		if out != nil {
@@ -495,8 +563,41 @@ func bcastRecvWhole(cl *coll.Call, td *TensorDict, src int, body []byte, frameLe
 		}
 		return nil, err
 	}
+	agreed()
+	return bcastFinish(cl, td, f.Inline, out, reuse, finish)
+}
+
+// bcastBuild makes the result of a broadcast whose frame f from src holds
+// the storage inline: with WithConsolidated, td when it is laid out as
+// the source's TensorDict (reuse, its storage not yet written); else a
+// new TensorDict over a storage from storage (see bcastExtra) or over a
+// copy of f.Inline, with the function that completes (true) or removes
+// (false) that storage.
+func bcastBuild(cl *coll.Call, td *TensorDict, src int, f *wire.Frame, storage func(int64, []byte, []byte) (*tensor.Storage, func(bool) error, error)) (out *TensorDict, reuse bool, finish func(bool) error, err error) {
+	finish = func(bool) error { return nil }
+	if cl.Consolidated && sameLayout(td, f.Meta, string(f.Class), int64(len(f.Inline))) {
+		return nil, true, finish, nil
+	}
+	var st *tensor.Storage
+	if storage != nil {
+		if st, finish, err = storage(int64(len(f.Inline)), f.Inline, f.Meta); err != nil {
+			return nil, false, func(bool) error { return nil }, err
+		}
+	}
+	// Without st, the result gets a copy of the storage, 8-byte aligned,
+	// in one allocation with its tree when a template builds it.
+	if out, err = rebuild(cl, src, st, f.Inline, f.Meta, string(f.Class)); err != nil {
+		return nil, false, finish, errors.Join(err, finish(false))
+	}
+	return out, false, finish, nil
+}
+
+// bcastFinish completes a result bcastBuild made once every rank took
+// the frame: it writes inline into td's storage when reused, else
+// completes the result's storage.
+func bcastFinish(cl *coll.Call, td *TensorDict, inline []byte, out *TensorDict, reuse bool, finish func(bool) error) (*TensorDict, error) {
 	if reuse {
-		copy(td.cons.st.Bytes(), f.Inline)
+		copy(td.cons.st.Bytes(), inline)
 		return td, nil
 	}
 	if err := finish(true); err != nil {

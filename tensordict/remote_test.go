@@ -171,16 +171,17 @@ func TestInitRemoteBroadcast(t *testing.T) {
 		path string // bcastPath
 	}{
 		{"whole", 2, 3, "whole"}, // the whole frame in the first message
-		{"8 KiB apart", 1, 1 << 10, "apart"},
+		{"8 KiB inline", 1, 1 << 10, "inline parts"},
+		{"8 KiB inline again", 1, 1 << 10, "whole"}, // the first message as long as the last frame
 		{"768 KiB apart", 3, 1 << 15, "apart"},
 		{"128 KiB apart", 1, 1 << 14, "apart"},
 		{"frame over the first message", 200, 512, "parts"},
-		{"metadata of 2500 leaves", 2500, 1, "parts"},
+		{"metadata of 2500 leaves", 2500, 1, "inline parts"},
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			src := bigTD(t, tc.n, tc.m, 7)
 			root := g.Size() - 1
-			require.Equal(t, tc.path, bcastPath(t, src))
+			require.Equal(t, tc.path, bcastPath(t, g, root, src))
 			if g.Rank() == root {
 				require.NoError(t, src.InitRemote(-1, WithGroup(g), WithBroadcast()))
 				return
@@ -448,22 +449,27 @@ func TestInitRemoteBroadcastPassedOn(t *testing.T) {
 	}
 }
 
-// bcastPath tells how a broadcast of td lays out its frame, as the
-// source's own code does (bcastSource, bcastFrame): whole in the first
-// message with its storage ("whole"), in the first message with the
-// storage apart ("apart"), or longer than the first message ("parts"), so
-// that a test case can check it takes the path it names. It lays out a
-// copy of td: a TensorDict's first broadcast takes another path than the
-// later ones.
-func bcastPath(t testing.TB, td *TensorDict) string {
+// bcastPath tells how a broadcast of td from root on g lays out its
+// frame, as the source's own code does (bcastSource, bcastFrame, with the
+// first message's length of bcastFirstTable): with its storage inline,
+// whole in the first message ("whole") or longer ("inline parts"); with
+// its storage apart, the rest of the frame in the first message ("apart")
+// or longer ("parts"), so that a test case can check it takes the path it
+// names. It lays out a copy of td: a TensorDict's first broadcast takes
+// another path than the later ones.
+func bcastPath(t testing.TB, g *group.Group, root int, td *TensorDict) string {
 	t.Helper()
 	_, class, meta, st, _, err := bcastSource("InitRemote", td.Clone())
 	require.NoError(t, err)
 	head := wire.Size + len(class) + len(meta)
+	room := bcastFirsts.Of(g).of(root) - bcastPrefix
+	inline := len(st) <= initInlineMax
 	switch {
-	case head+len(st) <= bcastFirst-bcastPrefix:
+	case inline && head+len(st) <= room:
 		return "whole"
-	case head <= bcastFirst-bcastPrefix:
+	case inline:
+		return "inline parts"
+	case head <= room:
 		return "apart"
 	}
 	return "parts"
@@ -481,14 +487,14 @@ func TestInitRemoteBroadcastRefused(t *testing.T) {
 		path string
 	}{
 		{"frame in the first message", 1, 8, "whole"},
-		{"16 KiB apart", 1, 1 << 11, "apart"},
+		{"16 KiB inline", 1, 1 << 11, "inline parts"},
 		{"128 KiB apart", 1, 1 << 14, "apart"},
 		{"frame over the first message", 200, 512, "parts"},
-		{"metadata of 2500 leaves", 2500, 1, "parts"},
+		{"metadata of 2500 leaves", 2500, 1, "inline parts"},
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			src := bigTD(t, tc.n, tc.m, 1)
-			require.Equal(t, tc.path, bcastPath(t, src))
+			require.Equal(t, tc.path, bcastPath(t, g, 0, src))
 			if g.Rank() == 0 {
 				err := src.InitRemote(0, WithGroup(g), WithBroadcast())
 				var pe *PeerError
