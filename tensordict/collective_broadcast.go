@@ -638,7 +638,7 @@ func rebuild(cl *coll.Call, from int, st *tensor.Storage, inline, meta []byte, c
 	if st != nil && st.Released() {
 		return nil, fmt.Errorf("from rank %d: %w", from, tensor.ErrReleased)
 	}
-	td, _, err := fromConsolidatedCached(cl.Group, st, inline, meta)
+	td, err := fromConsolidatedCached(cl.Group, st, inline, meta)
 	if err != nil {
 		return nil, fmt.Errorf("from rank %d: %w", from, err)
 	}

@@ -623,7 +623,7 @@ func (l *link) recvInit() (*TensorDict, error) {
 			return fail(errors.Join(err, l.drainPayload(&f.Header)))
 		}
 	}
-	td, stor, finish, _, err := l.buildInit(&f, true, apart)
+	td, stor, finish, err := l.buildInit(&f, true, apart)
 	if err != nil {
 		return fail(errors.Join(err, l.drainPayload(&f.Header)))
 	}
@@ -809,41 +809,33 @@ func (l *link) abandonMemmap() error {
 // built from a template, see treeTemplate.instantiateCopy). apart, if not
 // nil, is a storage that holds f's inline storage (received apart, see
 // recvInitFrame): the result views it, and the caller releases it on
-// error. tp is the template the result was built from over f's inline
-// storage, not received apart (nil: none). On error nothing else is left
-// behind (finish has run).
-func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, tp *treeTemplate, err error) {
+// error. On error nothing else is left behind (finish has run).
+func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, err error) {
 	if apart != nil || scratch && len(f.Inline) > 0 && l.o.memmap == "" && l.o.alloc == nil {
-		td, tp, err = fromConsolidatedCached(l.Group, apart, f.Inline, f.Meta)
+		td, err = fromConsolidatedCached(l.Group, apart, f.Inline, f.Meta)
 		if err != nil {
-			return nil, nil, nil, nil, err
-		}
-		if apart != nil {
-			tp = nil
+			return nil, nil, nil, err
 		}
 		if len(f.Class) > 0 {
 			td.class = string(f.Class)
 		}
-		return td, td.cons.st, func(bool) error { return nil }, tp, nil
+		return td, td.cons.st, func(bool) error { return nil }, nil
 	}
 	inline := f.Inline
 	if scratch && len(inline) == 0 && inline != nil {
 		inline = []byte{} // not a view of the caller's buffer, even empty
 	}
 	if stor, finish, err = l.storageFor(f.Total, inline, f.Meta); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
-	td, tp, err = fromConsolidatedCached(l.Group, stor, nil, f.Meta)
+	td, err = fromConsolidatedCached(l.Group, stor, nil, f.Meta)
 	if err != nil {
-		return nil, nil, nil, nil, errors.Join(err, finish(false))
+		return nil, nil, nil, errors.Join(err, finish(false))
 	}
 	if len(f.Class) > 0 {
 		td.class = string(f.Class)
 	}
-	if len(inline) == 0 {
-		tp = nil
-	}
-	return td, stor, finish, tp, nil
+	return td, stor, finish, nil
 }
 
 // refuseOversized refuses an InitRemote header message of n bytes,
@@ -1015,9 +1007,8 @@ var metaCaches = proto.Slot[codec.Cache]{New: func() *codec.Cache { return new(c
 // metadata, over st, or, when st is nil, over a copy of inline that it
 // makes (in the same allocation as the tree, when a template builds it).
 // The result is the same: views of the storage, consolidated, with
-// non-tensor values of its own. tp names the template the result was
-// made from, if one was.
-func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte) (td *TensorDict, tp *treeTemplate, err error) {
+// non-tensor values of its own.
+func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte) (td *TensorDict, err error) {
 	n := len(inline)
 	if st != nil {
 		n = st.Len()
@@ -1025,10 +1016,11 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 	cache := metaCaches.Of(g)
 	root, class, err := cache.Decode(meta, n, codec.DefaultLimits())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if cache.Keeps(meta) && n <= templateMaxBytes {
 		// root is in the receive cache: so is its template (template.go).
+		var tp *treeTemplate
 		if tp, err = templateCaches.Of(g).template(root, n); err == nil {
 			if st != nil {
 				td, err = tp.instantiate(st)
@@ -1039,7 +1031,7 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 	} else {
 		if st == nil {
 			if st, err = copyStorage(inline); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		if td, err = buildFromMeta(root, st); err == nil {
@@ -1047,11 +1039,11 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 		}
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	td.cons.base, td.cons.end = 0, n
 	td.class = class
-	return td, tp, nil
+	return td, nil
 }
 
 // cloneNonTensors gives td's non-tensor values copies of their own.

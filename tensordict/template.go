@@ -158,8 +158,12 @@ func (tp *treeTemplate) instantiateCopy(b []byte) (*TensorDict, error) {
 		}
 		return tp.instantiate(st)
 	}
-	td, _, err := tp.instantiateData(&tp.copyBlock, b)
-	return td, err
+	block := reflect.New(tp.copyBlock.typ).UnsafePointer()
+	data := blockPart[byte](block, tp.copyBlock.dataAt, tp.stLen)
+	copy(data, b) // before the views check the storage's bools
+	st := (*tensor.Storage)(unsafe.Add(block, tp.copyBlock.storageAt))
+	rawbytes.InitAt(st, data)
+	return tp.instantiateIn(block, st)
 }
 
 // A dataBlock is the type of a copy's memory that holds its storage's
@@ -182,21 +186,6 @@ func (tp *treeTemplate) dataBlock() dataBlock {
 		reflect.StructField{Name: "Storage", Type: reflect.TypeFor[tensor.Storage]()},
 		reflect.StructField{Name: "Data", Type: reflect.ArrayOf(tp.stLen, reflect.TypeFor[byte]())}))
 	return dataBlock{typ: typ, storageAt: typ.Field(3).Offset, dataAt: typ.Field(4).Offset}
-}
-
-// instantiateData returns a copy of tp's tree in a new block of type
-// db.typ, over the storage the block holds, a copy of b (zeros for nil
-// b), and that storage's bytes, data.
-func (tp *treeTemplate) instantiateData(db *dataBlock, b []byte) (td *TensorDict, data []byte, err error) {
-	block := reflect.New(db.typ).UnsafePointer()
-	data = blockPart[byte](block, db.dataAt, tp.stLen)
-	copy(data, b) // before the views check the storage's bools
-	st := (*tensor.Storage)(unsafe.Add(block, db.storageAt))
-	rawbytes.InitAt(st, data)
-	if td, err = tp.instantiateIn(block, st); err != nil {
-		return nil, nil, err
-	}
-	return td, data, nil
 }
 
 // instantiateIn is instantiate in block, memory of type tp.block or of a
