@@ -415,6 +415,7 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 			if err = d.count(n, name); err != nil {
 				break
 			}
+			d.leafBuf = reserve(d.leafBuf, 1)
 			d.leafBuf = append(d.leafBuf, Leaf{})
 			if err = d.leaf(n, name, &d.leafBuf[len(d.leafBuf)-1]); err != nil {
 				break
