@@ -625,6 +625,29 @@ func (td *TensorDict) lookup(name string) (int, bool) {
 	return -1, false
 }
 
+// newIndex returns the index of a node that is being filled with n
+// entries of distinct names, made with room for them all, or nil for a
+// node that keeps none (see indexMin). The caller appends the entries
+// itself, setting index[name] to each one's position, rather than through
+// appendEntry, which would build the map when the node reaches indexMin
+// entries and then grow it.
+func newIndex(n int) map[string]int {
+	if n < indexMin {
+		return nil
+	}
+	return make(map[string]int, n)
+}
+
+// appendNew appends e, whose name td does not hold, to td, a node being
+// filled whose index newIndex made.
+func (td *TensorDict) appendNew(e entry) {
+	td.edited()
+	if td.index != nil {
+		td.index[e.name] = len(td.entries)
+	}
+	td.entries = append(td.entries, e)
+}
+
 // ownIndex makes td's index its own, copying a shared one.
 func (td *TensorDict) ownIndex() {
 	if td.sharedIndex {
