@@ -327,6 +327,19 @@ func hasPrefix(shape, prefix []int) bool {
 	return true
 }
 
+// shapeHasPrefix is hasPrefix(t.Shape(), prefix) without copying the shape.
+func shapeHasPrefix(t *tensor.Tensor, prefix []int) bool {
+	if t.Dim() < len(prefix) {
+		return false
+	}
+	for i, d := range prefix {
+		if t.Size(i) != d {
+			return false
+		}
+	}
+	return true
+}
+
 // Set stores the tensor v under k, creating missing nested levels (which take
 // the batch size of their parent). v's leading dimensions must equal the
 // batch size of the TensorDict that holds it. An existing entry named k is
@@ -350,14 +363,14 @@ func (td *TensorDict) Set(k Key, v *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if shape := v.Shape(); !hasPrefix(shape, node.batch) {
-		return fmt.Errorf("tensordict: Set: key %v: tensor shape %v does not start with batch size %v", k, shape, node.batch)
+	if !shapeHasPrefix(v, node.batch) {
+		return fmt.Errorf("tensordict: Set: key %v: tensor shape %v does not start with batch size %v", k, v.Shape(), node.batch)
 	}
-	if depth == len(k)-1 {
+	if depth == len(k)-1 && node.locked {
 		if err := checkWrite("Set", k, node, k[depth], kindTensor); err != nil {
 			return err
 		}
-		if j, ok := node.lookup(k[depth]); ok && node.locked && memmap.Is(node.entries[j].t) {
+		if j, ok := node.lookup(k[depth]); ok && memmap.Is(node.entries[j].t) {
 			return writeThrough(k, node.entries[j].t, v)
 		}
 	}
@@ -659,6 +672,12 @@ func (td *TensorDict) ownIndex() {
 func (td *TensorDict) appendEntry(e entry) {
 	td.edited()
 	td.ownIndex()
+	if n := len(td.entries); n == cap(td.entries) && n >= 256 {
+		// Double a large node's entries where append would grow them
+		// by a quarter: a node filled with n entries then copies about
+		// n entries in all, not 4n.
+		td.entries = append(make([]entry, 0, 2*n), td.entries...)
+	}
 	td.entries = append(td.entries, e)
 	switch n := len(td.entries); {
 	case td.index != nil:
