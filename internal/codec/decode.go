@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -415,7 +416,9 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 			if err = d.count(n, name); err != nil {
 				break
 			}
-			d.leafBuf = reserve(d.leafBuf, 1)
+			if len(d.leafBuf) == cap(d.leafBuf) {
+				d.growLeaves()
+			}
 			d.leafBuf = append(d.leafBuf, Leaf{})
 			if err = d.leaf(n, name, &d.leafBuf[len(d.leafBuf)-1]); err != nil {
 				break
@@ -470,6 +473,28 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 	n.children++
 	return nil
 }
+
+// growLeaves makes room in d.leafBuf, which is full, for the leaves the
+// rest of the metadata may hold: as many as it has dtype names
+// ("torch.<dtype>", one per leaf as writers name dtypes), or, if that is
+// fewer, as many as d.leafBuf holds (doubling it); within the entry limit
+// and what the rest could hold at the shortest text of a leaf, so that the
+// room is no larger than the leaves themselves could make it. A large
+// node's leaves are then read into one slice, allocated once, instead of
+// being copied at every growth.
+func (d *Decoder) growLeaves() {
+	n, rest := len(d.leafBuf), d.p.data[d.p.pos:]
+	room := max(bytes.Count(rest, dtypePrefix), n, 1)
+	room = min(room, d.cfg.MaxEntries-d.entries+1, len(rest)/minLeafText+1)
+	d.leafBuf = append(make([]Leaf, 0, n+room), d.leafBuf...)
+}
+
+// dtypePrefix starts the dtype of a leaf as writers put it.
+var dtypePrefix = []byte(`"torch.`)
+
+// minLeafText is the length of the shortest text of a leaf after its name:
+// `:["bool",[],0,0,0],`.
+const minLeafText = 19
 
 // stack checks n, a NonTensorStack node, and returns its values: its
 // elements are the non-tensor values (and nested stacks) "0" to "k-1", all
