@@ -475,22 +475,23 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 }
 
 // growLeaves makes room in d.leafBuf, which is full, for the leaves the
-// rest of the metadata may hold: as many as it has dtype names
-// ("torch.<dtype>", one per leaf as writers name dtypes), or, if that is
-// fewer, as many as d.leafBuf holds (doubling it); within the entry limit
-// and what the rest could hold at the shortest text of a leaf, so that the
-// room is no larger than the leaves themselves could make it. A large
-// node's leaves are then read into one slice, allocated once, instead of
-// being copied at every growth.
+// rest of the metadata may hold: half as many as it has opening brackets
+// (a leaf has two, its own and its shape's), or, if that is fewer, as
+// many as d.leafBuf holds (doubling it); within the entry limit and what
+// the rest could hold at the shortest text of a leaf, so that the room is
+// no larger than the leaves themselves could make it. A large node's
+// leaves are then read into one slice, allocated once, instead of being
+// copied at every growth.
 func (d *Decoder) growLeaves() {
 	n, rest := len(d.leafBuf), d.p.data[d.p.pos:]
-	room := max(bytes.Count(rest, dtypePrefix), n, 1)
+	room := max(bytes.Count(rest, openBracket)/2, n, 1)
 	room = min(room, d.cfg.MaxEntries-d.entries+1, len(rest)/minLeafText+1)
 	d.leafBuf = append(make([]Leaf, 0, n+room), d.leafBuf...)
 }
 
-// dtypePrefix starts the dtype of a leaf as writers put it.
-var dtypePrefix = []byte(`"torch.`)
+// openBracket is what growLeaves counts (bytes.Count of one byte is
+// fast).
+var openBracket = []byte{'['}
 
 // minLeafText is the length of the shortest text of a leaf after its name:
 // `:["bool",[],0,0,0],`.
