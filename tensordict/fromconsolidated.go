@@ -174,6 +174,9 @@ type treeBuilder struct {
 	views   []tensor.Tensor
 	dims    []int // the tensors' shapes and strides
 	batches []int // nil: share the tree's batch sizes
+	// locked: a node above the one being built is locked, and so is
+	// every node below it (as Lock locks a subtree).
+	locked bool
 }
 
 func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
@@ -187,6 +190,9 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	td.batch, td.entries = n.Batch, b.entries[:0:size]
 	b.entries = b.entries[size:]
 	td.index = newIndex(size)
+	above := b.locked
+	b.locked = above || n.Locked
+	defer func() { b.locked = above }()
 	views := b.views[:len(n.Leaves)]
 	b.views = b.views[len(n.Leaves):]
 	if b.batches != nil {
@@ -270,8 +276,8 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	}
 	*cs = consState{st: b.st, base: first, end: end}
 	td.cons = cs
-	if n.Locked {
-		td.Lock()
+	if b.locked {
+		td.setLockedNode()
 	}
 	return td, nil
 }

@@ -612,6 +612,15 @@ func (td *TensorDict) setLocked(v bool) {
 	}
 }
 
+// setLockedNode locks td alone, not its nested TensorDicts, for a
+// builder that locks each node of a locked subtree itself: Lock of every
+// locked node of a tree would lock the nodes below it once per locked
+// node above them.
+func (td *TensorDict) setLockedNode() {
+	td.edited()
+	td.locked = true
+}
+
 // IsLocked reports whether td is locked.
 func (td *TensorDict) IsLocked() bool { return td != nil && td.locked }
 
