@@ -170,6 +170,7 @@ func (v *viewBuilder) build(ni int) (*TensorDict, int, error) {
 	out.batch = v.batches[:nb:nb]
 	copy(out.batch, src.batch)
 	out.entries = v.entries[:0:ne]
+	out.index = newIndex(ne)
 	v.batches, v.entries = v.batches[nb:], v.entries[ne:]
 	out.class, out.locked = src.class, src.locked
 	li, ci := n.leaf0, ni+1
@@ -188,7 +189,7 @@ func (v *viewBuilder) build(ni int) (*TensorDict, int, error) {
 			if err != nil {
 				return nil, 0, fmt.Errorf("key %v: %w", append(Key(slices.Clone(v.path)), e.name), err)
 			}
-			out.add(e.name, entry{kind: kindTensor, t: t})
+			out.appendNew(entry{name: e.name, kind: kindTensor, t: t})
 			if first < 0 {
 				first = l.start
 			}
@@ -202,7 +203,7 @@ func (v *viewBuilder) build(ni int) (*TensorDict, int, error) {
 			}
 			li += v.p.nodes[ci].leaves
 			ci = next
-			out.add(e.name, entry{kind: kindTD, td: sub})
+			out.appendNew(entry{name: e.name, kind: kindTD, td: sub})
 			if sub.cons.base < sub.cons.end {
 				if first < 0 {
 					first = sub.cons.base
@@ -210,7 +211,7 @@ func (v *viewBuilder) build(ni int) (*TensorDict, int, error) {
 				last = sub.cons.end
 			}
 		case kindNonTensor:
-			out.add(e.name, entry{kind: kindNonTensor, v: cloneValue(e.v)})
+			out.appendNew(entry{name: e.name, kind: kindNonTensor, v: cloneValue(e.v)})
 		}
 	}
 	if first < 0 {

@@ -153,3 +153,21 @@ func TestConsolidateParallel(t *testing.T) {
 	b := c.ConsolidatedStorage().Bytes()
 	assert.Equal(t, make([]byte, 2), b[odd.Offset()+6:odd.Offset()+8], "pad bytes are zero")
 }
+
+// TestFromConsolidatedLockedSubtree checks that a node of the metadata
+// that is locked locks every TensorDict below it too, as Lock does, and
+// none above.
+func TestFromConsolidatedLockedSubtree(t *testing.T) {
+	node := func(locked bool, child string) string {
+		return `{"cls":"TensorDict","non_tensors":{},"leaves":{},"cls_metadata":{"device":null,"names":[],"batch_size":[],"is_locked":` +
+			map[bool]string{true: "true", false: "false"}[locked] + `}` + child + `}`
+	}
+	for _, locks := range [][3]bool{{false, false, false}, {true, false, false}, {false, true, false}, {false, false, true}, {true, false, true}} {
+		meta := node(locks[0], `,"a":`+node(locks[1], `,"b":`+node(locks[2], "")))
+		td, err := FromConsolidated(tensor.NewStorage(0), []byte(meta))
+		require.NoError(t, err)
+		a, b := mustTD(t, td, K("a")), mustTD(t, td, K("a", "b"))
+		assert.Equal(t, [3]bool{locks[0], locks[0] || locks[1], locks[0] || locks[1] || locks[2]},
+			[3]bool{td.IsLocked(), a.IsLocked(), b.IsLocked()}, "metadata locks %v", locks)
+	}
+}

@@ -174,6 +174,9 @@ type treeBuilder struct {
 	views   []tensor.Tensor
 	dims    []int // the tensors' shapes and strides
 	batches []int // nil: share the tree's batch sizes
+	// locked: a node above the one being built is locked, and so is
+	// every node below it (as Lock locks a subtree).
+	locked bool
 }
 
 func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
@@ -186,6 +189,10 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	b.nodes = b.nodes[1:]
 	td.batch, td.entries = n.Batch, b.entries[:0:size]
 	b.entries = b.entries[size:]
+	td.index = newIndex(size)
+	above := b.locked
+	b.locked = above || n.Locked
+	defer func() { b.locked = above }()
 	views := b.views[:len(n.Leaves)]
 	b.views = b.views[len(n.Leaves):]
 	if b.batches != nil {
@@ -269,8 +276,8 @@ func (b *treeBuilder) build(n *codec.Node) (*TensorDict, error) {
 	}
 	*cs = consState{st: b.st, base: first, end: end}
 	td.cons = cs
-	if n.Locked {
-		td.Lock()
+	if b.locked {
+		td.setLockedNode()
 	}
 	return td, nil
 }
@@ -354,12 +361,20 @@ func nestedOrder(n *codec.Node, stacks int) []nested {
 }
 
 // addNew adds entry e named name to td, the TensorDict of node n, unless td
-// has one of that name already.
+// has one of that name already. td's index, if it has one, was made with
+// room for all its entries (newIndex), so that an entry costs one map
+// assignment, which tells a duplicate by the map's length.
 func addNew(td *TensorDict, n *codec.Node, name string, e entry) error {
-	if _, dup := td.lookup(name); dup {
+	j := len(td.entries)
+	if td.index != nil {
+		if td.index[name] = j; len(td.index) == j {
+			return fmt.Errorf("key %v: defined twice", Key(n.Path()).child(name))
+		}
+	} else if _, dup := td.lookup(name); dup {
 		return fmt.Errorf("key %v: defined twice", Key(n.Path()).child(name))
 	}
 	e.name = name
-	td.appendEntry(e)
+	td.entries = append(td.entries, e)
+	td.edited()
 	return nil
 }

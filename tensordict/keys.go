@@ -1,7 +1,8 @@
 package tensordict
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
@@ -71,9 +72,7 @@ func (td *TensorDict) Items(opts ...KeysOption) []Item {
 	var out []Item
 	td.walkItems(nil, &c, &out)
 	if c.sorted {
-		sort.SliceStable(out, func(i, j int) bool {
-			return strings.Join(out[i].Key, ".") < strings.Join(out[j].Key, ".")
-		})
+		slices.SortStableFunc(out, func(a, b Item) int { return compareJoined(a.Key, b.Key) })
 	}
 	return out
 }
@@ -121,6 +120,55 @@ func (td *TensorDict) walkLeaves(prefix Key, fn func(k Key, node *TensorDict, j 
 		}
 	}
 	return nil
+}
+
+// compareJoined compares a and b as strings.Compare compares their parts
+// joined with ".", without joining them (Sorted would otherwise join two
+// keys for every comparison).
+func compareJoined(a, b Key) int {
+	var ra, rb joinedReader
+	ra.k, rb.k = a, b
+	for {
+		ca, oka := ra.next()
+		cb, okb := rb.next()
+		switch {
+		case !oka || !okb:
+			return cmp.Compare(b2i(oka), b2i(okb))
+		case ca != cb:
+			return cmp.Compare(ca, cb)
+		}
+	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// joinedReader reads the parts of k joined with "." byte by byte.
+type joinedReader struct {
+	k    Key
+	part int    // the part being read, 1-based (0: none yet)
+	rest string // what is left of it
+}
+
+// next returns the next byte, or ok false at the end.
+func (r *joinedReader) next() (c byte, ok bool) {
+	for len(r.rest) == 0 {
+		if r.part >= len(r.k) {
+			return 0, false
+		}
+		r.rest = r.k[r.part]
+		r.part++
+		if r.part > 1 {
+			return '.', true
+		}
+	}
+	c, r.rest = r.rest[0], r.rest[1:]
+	return c, true
 }
 
 // Key names an entry of a TensorDict. A Key of one part names a top-level

@@ -102,14 +102,6 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 	if stLen < copyMaxBytes {
 		tp.copyBlock = tp.dataBlock()
 	}
-	viewAt := make(map[*tensor.Tensor]int, len(views))
-	for i := range views {
-		viewAt[&views[i]] = i
-	}
-	nodeAt := make(map[*TensorDict]int, len(nodes))
-	for i := range nodes {
-		nodeAt[&nodes[i].td] = i
-	}
 	off := 0
 	for i := range nodes {
 		es := nodes[i].td.entries
@@ -118,15 +110,34 @@ func newTemplate(root *codec.Node, stLen int) (*treeTemplate, error) {
 		}
 		off += len(es)
 	}
+	// The builder hands out tensors and TensorDicts from the arrays
+	// views and nodes: an entry's is found there from its address.
 	for i, e := range entries {
 		switch e.kind {
 		case kindTensor:
-			tp.refs[i] = viewAt[e.t]
+			tp.refs[i] = slot(e.t, len(views), func(j int) *tensor.Tensor { return &views[j] })
 		case kindTD:
-			tp.refs[i] = nodeAt[e.td]
+			tp.refs[i] = slot(e.td, len(nodes), func(j int) *TensorDict { return &nodes[j].td })
 		}
 	}
 	return tp, nil
+}
+
+// slot returns the index j below n for which at(j) is x, where at(j) is
+// the address of a field of element j of an array: j is x's offset from
+// at(0) over the distance between elements.
+func slot[T any](x *T, n int, at func(j int) *T) int {
+	j := -1
+	if n > 1 {
+		stride := uintptr(unsafe.Pointer(at(1))) - uintptr(unsafe.Pointer(at(0)))
+		j = int((uintptr(unsafe.Pointer(x)) - uintptr(unsafe.Pointer(at(0)))) / stride)
+	} else if n == 1 {
+		j = 0
+	}
+	if j < 0 || j >= n || at(j) != x {
+		panic("tensordict: newTemplate: an entry's value is not where the builder put it")
+	}
+	return j
 }
 
 // copyMaxBytes bounds the storages whose copy instantiateCopy makes in

@@ -327,6 +327,19 @@ func hasPrefix(shape, prefix []int) bool {
 	return true
 }
 
+// shapeHasPrefix is hasPrefix(t.Shape(), prefix) without copying the shape.
+func shapeHasPrefix(t *tensor.Tensor, prefix []int) bool {
+	if t.Dim() < len(prefix) {
+		return false
+	}
+	for i, d := range prefix {
+		if t.Size(i) != d {
+			return false
+		}
+	}
+	return true
+}
+
 // Set stores the tensor v under k, creating missing nested levels (which take
 // the batch size of their parent). v's leading dimensions must equal the
 // batch size of the TensorDict that holds it. An existing entry named k is
@@ -350,14 +363,14 @@ func (td *TensorDict) Set(k Key, v *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if shape := v.Shape(); !hasPrefix(shape, node.batch) {
-		return fmt.Errorf("tensordict: Set: key %v: tensor shape %v does not start with batch size %v", k, shape, node.batch)
+	if !shapeHasPrefix(v, node.batch) {
+		return fmt.Errorf("tensordict: Set: key %v: tensor shape %v does not start with batch size %v", k, v.Shape(), node.batch)
 	}
-	if depth == len(k)-1 {
+	if depth == len(k)-1 && node.locked {
 		if err := checkWrite("Set", k, node, k[depth], kindTensor); err != nil {
 			return err
 		}
-		if j, ok := node.lookup(k[depth]); ok && node.locked && memmap.Is(node.entries[j].t) {
+		if j, ok := node.lookup(k[depth]); ok && memmap.Is(node.entries[j].t) {
 			return writeThrough(k, node.entries[j].t, v)
 		}
 	}
@@ -599,6 +612,15 @@ func (td *TensorDict) setLocked(v bool) {
 	}
 }
 
+// setLockedNode locks td alone, not its nested TensorDicts, for a
+// builder that locks each node of a locked subtree itself: Lock of every
+// locked node of a tree would lock the nodes below it once per locked
+// node above them.
+func (td *TensorDict) setLockedNode() {
+	td.edited()
+	td.locked = true
+}
+
 // IsLocked reports whether td is locked.
 func (td *TensorDict) IsLocked() bool { return td != nil && td.locked }
 
@@ -625,6 +647,29 @@ func (td *TensorDict) lookup(name string) (int, bool) {
 	return -1, false
 }
 
+// newIndex returns the index of a node that is being filled with n
+// entries of distinct names, made with room for them all, or nil for a
+// node that keeps none (see indexMin). The caller appends the entries
+// itself, setting index[name] to each one's position, rather than through
+// appendEntry, which would build the map when the node reaches indexMin
+// entries and then grow it.
+func newIndex(n int) map[string]int {
+	if n < indexMin {
+		return nil
+	}
+	return make(map[string]int, n)
+}
+
+// appendNew appends e, whose name td does not hold, to td, a node being
+// filled whose index newIndex made.
+func (td *TensorDict) appendNew(e entry) {
+	td.edited()
+	if td.index != nil {
+		td.index[e.name] = len(td.entries)
+	}
+	td.entries = append(td.entries, e)
+}
+
 // ownIndex makes td's index its own, copying a shared one.
 func (td *TensorDict) ownIndex() {
 	if td.sharedIndex {
@@ -636,6 +681,12 @@ func (td *TensorDict) ownIndex() {
 func (td *TensorDict) appendEntry(e entry) {
 	td.edited()
 	td.ownIndex()
+	if n := len(td.entries); n == cap(td.entries) && n >= 256 {
+		// Double a large node's entries where append would grow them
+		// by a quarter: a node filled with n entries then copies about
+		// n entries in all, not 4n.
+		td.entries = append(make([]entry, 0, 2*n), td.entries...)
+	}
 	td.entries = append(td.entries, e)
 	switch n := len(td.entries); {
 	case td.index != nil:

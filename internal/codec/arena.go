@@ -28,3 +28,15 @@ func (a *arena[T]) one() *T {
 	a.buf = a.buf[:len(a.buf)+1]
 	return &a.buf[len(a.buf)-1]
 }
+
+// reserve returns s with room for n more elements. It doubles the capacity
+// when s must grow, where append grows a large slice by a quarter: a
+// slice grown element by element to m elements, as the integers of a
+// large tree are, has then been copied about m elements in all, not about
+// 4m.
+func reserve[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	return append(make([]T, 0, max(2*cap(s), len(s)+n)), s...)
+}

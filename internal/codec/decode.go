@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -415,6 +416,9 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 			if err = d.count(n, name); err != nil {
 				break
 			}
+			if len(d.leafBuf) == cap(d.leafBuf) {
+				d.growLeaves()
+			}
 			d.leafBuf = append(d.leafBuf, Leaf{})
 			if err = d.leaf(n, name, &d.leafBuf[len(d.leafBuf)-1]); err != nil {
 				break
@@ -469,6 +473,29 @@ func (d *Decoder) member(n *Node, key string, top bool) error {
 	n.children++
 	return nil
 }
+
+// growLeaves makes room in d.leafBuf, which is full, for the leaves the
+// rest of the metadata may hold: half as many as it has opening brackets
+// (a leaf has two, its own and its shape's), or, if that is fewer, as
+// many as d.leafBuf holds (doubling it); within the entry limit and what
+// the rest could hold at the shortest text of a leaf, so that the room is
+// no larger than the leaves themselves could make it. A large node's
+// leaves are then read into one slice, allocated once, instead of being
+// copied at every growth.
+func (d *Decoder) growLeaves() {
+	n, rest := len(d.leafBuf), d.p.data[d.p.pos:]
+	room := max(bytes.Count(rest, openBracket)/2, n, 1)
+	room = min(room, d.cfg.MaxEntries-d.entries+1, len(rest)/minLeafText+1)
+	d.leafBuf = append(make([]Leaf, 0, n+room), d.leafBuf...)
+}
+
+// openBracket is what growLeaves counts (bytes.Count of one byte is
+// fast).
+var openBracket = []byte{'['}
+
+// minLeafText is the length of the shortest text of a leaf after its name:
+// `:["bool",[],0,0,0],`.
+const minLeafText = 19
 
 // stack checks n, a NonTensorStack node, and returns its values: its
 // elements are the non-tensor values (and nested stacks) "0" to "k-1", all

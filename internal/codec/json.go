@@ -420,7 +420,7 @@ func (p *jsonParser) appendInts(dst []int, what string) ([]int, error) {
 		if v < 0 {
 			return dst, p.errf("%s has negative entry %d", what, v)
 		}
-		dst = append(dst, v)
+		dst = append(reserve(dst, 1), v)
 	}
 	return dst, err
 }
