@@ -292,13 +292,12 @@ func bcastSend(cl *coll.Call, td *TensorDict) (*TensorDict, error) {
 	holdConsolidated(tdc, &cl.Held) // MPI reads its storage
 	// msg goes back to the pool once every step that reads it has
 	// completed (before any is deferred); a step given up leaves it to MPI.
-	putMsg := func() { xfer.PutMsgBuf(msg) }
 	if err := xfer.Bcast(cl.Step, msg[:first], cl.Rank); err != nil {
 		return nil, cl.Errorf("broadcasting the header: %w", err)
 	}
 	frameLen := bcastFrameLen(msg)
 	if len(msg) == first && storage == nil {
-		putMsg()
+		xfer.PutMsgBuf(msg)
 		if err := cl.Conclude(nil); err != nil {
 			return nil, err
 		}
@@ -306,14 +305,14 @@ func bcastSend(cl *coll.Call, td *TensorDict) (*TensorDict, error) {
 		return tdc, nil
 	}
 	if err := cl.ShareFailure(cl.Ready()); err != nil {
-		putMsg()
+		xfer.PutMsgBuf(msg)
 		return nil, err
 	}
 	firsts.agreed(cl.Rank, first, frameLen)
 	if err := cl.BcastChunks(msg[first:], cl.Rank); err != nil {
 		return nil, cl.Errorf("broadcasting the metadata: %w", err)
 	}
-	putMsg()
+	xfer.PutMsgBuf(msg)
 	cl.Defer() // IBroadcast: the storage is left to Wait
 	if err := cl.BcastChunks(storage, cl.Rank); err != nil {
 		return nil, cl.Errorf("broadcasting the storage: %w", err)
