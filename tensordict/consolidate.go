@@ -469,9 +469,7 @@ func (p *plan) appendNode(b []byte, ni int) ([]byte, int, error) {
 		case kindTensor:
 			l := &p.leaves[li]
 			li++
-			if !p.skipLeaves {
-				b = codec.AppendLeaf(b, l.name, l.t, l.start, l.start+l.nbytes+l.pad, l.pad)
-			}
+			b = codec.AppendLeaf(b, l.name, l.t, l.start, l.start+l.nbytes+l.pad, l.pad)
 		case kindTD:
 			li += p.nodes[ci].leaves
 			ci += p.nodes[ci].nodes

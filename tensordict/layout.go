@@ -48,9 +48,6 @@ type plan struct {
 	nodes  []planNode
 	leaves []planLeaf
 	total  int
-	// skipLeaves leaves the tensor leaves out of the metadata that
-	// appendMetadata writes (see p2pState.current).
-	skipLeaves bool
 
 	// Room for a small TensorDict, allocated with the plan.
 	nodes0  [4]planNode

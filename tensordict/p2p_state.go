@@ -4,7 +4,6 @@
 package tensordict
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -21,12 +20,10 @@ import (
 // p2pLeaf is one tensor leaf of a TensorDict, in storage order, as Send and
 // Recv see it.
 type p2pLeaf struct {
-	node *TensorDict // the node holding the leaf
-	idx  int         // its entry index there
-	t    *tensor.Tensor
-	key  Key
-	off  int // byte offset in the consolidated layout
-	n    int // bytes of data
+	t   *tensor.Tensor
+	key Key
+	off int // byte offset in the consolidated layout
+	n   int // bytes of data
 }
 
 // p2pState is what the transfers of a TensorDict keep with it between
@@ -39,17 +36,14 @@ type p2pLeaf struct {
 //   - What build made from the TensorDict: its leaves in storage order and
 //     in tensordict's sorted order, the consolidated layout (total, and st
 //     and base when the TensorDict's consolidated storage holds the leaves
-//     in that layout), the two structure hashes, the metadata and its
-//     skeleton without leaves (skel), the first leaf that is not
-//     contiguous, whether any leaf is external memory, and metaTok, a
+//     in that layout), the two structure hashes, the metadata, the first
+//     leaf that is not contiguous, whether any leaf is external memory, and metaTok, a
 //     token of this build's metadata.
-//   - When it last checked that the TensorDict is unchanged (refresh): the
-//     edit counts of its nodes (mark), and whether its non-tensor values
-//     are all scalars (plain). With an edit or a composite value since,
-//     or st released, refresh compares the leaves (valid) and re-encodes
-//     the skeleton (current, with the scratch chk, path and metaBuf); any
-//     difference rebuilds the state, which drops out, rbody, stage, tags
-//     and taken below.
+//   - What tells whether the TensorDict is still the one it was built from
+//     (refresh): the edit counts of its nodes (mark), and whether its
+//     non-tensor values are all scalars (plain). An edit since, a
+//     composite value or st released rebuilds the state, which drops out,
+//     rbody, stage, tags and taken below.
 //   - Buffers reused by the next transfer: the incoming header (hdr), the
 //     outgoing header message (out), the incoming metadata message
 //     (rbody), the staging storage when st is nil (stage), the message
@@ -84,18 +78,13 @@ type p2pState struct {
 	sortedHash uint64 // structure in sorted order, batch sizes ignored (hashSorted)
 	meta       []byte // consolidated metadata (Layout), padded by xfer.MetaAlign
 	metaLen    int    // len(meta) before padding
-	skel       []byte // the metadata without the tensor leaves (see current)
 	contiguous Key    // the first non-contiguous leaf, or nil
 	external   bool   // a leaf's storage is not Go heap memory (see guard)
 	metaTok    *byte  // this build's metadata, as a place's last sent (see described)
 
-	// The last check of the TensorDict (refresh), and the scratch to
-	// re-encode its skeleton (current).
-	mark    editMark
-	plain   bool
-	chk     plan
-	path    []string
-	metaBuf []byte
+	// Whether the TensorDict is unchanged since the build (refresh).
+	mark  editMark
+	plain bool
 
 	// Buffers for the next transfer.
 	hdr       []byte   // incoming header (its own pointer-free allocation, for cgo)
@@ -203,26 +192,17 @@ func releaseHeld(h [2]*xfer.Held) {
 	h[1].Release()
 }
 
-// refresh rebuilds s, locked, if td changed since it was built. On error
-// it unlocks s. Whether td changed costs a walk of its leaves (valid) and
-// of its nodes' edit counts (unedited) and, when a node was edited since
-// the last check or td holds composite non-tensor values, a re-encoding
-// of its metadata without the leaves (current).
+// refresh rebuilds s, locked, unless it still describes td: built,
+// no node of td edited since (see editMark), every non-tensor value a
+// scalar (a list or a map can change in place, behind the edit counts),
+// and the storage it sends from not released. On error it unlocks s.
 func (s *p2pState) refresh(op string, td *TensorDict) error {
 	if s.abandoned {
 		s.mu.Unlock()
 		return fmt.Errorf("an earlier receive into this TensorDict was left to MPI, which may still write its leaves: %w", ErrReceiveAbandoned)
 	}
 	if s.leaves != nil && s.plain && s.mark.unedited(td) && s.live() {
-		// No node was edited: the same tensors in the same places
-		// (what valid checks), and the same metadata.
 		return nil
-	}
-	if s.leaves != nil && s.valid(td) {
-		if s.current(op, td) {
-			s.mark.record(td)
-			return nil
-		}
 	}
 	if err := s.build(op, td); err != nil {
 		s.leaves = nil
@@ -255,90 +235,16 @@ func plainValues(td *TensorDict) bool {
 	return true
 }
 
-// valid reports whether td still holds exactly the leaves s was built
-// from, in the same places, under the same names. It does not allocate.
-func (s *p2pState) valid(td *TensorDict) bool {
-	i := 0
-	return s.same(td, &i) && i == len(s.leaves) && s.live()
-}
-
 // live reports whether the storage s sends from, if any, is not released.
 func (s *p2pState) live() bool { return s.st == nil || !s.st.Released() }
 
-// current reports whether td's metadata still encodes to what s was built
-// from: the leaves alone do not tell whether a non-tensor value, a batch
-// size or the lock state changed. valid has checked that td holds the same
-// tensors in the same places, and a tensor's dtype and shape never
-// change, so the leaves' part of the metadata is the same: current
-// compares the rest, the metadata without its leaves (s.skel), and the
-// layout's size. It lays td out into a plan kept in s and appends to a
-// buffer kept in s, so that once the buffers have grown to td's size it
-// does not allocate.
-func (s *p2pState) current(op string, td *TensorDict) bool {
-	b, total, ok := s.skeleton(op, td)
-	return ok && total == s.total && bytes.Equal(b, s.skel)
-}
-
-// skeleton lays td out and returns its metadata without the tensor
-// leaves, in s.metaBuf, and the layout's size; ok is false if td cannot
-// be laid out any more (build then returns the error).
-func (s *p2pState) skeleton(op string, td *TensorDict) (b []byte, total int, ok bool) {
-	p := &s.chk
-	p.total, p.skipLeaves = 0, true
-	p.nodes, p.leaves = p.nodes[:0], p.leaves[:0]
-	pl := planner{op: op, p: p, path: s.path[:0]}
-	err := pl.node(td, 0)
-	s.path = pl.path[:0]
-	if err == nil {
-		b, err = p.appendMetadata(s.metaBuf[:0])
-	}
-	// Drop the plan's references to td's nodes and tensors, so that a
-	// later change of td does not keep the old ones alive.
-	clear(p.nodes)
-	clear(p.leaves)
-	if err != nil {
-		return nil, 0, false
-	}
-	s.metaBuf = b[:0]
-	return b, p.total, true
-}
-
-func (s *p2pState) same(td *TensorDict, i *int) bool {
-	for j := range td.entries {
-		e := &td.entries[j]
-		switch e.kind {
-		case kindTensor:
-			if *i >= len(s.leaves) {
-				return false
-			}
-			l := &s.leaves[*i]
-			if l.node != td || l.idx != j || l.t != e.t || l.key[len(l.key)-1] != e.name {
-				return false
-			}
-			*i++
-		case kindTD:
-			if !s.same(e.td, i) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // build (re)computes s for td.
 func (s *p2pState) build(op string, td *TensorDict) error {
-	// The metadata (as Layout gives it) and its skeleton without the
-	// leaves (see current), from one layout.
+	// The metadata, as Layout gives it.
 	var total int
 	meta, err := withPlan("Layout", td, false, func(p *plan) ([]byte, error) {
 		total = p.total
-		meta, err := p.appendMetadata(nil)
-		if err != nil {
-			return nil, err
-		}
-		p.skipLeaves = true
-		s.skel, err = p.appendMetadata(s.skel[:0])
-		return meta, err
+		return p.appendMetadata(nil)
 	})
 	if err != nil {
 		return err
@@ -355,7 +261,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 				k := prefix.child(e.name)
 				nb := e.t.NBytes()
 				off = leafStart(off, e.t.DType())
-				s.leaves = append(s.leaves, p2pLeaf{node: n, idx: j, t: e.t, key: k, off: off, n: nb})
+				s.leaves = append(s.leaves, p2pLeaf{t: e.t, key: k, off: off, n: nb})
 				off += nb + padTo8(nb)
 				if s.contiguous == nil && !e.t.IsContiguous() {
 					s.contiguous = k

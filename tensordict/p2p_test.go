@@ -613,7 +613,9 @@ func TestP2PStateAfterMemmapInPlace(t *testing.T) {
 	require.NotEmpty(t, s.leaves)
 	assert.NotSame(t, before, s.leaves[0].t)
 	for _, l := range s.leaves {
-		assert.Same(t, l.node.entries[l.idx].t, l.t, "%v", l.key)
+		got, err := td.Get(l.key)
+		require.NoError(t, err)
+		assert.Same(t, got, l.t, "%v", l.key)
 	}
 }
 
