@@ -59,8 +59,9 @@ CLUSTER_TEST_GOFLAGS ?= -short
 CLUSTER_NODES ?= 2
 
 # Packages whose tests run in the build without cgo (make test-nocgo): MPI is absent
-# there, so their tests that need it skip, saying why. test-nocgo runs them again
-# with cgo on and -tags nompi (-short: what differs is only which files are built).
+# there, so their tests that need it skip, saying why. With cgo on and -tags nompi,
+# test-nocgo only builds and vets: every build constraint of the module pairs cgo
+# with nompi (cgo && !nompi, !cgo || nompi), so the tests would build the same files.
 NOCGO_PKGS ?= ./mpi/... ./tensor/... ./memmap/... ./internal/... ./cmd/tdmpi/... ./tensordict/...
 
 # MPICH, the second MPI family (Debian's mpich, libmpich-dev): programs built with
@@ -225,7 +226,7 @@ test-unit: ## go test every package as a single process (MPI singleton), interna
 	@for m in $(NESTED_MODULES); do echo "--- $$m"; (cd $$m && $(timeout) $(GO) test -count=1 ./...); done
 
 .PHONY: test-nocgo
-test-nocgo: ## CGO_ENABLED=0, then -tags nompi with cgo: build and vet every package, go test NOCGO_PKGS (no MPI)
+test-nocgo: ## CGO_ENABLED=0: build, vet, go test NOCGO_PKGS (no MPI); then -tags nompi with cgo: build, vet, no C left
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) vet ./...
 	CGO_ENABLED=0 $(timeout) $(GO) test -count=1 $(NOCGO_PKGS)
@@ -233,7 +234,6 @@ test-nocgo: ## CGO_ENABLED=0, then -tags nompi with cgo: build and vet every pac
 	CGO_ENABLED=1 $(GO) vet -tags nompi ./...
 	@c=$$(CGO_ENABLED=1 $(GO) list -tags nompi -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./...); \
 	if [[ -n "$$c" ]]; then echo "test-nocgo: -tags nompi still builds C in:" $$c >&2; exit 1; fi
-	CGO_ENABLED=1 $(timeout) $(GO) test -count=1 -short -tags nompi $(NOCGO_PKGS)
 
 .PHONY: test-mpi
 test-mpi: ## go test MPI_PKGS under mpirun at each rank count of TEST_NPS, shared memory
