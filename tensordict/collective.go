@@ -65,23 +65,23 @@ func sortedLeaves(td *TensorDict) []Item {
 // leaves, each part on its first use: for those that need the same
 // structure on every rank (AllReduce, Reduce, GatherAndStack), the leaves
 // in sorted order and the structure hash the ranks compare (structure);
-// for a reduction, its coll.Reduction (reduceLayout); for those that send a TensorDict as a block (AllGather,
-// GatherAndStack, Scatter), its layout and metadata (blockLayout). A
-// TensorDict keeps its plan (TensorDict.plan) for the next call, which
-// takes it while no node of the tree was edited: the same tensors, whose
-// dtypes, shapes, strides, storages and offsets never change, under the
-// same keys, batch sizes and class names. What can change behind the edit
-// counts, a storage released or a mapped file truncated, is checked on
-// every call (coll.Reduction.Check; the block's pack). Sorting, hashing and checking
-// the leaves on every call took about half of an AllReduce of 256 leaves
-// of 64 bytes (87-95 us, np 2, where raw MPI reduces the bytes in 7-13);
-// encoding the metadata and laying the TensorDict out, 41% of Scatter's
-// source with 256 leaves.
+// for a reduction, its coll.Reduction (reduceLayout); for those that send
+// a TensorDict as a block (AllGather, GatherAndStack, Scatter), its layout
+// and metadata (blockLayout). The TensorDict's transfer state keeps its
+// plan for the next call (p2pState.coll) and drops it when it is rebuilt,
+// so the plan follows the state's rule: the same while no node of the
+// tree was edited and every non-tensor value is a scalar. What can change
+// behind the edit counts, a storage released or a mapped file truncated,
+// is checked on every call (coll.Reduction.Check; the block's pack).
+// Sorting, hashing and checking the leaves on every call took about half
+// of an AllReduce of 256 leaves of 64 bytes (87-95 us, np 2, where raw
+// MPI reduces the bytes in 7-13); encoding the metadata and laying the
+// TensorDict out, 41% of Scatter's source with 256 leaves.
 //
-// A plan's parts are written once each (sync.Once); until the next
-// collective replaces it, a plan keeps the tensors it was made of alive.
+// A plan's parts are written once each (sync.Once); while its state keeps
+// it, a plan keeps the tensors it was made of alive.
 type leafPlan struct {
-	mark editMark
+	td *TensorDict
 	// plain: every non-tensor value of the tree is a scalar (plainValues),
 	// so that its metadata changes only with an edit.
 	plain bool
@@ -102,26 +102,27 @@ type leafPlan struct {
 	blockErr   error
 }
 
-// leafPlanOf returns td's plan, made anew when td was edited since the
-// last one (or has none). A new plan has none of its parts worked out.
+// leafPlanOf returns td's plan: the one td's transfer state keeps, made
+// there first if it has none. When another call holds the state, or the
+// state cannot describe td (see p2pStateOf), it returns a plan for this
+// call alone.
 func leafPlanOf(td *TensorDict) *leafPlan {
-	if p := td.plan.Load(); p != nil && p.mark.unedited(td) {
-		return p
+	s, locked, err := tryP2PStateOf("collective", td)
+	if !locked || err != nil { // refresh has unlocked s on error
+		return &leafPlan{td: td, plain: plainValues(td)}
 	}
-	p := &leafPlan{plain: plainValues(td)}
-	p.mark.record(td)
-	td.plan.Store(p)
-	return p
+	defer s.mu.Unlock()
+	if s.coll == nil {
+		s.coll = &leafPlan{td: td, plain: s.plain}
+	}
+	return s.coll
 }
-
-// td returns the TensorDict p was made of.
-func (p *leafPlan) td() *TensorDict { return p.mark.nodes[0] }
 
 // structure works out p's sorted leaves and structure hash on its first
 // call, and returns p.
 func (p *leafPlan) structure() *leafPlan {
 	p.structOnce.Do(func() {
-		td := p.td()
+		td := p.td
 		p.leaves = sortedLeaves(td)
 		p.hash = structureHash(td, p.leaves)
 	})
@@ -159,10 +160,10 @@ func (p *leafPlan) blockLayout() (b block, ok bool, err error) {
 		return block{}, false, nil
 	}
 	if p.blockCalls.Add(1) == 1 {
-		b, err = layBlock(p.td())
+		b, err = layBlock(p.td)
 		return b, true, err
 	}
-	p.blockOnce.Do(func() { p.block, p.blockErr = layBlock(p.td()) })
+	p.blockOnce.Do(func() { p.block, p.blockErr = layBlock(p.td) })
 	return p.block, true, p.blockErr
 }
 
@@ -172,7 +173,7 @@ func (p *leafPlan) describe() codec.Structure {
 	if p == nil {
 		return codec.Structure{}
 	}
-	d := codec.Structure{Batch: p.td().BatchSize(), Leaves: make([]codec.StructLeaf, len(p.leaves))}
+	d := codec.Structure{Batch: p.td.BatchSize(), Leaves: make([]codec.StructLeaf, len(p.leaves))}
 	for i, it := range p.leaves {
 		d.Leaves[i] = codec.StructLeaf{Key: codec.Key(it.Key), DType: it.Tensor.DType(), Shape: it.Tensor.Shape()}
 	}

@@ -91,8 +91,7 @@ func TestLeafPlan(t *testing.T) {
 				return
 			}
 			assert.NotSame(t, p, q)
-			fresh := &leafPlan{}
-			fresh.mark.record(td)
+			fresh := &leafPlan{td: td}
 			fresh.structure()
 			assert.Equal(t, planKeys(fresh), planKeys(q))
 			if c.keys != nil {

@@ -6,8 +6,8 @@ package tensordict
 // An editMark is a tree's nodes, depth first, with the edit count of each
 // (see TensorDict.edited) as they were when it was recorded: what a call
 // keeps of a TensorDict to learn, at the next call, whether anything it
-// worked out of the tree's entries still holds (Send and Recv's state,
-// the collectives' leafPlan).
+// worked out of the tree's entries still holds (the transfer state, see
+// p2pState.refresh).
 type editMark struct {
 	nodes []*TensorDict
 	edits []uint64

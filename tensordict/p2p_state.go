@@ -27,8 +27,9 @@ type p2pLeaf struct {
 }
 
 // p2pState is what the transfers of a TensorDict keep with it between
-// calls (its p2p field): Send, Recv, ISend and IRecv, and InitRemote and
-// broadcasts, which send from its layout and metadata. With it, a repeated
+// calls (its p2p field): Send, Recv, ISend and IRecv, InitRemote and
+// broadcasts, which send from its layout and metadata, and the other
+// collectives, which keep their plan in it. With it, a repeated
 // transfer of an unchanged TensorDict encodes nothing and allocates
 // nothing. mu guards the rest: a transfer holds it while it uses the
 // state (a Send or Recv, for its whole transfer). The state remembers:
@@ -44,6 +45,8 @@ type p2pLeaf struct {
 //     non-tensor values are all scalars (plain). An edit since, a
 //     composite value or st released rebuilds the state, which drops out,
 //     rbody, stage, tags and taken below.
+//   - What the collectives worked out of the TensorDict (coll, see
+//     leafPlan), each part on its first use.
 //   - Buffers reused by the next transfer: the incoming header (hdr), the
 //     outgoing header message (out), the incoming metadata message
 //     (rbody), the staging storage when st is nil (stage), the message
@@ -85,6 +88,10 @@ type p2pState struct {
 	// Whether the TensorDict is unchanged since the build (refresh).
 	mark  editMark
 	plain bool
+
+	// What the collectives worked out of the TensorDict since the build
+	// (see leafPlanOf).
+	coll *leafPlan
 
 	// Buffers for the next transfer.
 	hdr       []byte   // incoming header (its own pointer-free allocation, for cgo)
@@ -303,7 +310,7 @@ func (s *p2pState) build(op string, td *TensorDict) error {
 	s.consHash = signature(td)
 	s.sortedHash = s.hashSorted()
 	s.out, s.rbody, s.stage, s.tags = nil, nil, nil, nil
-	s.taken = nil
+	s.taken, s.coll = nil, nil
 	s.metaTok = new(byte)
 	if s.hdr == nil {
 		s.hdr = xfer.AlignedBuf(wire.Size)

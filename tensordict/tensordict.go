@@ -66,7 +66,6 @@ type TensorDict struct {
 	savedPath   *string                  // memmap prefix, kept for memmap.go; nil for none (most trees: half the bytes of a string)
 	cons        *consState               // set by Consolidate and FromConsolidated
 	p2p         atomic.Pointer[p2pState] // Send/Recv state, see p2p_state.go
-	plan        atomic.Pointer[leafPlan] // the collectives' view of its leaves, see leafPlanOf
 	edits       uint64                   // changes to this node (see edited)
 	tmpl        *treeTemplate            // on the root of a copy of a receive template (template.go)
 	source      int32                    // 1 + the rank the last receive into it came from, 0 for none (see Source)
