@@ -263,30 +263,31 @@
 // index.go (Index, Slice, Mask, Stack, Unbind), compare.go (equality,
 // DiffStructure, the structure descriptor), nontensor.go (non-tensor
 // values, NonTensorStack), tensorclass.go, format.go (String, WriteTree,
-// PythonRepr), errors.go (the errors every part returns). The algebra: algebra_shape.go (Cat, Split, Reshape and the
-// other views), algebra_arith.go, algebra_reduce.go, algebra_index.go
-// (SetAt, GetAt) and algebra_zip.go (the walk over several TensorDicts).
-// Formats: layout.go and consolidate.go (the consolidated layout and its
-// metadata), fromconsolidated.go (adapters over internal/codec, which
-// holds the metadata codec and the structure hash), file.go
-// (SaveConsolidated, LoadConsolidated), memmap.go and memmap_load.go
-// (tensordict's memmap directories and their options).
+// PythonRepr), errors.go (the errors every part returns, and faults of
+// mapped leaves turned into errors). The algebra: algebra.go (arithmetic,
+// reductions and the walk over several TensorDicts), algebra_shape.go
+// (Cat, Split, Reshape and the other views), algebra_index.go (SetAt,
+// GetAt). Formats: consolidate.go (the consolidated layout, its metadata,
+// Consolidate), fromconsolidated.go (trees built from decoded metadata,
+// and the templates a receive copies; internal/codec holds the metadata
+// codec and the structure hash), file.go (SaveConsolidated,
+// LoadConsolidated), memmap.go and memmap_load.go (tensordict's memmap
+// directories and their options).
 //
 // Communication, as adapters over internal/xfer (the transfer protocol:
 // links, probes and receives bounded by a context, chunks, drains, tag
 // plans and tag locks, background receives, collective steps, logging)
-// and internal/wire (the frames): comm_options.go (the option families), remote.go (InitRemote
-// and FromRemoteInit point to point, receive storage), remote_kept.go (the
-// structures kept between InitRemote's two sides), remote_bcast.go
-// (their broadcast mode, a broadcast of collective_broadcast.go), p2p.go and p2p_state.go (Send, Recv and a
-// TensorDict's transfer state), p2p_async.go (ISend, IRecv, Pending),
-// anysource.go (AnySource, Source, WaitAny), p2p_values.go (the
-// non-tensor values a Recv takes),
-// and the collectives, as adapters over internal/coll (their runner,
-// agreements, reduce kernels, steps and blocks): collective.go (the leaf
-// plan the collectives share), collective_broadcast.go
-// (Broadcast, IBroadcast), collective_reduce.go (AllReduce, Reduce,
-// IAllReduce, IReduce and their ops), collective_gather.go (AllGather,
-// IAllGather, GatherAndStack, Scatter), torch.go (WithTorch, over
-// internal/torchwire).
+// and internal/wire (the frames): comm_options.go (the option families,
+// AnySource, Source), remote.go (InitRemote and FromRemoteInit point to
+// point, receive storage), remote_kept.go (the structures kept between
+// InitRemote's two sides), p2p.go (Send, Recv), p2p_state.go (a
+// TensorDict's transfer state, the one cache every method shares, and
+// the storages a transfer holds), p2p_async.go (ISend, IRecv, Pending),
+// p2p_values.go (the non-tensor values a Recv takes), and the
+// collectives, as adapters over internal/coll (their runner, agreements,
+// reduce kernels, steps and blocks): collective.go (the leaf plan the
+// collectives share, AllReduce, Reduce, AllGather, GatherAndStack,
+// Scatter and their asynchronous forms), collective_broadcast.go
+// (Broadcast, IBroadcast, and InitRemote's broadcast mode), torch.go
+// (WithTorch, over internal/torchwire).
 package tensordict

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
@@ -504,4 +505,98 @@ func (s *p2pState) recvBody(n int) []byte {
 		s.rbody = xfer.AlignedBuf(n)
 	}
 	return s.rbody[:n]
+}
+
+// An editMark is a tree's nodes, depth first, with the edit count of each
+// (see TensorDict.edited) as they were when it was recorded: what a call
+// keeps of a TensorDict to learn, at the next call, whether anything it
+// worked out of the tree's entries still holds (the transfer state, see
+// p2pState.refresh).
+type editMark struct {
+	nodes []*TensorDict
+	edits []uint64
+}
+
+// record records td's nodes and their edit counts, reusing m's memory.
+func (m *editMark) record(td *TensorDict) {
+	clear(m.nodes[:cap(m.nodes)]) // no stale node stays reachable from m
+	m.nodes, m.edits = appendNodes(m.nodes[:0], td), m.edits[:0]
+	for _, n := range m.nodes {
+		m.edits = append(m.edits, n.edits)
+	}
+}
+
+// unedited reports whether no node of td was edited since m recorded
+// their counts: then td holds the same entries (the same tensors, nested
+// nodes and non-tensor values, though a composite value may have been
+// changed in place), batch sizes, lock states and class names. It reads
+// the nodes m recorded, not td's entries: a node that gained, lost or
+// replaced a child was edited itself, so while no count has moved, the
+// recorded nodes are still td's tree (16 leaves in one node: one
+// comparison, not a walk of 16 entries).
+func (m *editMark) unedited(td *TensorDict) bool {
+	if len(m.nodes) == 0 || m.nodes[0] != td {
+		return false
+	}
+	for i, n := range m.nodes {
+		if n.edits != m.edits[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// appendNodes appends td and its nodes, depth first.
+func appendNodes(dst []*TensorDict, td *TensorDict) []*TensorDict {
+	dst = append(dst, td)
+	for i := range td.entries {
+		if e := &td.entries[i]; e.kind == kindTD {
+			dst = appendNodes(dst, e.td)
+		}
+	}
+	return dst
+}
+
+// holds are the storages one transfer hands to MPI (see coll.Holds).
+type holds = coll.Holds
+
+// holding runs f, a transfer that gives MPI the bytes of st (nil: none),
+// with st held, and returns f's error (see holds).
+func holding(st *tensor.Storage, f func() error) error {
+	var h holds
+	if err := h.Add(st); err != nil {
+		return err
+	}
+	err := f()
+	h.End(err)
+	return err
+}
+
+// hold holds, in h, the storages of s's TensorDict that a transfer may give
+// MPI: its consolidated storage, or every leaf's.
+func (s *p2pState) hold(h *holds) error {
+	if s.st != nil {
+		return h.Add(s.st)
+	}
+	for i := range s.leaves {
+		if err := h.Add(s.leaves[i].t.Storage()); err != nil {
+			h.End(nil) // nothing was given to MPI
+			return fmt.Errorf("key %v: %w", s.leaves[i].key, err)
+		}
+	}
+	return nil
+}
+
+// holdForISend holds the storages of s's TensorDict for an ISend (see
+// hold), in holds of their own that its Pending keeps, or returns nil when
+// there are none to hold.
+func (s *p2pState) holdForISend() (*holds, error) {
+	h := new(holds)
+	if err := s.hold(h); err != nil {
+		return nil, err
+	}
+	if h.Empty() {
+		return nil, nil
+	}
+	return h, nil
 }

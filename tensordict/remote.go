@@ -1019,7 +1019,7 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 		return nil, err
 	}
 	if cache.Keeps(meta) && n <= templateMaxBytes {
-		// root is in the receive cache: so is its template (template.go).
+		// root is in the receive cache: so is its template (see treeTemplate).
 		var tp *treeTemplate
 		if tp, err = templateCaches.Of(g).template(root, n); err == nil {
 			if st != nil {

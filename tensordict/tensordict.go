@@ -58,7 +58,7 @@ type TensorDict struct {
 	entries []entry
 	index   map[string]int
 	// sharedIndex: index is shared with a receive template (see
-	// template.go) and must be copied before it is changed (ownIndex).
+	// treeTemplate) and must be copied before it is changed (ownIndex).
 	sharedIndex bool
 	locked      bool
 	initSent    atomic.Bool              // InitRemote or Broadcast sent it (see initRemote, bcastSource); beside the bools, it fills their word
@@ -67,7 +67,7 @@ type TensorDict struct {
 	cons        *consState               // set by Consolidate and FromConsolidated
 	p2p         atomic.Pointer[p2pState] // Send/Recv state, see p2p_state.go
 	edits       uint64                   // changes to this node (see edited)
-	tmpl        *treeTemplate            // on the root of a copy of a receive template (template.go)
+	tmpl        *treeTemplate            // on the root of a copy of a receive template (treeTemplate)
 	source      int32                    // 1 + the rank the last receive into it came from, 0 for none (see Source)
 }
 
