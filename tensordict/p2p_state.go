@@ -66,9 +66,10 @@ type p2pLeaf struct {
 //     every later transfer.
 //
 // What a transfer needs to know of other TensorDicts' transfers is kept
-// per group, not here: the metadata token last sent to each place
-// (sentMeta, see described), the metadata last received from each place
-// (placeValues), and InitRemote's kept structures (keptInits).
+// per group, not here: for each place, the metadata token last sent there
+// and the metadata last received from there (see place), of which the
+// state remembers the last it looked up (here), and InitRemote's kept
+// structures (keptInits).
 type p2pState struct {
 	mu sync.Mutex
 
@@ -114,6 +115,9 @@ type p2pState struct {
 	tagSet   []int // distinct tags, sorted
 	sendHeld *xfer.Held
 	recvHeld *xfer.Held
+
+	// The place of the last transfer (see placeOf).
+	here place
 
 	// Earlier transfers.
 	taken     *valuesRec // the non-tensor values td took (see takeValues)
@@ -467,14 +471,6 @@ func (s *p2pState) sendFrame(h *wire.Header, inline bool) []byte {
 	return frame
 }
 
-// describedKey is where a Send transfer goes: the communicator, the
-// peer, the tag of its header and whether it is per leaf.
-type describedKey struct {
-	peer    int
-	tag     int
-	perLeaf bool
-}
-
 // described reports whether a transfer of s with l's options can leave
 // its metadata out (wire.FlagDescribed): an earlier transfer since s was
 // built carried it to the same peer on the same tag, in the same mode,
@@ -485,17 +481,13 @@ type describedKey struct {
 // count and size alone; the metadata only lets it name the first key that
 // differs, which the first transfer to a place still does.
 func (s *p2pState) described(l *link) bool {
-	return sentMetaSlot(l.Group, s.describedKey(l)).Load() == s.metaTok
+	return s.placeOf(l).sent.Load() == s.metaTok
 }
 
 // markDescribed records that a transfer of s with l's options, not
 // described before, carries the metadata.
 func (s *p2pState) markDescribed(l *link) {
-	sentMetaSlot(l.Group, s.describedKey(l)).Store(s.metaTok)
-}
-
-func (s *p2pState) describedKey(l *link) describedKey {
-	return describedKey{peer: l.Peer, tag: s.tag0, perLeaf: !l.o.consolidated}
+	s.placeOf(l).sent.Store(s.metaTok)
 }
 
 // recvBody returns a buffer of n bytes for the incoming metadata message,

@@ -23,7 +23,7 @@ import (
 // see p2pState.described), and again after any change of the sender's
 // metadata, a non-tensor value say, which rebuilds the sender's state;
 // the other transfers carry the header alone. The receiver keeps, per
-// group and place, the last metadata that came from there (placeValues),
+// group and place, the last metadata that came from there (placeSlots),
 // and a Recv that succeeds gives td the non-tensor values it holds
 // (takeValues): a changed value arrives with the transfer that follows
 // the change, and the steady state stays one message, the receiver
@@ -31,12 +31,57 @@ import (
 // TensorDict, serve a TensorDict that receives from several ranks
 // (AnySource) or several TensorDicts that take turns receiving from one.
 
-// valuesKey is a place transfers come from: the sender's rank, the tag
-// of their header and their mode.
-type valuesKey struct {
+// placeKey is a place transfers go to or come from: the peer rank, the
+// tag of their header and their mode.
+type placeKey struct {
 	peer    int
 	tag     int
 	perLeaf bool
+}
+
+// placeSlots is what a group keeps of one place: the metadata token
+// (p2pState.metaTok) of the last transfer that carried metadata there
+// (sent, see described), and the metadata the last transfer from there
+// carried (vals, see takeValues).
+type placeSlots struct {
+	sent atomic.Pointer[byte]
+	vals atomic.Pointer[valuesRec]
+}
+
+// places holds a group's places. A place's slots, once made, stay.
+type places struct {
+	mu sync.Mutex
+	m  map[placeKey]*placeSlots
+}
+
+var placesOf = proto.Slot[places]{New: func() *places { return &places{m: map[placeKey]*placeSlots{}} }}
+
+// place is a place of a group and its slots, as a transfer state keeps
+// the last it looked up.
+type place struct {
+	g     *group.Group
+	key   placeKey
+	slots *placeSlots
+}
+
+// placeOf returns the slots of the place of a transfer of s with l's
+// options, made if missing: a TensorDict sent or received again and again
+// to and from one place looks it up once.
+func (s *p2pState) placeOf(l *link) *placeSlots {
+	k := placeKey{peer: l.Peer, tag: s.tag0, perLeaf: !l.o.consolidated}
+	if h := &s.here; h.slots != nil && h.g == l.Group && h.key == k {
+		return h.slots
+	}
+	p := placesOf.Of(l.Group)
+	p.mu.Lock()
+	slots := p.m[k]
+	if slots == nil {
+		slots = new(placeSlots)
+		p.m[k] = slots
+	}
+	p.mu.Unlock()
+	s.here = place{g: l.Group, key: k, slots: slots}
+	return slots
 }
 
 // valuesRec is the metadata a transfer from a place carried, and the
@@ -55,34 +100,6 @@ type keyedValue struct {
 	v any
 }
 
-// placeValues holds a group's valuesRec, by place. A place's slot, once
-// made, stays.
-type placeValues struct {
-	mu sync.Mutex
-	m  map[valuesKey]*atomic.Pointer[valuesRec]
-}
-
-var placeValuesOf = proto.Slot[placeValues]{New: func() *placeValues {
-	return &placeValues{m: map[valuesKey]*atomic.Pointer[valuesRec]{}}
-}}
-
-// slot returns the slot of key, made if missing.
-func (p *placeValues) slot(key valuesKey) *atomic.Pointer[valuesRec] {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.m[key]
-	if s == nil {
-		s = new(atomic.Pointer[valuesRec])
-		p.m[key] = s
-	}
-	return s
-}
-
-// valuesKeyOf is the place l's transfer of s comes from, its sender known.
-func (s *p2pState) valuesKeyOf(l *link) valuesKey {
-	return valuesKey{peer: l.Peer, tag: s.tag0, perLeaf: !l.o.consolidated}
-}
-
 // noteValues records the metadata of a transfer from l's peer into s that
 // carried it (h not described), which this side accepted: meta is its
 // metadata as the header message brought it.
@@ -90,7 +107,7 @@ func (s *p2pState) noteValues(l *link, h *wire.Header, meta []byte) {
 	if h.Flags&wire.FlagDescribed != 0 || len(meta) == 0 {
 		return
 	}
-	slot := placeValuesOf.Of(l.Group).slot(s.valuesKeyOf(l))
+	slot := &s.placeOf(l).vals
 	if cur := slot.Load(); cur != nil && cur.total == h.Total && bytes.Equal(cur.meta, meta) {
 		return
 	}
@@ -103,7 +120,7 @@ func (s *p2pState) noteValues(l *link, h *wire.Header, meta []byte) {
 // took its values from since s was built, and a change of td's values
 // rebuilds s.
 func (s *p2pState) takeValues(l *link, td *TensorDict) error {
-	rec := placeValuesOf.Of(l.Group).slot(s.valuesKeyOf(l)).Load()
+	rec := s.placeOf(l).vals.Load()
 	if rec == nil || rec == s.taken {
 		return nil
 	}
@@ -174,31 +191,4 @@ func setReceivedValue(td *TensorDict, k Key, v any) error {
 	}
 	node.add(name, entry{kind: kindNonTensor, v: cloneValue(v)})
 	return nil
-}
-
-// sentMeta holds, per group and place a Send goes to, the metadata token
-// (p2pState.metaTok) of the last transfer that carried metadata there: a
-// TensorDict describes a transfer to a place only while its own is the
-// last, so that the receiver, which keeps the last metadata per place,
-// holds its values.
-var sentMeta = proto.Slot[sentPlaces]{New: func() *sentPlaces {
-	return &sentPlaces{m: map[describedKey]*atomic.Pointer[byte]{}}
-}}
-
-type sentPlaces struct {
-	mu sync.Mutex
-	m  map[describedKey]*atomic.Pointer[byte]
-}
-
-// sentMetaSlot returns g's slot of sentMeta for key, made if missing.
-func sentMetaSlot(g *group.Group, key describedKey) *atomic.Pointer[byte] {
-	p := sentMeta.Of(g)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.m[key]
-	if s == nil {
-		s = new(atomic.Pointer[byte])
-		p.m[key] = s
-	}
-	return s
 }
