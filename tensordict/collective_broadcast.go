@@ -637,7 +637,7 @@ func rebuild(cl *coll.Call, from int, st *tensor.Storage, inline, meta []byte, c
 	if st != nil && st.Released() {
 		return nil, fmt.Errorf("from rank %d: %w", from, tensor.ErrReleased)
 	}
-	td, err := fromConsolidatedCached(cl.Group, st, inline, meta)
+	td, _, err := fromConsolidatedCached(cl.Group, st, inline, meta, nil)
 	if err != nil {
 		return nil, fmt.Errorf("from rank %d: %w", from, err)
 	}

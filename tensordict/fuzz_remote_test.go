@@ -95,7 +95,7 @@ func decodeInitFrame(l *link, frame []byte) (*TensorDict, error) {
 	if err != nil {
 		return nil, err
 	}
-	td, stor, finish, err := l.buildInit(&fr, false, nil)
+	td, stor, finish, _, err := l.buildInit(&fr, false, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -588,7 +589,12 @@ func fromRemoteInit(src int, opts []RemoteOption) (*TensorDict, error) {
 // recvInit is the point-to-point receiving side of InitRemote.
 func (l *link) recvInit() (*TensorDict, error) {
 	lim := l.o.limits()
-	frame, split, err := l.recvInitFrame(lim, lim.MaxFrame(initInlineMax))
+	sizes := initFrames.Of(l.Group)
+	sizes.mu.Lock()
+	last := sizes.last[l.Peer] // the layout of the last frame from this peer
+	sizes.mu.Unlock()
+	spare := l.spareFor(last)
+	frame, split, err := l.recvInitFrame(lim, lim.MaxFrame(initInlineMax), last)
 	if err != nil {
 		return nil, err
 	}
@@ -623,9 +629,17 @@ func (l *link) recvInit() (*TensorDict, error) {
 			return fail(errors.Join(err, l.drainPayload(&f.Header)))
 		}
 	}
-	td, stor, finish, err := l.buildInit(&f, true, apart)
+	td, stor, finish, tp, err := l.buildInit(&f, true, apart, spare)
 	if err != nil {
 		return fail(errors.Join(err, l.drainPayload(&f.Header)))
+	}
+	if tp != last.tp {
+		sizes.mu.Lock()
+		if lay, ok := sizes.last[l.Peer]; ok {
+			lay.tp = tp
+			sizes.last[l.Peer] = lay
+		}
+		sizes.mu.Unlock()
 	}
 	if f.Inline == nil && f.Total > 0 {
 		// The storage's bytes are received without marking them seen
@@ -662,9 +676,25 @@ type initFrameSizes struct {
 
 // initLayout is the layout of an InitRemote header message: n bytes, of
 // which the first head come before an inline storage of at least
-// splitRecvMin bytes (head 0: no such storage).
+// splitRecvMin bytes (head 0: no such storage), and the template its
+// result was copied from (tp, nil for none; see spareFor).
 type initLayout struct {
 	n, head int
+	tp      *treeTemplate
+}
+
+// spareFor returns memory for the result of a receive from l's peer whose
+// last frame had layout last, allocated before the frame arrives (see
+// spareCopy): when the last result was copied, its storage included, from
+// a template, and this receive is a blocking one into memory of its own.
+// A frame of another structure leaves it to the collector (a few KiB at
+// most: templateMaxBytes and copyMaxBytes bound it).
+func (l *link) spareFor(last initLayout) *spareCopy {
+	tp := last.tp
+	if tp == nil || tp.copyBlock.typ == nil || last.head > 0 || l.Ctx.Done() != nil || l.o.memmap != "" || l.o.alloc != nil {
+		return nil
+	}
+	return &spareCopy{tp: tp, block: reflect.New(tp.copyBlock.typ).UnsafePointer()}
 }
 
 // splitRecvMin is the smallest inline storage that recvInitFrame receives
@@ -711,11 +741,7 @@ type splitInit struct {
 // what it needs out of it, and releases split.st (if not nil) unless a
 // result holds it. A message outside lim is consumed, with what its
 // header announces, and refused.
-func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64) (frame []byte, split splitInit, err error) {
-	sizes := initFrames.Of(l.Group)
-	sizes.mu.Lock()
-	last := sizes.last[l.Peer] // the layout of the last frame from this peer
-	sizes.mu.Unlock()
+func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64, last initLayout) (frame []byte, split splitInit, err error) {
 	apart := last.head > 0 && l.Ctx.Done() == nil && l.o.memmap == "" && l.o.alloc == nil
 	var st *tensor.Storage
 	buffer := func(n int) (head, tail []byte, err error) {
@@ -764,11 +790,14 @@ func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64) (frame []byte, spl
 		frame = whole
 	}
 	if !inGuess {
+		sizes := initFrames.Of(l.Group)
 		sizes.mu.Lock()
 		if sizes.last == nil {
 			sizes.last = map[int]initLayout{}
 		}
-		sizes.last[l.Peer] = layoutOf(frame, lim)
+		lay := layoutOf(frame, lim)
+		lay.tp = last.tp // recvInit notes the template of this frame's result
+		sizes.last[l.Peer] = lay
 		sizes.mu.Unlock()
 	}
 	return frame, splitInit{}, nil
@@ -810,32 +839,32 @@ func (l *link) abandonMemmap() error {
 // nil, is a storage that holds f's inline storage (received apart, see
 // recvInitFrame): the result views it, and the caller releases it on
 // error. On error nothing else is left behind (finish has run).
-func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, err error) {
+func (l *link) buildInit(f *wire.Frame, scratch bool, apart *tensor.Storage, spare *spareCopy) (td *TensorDict, stor *tensor.Storage, finish func(ok bool) error, tp *treeTemplate, err error) {
 	if apart != nil || scratch && len(f.Inline) > 0 && l.o.memmap == "" && l.o.alloc == nil {
-		td, err = fromConsolidatedCached(l.Group, apart, f.Inline, f.Meta)
+		td, tp, err = fromConsolidatedCached(l.Group, apart, f.Inline, f.Meta, spare)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if len(f.Class) > 0 {
 			td.class = string(f.Class)
 		}
-		return td, td.cons.st, func(bool) error { return nil }, nil
+		return td, td.cons.st, func(bool) error { return nil }, tp, nil
 	}
 	inline := f.Inline
 	if scratch && len(inline) == 0 && inline != nil {
 		inline = []byte{} // not a view of the caller's buffer, even empty
 	}
 	if stor, finish, err = l.storageFor(f.Total, inline, f.Meta); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	td, err = fromConsolidatedCached(l.Group, stor, nil, f.Meta)
+	td, tp, err = fromConsolidatedCached(l.Group, stor, nil, f.Meta, nil)
 	if err != nil {
-		return nil, nil, nil, errors.Join(err, finish(false))
+		return nil, nil, nil, nil, errors.Join(err, finish(false))
 	}
 	if len(f.Class) > 0 {
 		td.class = string(f.Class)
 	}
-	return td, stor, finish, nil
+	return td, stor, finish, tp, nil
 }
 
 // refuseOversized refuses an InitRemote header message of n bytes,
@@ -1008,7 +1037,11 @@ var metaCaches = proto.Slot[codec.Cache]{New: func() *codec.Cache { return new(c
 // makes (in the same allocation as the tree, when a template builds it).
 // The result is the same: views of the storage, consolidated, with
 // non-tensor values of its own.
-func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte) (td *TensorDict, err error) {
+//
+// A result copied from a template is made in spare when spare is memory
+// for a copy of that template. tp is the template, if any, the result
+// was copied from.
+func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte, spare *spareCopy) (td *TensorDict, tp *treeTemplate, err error) {
 	n := len(inline)
 	if st != nil {
 		n = st.Len()
@@ -1016,22 +1049,21 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 	cache := metaCaches.Of(g)
 	root, class, err := cache.Decode(meta, n, codec.DefaultLimits())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cache.Keeps(meta) && n <= templateMaxBytes {
 		// root is in the receive cache: so is its template (see treeTemplate).
-		var tp *treeTemplate
 		if tp, err = templateCaches.Of(g).template(root, n); err == nil {
 			if st != nil {
 				td, err = tp.instantiate(st)
 			} else {
-				td, err = tp.instantiateCopy(inline)
+				td, err = tp.instantiateCopyIn(inline, spare)
 			}
 		}
 	} else {
 		if st == nil {
 			if st, err = copyStorage(inline); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		if td, err = buildFromMeta(root, st); err == nil {
@@ -1039,11 +1071,11 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	td.cons.base, td.cons.end = 0, n
 	td.class = class
-	return td, nil
+	return td, tp, nil
 }
 
 // cloneNonTensors gives td's non-tensor values copies of their own.

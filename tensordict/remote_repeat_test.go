@@ -23,7 +23,8 @@ import (
 
 // TestInitRemoteRepeated: a run of InitRemotes of one small structure and
 // frame size, which the receiver takes into a buffer of the last frame's
-// size (recvInitFrame), interrupted by garbage of the same size, another
+// size (recvInitFrame) and copies into memory allocated before the frame
+// arrived (spareFor), interrupted by garbage of the same size, another
 // structure of the same size and a lower limit. Each result is right and
 // has memory of its own; the garbage and the limit are refused with their
 // errors. With WithAllocator, every result is in a storage of the

@@ -4,6 +4,7 @@
 package tensordict
 
 import (
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -130,6 +131,47 @@ func TestTemplateCopyOfBytes(t *testing.T) {
 			assert.Error(t, err, "bytes of the wrong length")
 		})
 	}
+}
+
+// TestTemplateSpareCopy: a copy made with a spare (memory allocated for
+// a copy of its template before the bytes arrived) lies in the spare and
+// equals one made without; a spare of another template is left unused.
+func TestTemplateSpareCopy(t *testing.T) {
+	templateOf := func(td *TensorDict) (*treeTemplate, []byte) {
+		c, err := td.Consolidate()
+		require.NoError(t, err)
+		meta, err := c.ConsolidatedMetadata()
+		require.NoError(t, err)
+		b := c.ConsolidatedStorage().Bytes()
+		root, _, err := codec.Decode(meta, len(b), codec.DefaultLimits())
+		require.NoError(t, err)
+		tp, err := newTemplate(root, len(b))
+		require.NoError(t, err)
+		require.NotNil(t, tp.copyBlock.typ)
+		return tp, b
+	}
+	a := New(2)
+	require.NoError(t, a.Set(K("x"), tensor.Full(tensor.Float32, 1.5, 2, 3)))
+	require.NoError(t, a.Set(K("n", "y"), tensor.Full(tensor.Int64, 7, 2)))
+	require.NoError(t, a.SetNonTensor(K("note"), "a"))
+	other := New()
+	require.NoError(t, other.Set(K("z"), tensor.Full(tensor.Uint8, 3, 5)))
+	tp, b := templateOf(a)
+	otp, _ := templateOf(other)
+
+	want, err := tp.instantiateCopy(b)
+	require.NoError(t, err)
+	spare := &spareCopy{tp: tp, block: reflect.New(tp.copyBlock.typ).UnsafePointer()}
+	got, err := tp.instantiateCopyIn(b, spare)
+	require.NoError(t, err)
+	requireSameTD(t, want, got)
+	assert.Equal(t, spare.block, unsafe.Pointer(got), "the copy is not in the spare")
+
+	wrong := &spareCopy{tp: otp, block: reflect.New(otp.copyBlock.typ).UnsafePointer()}
+	got, err = tp.instantiateCopyIn(b, wrong)
+	require.NoError(t, err)
+	requireSameTD(t, want, got)
+	assert.NotEqual(t, wrong.block, unsafe.Pointer(got), "a spare of another template was used")
 }
 
 // A tree without tensor leaves (non-tensor values and empty nodes), and
