@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sync"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -593,7 +592,13 @@ func (l *link) recvInit() (*TensorDict, error) {
 	sizes.mu.Lock()
 	last := sizes.last[l.Peer] // the layout of the last frame from this peer
 	sizes.mu.Unlock()
-	spare := l.spareFor(last)
+	tps := lastTemplates.Of(l.Group)
+	var spare *spareCopy
+	if last.head == 0 && l.Ctx.Done() == nil && l.o.memmap == "" && l.o.alloc == nil {
+		// A blocking receive into memory of its own, of a frame it
+		// receives whole.
+		spare = newSpare(tps.of(l.Peer))
+	}
 	frame, split, err := l.recvInitFrame(lim, lim.MaxFrame(initInlineMax), last)
 	if err != nil {
 		return nil, err
@@ -633,14 +638,7 @@ func (l *link) recvInit() (*TensorDict, error) {
 	if err != nil {
 		return fail(errors.Join(err, l.drainPayload(&f.Header)))
 	}
-	if tp != last.tp {
-		sizes.mu.Lock()
-		if lay, ok := sizes.last[l.Peer]; ok {
-			lay.tp = tp
-			sizes.last[l.Peer] = lay
-		}
-		sizes.mu.Unlock()
-	}
+	tps.note(l.Peer, tp)
 	if f.Inline == nil && f.Total > 0 {
 		// The storage's bytes are received without marking them seen
 		// (package rawbytes): a result whose bytes no user code took goes
@@ -676,25 +674,9 @@ type initFrameSizes struct {
 
 // initLayout is the layout of an InitRemote header message: n bytes, of
 // which the first head come before an inline storage of at least
-// splitRecvMin bytes (head 0: no such storage), and the template its
-// result was copied from (tp, nil for none; see spareFor).
+// splitRecvMin bytes (head 0: no such storage).
 type initLayout struct {
 	n, head int
-	tp      *treeTemplate
-}
-
-// spareFor returns memory for the result of a receive from l's peer whose
-// last frame had layout last, allocated before the frame arrives (see
-// spareCopy): when the last result was copied, its storage included, from
-// a template, and this receive is a blocking one into memory of its own.
-// A frame of another structure leaves it to the collector (a few KiB at
-// most: templateMaxBytes and copyMaxBytes bound it).
-func (l *link) spareFor(last initLayout) *spareCopy {
-	tp := last.tp
-	if tp == nil || tp.copyBlock.typ == nil || last.head > 0 || l.Ctx.Done() != nil || l.o.memmap != "" || l.o.alloc != nil {
-		return nil
-	}
-	return &spareCopy{tp: tp, block: reflect.New(tp.copyBlock.typ).UnsafePointer()}
 }
 
 // splitRecvMin is the smallest inline storage that recvInitFrame receives
@@ -795,9 +777,7 @@ func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64, last initLayout) (
 		if sizes.last == nil {
 			sizes.last = map[int]initLayout{}
 		}
-		lay := layoutOf(frame, lim)
-		lay.tp = last.tp // recvInit notes the template of this frame's result
-		sizes.last[l.Peer] = lay
+		sizes.last[l.Peer] = layoutOf(frame, lim)
 		sizes.mu.Unlock()
 	}
 	return frame, splitInit{}, nil
@@ -1039,8 +1019,8 @@ var metaCaches = proto.Slot[codec.Cache]{New: func() *codec.Cache { return new(c
 // non-tensor values of its own.
 //
 // A result copied from a template is made in spare when spare is memory
-// for a copy of that template. tp is the template, if any, the result
-// was copied from.
+// for a copy of that template. tp is the template the result was copied
+// from with its storage (see spareCopy), nil for any other result.
 func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []byte, spare *spareCopy) (td *TensorDict, tp *treeTemplate, err error) {
 	n := len(inline)
 	if st != nil {
@@ -1056,8 +1036,12 @@ func fromConsolidatedCached(g *group.Group, st *tensor.Storage, inline, meta []b
 		if tp, err = templateCaches.Of(g).template(root, n); err == nil {
 			if st != nil {
 				td, err = tp.instantiate(st)
+				tp = nil
 			} else {
 				td, err = tp.instantiateCopyIn(inline, spare)
+				if tp.copyBlock.typ == nil {
+					tp = nil
+				}
 			}
 		}
 	} else {
