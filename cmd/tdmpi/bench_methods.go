@@ -57,6 +57,7 @@ var methods = []*method{
 	{name: "initremote", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit", prepare: prepareInitRemote(false, false)},
 	{name: "initremote-bc", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "InitRemote and FromRemoteInit with WithBroadcast", prepare: prepareInitRemote(true, false)},
 	{name: "initremote-re", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit with WithAllocator reusing the previous result's storage", prepare: prepareInitRemote(false, true)},
+	{name: "initremote-set", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote of a TensorDict whose leaves were set one by one, each result dropped", prepare: prepareInitRemoteSet},
 	{name: "broadcast", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "Broadcast, the collective, the source alternating", prepare: prepareBroadcast},
 	{name: "send-consol", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv with WithConsolidated", prepare: prepareSendRecv(true)},
 	{name: "send-leaves", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv, one message per leaf", prepare: prepareSendRecv(false)},
@@ -286,6 +287,41 @@ func prepareInitRemote(bcast, reuse bool) func(*group.Group, int64, int) (func()
 				return err
 			}, nil
 	}
+}
+
+// prepareInitRemoteSet times InitRemote as a program that builds its
+// TensorDicts with Set uses it: each rank sends a TensorDict of its own
+// whose leaves have storages of their own (benchLeaves, never
+// consolidated), the other receives it with FromRemoteInit and drops the
+// result (no Release: the collector takes it), then the two swap roles.
+func prepareInitRemoteSet(g *group.Group, size int64, leaves int) (func() error, func() error, error) {
+	rank := g.Rank()
+	if rank > 1 {
+		return noop, noop, nil
+	}
+	td, err := benchLeaves(size, leaves)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []tensordict.RemoteOption{tensordict.WithGroup(g)}
+	recv := func(src int) error {
+		_, err := tensordict.FromRemoteInit(src, opts...)
+		return err
+	}
+	if rank == 0 {
+		return func() error {
+			if err := td.InitRemote(1, opts...); err != nil {
+				return err
+			}
+			return recv(1)
+		}, noop, nil
+	}
+	return func() error {
+		if err := recv(0); err != nil {
+			return err
+		}
+		return td.InitRemote(0, opts...)
+	}, noop, nil
 }
 
 // prepareBroadcast times Broadcast as raw-bcast times mpi.Bcast: rank 0

@@ -81,6 +81,9 @@
 //	initremote-bc  InitRemote and FromRemoteInit with WithBroadcast, the source alternating
 //	initremote-re  initremote with WithAllocator handing each receive the
 //	               storage of the previous result (no fresh memory)
+//	initremote-set InitRemote of TensorDicts whose leaves were set one by one
+//	               (a storage each, never consolidated), ping-pong, each
+//	               result dropped, not released
 //	broadcast      Broadcast (the collective), the source alternating, each
 //	               result released once broadcast on
 //	send-consol    Send and Recv with WithConsolidated, ping-pong
