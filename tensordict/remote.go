@@ -4,12 +4,14 @@
 package tensordict
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/tdmpi/tdmpi/group"
@@ -124,6 +126,83 @@ func (sp *sendPlan) bytes() ([]byte, error) {
 	return buf, nil
 }
 
+// initRuns is the payload of an InitRemote whose storage travels as runs
+// (wire.Runs): msgs[i] holds run spans[i], a piece of a large leaf read
+// in place or a buffer its smaller neighbours were packed into; held are
+// the storages of the leaves read in place, which the send holds.
+type initRuns struct {
+	spans []wire.Span
+	place []bool // spans[i] is a piece of a leaf
+	msgs  [][]byte
+	held  []*tensor.Storage
+}
+
+// runs returns how sp's storage travels as runs, or nil when it has no
+// leaf of wire.RunMin bytes or more, or one of those is not contiguous
+// (packed as a whole, it then travels in chunks).
+func (sp *sendPlan) runs() *initRuns {
+	leaves := sp.p.flatten()
+	spans := make([]wire.Span, len(leaves))
+	for i := range leaves {
+		l := &leaves[i]
+		spans[i] = wire.Span{Start: int64(l.start), Len: int64(l.nbytes)}
+		if l.nbytes >= wire.RunMin && !l.t.IsContiguous() {
+			return nil
+		}
+	}
+	if !wire.HasRuns(spans) {
+		return nil
+	}
+	r := new(initRuns)
+	r.spans, r.place = wire.Runs(nil, []bool{}, spans, int64(sp.total))
+	return r
+}
+
+// pack fills r.msgs from p, the plan the runs were made from: each
+// piece of a large leaf is a view of its bytes, each other run a new
+// buffer holding the leaves, pads and gaps in it.
+func (r *initRuns) pack(p *plan) error {
+	leaves := p.flatten()
+	li := 0 // the first leaf that does not end before the run
+	r.msgs = make([][]byte, len(r.spans))
+	for i, s := range r.spans {
+		start, end := int(s.Start), int(s.End())
+		for li < len(leaves) && leaves[li].start+leaves[li].nbytes <= start {
+			li++
+		}
+		if r.place[i] {
+			l := &leaves[li]
+			b, err := l.t.Bytes()
+			if err != nil {
+				return fmt.Errorf("key %q: %w", l.name, err)
+			}
+			if len(r.held) == 0 || r.held[len(r.held)-1] != l.t.Storage() {
+				r.held = append(r.held, l.t.Storage())
+			}
+			piece := b[start-l.start : end-l.start]
+			if err := mem.Readable(piece); err != nil {
+				return err
+			}
+			r.msgs[i] = piece
+			continue
+		}
+		// The leaves within [start, end), shifted to a buffer of the run.
+		sub := plan{total: end - start}
+		for j := li; j < len(leaves) && leaves[j].start < end; j++ {
+			if l := leaves[j]; l.nbytes > 0 && l.start >= start {
+				l.start -= start
+				sub.leaves = append(sub.leaves, l)
+			}
+		}
+		buf := make([]byte, end-start) // zero: pads and gaps stay so
+		if err := pack(buf, &sub, false); err != nil {
+			return err
+		}
+		r.msgs[i] = buf
+	}
+	return nil
+}
+
 // initInlineMax is the largest storage InitRemote sends inside its header
 // message; larger ones follow in separate payload messages. A blocking
 // point-to-point InitRemote of a storage past the eager limit leaves it in
@@ -153,8 +232,10 @@ const initInlineMax = 64 << 10
 // InitRemotes of the same class name and metadata to it send a number in
 // place of them (see "Communication over MPI" in the package
 // documentation). All messages use the group's library communicator. If
-// td is already consolidated its storage is sent as is; otherwise it is
-// packed into a buffer first.
+// td is already consolidated its storage is sent as is. Otherwise its
+// leaves of 64 KiB or more (wire.RunMin) are sent where they lie, one
+// message each, and the rest packed; a storage without such leaves, or
+// with one that is not contiguous, is packed into a buffer first.
 //
 // With WithContext, a context that has already ended sends nothing, and
 // one that ends during the transfer bounds it as it bounds Send: the
@@ -353,11 +434,29 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 		return l.Errorf("%w", err)
 	}
 	var gone bool
-	if r.joined {
+	switch {
+	case r.joined:
 		if gone, err = l.SendJoined(frame, payload, xfer.InitHeaderTag, initMessageName); err != nil {
 			err = l.Errorf("%w", err)
 		}
-	} else {
+	case r.runs != nil:
+		for _, st := range r.runs.held {
+			if err := h.Add(st); err != nil {
+				xfer.PutMsgBuf(frame)
+				l.initRefDone(r, err)
+				return l.Errorf("%w", err)
+			}
+		}
+		msgs := append(make([][]byte, 0, 1+len(r.runs.msgs)), frame)
+		tags := make([]int, 1, 1+len(r.runs.msgs))
+		tags[0] = xfer.InitHeaderTag
+		for _, m := range r.runs.msgs {
+			msgs, tags = append(msgs, m), append(tags, r.tag)
+		}
+		if gone, err = l.SendMessages(msgs, tags, initMessageName); err != nil {
+			err = l.Errorf("%w", err)
+		}
+	default:
 		gone, err = l.sendInitMessages(frame, payload, r.tag)
 	}
 	if !gone {
@@ -428,10 +527,22 @@ func firstInitFrame(op string, td *TensorDict, l *link, passedOn bool) (frame, p
 		case split:
 			h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, proto.PayloadTag(l.Group)
 			r.tag = h.PayloadTag
+			if sp != nil && sp.storage == nil {
+				// Packing would copy it first: its large leaves travel in
+				// place instead, when it has some.
+				if runs := sp.runs(); runs != nil {
+					h.Flags, h.Chunk = h.Flags|wire.FlagRuns, int64(len(runs.spans))
+					r.runs = runs
+				}
+			}
 		}
 	}
 	// The storage may be a mapping of a file another process truncated.
 	err = mem.CatchFault(func() error {
+		if r.runs != nil {
+			frame = wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
+			return r.runs.pack(sp.p)
+		}
 		p, err := storage()
 		if err != nil {
 			return err
@@ -644,7 +755,13 @@ func (l *link) recvInit() (*TensorDict, error) {
 		// (package rawbytes): a result whose bytes no user code took goes
 		// back to the receive pool as soon as it is released.
 		b, _ := rawbytes.Of(stor)
-		if err := xfer.RecvChunks(l.Ctx, l.Comm, b, l.Peer, f.PayloadTag); err != nil {
+		var err error
+		if f.Flags&wire.FlagRuns != 0 {
+			err = l.recvRuns(td, b, &f.Header)
+		} else {
+			err = xfer.RecvChunks(l.Ctx, l.Comm, b, l.Peer, f.PayloadTag)
+		}
+		if err != nil {
 			if errors.Is(err, xfer.ErrAbandoned) {
 				// MPI may still write the storage: leave it mapped (or
 				// reachable, for heap memory) and never hand it out.
@@ -792,6 +909,36 @@ func layoutOf(frame []byte, lim wire.Limits) initLayout {
 		return initLayout{n: n}
 	}
 	return initLayout{n: n, head: n - int(h.Total)}
+}
+
+// recvRuns receives into b, the storage of td (built from the frame's
+// metadata), a payload that travels as runs (wire.FlagRuns): the runs of
+// td's layout, which must be as many as h announces. A mismatch, or a
+// run that fails, drains the messages still to come (unless the context
+// ended), as RecvChunks does.
+func (l *link) recvRuns(td *TensorDict, b []byte, h *wire.Header) error {
+	var spans []wire.Span
+	_ = td.walkLeaves(nil, func(_ Key, node *TensorDict, j int) error {
+		t := node.entries[j].t
+		spans = append(spans, wire.Span{Start: int64(t.Offset()), Len: int64(t.NBytes())})
+		return nil
+	})
+	slices.SortFunc(spans, func(a, b wire.Span) int { return cmp.Compare(a.Start, b.Start) })
+	runs, _ := wire.Runs(nil, nil, spans, int64(len(b)))
+	if int64(len(runs)) != h.Chunks() {
+		err := fmt.Errorf("the header announces %d runs, the layout of its metadata has %d: %w", h.Chunks(), len(runs), wire.ErrHeader)
+		return errors.Join(err, xfer.DrainChunks(l.Comm, l.Peer, h.PayloadTag, h.Chunks()))
+	}
+	for i, r := range runs {
+		if err := xfer.RecvExact(l.Ctx, l.Comm, b[r.Start:r.End()], l.Peer, h.PayloadTag); err != nil {
+			err = fmt.Errorf("run %d of %d (bytes %d to %d): %w", i+1, len(runs), r.Start, r.End(), err)
+			if l.Ctx.Err() != nil || errors.Is(err, xfer.ErrAbandoned) {
+				return err
+			}
+			return errors.Join(err, xfer.DrainChunks(l.Comm, l.Peer, h.PayloadTag, int64(len(runs)-i-1)))
+		}
+	}
+	return nil
 }
 
 // abandonMemmap removes the file of a WithMemmap receive that was

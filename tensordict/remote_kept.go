@@ -126,6 +126,9 @@ type initRef struct {
 	// joined: the storage travels in the header message but apart from
 	// the frame's buffer, the two sent in two blocks (see storageTravel).
 	joined bool
+	// runs, when the storage travels apart as runs (wire.FlagRuns): the
+	// payload messages, and the storages of the leaves read in place.
+	runs *initRuns
 }
 
 // apply sets h's flags and ref for r, and returns the class name and

@@ -21,7 +21,8 @@
 //	    24    4 tensorclass name length in bytes (uint32)
 //	    28    4 payload tag (int32)
 //	    32    8 structure hash (uint64)
-//	    40    8 chunk size of the storage payload (int64)
+//	    40    8 chunk size of the storage payload, or with FlagRuns the
+//	           number of its runs (int64)
 //	    48    8 number of tensor leaves (int64)
 //	    56    8 ref of a kept InitRemote structure (uint64), else zero
 //
@@ -31,6 +32,12 @@
 // the structure in an earlier transfer on the same tag. For InitRemote,
 // the receiver kept the class name and metadata of an earlier frame from
 // the same sender, which carried FlagKeep and the same ref.
+//
+// A storage that does not travel inline follows the frame in payload
+// messages on the payload tag: chunks of the storage, each of the chunk
+// size but the last, or, with FlagRuns (InitRemote only), its runs (see
+// Runs), which the receiver works out from the metadata: the sender then
+// reads its large leaves where they lie instead of packing them first.
 //
 // Everything read from a peer is untrusted: Parse checks every field
 // against Limits before a caller allocates anything, so a peer claiming a
@@ -43,5 +50,7 @@
 //	frame.go   Frame, ParseFrame, AppendFrame: a header with its class,
 //	           metadata and inline payload in one message
 //	limits.go  Limits, DefaultLimits: the bounds a receiver enforces
+//	runs.go    Runs, Span, RunMin: the messages of an InitRemote payload
+//	           with FlagRuns, its large leaves read in place
 //	errors.go  ErrHeader, ErrLimit, HeaderError, LimitError
 package wire

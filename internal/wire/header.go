@@ -80,8 +80,13 @@ const (
 	// metadata under Ref (replacing what it kept under a Ref equal modulo
 	// KeptRefs), for later frames with FlagDescribed from the same sender.
 	FlagKeep
+	// FlagRuns means the separate payload of an InitRemote frame travels
+	// as runs (see Runs), one message each, rather than in chunks of the
+	// storage, and Chunk is the number of runs: the sender reads its
+	// large leaves in place instead of packing them first.
+	FlagRuns
 
-	knownFlags = FlagInline | FlagPerLeaf | FlagPseudoRandTags | FlagConsolidated | FlagDescribed | FlagKeep
+	knownFlags = FlagInline | FlagPerLeaf | FlagPseudoRandTags | FlagConsolidated | FlagDescribed | FlagKeep | FlagRuns
 )
 
 // KeptRefs is the number of InitRemote structures a receiver keeps for
@@ -149,10 +154,14 @@ func (h *Header) Body() int64 {
 }
 
 // Chunks returns the number of separate payload messages of the storage:
-// 0 when it is inline or empty, else ceil(Total/Chunk).
+// 0 when it is inline or empty, Chunk with FlagRuns, else
+// ceil(Total/Chunk).
 func (h *Header) Chunks() int64 {
-	if h.Flags&FlagInline != 0 || h.Total == 0 || h.Chunk <= 0 {
+	switch {
+	case h.Flags&FlagInline != 0 || h.Total == 0 || h.Chunk <= 0:
 		return 0
+	case h.Flags&FlagRuns != 0:
+		return h.Chunk
 	}
 	return (h.Total + h.Chunk - 1) / h.Chunk
 }
@@ -282,6 +291,10 @@ func (h *Header) Check(lim Limits) error {
 		return &LimitError{Field: "metadata to keep", Value: h.MetaLen + int64(h.ClassLen), Limit: MaxKeptMeta}
 	case (h.Ref != 0) != (h.Kind == KindInit && h.Flags&(FlagKeep|FlagDescribed) != 0):
 		return bad("ref", "%d on a %v frame with flags %#x: an InitRemote frame to keep or described has one, no other frame", h.Ref, h.Kind, uint16(h.Flags))
+	case h.Flags&FlagRuns != 0 && (h.Kind != KindInit || h.Flags&(FlagInline|FlagPerLeaf) != 0 || h.Total == 0):
+		return bad("flags", "runs on a %v frame with flags %#x and %d bytes of storage: only an InitRemote frame with a separate payload has them", h.Kind, uint16(h.Flags), h.Total)
+	case h.Flags&FlagRuns != 0 && (h.Chunk < 1 || h.Chunk > maxRuns(h.Leaves, h.Total)):
+		return bad("chunk size", "%d runs for %d leaves and %d bytes, outside [1, %d]", h.Chunk, h.Leaves, h.Total, maxRuns(h.Leaves, h.Total))
 	case h.Leaves > h.MetaLen && h.Flags&FlagPerLeaf != 0 && h.Flags&FlagDescribed == 0:
 		// Each leaf takes more than one byte of metadata.
 		return bad("leaves", "%d leaves cannot fit in %d bytes of metadata", h.Leaves, h.MetaLen)

@@ -1,0 +1,158 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package tensordict
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// TestInitRuns: the runs of a TensorDict whose large leaves travel in
+// place (wire.FlagRuns), put end to end, are its consolidated storage,
+// pads and gaps zero; the large leaves' runs are views of their bytes;
+// a TensorDict without a large leaf, or with a large leaf that is not
+// contiguous, has no runs.
+func TestInitRuns(t *testing.T) {
+	big := wire.RunMin / 4 // float32 elements
+	td := New()
+	require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Uint8, 1, 3)))
+	require.NoError(t, td.Set(K("n", "big"), tensor.Full(tensor.Float32, 2, big+1)))
+	require.NoError(t, td.Set(K("n", "c"), tensor.Full(tensor.Complex128, 3, 2)))
+	require.NoError(t, td.Set(K("empty"), tensor.Zeros(tensor.Int64, 0)))
+	require.NoError(t, td.Set(K("big2"), tensor.Full(tensor.Int16, 4, wire.RunMin/2+3)))
+	require.NoError(t, td.Set(K("z"), tensor.Full(tensor.Int8, 5, 5)))
+	sp, err := planSend("test", td)
+	require.NoError(t, err)
+	require.Nil(t, sp.storage)
+	want, err := sp.bytes()
+	require.NoError(t, err)
+
+	r := sp.runs()
+	require.NotNil(t, r)
+	require.NoError(t, r.pack(sp.p))
+	require.Len(t, r.msgs, len(r.spans))
+	var got []byte
+	inPlace := 0
+	for i, m := range r.msgs {
+		require.Equal(t, int(r.spans[i].Len), len(m), "run %d", i)
+		got = append(got, m...)
+		if r.place[i] {
+			inPlace++
+		}
+	}
+	assert.Equal(t, want, got, "the runs end to end are the consolidated storage")
+	assert.Equal(t, 2, inPlace)
+	bigBytes, err := mustGet(t, td, K("n", "big")).Bytes()
+	require.NoError(t, err)
+	for i, m := range r.msgs {
+		if r.place[i] && len(m) == len(bigBytes) {
+			assert.Same(t, &bigBytes[0], &m[0], "a large leaf's run is a view of its bytes")
+		}
+	}
+	assert.Len(t, r.held, 2)
+
+	small := New()
+	require.NoError(t, small.Set(K("a"), tensor.Full(tensor.Float32, 1, 100)))
+	sp, err = planSend("test", small)
+	require.NoError(t, err)
+	assert.Nil(t, sp.runs(), "no leaf of RunMin bytes")
+
+	strided := New()
+	x := tensor.Full(tensor.Float32, 1, 2, big)
+	xt, err := x.Transpose(0, 1)
+	require.NoError(t, err)
+	require.NoError(t, strided.Set(K("t"), xt))
+	sp, err = planSend("test", strided)
+	require.NoError(t, err)
+	assert.Nil(t, sp.runs(), "a large leaf that is not contiguous")
+}
+
+// TestInitRemoteRuns: InitRemote of TensorDicts whose large leaves travel
+// in place (wire.FlagRuns), set one by one, with small leaves, a
+// non-tensor value and a complex128 leaf between them: each result equals
+// the sender's TensorDict, into memory of its own, a memory-mapped file
+// and an allocator's storage, with and without a context; a receiver
+// whose limit the storage passes refuses it, drains its runs, and takes
+// the next one; a large leaf that is not contiguous is packed instead.
+func TestInitRemoteRuns(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	build := func(base float64) *TensorDict {
+		td := New(2)
+		require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Uint8, base, 2, 3)))
+		require.NoError(t, td.Set(K("n", "big"), tensor.Full(tensor.Float32, base+1, 2, wire.RunMin/8+3)))
+		require.NoError(t, td.Set(K("n", "c"), tensor.Full(tensor.Complex128, base+2, 2)))
+		require.NoError(t, td.SetNonTensor(K("n", "note"), "runs"))
+		require.NoError(t, td.Set(K("big2"), tensor.Full(tensor.Int64, base+3, 2, wire.RunMin/16)))
+		require.NoError(t, td.Set(K("z"), tensor.Full(tensor.Int8, base+4, 2, 1)))
+		return td
+	}
+	strided := func(base float64) *TensorDict {
+		td := New()
+		x, err := tensor.Full(tensor.Float32, base, 4, wire.RunMin).Transpose(0, 1)
+		require.NoError(t, err)
+		require.NoError(t, td.Set(K("t"), x))
+		return td
+	}
+	var spare *tensor.Storage
+	alloc := WithAllocator(func(n int) (*tensor.Storage, error) {
+		spare = tensor.NewStorage(n)
+		return spare, nil
+	})
+	cases := []struct {
+		name  string
+		td    func(float64) *TensorDict
+		opts  []RemoteOption
+		limit bool // the receiver's WithMaxBytes refuses it
+	}{
+		{name: "plain", td: build},
+		{name: "context", td: build, opts: []RemoteOption{testCtx(t)}},
+		{name: "memmap", td: build, opts: []RemoteOption{WithMemmap(t.TempDir())}},
+		{name: "allocator", td: build, opts: []RemoteOption{alloc}},
+		{name: "refused", td: build, limit: true},
+		{name: "after the refusal", td: build},
+		{name: "not contiguous", td: strided},
+	}
+	for i, c := range cases {
+		base := float64(10 * i)
+		if g.Rank() == 0 {
+			require.NoError(t, c.td(base).InitRemote(1), c.name)
+			continue
+		}
+		opts := c.opts
+		if c.limit {
+			opts = append(opts, WithMaxBytes(wire.RunMin))
+		}
+		got, err := FromRemoteInit(0, opts...)
+		if c.limit {
+			require.ErrorIs(t, err, wire.ErrLimit, c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		want, err := c.td(base).Consolidate()
+		require.NoError(t, err)
+		// The same entries (a received node lists its non-tensor values
+		// first, as the metadata does) and the same storage.
+		assert.ElementsMatch(t, want.Keys(IncludeNested()), got.Keys(IncludeNested()), c.name)
+		if c.name != "not contiguous" {
+			note, err := got.GetNonTensor(K("n", "note"))
+			require.NoError(t, err)
+			assert.Equal(t, "runs", note)
+		}
+		wb := want.ConsolidatedStorage().Bytes()
+		gb := got.ConsolidatedStorage().Bytes()
+		assert.Equal(t, wb, gb, "%s: the storage, pads included", c.name)
+		if c.name == "allocator" {
+			assert.Same(t, spare, got.ConsolidatedStorage())
+		}
+	}
+}
