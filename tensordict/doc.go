@@ -191,7 +191,7 @@
 // (Open MPI's eager size), else as a message of its own, sent from the
 // TensorDict's storage and received straight into the result's. A
 // TensorDict that is not consolidated is not packed into one buffer
-// first when it has leaves of 64 KiB or more: each of those travels as a
+// first when it has leaves of 16 KiB or more: each of those travels as a
 // message of its own from where it lies, the smaller leaves between them
 // packed into messages of their own (wire.Runs); the receiver, which
 // knows the layout from the metadata, takes each into its place in the

@@ -233,7 +233,7 @@ const initInlineMax = 64 << 10
 // place of them (see "Communication over MPI" in the package
 // documentation). All messages use the group's library communicator. If
 // td is already consolidated its storage is sent as is. Otherwise its
-// leaves of 64 KiB or more (wire.RunMin) are sent where they lie, one
+// leaves of 16 KiB or more (wire.RunMin) are sent where they lie, one
 // message each, and the rest packed; a storage without such leaves, or
 // with one that is not contiguous, is packed into a buffer first.
 //

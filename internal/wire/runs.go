@@ -5,11 +5,13 @@ package wire
 
 // RunMin is the smallest leaf that travels in place, as a run of its own,
 // in a payload with FlagRuns. A smaller leaf is copied into a run with its
-// neighbours: sending a leaf apart costs a message (a rendezvous on
-// shared memory), copying it a pass over its bytes, and at 64 KiB the two
-// are about even on these machines (a 64 KiB memcpy takes about 5 us,
-// the round trip that starts a large message 2-5 us).
-const RunMin = 64 << 10
+// neighbours: sending a leaf apart costs a message, copying it a pass
+// over its bytes. tdmpi bench initremote-set, np 2, three alternating
+// runs, against 64 KiB: leaves of 16 KiB and 32 KiB sent in place took
+// 0.68x and 0.32x the time (they were packed at 64 KiB); against 16 KiB,
+// leaves of 4 KiB in place took 2.8x (8 KiB: 0.84x, within the noise),
+// and 256 KiB, packing leaves of 64-128 KiB, took 1.5-2.2x.
+const RunMin = 16 << 10
 
 // A Span is a range of bytes of a consolidated storage: Len bytes from
 // Start.

@@ -11,7 +11,7 @@ import (
 )
 
 func TestRuns(t *testing.T) {
-	const big = RunMin
+	const big, small = RunMin, RunMin * 3 / 4
 	for _, c := range []struct {
 		name    string
 		leaves  []Span
@@ -31,8 +31,8 @@ func TestRuns(t *testing.T) {
 			want: []Span{{0, big}, {big, big}}, inPlace: []bool{true, true}},
 		{name: "a leaf over MaxChunk", leaves: []Span{{16, 2*MaxChunk + 8}}, total: 2*MaxChunk + 24,
 			want: []Span{{0, 16}, {16, MaxChunk}, {16 + MaxChunk, MaxChunk}, {16 + 2*MaxChunk, 8}}, inPlace: []bool{false, true, true, true}},
-		{name: "small leaves over MaxChunk", leaves: []Span{{0, 40 << 10}, {MaxChunk - 32<<10, 40 << 10}, {MaxChunk + 16<<10, 8}}, total: MaxChunk + 16<<10 + 8,
-			want: []Span{{0, MaxChunk - 32<<10}, {MaxChunk - 32<<10, 48<<10 + 8}}, inPlace: []bool{false, false}},
+		{name: "small leaves over MaxChunk", leaves: []Span{{0, small}, {MaxChunk - small/2, small}, {MaxChunk + small, 8}}, total: MaxChunk + small + 8,
+			want: []Span{{0, MaxChunk - small/2}, {MaxChunk - small/2, small*3/2 + 8}}, inPlace: []bool{false, false}},
 		{name: "empty", total: 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
