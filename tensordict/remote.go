@@ -241,8 +241,9 @@ const initInlineMax = 64 << 10
 // one that ends during the transfer bounds it as it bounds Send: the
 // header and the storage are posted at once, and given up with an error
 // wrapping ctx.Err(); MPI still delivers them whole if the receiver calls
-// FromRemoteInit, and keeps reading td's storage (or the packed copy)
-// until then. A memory-mapped storage whose file was truncated is refused
+// FromRemoteInit, and keeps reading td's storage (or the packed copy, or
+// the leaves it sends where they lie) until then: a leaf changed in the
+// meantime arrives changed. A memory-mapped storage whose file was truncated is refused
 // before anything is sent (memmap.ErrFault). Without a context that can
 // end, an InitRemote to a rank that leaves the group (its
 // group.Finalize) without receiving it fails as a Send does: with an
