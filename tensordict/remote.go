@@ -243,10 +243,10 @@ const initInlineMax = 64 << 10
 // wrapping ctx.Err(); MPI still delivers them whole if the receiver calls
 // FromRemoteInit, and keeps reading td's storage (or the packed copy, or
 // the leaves it sends where they lie) until then: a leaf changed in the
-// meantime arrives changed. A memory-mapped storage whose file was truncated is refused
-// before anything is sent (memmap.ErrFault). Without a context that can
-// end, an InitRemote to a rank that leaves the group (its
-// group.Finalize) without receiving it fails as a Send does: with an
+// meantime arrives changed. A memory-mapped storage whose file was
+// truncated is refused before anything is sent (memmap.ErrFault). Without
+// a context that can end, an InitRemote to a rank that leaves the group
+// (its group.Finalize) without receiving it fails as a Send does: with an
 // error wrapping group.ErrPeerLeft unless every message went eagerly.
 //
 // With WithBroadcast every rank of the group takes part: the caller is the
