@@ -197,22 +197,6 @@ func Put(b []byte, h *Header) {
 	Append(b[:0:Size], h)
 }
 
-// Same reports whether b starts with the header encoding raw (false if b
-// is shorter). It compares eight bytes at a time, inline: a comparison of
-// arrays calls memequal, 5-8 ns, a fifth of what a small receive that
-// repeats a known header does in Go.
-func Same(raw *[Size]byte, b []byte) bool {
-	if len(b) < Size {
-		return false
-	}
-	for i := 0; i < Size; i += 8 {
-		if binary.LittleEndian.Uint64(raw[i:]) != binary.LittleEndian.Uint64(b[i:]) {
-			return false
-		}
-	}
-	return true
-}
-
 func grow(b []byte, n int) []byte {
 	if cap(b)-len(b) >= n {
 		return b[:len(b)+n]

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -265,21 +264,4 @@ func TestKindString(t *testing.T) {
 	assert.Equal(t, "init", KindInit.String())
 	assert.Equal(t, "kind(99)", Kind(99).String())
 	assert.False(t, errors.Is(&HeaderError{}, ErrLimit))
-}
-
-// Same tells a header's bytes from any that differ in one byte, wherever
-// it is, and from a message too short to hold them, and ignores what
-// follows them.
-func TestSame(t *testing.T) {
-	h := Header{Kind: KindSend, Flags: FlagInline, Total: 1024, PayloadTag: 7, Hash: 0x0123456789abcdef, Leaves: 16}
-	var raw [Size]byte
-	Put(raw[:], &h)
-	b := append(Append(nil, &h), "the storage"...)
-	assert.True(t, Same(&raw, b))
-	for i := range Size {
-		c := slices.Clone(b)
-		c[i] ^= 0x40
-		assert.False(t, Same(&raw, c), "byte %d differs", i)
-	}
-	assert.False(t, Same(&raw, b[:Size-1]), "shorter than a header")
 }
