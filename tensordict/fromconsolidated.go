@@ -558,7 +558,7 @@ func (tp *treeTemplate) instantiateCopyIn(b []byte, spare *spareCopy) (*TensorDi
 
 // A spareCopy is memory for a copy of template tp that holds its storage
 // (a dataBlock), allocated before the storage arrives: a receive whose
-// last result from the same rank was such a copy (lastTemplates)
+// last result from the same rank was such a copy (initLayout.tp)
 // allocates one while it waits for the frame, and the copy, if the frame
 // has that structure again, is made in it; else the spare is left to the
 // collector (a few KiB at most: copyMaxBytes bounds it). Allocating a 16-leaf
@@ -579,34 +579,6 @@ func newSpare(tp *treeTemplate) *spareCopy {
 		return nil
 	}
 	return &spareCopy{tp: tp, block: reflect.New(tp.copyBlock.typ).UnsafePointer()}
-}
-
-// lastTemplates holds, for each group, the template that the last result
-// of a point-to-point FromRemoteInit from each rank was copied from (see
-// spareCopy). (A broadcast's receive gained 0-6% from a spare: not kept.)
-var lastTemplates = proto.Slot[rankTemplates]{New: func() *rankTemplates { return &rankTemplates{m: map[int]*treeTemplate{}} }}
-
-// rankTemplates is a group's lastTemplates.
-type rankTemplates struct {
-	mu sync.Mutex
-	m  map[int]*treeTemplate // by rank; nil or absent: none
-}
-
-// of returns the template of the last result from rank, or nil.
-func (t *rankTemplates) of(rank int) *treeTemplate {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.m[rank]
-}
-
-// note records tp (nil: none) as the template of the last result from
-// rank.
-func (t *rankTemplates) note(rank int, tp *treeTemplate) {
-	t.mu.Lock()
-	if t.m[rank] != tp {
-		t.m[rank] = tp
-	}
-	t.mu.Unlock()
 }
 
 // A dataBlock is the type of a copy's memory that holds its storage's

@@ -704,12 +704,11 @@ func (l *link) recvInit() (*TensorDict, error) {
 	sizes.mu.Lock()
 	last := sizes.last[l.Peer] // the layout of the last frame from this peer
 	sizes.mu.Unlock()
-	tps := lastTemplates.Of(l.Group)
 	var spare *spareCopy
 	if last.head == 0 && l.Ctx.Done() == nil && l.o.memmap == "" && l.o.alloc == nil {
 		// A blocking receive into memory of its own, of a frame it
 		// receives whole.
-		spare = newSpare(tps.of(l.Peer))
+		spare = newSpare(last.tp)
 	}
 	frame, split, err := l.recvInitFrame(lim, lim.MaxFrame(initInlineMax), last)
 	if err != nil {
@@ -750,7 +749,9 @@ func (l *link) recvInit() (*TensorDict, error) {
 	if err != nil {
 		return fail(errors.Join(err, l.drainPayload(&f.Header)))
 	}
-	tps.note(l.Peer, tp)
+	if tp != last.tp {
+		sizes.noteTemplate(l.Peer, tp)
+	}
 	if f.Inline == nil && f.Total > 0 {
 		// The storage's bytes are received without marking them seen
 		// (package rawbytes): a result whose bytes no user code took goes
@@ -792,9 +793,22 @@ type initFrameSizes struct {
 
 // initLayout is the layout of an InitRemote header message: n bytes, of
 // which the first head come before an inline storage of at least
-// splitRecvMin bytes (head 0: no such storage).
+// splitRecvMin bytes (head 0: no such storage), and tp, the template the
+// last result from the peer was copied from with its storage (nil: none;
+// see spareCopy).
 type initLayout struct {
 	n, head int
+	tp      *treeTemplate
+}
+
+// noteTemplate records tp as the template of the last result from peer.
+func (s *initFrameSizes) noteTemplate(peer int, tp *treeTemplate) {
+	s.mu.Lock()
+	if lay, ok := s.last[peer]; ok {
+		lay.tp = tp
+		s.last[peer] = lay
+	}
+	s.mu.Unlock()
 }
 
 // splitRecvMin is the smallest inline storage that recvInitFrame receives
@@ -895,7 +909,9 @@ func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64, last initLayout) (
 		if sizes.last == nil {
 			sizes.last = map[int]initLayout{}
 		}
-		sizes.last[l.Peer] = layoutOf(frame, lim)
+		lay := layoutOf(frame, lim)
+		lay.tp = last.tp // recvInit notes this frame's template
+		sizes.last[l.Peer] = lay
 		sizes.mu.Unlock()
 	}
 	return frame, splitInit{}, nil
