@@ -74,6 +74,69 @@ func Combine[T ordered](s Step, v []T, op mpi.Op) error {
 	return nil
 }
 
+// Fold combines buf across the ranks of s's group with combine, in place
+// of an allreduce, through Combine's point-to-point messages (AgreeTag),
+// by recursive doubling: in each round a rank exchanges what it has with
+// the rank whose number differs in one bit, and both compute
+// combine(lo, hi), lo being the lower rank's, which writes the combination
+// into hi; so every rank gets the same bytes, whatever combine's order
+// does to them. With a group size that is not a power of two, the ranks
+// past the largest power first hand theirs to a rank below it and get the
+// result back from it. spare is a buffer of buf's length; Fold returns
+// the one that holds the result. buf must be small enough for MPI to send
+// it eagerly (mpix.CopySendMax), as an agreement is: the ranks send before
+// they receive.
+func Fold(s Step, buf, spare []byte, combine func(lo, hi []byte)) ([]byte, error) {
+	if s.Deferred != nil || len(spare) != len(buf) || len(buf) > mpix.CopySendMax {
+		return nil, fmt.Errorf("xfer: Fold of %d bytes with %d spare, deferred %v (a bug)", len(buf), len(spare), s.Deferred != nil)
+	}
+	n, me := s.Comm.Size(), s.Comm.Rank()
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	// round exchanges with rank r, and combines unless keep is false.
+	round := func(r int, keep bool) error {
+		if err := exchange(s, buf, r, spare, r); err != nil {
+			return err
+		}
+		switch {
+		case !keep:
+		case me < r:
+			combine(buf, spare)
+			buf, spare = spare, buf
+		default:
+			combine(spare, buf)
+		}
+		return nil
+	}
+	if me >= p { // hand buf to me-p, then take the result from it
+		if err := round(me-p, false); err != nil {
+			return nil, err
+		}
+		err := round(me-p, false)
+		buf, spare = spare, buf
+		return buf, err
+	}
+	extra := me+p < n
+	if extra {
+		if err := round(me+p, true); err != nil {
+			return nil, err
+		}
+	}
+	for d := 1; d < p; d *= 2 {
+		if err := round(me^d, true); err != nil {
+			return nil, err
+		}
+	}
+	if extra {
+		if err := round(me+p, false); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
 // exchange sends out to rank to and receives got, of the same length,
 // from rank from, on AgreeTag: one round of Combine.
 func exchange[T ordered](s Step, out []T, to int, got []T, from int) error {

@@ -5,6 +5,7 @@ package xfer
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
+	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/mpi"
 )
 
@@ -46,6 +48,44 @@ func TestCombine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFold sums one value per rank with Fold, with and without a
+// context: every rank gets the sum of all, whatever the number of ranks,
+// and every combination takes the lower rank's buffer first (each buffer
+// records the lowest rank it holds, which must be below the other's).
+func TestFold(t *testing.T) {
+	g := mpitest.Need(t, 1)
+	me, n := g.Rank(), g.Size()
+	for _, tc := range []struct {
+		name string
+		ctx  func(t *testing.T) context.Context
+	}{
+		{"no context", func(*testing.T) context.Context { return context.Background() }},
+		{"context", func(t *testing.T) context.Context { return mpitest.Ctx(t, 30*time.Second) }},
+	} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			for round := range 3 {
+				buf, spare := make([]byte, 16), make([]byte, 16)
+				binary.LittleEndian.PutUint64(buf, uint64(me+round))
+				binary.LittleEndian.PutUint64(buf[8:], uint64(me))
+				misordered := false
+				res, err := Fold(NewStep(tc.ctx(t), g), buf, spare, func(lo, hi []byte) {
+					e := binary.LittleEndian
+					l, h := e.Uint64(lo[8:]), e.Uint64(hi[8:])
+					misordered = misordered || l >= h
+					e.PutUint64(hi, e.Uint64(lo)+e.Uint64(hi))
+					e.PutUint64(hi[8:], min(l, h))
+				})
+				require.NoError(t, err)
+				assert.Equal(t, uint64(n*(n-1)/2+n*round), binary.LittleEndian.Uint64(res), "round %d", round)
+				assert.Zero(t, binary.LittleEndian.Uint64(res[8:]), "round %d: the lowest rank", round)
+				assert.False(t, misordered, "round %d: a higher rank's buffer came first", round)
+			}
+		})
+	}
+	_, err := Fold(NewStep(context.Background(), g), make([]byte, mpix.CopySendMax+1), make([]byte, mpix.CopySendMax+1), func(lo, hi []byte) {})
+	assert.Error(t, err, "a buffer too large to send eagerly")
 }
 
 // TestCombineOutOfStep: ranks that combine values of different lengths are
