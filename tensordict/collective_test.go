@@ -1070,3 +1070,100 @@ func TestCollectiveReducePieces(t *testing.T) {
 		})
 	}
 }
+
+// TestAllReduceSteady: AllReduce of one small TensorDict call after call
+// (from the second call on, the steady state tries one step) gives the
+// right values every time, for each op and dtype; a change on one rank
+// between calls (its structure, its op, an ended context) fails every
+// rank as it would on a first call, with nothing reduced, and the calls
+// after it reduce again.
+func TestAllReduceSteady(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	fill := func(td *TensorDict, dt tensor.DType, v float64) {
+		require.NoError(t, td.Set(K("a"), tensor.Full(dt, v, 2, 3)))
+		require.NoError(t, td.Set(K("b", "c"), tensor.Full(dt, v, 2)))
+	}
+	check := func(td *TensorDict, want float64, msg string) {
+		for _, k := range []Key{K("a"), K("b", "c")} {
+			x, err := td.Get(k)
+			require.NoError(t, err)
+			collRequireAll(t, x, want, msg+": "+k.String())
+		}
+	}
+	sum := float64(n * (n + 1) / 2)
+	for _, tc := range []struct {
+		dt   tensor.DType
+		op   ReduceOp
+		want func(round int) float64 // rank r contributes r+1+round
+	}{
+		{tensor.Float32, ReduceSum, func(k int) float64 { return sum + float64(n*k) }},
+		{tensor.Float64, ReduceAvg, func(k int) float64 { return (sum + float64(n*k)) / float64(n) }},
+		{tensor.Int64, ReduceMax, func(k int) float64 { return float64(n + k) }},
+		{tensor.Int16, ReduceMin, func(k int) float64 { return float64(1 + k) }},
+		{tensor.Uint8, ReduceBitOr, func(k int) float64 {
+			v := 0
+			for q := range n {
+				v |= q + 1 + k
+			}
+			return float64(v)
+		}},
+		{tensor.Bool, ReduceProd, func(int) float64 { return 1 }},
+	} {
+		mpitest.Run(t, fmt.Sprintf("%v/%v", tc.op, tc.dt), func(t *testing.T) {
+			td := New(2)
+			for k := range 4 {
+				fill(td, tc.dt, float64(r+1+k))
+				require.NoError(t, td.AllReduce(tc.op), "call %d", k)
+				check(td, tc.want(k), fmt.Sprintf("call %d", k))
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(td *TensorDict) (op ReduceOp, opts []CollectiveOption)
+		is     error
+	}{
+		{"structure", func(td *TensorDict) (ReduceOp, []CollectiveOption) {
+			require.NoError(t, td.Set(K("d"), tensor.Full(tensor.Float32, 1, 2)))
+			return ReduceSum, nil
+		}, ErrMismatch},
+		{"op", func(*TensorDict) (ReduceOp, []CollectiveOption) { return ReduceMax, nil }, ErrMismatch},
+		{"context", func(*TensorDict) (ReduceOp, []CollectiveOption) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ReduceSum, []CollectiveOption{WithContext(ctx)}
+		}, nil},
+	} {
+		mpitest.Run(t, tc.name, func(t *testing.T) {
+			td := New(2)
+			for k := range 2 {
+				fill(td, tensor.Float32, float64(r+1))
+				require.NoError(t, td.AllReduce(ReduceSum), "call %d", k)
+			}
+			fill(td, tensor.Float32, float64(r+1))
+			op, opts := ReduceSum, []CollectiveOption(nil)
+			if r == n-1 {
+				op, opts = tc.change(td)
+			}
+			err := td.AllReduce(op, opts...)
+			require.Error(t, err)
+			if tc.is != nil {
+				assert.ErrorIs(t, err, tc.is)
+			} else if r != n-1 {
+				var pe *PeerError
+				require.ErrorAs(t, err, &pe)
+				assert.Equal(t, n-1, pe.Rank)
+			}
+			check(td, float64(r+1), "nothing reduced")
+			if r == n-1 {
+				_ = td.Del(K("d"))
+			}
+			for k := range 2 {
+				fill(td, tensor.Float32, float64(r+1))
+				require.NoError(t, td.AllReduce(ReduceSum), "call %d after", k)
+				check(td, sum, fmt.Sprintf("call %d after", k))
+			}
+		})
+	}
+}

@@ -90,6 +90,15 @@ func (o Op) mpiOp(dt tensor.DType) (mpi.Op, error) {
 // rank fail (ShareFailure). red is nil on a rank that has no leaves to
 // reduce (its local error says why).
 func (cl *Call) Reduce(red *Reduction, op Op, root int, local error, hash uint64, describe func() codec.Structure) error {
+	var st *steady
+	if cl.fusable(root) {
+		st = steadies.Of(cl.Group)
+		if st.sig != 0 {
+			if done, err := cl.reduceFused(st, red, op, local, hash); done {
+				return err
+			}
+		}
+	}
 	var lh uint64
 	notFast := uint64(1)
 	if red != nil {
@@ -104,14 +113,17 @@ func (cl *Call) Reduce(red *Reduction, op Op, root int, local error, hash uint64
 	// gave the same value.
 	r1 := uint64(root + 1)
 	v, err := cl.CheckSame(hash, describe, max(root, 0), local, lh, ^lh, notFast, uint64(op), ^uint64(op), r1, ^r1)
+	if err == nil && v[3] != ^v[4] {
+		err = cl.Errorf("ranks passed different ops (%v and %v): %w", Op(^v[4]), Op(v[3]), ErrMismatch)
+	}
+	if err == nil && v[5] != ^v[6] {
+		err = cl.Errorf("ranks passed different roots (%d and %d): %w", int(^v[6])-1, int(v[5])-1, ErrMismatch)
+	}
+	if st != nil {
+		st.agreed(red, op, hash, err)
+	}
 	if err != nil {
 		return err
-	}
-	if v[3] != ^v[4] {
-		return cl.Errorf("ranks passed different ops (%v and %v): %w", Op(^v[4]), Op(v[3]), ErrMismatch)
-	}
-	if v[5] != ^v[6] {
-		return cl.Errorf("ranks passed different roots (%d and %d): %w", int(^v[6])-1, int(v[5])-1, ErrMismatch)
 	}
 	cl.Defer() // the agreement is over: the reduction runs on
 	t := target{s: cl.Step, root: root}
@@ -125,17 +137,21 @@ func (cl *Call) Reduce(red *Reduction, op Op, root int, local error, hash uint64
 	if op != Avg || (root >= 0 && root != cl.Rank) {
 		return nil
 	}
-	return t.s.Then(func() error {
-		for i, x := range red.leaves {
-			if isHalf(x.DType()) {
-				continue // reduceHalf divided before the sum
-			}
-			if err := x.DivScalarInPlace(float64(cl.Size)); err != nil {
-				return cl.Errorf("key %v: averaging: %w", red.key(i), err)
-			}
+	return t.s.Then(func() error { return cl.average(red) })
+}
+
+// average divides the sums of red's leaves by the group's size, but for
+// half-precision leaves, which reduceHalf divided before the sum.
+func (cl *Call) average(red *Reduction) error {
+	for i, x := range red.leaves {
+		if isHalf(x.DType()) {
+			continue
 		}
-		return nil
-	})
+		if err := x.DivScalarInPlace(float64(cl.Size)); err != nil {
+			return cl.Errorf("key %v: averaging: %w", red.key(i), err)
+		}
+	}
+	return nil
 }
 
 // target says where a reduction's result goes: to every rank (Allreduce,
@@ -315,6 +331,7 @@ type Reduction struct {
 	dtypes   []firstLeaf[tensor.DType]
 	storages []firstLeaf[*tensor.Storage]
 	repeats  int
+	bytes    int // of every leaf
 }
 
 // firstLeaf is a value of a Reduction's leaves and the first leaf of it.
@@ -341,6 +358,7 @@ func PlanReduction(leaves []*tensor.Tensor, key func(i int) any) *Reduction {
 		if r.repeats == len(leaves) && repeatsElements(x) {
 			r.repeats = i
 		}
+		r.bytes += x.NBytes()
 	}
 	return r
 }

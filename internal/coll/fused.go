@@ -1,0 +1,245 @@
+// Copyright ©2025 The tdmpi Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style license.
+
+package coll
+
+import (
+	"encoding/binary"
+
+	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/proto"
+	"github.com/tdmpi/tdmpi/internal/xfer"
+	"github.com/tdmpi/tdmpi/tensor"
+)
+
+// The steady state of AllReduce. A small AllReduce takes three steps: the
+// agreement (every rank's structure, op and readiness), the reduction,
+// and the closing step. In a loop that reduces the same structure with
+// the same op call after call, the ranks agreed on all of it the call
+// before, so the next call tries one step: the leaves' bytes, behind a
+// header that holds the agreed signature and the flags of any rank whose
+// call differs (another structure or op, an error of its own, a context
+// already ended, a second goroutine), combined by xfer.Fold, whose
+// messages are those of an agreement. When no rank flagged and every
+// signature matched, the reduction is done; otherwise every rank sees it
+// in the same result, and they all take the three steps, which report
+// what differed as before.
+//
+// Every rank's record of the last agreement (steady, one per group) must
+// be the same, or the ranks would not make the same first step: it is
+// written only from what every rank sees alike (an agreement's outcome,
+// a fused result's flags), only by blocking AllReduce calls, and read
+// only by them. Deferred calls (IAllReduce) and Reduce neither read nor
+// write it. A second goroutine's collective is flagged when it is seen at
+// the start of a call: by this call or, when it comes later, the next.
+
+// A fused buffer is a header (flags, then the signature) and the leaves'
+// elements, in key order, back to back; every rank's is of one size.
+//
+// fusedMax bounds the leaves' bytes: a fused buffer of 256 bytes at most.
+// Up to there one step took 2.1-2.4 us against 3.5-4.1 for three (16
+// uint8 leaves of 8-128 bytes in all, np 2, tdmpi bench, four alternating
+// runs); beyond it Open MPI's shared memory sends each message more
+// slowly, and one step of 256 bytes to 2 KiB of leaves took 1.07-1.38x
+// the three steps' time (three alternating runs of builds with each
+// bound).
+const (
+	fusedHead     = 16
+	fusedMax      = 256 - fusedHead
+	fusedChanged  = 1 // this rank's call is not the agreed one
+	fusedMismatch = 2 // the signatures differed
+)
+
+// steady is a group's last agreed AllReduce, for the next to try in one
+// step. Collectives on the group run one at a time on this rank
+// (proto.Collective), so it needs no lock of its own.
+type steady struct {
+	sig      uint64 // 0: none
+	dt       tensor.DType
+	op       Op
+	buf, tmp []uint64 // Fold's buffers, reused
+}
+
+var steadies = proto.Slot[steady]{New: func() *steady { return new(steady) }}
+
+// fusedSig returns the signature of an AllReduce of r with op, whose
+// structure hashes to hash, in one step; ok is false when it cannot take
+// one: leaves of several dtypes, of one that foldElems does not combine
+// or that op does not apply to, or more than fusedMax bytes.
+func (r *Reduction) fusedSig(op Op, hash uint64) (sig uint64, ok bool) {
+	if r == nil || len(r.dtypes) != 1 || r.bytes > fusedMax {
+		return 0, false
+	}
+	dt := r.dtypes[0].v
+	if _, err := op.mpiOp(dt); err != nil || isHalf(dt) || dt.IsComplex() {
+		return 0, false
+	}
+	var b [32]byte
+	binary.LittleEndian.PutUint64(b[0:], hash)
+	binary.LittleEndian.PutUint64(b[8:], uint64(op))
+	binary.LittleEndian.PutUint64(b[16:], uint64(dt))
+	binary.LittleEndian.PutUint64(b[24:], uint64(r.bytes))
+	return codec.FNV64a(b[:]) | 1, true // never 0, which means none
+}
+
+// fusable reports whether cl's Reduce to root uses the steady state.
+func (cl *Call) fusable(root int) bool { return root < 0 && !cl.DeferSteps }
+
+// agreed records, once every rank agreed on an AllReduce of red with op
+// (err nil) or failed to, what the next call tries.
+func (st *steady) agreed(red *Reduction, op Op, hash uint64, err error) {
+	st.sig = 0
+	if err != nil {
+		return
+	}
+	sig, ok := red.fusedSig(op, hash)
+	if !ok {
+		return
+	}
+	words := (fusedHead + red.bytes + 7) / 8
+	if len(st.buf) != words {
+		st.buf, st.tmp = make([]uint64, words), make([]uint64, words)
+	}
+	st.sig, st.dt, st.op = sig, red.dtypes[0].v, op
+}
+
+// reduceFused tries an AllReduce of red with op in one step, as st allows
+// (see steady). It reports done false when some rank's call was not the
+// agreed one: every rank then goes the long way, which reports what
+// differed, and st is cleared. local is this rank's own error.
+func (cl *Call) reduceFused(st *steady, red *Reduction, op Op, local error, hash uint64) (done bool, err error) {
+	buf, tmp := WordsAsBytes(st.buf), WordsAsBytes(st.tmp)
+	flags := uint64(fusedChanged)
+	if sig, ok := red.fusedSig(op, hash); ok && sig == st.sig && local == nil && cl.Ready() == nil {
+		flags = 0
+		off := fusedHead
+		for _, x := range red.leaves {
+			if copyOut(buf[off:], x) != nil {
+				flags = fusedChanged // the long way names the leaf
+				break
+			}
+			off += x.NBytes()
+		}
+	}
+	binary.NativeEndian.PutUint64(buf, flags)
+	binary.NativeEndian.PutUint64(buf[8:], st.sig)
+	res, err := xfer.Fold(cl.Step, buf, tmp, st.combine)
+	if err != nil {
+		st.sig = 0
+		return true, cl.Errorf("reducing %d bytes in one step: %w", len(buf)-fusedHead, err)
+	}
+	if binary.NativeEndian.Uint64(res) != 0 {
+		st.sig = 0
+		return false, nil
+	}
+	cl.closed = true // the step was the agreement: nothing to close
+	off := fusedHead
+	for i, x := range red.leaves {
+		n := x.NBytes()
+		if err := copyIn(x, res[off:off+n]); err != nil {
+			return true, cl.Errorf("key %v: %w", red.key(i), err)
+		}
+		off += n
+	}
+	if op == Avg {
+		return true, cl.average(red)
+	}
+	return true, nil
+}
+
+// combine combines the fused buffer lo into hi: their flags, and, when
+// both carry st's signature and no flag, their elements (hi = lo op hi).
+func (st *steady) combine(lo, hi []byte) {
+	e := binary.NativeEndian
+	flags := e.Uint64(lo) | e.Uint64(hi)
+	if e.Uint64(lo[8:]) != e.Uint64(hi[8:]) {
+		flags |= fusedMismatch
+	}
+	e.PutUint64(hi, flags)
+	if flags != 0 {
+		return
+	}
+	x, y := lo[fusedHead:], hi[fusedHead:]
+	switch st.dt {
+	case tensor.Bool:
+		foldBool(x, y, st.op)
+	case tensor.Uint8:
+		foldInt(x, y, st.op)
+	case tensor.Int8:
+		foldInt(castBytes[int8](x), castBytes[int8](y), st.op)
+	case tensor.Int16:
+		foldInt(castBytes[int16](x), castBytes[int16](y), st.op)
+	case tensor.Int32:
+		foldInt(castBytes[int32](x), castBytes[int32](y), st.op)
+	case tensor.Int64:
+		foldInt(castBytes[int64](x), castBytes[int64](y), st.op)
+	case tensor.Float32:
+		foldNum(castBytes[float32](x), castBytes[float32](y), st.op)
+	case tensor.Float64:
+		foldNum(castBytes[float64](x), castBytes[float64](y), st.op)
+	}
+}
+
+// foldNum sets y to x op y for the ops of every number (Avg sums).
+func foldNum[T int8 | uint8 | int16 | int32 | int64 | float32 | float64](x, y []T, op Op) {
+	y = y[:len(x)]
+	switch op {
+	case Sum, Avg:
+		for i := range y {
+			y[i] = x[i] + y[i]
+		}
+	case Prod:
+		for i := range y {
+			y[i] = x[i] * y[i]
+		}
+	case Min:
+		for i := range y {
+			y[i] = min(x[i], y[i])
+		}
+	case Max:
+		for i := range y {
+			y[i] = max(x[i], y[i])
+		}
+	}
+}
+
+// foldInt is foldNum with the bitwise ops of integers.
+func foldInt[T int8 | uint8 | int16 | int32 | int64](x, y []T, op Op) {
+	y = y[:len(x)]
+	switch op {
+	case BitAnd:
+		for i := range y {
+			y[i] &= x[i]
+		}
+	case BitOr:
+		for i := range y {
+			y[i] |= x[i]
+		}
+	case BitXor:
+		for i := range y {
+			y[i] ^= x[i]
+		}
+	default:
+		foldNum(x, y, op)
+	}
+}
+
+// foldBool sets the bools (bytes 0 and 1) y to x op y, op as mpiOp maps
+// it for bool: a logical or, and or exclusive or.
+func foldBool(x, y []byte, op Op) {
+	y = y[:len(x)]
+	switch op {
+	case Sum, Max, BitOr:
+		for i := range y {
+			y[i] |= x[i]
+		}
+	case Prod, Min, BitAnd:
+		for i := range y {
+			y[i] &= x[i]
+		}
+	case BitXor:
+		for i := range y {
+			y[i] ^= x[i]
+		}
+	}
+}
