@@ -1073,15 +1073,16 @@ func TestCollectiveReducePieces(t *testing.T) {
 
 // TestAllReduceSteady: AllReduce of one small TensorDict call after call
 // (from the second call on, the steady state tries one step) gives the
-// right values every time, for each op and dtype; a change on one rank
-// between calls (its structure, its op, an ended context) fails every
-// rank as it would on a first call, with nothing reduced, and the calls
-// after it reduce again.
+// right values every time, for each op and dtype, inline or not, with or
+// without a context; a change on one rank between calls (its structure,
+// its op, a Reduce, an ended context) fails every rank as it would on a
+// first call, with nothing reduced, an IAllReduce on one rank reduces
+// with the others' AllReduce, and the calls after them reduce again.
 func TestAllReduceSteady(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	n, r := g.Size(), g.Rank()
-	fill := func(td *TensorDict, dt tensor.DType, v float64) {
-		require.NoError(t, td.Set(K("a"), tensor.Full(dt, v, 2, 3)))
+	fill := func(td *TensorDict, dt tensor.DType, v float64, cols int) {
+		require.NoError(t, td.Set(K("a"), tensor.Full(dt, v, 2, cols)))
 		require.NoError(t, td.Set(K("b", "c"), tensor.Full(dt, v, 2)))
 	}
 	check := func(td *TensorDict, want float64, msg string) {
@@ -1095,72 +1096,95 @@ func TestAllReduceSteady(t *testing.T) {
 	for _, tc := range []struct {
 		dt   tensor.DType
 		op   ReduceOp
+		cols int                     // of leaf a: 3 travel inline, 600 do not
 		want func(round int) float64 // rank r contributes r+1+round
+		opts []CollectiveOption
 	}{
-		{tensor.Float32, ReduceSum, func(k int) float64 { return sum + float64(n*k) }},
-		{tensor.Float64, ReduceAvg, func(k int) float64 { return (sum + float64(n*k)) / float64(n) }},
-		{tensor.Int64, ReduceMax, func(k int) float64 { return float64(n + k) }},
-		{tensor.Int16, ReduceMin, func(k int) float64 { return float64(1 + k) }},
-		{tensor.Uint8, ReduceBitOr, func(k int) float64 {
+		{tensor.Float32, ReduceSum, 3, func(k int) float64 { return sum + float64(n*k) }, nil},
+		{tensor.Float32, ReduceSum, 600, func(k int) float64 { return sum + float64(n*k) }, nil},
+		{tensor.Float32, ReduceSum, 600, func(k int) float64 { return sum + float64(n*k) }, []CollectiveOption{testCtx(t)}},
+		{tensor.Float16, ReduceSum, 3, func(k int) float64 { return sum + float64(n*k) }, nil},
+		{tensor.Float64, ReduceAvg, 3, func(k int) float64 { return (sum + float64(n*k)) / float64(n) }, nil},
+		{tensor.Float64, ReduceAvg, 600, func(k int) float64 { return (sum + float64(n*k)) / float64(n) }, nil},
+		{tensor.Int64, ReduceMax, 3, func(k int) float64 { return float64(n + k) }, nil},
+		{tensor.Int16, ReduceMin, 3, func(k int) float64 { return float64(1 + k) }, nil},
+		{tensor.Uint8, ReduceBitOr, 3, func(k int) float64 {
 			v := 0
 			for q := range n {
 				v |= q + 1 + k
 			}
 			return float64(v)
-		}},
-		{tensor.Bool, ReduceProd, func(int) float64 { return 1 }},
+		}, nil},
+		{tensor.Bool, ReduceProd, 3, func(int) float64 { return 1 }, nil},
 	} {
-		mpitest.Run(t, fmt.Sprintf("%v/%v", tc.op, tc.dt), func(t *testing.T) {
+		mpitest.Run(t, fmt.Sprintf("%v/%v/%d/%d", tc.op, tc.dt, tc.cols, len(tc.opts)), func(t *testing.T) {
 			td := New(2)
 			for k := range 4 {
-				fill(td, tc.dt, float64(r+1+k))
-				require.NoError(t, td.AllReduce(tc.op), "call %d", k)
+				fill(td, tc.dt, float64(r+1+k), tc.cols)
+				require.NoError(t, td.AllReduce(tc.op, tc.opts...), "call %d", k)
 				check(td, tc.want(k), fmt.Sprintf("call %d", k))
 			}
 		})
 	}
 	for _, tc := range []struct {
-		name   string
-		change func(td *TensorDict) (op ReduceOp, opts []CollectiveOption)
-		is     error
+		name string
+		call func(td *TensorDict) error // rank n-1's call after two the same
+		ok   bool                       // every rank reduces all the same
+		is   error
 	}{
-		{"structure", func(td *TensorDict) (ReduceOp, []CollectiveOption) {
+		{"structure", func(td *TensorDict) error {
 			require.NoError(t, td.Set(K("d"), tensor.Full(tensor.Float32, 1, 2)))
-			return ReduceSum, nil
-		}, ErrMismatch},
-		{"op", func(*TensorDict) (ReduceOp, []CollectiveOption) { return ReduceMax, nil }, ErrMismatch},
-		{"context", func(*TensorDict) (ReduceOp, []CollectiveOption) {
+			return td.AllReduce(ReduceSum)
+		}, false, ErrMismatch},
+		{"op", func(td *TensorDict) error { return td.AllReduce(ReduceMax) }, false, ErrMismatch},
+		{"root", func(td *TensorDict) error { return td.Reduce(0, ReduceSum) }, false, ErrMismatch},
+		{"context", func(td *TensorDict) error {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			return ReduceSum, []CollectiveOption{WithContext(ctx)}
-		}, nil},
+			return td.AllReduce(ReduceSum, WithContext(ctx))
+		}, false, nil},
+		{"IAllReduce", func(td *TensorDict) error {
+			p, err := td.IAllReduce(ReduceSum)
+			if err != nil {
+				return err
+			}
+			return p.Wait()
+		}, true, nil},
 	} {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			td := New(2)
 			for k := range 2 {
-				fill(td, tensor.Float32, float64(r+1))
+				fill(td, tensor.Float32, float64(r+1), 3)
 				require.NoError(t, td.AllReduce(ReduceSum), "call %d", k)
 			}
-			fill(td, tensor.Float32, float64(r+1))
-			op, opts := ReduceSum, []CollectiveOption(nil)
+			fill(td, tensor.Float32, float64(r+1), 3)
+			var err error
 			if r == n-1 {
-				op, opts = tc.change(td)
+				err = tc.call(td)
+			} else {
+				err = td.AllReduce(ReduceSum)
 			}
-			err := td.AllReduce(op, opts...)
-			require.Error(t, err)
-			if tc.is != nil {
+			switch {
+			case tc.ok:
+				require.NoError(t, err)
+				check(td, sum, "mixed")
+			case tc.is != nil:
 				assert.ErrorIs(t, err, tc.is)
-			} else if r != n-1 {
+			case r != n-1:
 				var pe *PeerError
 				require.ErrorAs(t, err, &pe)
 				assert.Equal(t, n-1, pe.Rank)
+			default:
+				require.Error(t, err)
 			}
-			check(td, float64(r+1), "nothing reduced")
+			if !tc.ok {
+				check(td, float64(r+1), "nothing reduced")
+			}
 			if r == n-1 {
 				_ = td.Del(K("d"))
 			}
 			for k := range 2 {
-				fill(td, tensor.Float32, float64(r+1))
+				fill(td, tensor.Float32, float64(r+1), 3)
 				require.NoError(t, td.AllReduce(ReduceSum), "call %d after", k)
 				check(td, sum, fmt.Sprintf("call %d after", k))
 			}

@@ -171,8 +171,8 @@
 // goroutine at a time; calls from several goroutines at once are detected
 // (on the rank that has them, and passed to the others at the agreement
 // step that starts every collective and the small allreduce that ends it;
-// an AllReduce in one step passes them in its one message, and a call
-// another goroutine enters while it runs is reported by the next), and
+// an AllReduce in its steady state passes them with its signature, and a
+// call another goroutine enters while it runs is reported by the next), and
 // every rank's call fails with ErrConcurrent instead of combining data
 // from different calls. Use a group per goroutine (group.Group.New) for
 // concurrent collectives.

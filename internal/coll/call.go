@@ -333,17 +333,20 @@ func (cl *Call) closeDeferred(busy func() bool, err error) (*Pending, error) {
 		cl.Held.End(err)
 		return nil, err
 	}
-	flag := []uint8{0}
-	if busy() {
-		flag[0] = 1
-	}
-	cl.Deferred = q
-	err = xfer.Allreduce(cl.Step, flag, mpi.OpMax) // the closing step, queued
-	cl.Deferred = nil
-	if err != nil {
-		err = errors.Join(cl.Errorf("closing the collective: %w", err), completeSteps(cl.Op, cl.Step, q))
-		cl.Held.End(err)
-		return nil, err
+	var flag []uint8
+	if !cl.closed {
+		flag = []uint8{0}
+		if busy() {
+			flag[0] = 1
+		}
+		cl.Deferred = q
+		err = xfer.Allreduce(cl.Step, flag, mpi.OpMax) // the closing step, queued
+		cl.Deferred = nil
+		if err != nil {
+			err = errors.Join(cl.Errorf("closing the collective: %w", err), completeSteps(cl.Op, cl.Step, q))
+			cl.Held.End(err)
+			return nil, err
+		}
 	}
 	p := &Pending{op: cl.Op, s: cl.Step, q: q, flag: flag, errorf: cl.Errorf, held: new(Holds)}
 	*p.held, cl.Held = cl.Held, Holds{}

@@ -12,49 +12,56 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// The steady state of AllReduce. A small AllReduce takes three steps: the
-// agreement (every rank's structure, op and readiness), the reduction,
-// and the closing step. In a loop that reduces the same structure with
-// the same op call after call, the ranks agreed on all of it the call
-// before, so the next call tries one step: the leaves' bytes, behind a
-// header that holds the agreed signature and the flags of any rank whose
-// call differs (another structure or op, an error of its own, a context
-// already ended, a second goroutine), combined by xfer.Fold, whose
-// messages are those of an agreement. When no rank flagged and every
-// signature matched, the reduction is done; otherwise every rank sees it
-// in the same result, and they all take the three steps, which report
-// what differed as before.
+// The steady state of AllReduce. An AllReduce takes three steps: the
+// agreement (every rank's structure, op, layout and readiness), the
+// reduction, and the closing step. In a loop that reduces the same
+// structure with the same op call after call, the ranks agreed on all of
+// it the call before, so the next call replaces the agreement with a
+// header that holds a signature of what was agreed and the flags of any
+// rank whose call differs (another structure, op or layout, an error of
+// its own, a context already ended, a second goroutine), combined by
+// xfer.Fold, and needs no closing step. A small reduction (inline: leaves
+// of one dtype, fusedMax bytes at most) travels in the same messages as
+// the header: one step in all. When no rank flagged and every signature
+// matched, the reduction goes on; otherwise every rank sees it in the same
+// result, and they all take the three steps, which report what differed
+// as before.
 //
 // Every rank's record of the last agreement (steady, one per group) must
 // be the same, or the ranks would not make the same first step: it is
 // written only from what every rank sees alike (an agreement's outcome,
-// a fused result's flags), only by blocking AllReduce calls, and read
-// only by them. Deferred calls (IAllReduce) and Reduce neither read nor
-// write it. A second goroutine's collective is flagged when it is seen at
-// the start of a call: by this call or, when it comes later, the next.
+// a header's flags), and every call of the family (AllReduce, IAllReduce,
+// Reduce, IReduce, which may be mixed across the ranks of one call, and
+// then fail as the agreement finds) starts with the header while it is
+// set. Only an AllReduce or IAllReduce of the agreed structure and op
+// matches it; a Reduce always flags its header. A second goroutine's
+// collective is flagged when it is seen at the start of a call: by this
+// call or, when it comes later, the next.
 
-// A fused buffer is a header (flags, then the signature) and the leaves'
-// elements, in key order, back to back; every rank's is of one size.
+// A header is the flags, then the signature; an inline reduction's leaves
+// follow it, in key order, back to back. Every rank's is of one size.
 //
-// fusedMax bounds the leaves' bytes: a fused buffer of 256 bytes at most.
-// Up to there one step took 2.1-2.4 us against 3.5-4.1 for three (16
-// uint8 leaves of 8-128 bytes in all, np 2, tdmpi bench, four alternating
-// runs); beyond it Open MPI's shared memory sends each message more
-// slowly, and one step of 256 bytes to 2 KiB of leaves took 1.07-1.38x
-// the three steps' time (three alternating runs of builds with each
-// bound).
+// fusedMax bounds an inline reduction's bytes: a buffer of 256 bytes at
+// most. Up to there one step took 2.1-2.4 us against 3.5-4.1 for three
+// (16 uint8 leaves of 8-128 bytes in all, np 2, tdmpi bench, four
+// alternating runs); beyond it Open MPI's shared memory sends each
+// message more slowly, and one step of 256 bytes to 2 KiB of leaves took
+// 1.07-1.38x the three steps' time (three alternating runs of builds with
+// each bound).
 const (
 	fusedHead     = 16
 	fusedMax      = 256 - fusedHead
 	fusedChanged  = 1 // this rank's call is not the agreed one
 	fusedMismatch = 2 // the signatures differed
+	fusedBounded  = 4 // this rank's context can end: nonblocking steps
 )
 
-// steady is a group's last agreed AllReduce, for the next to try in one
-// step. Collectives on the group run one at a time on this rank
+// steady is a group's last agreed AllReduce, for the next to start from.
+// Collectives on the group run one at a time on this rank
 // (proto.Collective), so it needs no lock of its own.
 type steady struct {
 	sig      uint64 // 0: none
+	inline   bool   // the leaves travel with the header
 	dt       tensor.DType
 	op       Op
 	buf, tmp []uint64 // Fold's buffers, reused
@@ -62,58 +69,65 @@ type steady struct {
 
 var steadies = proto.Slot[steady]{New: func() *steady { return new(steady) }}
 
-// fusedSig returns the signature of an AllReduce of r with op, whose
-// structure hashes to hash, in one step; ok is false when it cannot take
-// one: leaves of several dtypes, of one that foldElems does not combine
-// or that op does not apply to, or more than fusedMax bytes.
-func (r *Reduction) fusedSig(op Op, hash uint64) (sig uint64, ok bool) {
-	if r == nil || len(r.dtypes) != 1 || r.bytes > fusedMax {
+// steadySig returns the signature of an AllReduce of r with op, whose
+// structure hashes to hash, and whether its leaves travel inline: of one
+// dtype that steady.combine reduces with op, and at most fusedMax bytes.
+// r is nil on a rank that has no leaves to reduce: its signature is 0.
+func (r *Reduction) steadySig(op Op, hash uint64) (sig uint64, inline bool) {
+	if r == nil {
 		return 0, false
 	}
-	dt := r.dtypes[0].v
-	if _, err := op.mpiOp(dt); err != nil || isHalf(dt) || dt.IsComplex() {
-		return 0, false
-	}
-	var b [32]byte
+	var b [48]byte
 	binary.LittleEndian.PutUint64(b[0:], hash)
 	binary.LittleEndian.PutUint64(b[8:], uint64(op))
-	binary.LittleEndian.PutUint64(b[16:], uint64(dt))
-	binary.LittleEndian.PutUint64(b[24:], uint64(r.bytes))
-	return codec.FNV64a(b[:]) | 1, true // never 0, which means none
+	binary.LittleEndian.PutUint64(b[16:], r.layout)
+	if r.fast {
+		b[24] = 1
+	}
+	if len(r.dtypes) == 1 && r.bytes <= fusedMax {
+		dt := r.dtypes[0].v
+		_, err := op.mpiOp(dt)
+		inline = err == nil && !isHalf(dt) && !dt.IsComplex()
+		binary.LittleEndian.PutUint64(b[32:], uint64(dt))
+		binary.LittleEndian.PutUint64(b[40:], uint64(r.bytes))
+	}
+	return codec.FNV64a(b[:]) | 1, inline // never 0, which means none
 }
 
-// fusable reports whether cl's Reduce to root uses the steady state.
-func (cl *Call) fusable(root int) bool { return root < 0 && !cl.DeferSteps }
-
-// agreed records, once every rank agreed on an AllReduce of red with op
-// (err nil) or failed to, what the next call tries.
-func (st *steady) agreed(red *Reduction, op Op, hash uint64, err error) {
+// agreed records, once every rank agreed on a reduction of red with op to
+// root (err nil) or failed to, what the next call starts from: an
+// AllReduce's (root < 0) agreement, or none.
+func (st *steady) agreed(red *Reduction, op Op, root int, hash uint64, err error) {
 	st.sig = 0
-	if err != nil {
+	if err != nil || root >= 0 {
 		return
 	}
-	sig, ok := red.fusedSig(op, hash)
-	if !ok {
-		return
+	sig, inline := red.steadySig(op, hash)
+	size := fusedHead
+	if inline {
+		size += red.bytes
+		st.dt = red.dtypes[0].v
 	}
-	words := (fusedHead + red.bytes + 7) / 8
-	if len(st.buf) != words {
+	if words := (size + 7) / 8; len(st.buf) != words {
 		st.buf, st.tmp = make([]uint64, words), make([]uint64, words)
 	}
-	st.sig, st.dt, st.op = sig, red.dtypes[0].v, op
+	st.sig, st.inline, st.op = sig, inline, op
 }
 
-// reduceFused tries an AllReduce of red with op in one step, as st allows
-// (see steady). It reports done false when some rank's call was not the
-// agreed one: every rank then goes the long way, which reports what
-// differed, and st is cleared. local is this rank's own error.
-func (cl *Call) reduceFused(st *steady, red *Reduction, op Op, local error, hash uint64) (done bool, err error) {
+// reduceSteady runs a reduction of red with op to root from the steady
+// state st (see steady). It reports done false when some rank's call was
+// not the agreed one: every rank then goes the long way, which reports
+// what differed, and st is cleared. local is this rank's own error.
+func (cl *Call) reduceSteady(st *steady, red *Reduction, op Op, root int, local error, hash uint64) (done bool, err error) {
 	buf, tmp := WordsAsBytes(st.buf), WordsAsBytes(st.tmp)
 	flags := uint64(fusedChanged)
-	if sig, ok := red.fusedSig(op, hash); ok && sig == st.sig && local == nil && cl.Ready() == nil {
+	if sig, _ := red.steadySig(op, hash); sig == st.sig && root < 0 && local == nil && cl.Ready() == nil {
 		flags = 0
-		off := fusedHead
-		for _, x := range red.leaves {
+		if cl.unbounded() == 0 {
+			flags = fusedBounded
+		}
+		for off, i := fusedHead, 0; st.inline && i < len(red.leaves); i++ {
+			x := red.leaves[i]
 			if copyOut(buf[off:], x) != nil {
 				flags = fusedChanged // the long way names the leaf
 				break
@@ -126,13 +140,19 @@ func (cl *Call) reduceFused(st *steady, red *Reduction, op Op, local error, hash
 	res, err := xfer.Fold(cl.Step, buf, tmp, st.combine)
 	if err != nil {
 		st.sig = 0
-		return true, cl.Errorf("reducing %d bytes in one step: %w", len(buf)-fusedHead, err)
+		return true, cl.Errorf("comparing with the last call: %w", err)
 	}
-	if binary.NativeEndian.Uint64(res) != 0 {
+	flags = binary.NativeEndian.Uint64(res)
+	if flags&(fusedChanged|fusedMismatch) != 0 {
 		st.sig = 0
 		return false, nil
 	}
-	cl.closed = true // the step was the agreement: nothing to close
+	cl.closed = true // the header was the agreement: nothing to close
+	if !st.inline {
+		cl.Agreed(int32(1 - flags/fusedBounded))
+		cl.Defer()
+		return true, cl.reduceData(red, op, -1, red.fast)
+	}
 	off := fusedHead
 	for i, x := range red.leaves {
 		n := x.NBytes()
@@ -147,8 +167,9 @@ func (cl *Call) reduceFused(st *steady, red *Reduction, op Op, local error, hash
 	return true, nil
 }
 
-// combine combines the fused buffer lo into hi: their flags, and, when
-// both carry st's signature and no flag, their elements (hi = lo op hi).
+// combine combines the header lo into hi: their flags, and, when both
+// carry st's signature and neither is flagged changed, their inline
+// elements (hi = lo op hi).
 func (st *steady) combine(lo, hi []byte) {
 	e := binary.NativeEndian
 	flags := e.Uint64(lo) | e.Uint64(hi)
@@ -156,7 +177,7 @@ func (st *steady) combine(lo, hi []byte) {
 		flags |= fusedMismatch
 	}
 	e.PutUint64(hi, flags)
-	if flags != 0 {
+	if flags&(fusedChanged|fusedMismatch) != 0 || !st.inline {
 		return
 	}
 	x, y := lo[fusedHead:], hi[fusedHead:]

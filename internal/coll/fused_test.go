@@ -61,7 +61,7 @@ func TestSteadyCombine(t *testing.T) {
 		{tensor.Bool, BitXor, []float64{1, 0, 1}, []float64{1, 1, 0}, []float64{0, 1, 1}},
 	} {
 		t.Run(fmt.Sprintf("%v/%v", tc.dt, tc.op), func(t *testing.T) {
-			st := &steady{sig: 7, dt: tc.dt, op: tc.op}
+			st := &steady{sig: 7, inline: true, dt: tc.dt, op: tc.op}
 			x, y := vec(t, tc.x).To(tc.dt), vec(t, tc.y).To(tc.dt)
 			lo, hi := fusedPair(t, 7, x, y)
 			st.combine(lo, hi)
@@ -73,7 +73,7 @@ func TestSteadyCombine(t *testing.T) {
 		})
 	}
 	t.Run("flags", func(t *testing.T) {
-		st := &steady{sig: 7, dt: tensor.Float64, op: Sum}
+		st := &steady{sig: 7, inline: true, dt: tensor.Float64, op: Sum}
 		x := vec(t, []float64{1, 2})
 		for _, c := range []struct {
 			sigLo, flagsLo, flagsHi, want uint64
@@ -91,21 +91,26 @@ func TestSteadyCombine(t *testing.T) {
 			assert.Equal(t, c.want, binary.NativeEndian.Uint64(hi), "%+v", c)
 			assert.Equal(t, 1.0, math.Float64frombits(binary.NativeEndian.Uint64(hi[fusedHead:])), "%+v: elements left alone", c)
 		}
+		lo, hi := fusedPair(t, 7, x, x)
+		binary.NativeEndian.PutUint64(lo, fusedBounded)
+		st.combine(lo, hi)
+		assert.Equal(t, uint64(fusedBounded), binary.NativeEndian.Uint64(hi), "bounded")
+		assert.Equal(t, 2.0, math.Float64frombits(binary.NativeEndian.Uint64(hi[fusedHead:])), "bounded: elements combined")
 	})
 }
 
-// TestFusedSig: which reductions take one step, and that their
+// TestSteadySig: which reductions travel inline, and that the
 // signatures tell apart what the ranks must agree on.
-func TestFusedSig(t *testing.T) {
+func TestSteadySig(t *testing.T) {
 	plan := func(xs ...*tensor.Tensor) *Reduction {
 		return PlanReduction(xs, func(i int) any { return i })
 	}
 	f32 := plan(tensor.Full(tensor.Float32, 1, 4), tensor.Full(tensor.Float32, 1, 2))
 	for _, c := range []struct {
-		name string
-		r    *Reduction
-		op   Op
-		ok   bool
+		name   string
+		r      *Reduction
+		op     Op
+		inline bool
 	}{
 		{"float32 sum", f32, Sum, true},
 		{"float32 avg", f32, Avg, true},
@@ -115,17 +120,30 @@ func TestFusedSig(t *testing.T) {
 		{"complex", plan(tensor.Full(tensor.Complex64, 1, 4)), Sum, false},
 		{"largest", plan(tensor.Full(tensor.Uint8, 1, fusedMax)), Sum, true},
 		{"too large", plan(tensor.Full(tensor.Uint8, 1, fusedMax+1)), Sum, false},
-		{"none", nil, Sum, false},
 	} {
-		_, ok := c.r.fusedSig(c.op, 1)
-		assert.Equal(t, c.ok, ok, c.name)
+		sig, inline := c.r.steadySig(c.op, 1)
+		assert.Equal(t, c.inline, inline, c.name)
+		assert.NotZero(t, sig, c.name)
 	}
-	s1, _ := f32.fusedSig(Sum, 1)
-	s2, _ := f32.fusedSig(Max, 1)
-	s3, _ := f32.fusedSig(Sum, 2)
-	s4, _ := plan(tensor.Full(tensor.Float32, 1, 6)).fusedSig(Sum, 1)
-	s5, _ := plan(tensor.Full(tensor.Int32, 1, 4), tensor.Full(tensor.Int32, 1, 2)).fusedSig(Sum, 1)
-	assert.Len(t, map[uint64]bool{s1: true, s2: true, s3: true, s5: true}, 4, "op, structure hash and dtype change the signature")
-	assert.Equal(t, s1, s4, "the structure hash, not the leaves, tells structures apart")
-	assert.NotZero(t, s1)
+	sig, _ := (*Reduction)(nil).steadySig(Sum, 1)
+	assert.Zero(t, sig, "no leaves")
+
+	st := tensor.Full(tensor.Float32, 1, 6).Storage()
+	a, err := tensor.FromStorage(tensor.Float32, st, 0, 4)
+	require.NoError(t, err)
+	b, err := tensor.FromStorage(tensor.Float32, st, 16, 2)
+	require.NoError(t, err)
+	sigs := map[uint64]string{}
+	for name, r := range map[string]*Reduction{
+		"sum":         f32,
+		"int32":       plan(tensor.Full(tensor.Int32, 1, 4), tensor.Full(tensor.Int32, 1, 2)),
+		"one storage": plan(a, b),
+	} {
+		s, _ := r.steadySig(Sum, 1)
+		sigs[s] = name
+	}
+	s1, _ := f32.steadySig(Max, 1)
+	s2, _ := f32.steadySig(Sum, 2)
+	sigs[s1], sigs[s2] = "max", "hash"
+	assert.Len(t, sigs, 5, "op, structure hash, dtype and layout change the signature: %v", sigs)
 }

@@ -90,13 +90,10 @@ func (o Op) mpiOp(dt tensor.DType) (mpi.Op, error) {
 // rank fail (ShareFailure). red is nil on a rank that has no leaves to
 // reduce (its local error says why).
 func (cl *Call) Reduce(red *Reduction, op Op, root int, local error, hash uint64, describe func() codec.Structure) error {
-	var st *steady
-	if cl.fusable(root) {
-		st = steadies.Of(cl.Group)
-		if st.sig != 0 {
-			if done, err := cl.reduceFused(st, red, op, local, hash); done {
-				return err
-			}
+	st := steadies.Of(cl.Group)
+	if st.sig != 0 {
+		if done, err := cl.reduceSteady(st, red, op, root, local, hash); done {
+			return err
 		}
 	}
 	var lh uint64
@@ -119,15 +116,20 @@ func (cl *Call) Reduce(red *Reduction, op Op, root int, local error, hash uint64
 	if err == nil && v[5] != ^v[6] {
 		err = cl.Errorf("ranks passed different roots (%d and %d): %w", int(^v[6])-1, int(v[5])-1, ErrMismatch)
 	}
-	if st != nil {
-		st.agreed(red, op, hash, err)
-	}
+	st.agreed(red, op, root, hash, err)
 	if err != nil {
 		return err
 	}
 	cl.Defer() // the agreement is over: the reduction runs on
+	return cl.reduceData(red, op, root, v[2] == 0 && v[0] == ^v[1])
+}
+
+// reduceData reduces red's leaves with op, once the ranks agreed: as one
+// span when every rank's leaves tile one storage in the same layout
+// (fast), else step by step.
+func (cl *Call) reduceData(red *Reduction, op Op, root int, fast bool) error {
 	t := target{s: cl.Step, root: root}
-	if v[2] == 0 && v[0] == ^v[1] {
+	if fast {
 		if err := t.reduceBytes(red.span, red.leaves[0].DType(), op); err != nil {
 			return cl.Errorf("reducing the storage of %d leaves: %w", len(red.leaves), err)
 		}
