@@ -281,9 +281,9 @@ func unpack(cl *coll.Call, r int, in []int64, words []uint64) (*TensorDict, erro
 // is refused. Nested TensorDicts use the same group (Python tensordict's
 // reduce falls back to the default group there).
 //
-// An AllReduce repeated with the same structure, op and layout skips the
-// agreement that starts a call and the one that closes it: when the
-// group's last AllReduce (or IAllReduce) agreed on the same, the ranks
+// An AllReduce (or Reduce) repeated with the same structure, op and
+// layout skips the agreement that starts a call and the one that closes
+// it: when the group's last reduction agreed on the same, the ranks
 // exchange a signature of what was agreed instead, and a rank whose call
 // differs flags it there; every rank then takes the full steps, which
 // report the difference as above. Leaves of one dtype (not half precision

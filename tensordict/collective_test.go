@@ -1126,6 +1126,22 @@ func TestAllReduceSteady(t *testing.T) {
 			}
 		})
 	}
+	for _, dst := range []int{0, n - 1} {
+		mpitest.Run(t, fmt.Sprintf("Reduce to %d", dst), func(t *testing.T) {
+			td := New(2)
+			for _, cols := range []int{3, 600} {
+				for k := range 4 {
+					fill(td, tensor.Float64, float64(r+1+k), cols)
+					require.NoError(t, td.Reduce(dst, ReduceAvg), "call %d", k)
+					want := float64(r + 1 + k) // only read
+					if r == dst {
+						want = (sum + float64(n*k)) / float64(n)
+					}
+					check(td, want, fmt.Sprintf("call %d, %d columns", k, cols))
+				}
+			}
+		})
+	}
 	for _, tc := range []struct {
 		name string
 		call func(td *TensorDict) error // rank n-1's call after two the same

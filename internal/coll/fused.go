@@ -12,31 +12,29 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// The steady state of AllReduce. An AllReduce takes three steps: the
-// agreement (every rank's structure, op, layout and readiness), the
-// reduction, and the closing step. In a loop that reduces the same
-// structure with the same op call after call, the ranks agreed on all of
-// it the call before, so the next call replaces the agreement with a
-// header that holds a signature of what was agreed and the flags of any
-// rank whose call differs (another structure, op or layout, an error of
-// its own, a context already ended, a second goroutine), combined by
-// xfer.Fold, and needs no closing step. A small reduction (inline: leaves
-// of one dtype, fusedMax bytes at most) travels in the same messages as
-// the header: one step in all. When no rank flagged and every signature
-// matched, the reduction goes on; otherwise every rank sees it in the same
-// result, and they all take the three steps, which report what differed
-// as before.
+// The steady state of AllReduce and Reduce. A reduction takes three
+// steps: the agreement (every rank's structure, op, root, layout and
+// readiness), the reduction, and the closing step. In a loop that reduces
+// the same structure the same way call after call, the ranks agreed on
+// all of it the call before, so the next call replaces the agreement with
+// a header that holds a signature of what was agreed and the flags of any
+// rank whose call differs (another structure, op, root or layout, an
+// error of its own, a context already ended, a second goroutine),
+// combined by xfer.Fold, and needs no closing step. A small reduction
+// (inline: leaves of one dtype, fusedMax bytes at most) travels in the
+// same messages as the header: one step in all. When no rank flagged and
+// every signature matched, the reduction goes on; otherwise every rank
+// sees it in the same result, and they all take the three steps, which
+// report what differed as before.
 //
 // Every rank's record of the last agreement (steady, one per group) must
 // be the same, or the ranks would not make the same first step: it is
-// written only from what every rank sees alike (an agreement's outcome,
-// a header's flags), and every call of the family (AllReduce, IAllReduce,
-// Reduce, IReduce, which may be mixed across the ranks of one call, and
-// then fail as the agreement finds) starts with the header while it is
-// set. Only an AllReduce or IAllReduce of the agreed structure and op
-// matches it; a Reduce always flags its header. A second goroutine's
-// collective is flagged when it is seen at the start of a call: by this
-// call or, when it comes later, the next.
+// written only from what every rank sees alike (an agreement's outcome, a
+// header's flags), and every call of the family (AllReduce, IAllReduce,
+// Reduce, IReduce, which may be mixed across the ranks of one call)
+// starts with the header while it is set. A second goroutine's collective
+// is flagged when it is seen at the start of a call: by this call or,
+// when it comes later, the next.
 
 // A header is the flags, then the signature; an inline reduction's leaves
 // follow it, in key order, back to back. Every rank's is of one size.
@@ -69,11 +67,12 @@ type steady struct {
 
 var steadies = proto.Slot[steady]{New: func() *steady { return new(steady) }}
 
-// steadySig returns the signature of an AllReduce of r with op, whose
-// structure hashes to hash, and whether its leaves travel inline: of one
-// dtype that steady.combine reduces with op, and at most fusedMax bytes.
-// r is nil on a rank that has no leaves to reduce: its signature is 0.
-func (r *Reduction) steadySig(op Op, hash uint64) (sig uint64, inline bool) {
+// steadySig returns the signature of a reduction of r with op to root
+// (-1: every rank), whose structure hashes to hash, and whether its leaves
+// travel inline: of one dtype that steady.combine reduces with op, and at
+// most fusedMax bytes. r is nil on a rank that has no leaves to reduce:
+// its signature is 0.
+func (r *Reduction) steadySig(op Op, root int, hash uint64) (sig uint64, inline bool) {
 	if r == nil {
 		return 0, false
 	}
@@ -84,6 +83,7 @@ func (r *Reduction) steadySig(op Op, hash uint64) (sig uint64, inline bool) {
 	if r.fast {
 		b[24] = 1
 	}
+	binary.LittleEndian.PutUint32(b[28:], uint32(root+1))
 	if len(r.dtypes) == 1 && r.bytes <= fusedMax {
 		dt := r.dtypes[0].v
 		_, err := op.mpiOp(dt)
@@ -95,14 +95,13 @@ func (r *Reduction) steadySig(op Op, hash uint64) (sig uint64, inline bool) {
 }
 
 // agreed records, once every rank agreed on a reduction of red with op to
-// root (err nil) or failed to, what the next call starts from: an
-// AllReduce's (root < 0) agreement, or none.
+// root (err nil) or failed to, what the next call starts from.
 func (st *steady) agreed(red *Reduction, op Op, root int, hash uint64, err error) {
 	st.sig = 0
-	if err != nil || root >= 0 {
+	if err != nil {
 		return
 	}
-	sig, inline := red.steadySig(op, hash)
+	sig, inline := red.steadySig(op, root, hash)
 	size := fusedHead
 	if inline {
 		size += red.bytes
@@ -121,7 +120,7 @@ func (st *steady) agreed(red *Reduction, op Op, root int, hash uint64, err error
 func (cl *Call) reduceSteady(st *steady, red *Reduction, op Op, root int, local error, hash uint64) (done bool, err error) {
 	buf, tmp := WordsAsBytes(st.buf), WordsAsBytes(st.tmp)
 	flags := uint64(fusedChanged)
-	if sig, _ := red.steadySig(op, hash); sig == st.sig && root < 0 && local == nil && cl.Ready() == nil {
+	if sig, _ := red.steadySig(op, root, hash); sig == st.sig && local == nil && cl.Ready() == nil {
 		flags = 0
 		if cl.unbounded() == 0 {
 			flags = fusedBounded
@@ -151,7 +150,10 @@ func (cl *Call) reduceSteady(st *steady, red *Reduction, op Op, root int, local 
 	if !st.inline {
 		cl.Agreed(int32(1 - flags/fusedBounded))
 		cl.Defer()
-		return true, cl.reduceData(red, op, -1, red.fast)
+		return true, cl.reduceData(red, op, root, red.fast)
+	}
+	if root >= 0 && root != cl.Rank {
+		return true, nil // a Reduce's other ranks only read their leaves
 	}
 	off := fusedHead
 	for i, x := range red.leaves {

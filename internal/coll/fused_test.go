@@ -121,11 +121,11 @@ func TestSteadySig(t *testing.T) {
 		{"largest", plan(tensor.Full(tensor.Uint8, 1, fusedMax)), Sum, true},
 		{"too large", plan(tensor.Full(tensor.Uint8, 1, fusedMax+1)), Sum, false},
 	} {
-		sig, inline := c.r.steadySig(c.op, 1)
+		sig, inline := c.r.steadySig(c.op, -1, 1)
 		assert.Equal(t, c.inline, inline, c.name)
 		assert.NotZero(t, sig, c.name)
 	}
-	sig, _ := (*Reduction)(nil).steadySig(Sum, 1)
+	sig, _ := (*Reduction)(nil).steadySig(Sum, -1, 1)
 	assert.Zero(t, sig, "no leaves")
 
 	st := tensor.Full(tensor.Float32, 1, 6).Storage()
@@ -139,11 +139,12 @@ func TestSteadySig(t *testing.T) {
 		"int32":       plan(tensor.Full(tensor.Int32, 1, 4), tensor.Full(tensor.Int32, 1, 2)),
 		"one storage": plan(a, b),
 	} {
-		s, _ := r.steadySig(Sum, 1)
+		s, _ := r.steadySig(Sum, -1, 1)
 		sigs[s] = name
 	}
-	s1, _ := f32.steadySig(Max, 1)
-	s2, _ := f32.steadySig(Sum, 2)
-	sigs[s1], sigs[s2] = "max", "hash"
-	assert.Len(t, sigs, 5, "op, structure hash, dtype and layout change the signature: %v", sigs)
+	s1, _ := f32.steadySig(Max, -1, 1)
+	s2, _ := f32.steadySig(Sum, -1, 2)
+	s3, _ := f32.steadySig(Sum, 0, 1)
+	sigs[s1], sigs[s2], sigs[s3] = "max", "hash", "root"
+	assert.Len(t, sigs, 6, "op, root, structure hash, dtype and layout change the signature: %v", sigs)
 }
