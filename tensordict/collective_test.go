@@ -1207,3 +1207,23 @@ func TestAllReduceSteady(t *testing.T) {
 		})
 	}
 }
+
+// TestIBroadcastInlineInParts: an IBroadcast whose frame holds its
+// storage inline but is longer than the first message (header, then the
+// rest of the frame) completes on every rank. The source deferred an
+// empty step list and queued a nonblocking close, while the receivers,
+// with nothing deferred, closed at once in the blocking mode: they hung.
+func TestIBroadcastInlineInParts(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	for _, src := range []int{0, g.Size() - 1} {
+		var td *TensorDict
+		if g.Rank() == src {
+			td = collSeed(t, 3)
+			require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, 3, 2, 1<<12))) // 32 KiB inline
+		}
+		got, p, err := td.IBroadcast(src)
+		require.NoError(t, err, "src %d", src)
+		require.NoError(t, p.Wait(), "src %d", src)
+		collCheckSeed(t, got, 3, 1<<12)
+	}
+}
