@@ -48,6 +48,8 @@ Bench measures, in one run, for payloads from -min to -max bytes (each size
 	               result dropped, not released
 	broadcast      Broadcast (the collective), the source alternating, each
 	               result released once broadcast on
+	broadcast-one  Broadcast from rank 0 every time (a learner sending its
+	               weights), each result released
 	send-consol    Send and Recv with WithConsolidated, ping-pong
 	send-leaves    Send and Recv, one message per leaf, ping-pong
 	raw-allreduce  mpi.AllreduceInPlace (sum) of a []byte in 4 KiB pages

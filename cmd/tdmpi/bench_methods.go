@@ -59,6 +59,7 @@ var methods = []*method{
 	{name: "initremote-re", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote and FromRemoteInit with WithAllocator reusing the previous result's storage", prepare: prepareInitRemote(false, true)},
 	{name: "initremote-set", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "InitRemote of a TensorDict whose leaves were set one by one, each result dropped", prepare: prepareInitRemoteSet},
 	{name: "broadcast", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "Broadcast, the collective, the source alternating", prepare: prepareBroadcast},
+	{name: "broadcast-one", td: true, pattern: patternBcast, baseline: "raw-bcast", desc: "Broadcast from rank 0 every time", prepare: prepareBroadcastOne},
 	{name: "send-consol", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv with WithConsolidated", prepare: prepareSendRecv(true)},
 	{name: "send-leaves", td: true, pattern: patternP2P, baseline: "raw-p2p", desc: "Send and Recv, one message per leaf", prepare: prepareSendRecv(false)},
 	{name: "allreduce", td: true, pattern: patternAllreduce, baseline: "raw-allreduce", desc: "AllReduce (sum) of leaves in storages of their own", prepare: prepareAllReduce(false)},
@@ -359,6 +360,39 @@ func prepareBroadcast(g *group.Group, size int64, leaves int) (func() error, fun
 			}
 			got = nil
 			return rerr
+		}, func() error {
+			if td != nil {
+				return td.Release()
+			}
+			return nil
+		}, nil
+}
+
+// prepareBroadcastOne times Broadcast as a learner that sends its weights
+// to the other ranks every step uses it: rank 0 broadcasts its TensorDict
+// twice a repetition; the others release each result.
+func prepareBroadcastOne(g *group.Group, size int64, leaves int) (func() error, func() error, error) {
+	opts := []tensordict.CollectiveOption{tensordict.WithGroup(g)}
+	var td *tensordict.TensorDict
+	if g.Rank() == 0 {
+		var err error
+		if td, err = benchTD(size, leaves); err != nil {
+			return nil, nil, err
+		}
+	}
+	return func() error {
+			for range 2 {
+				got, err := td.Broadcast(0, opts...)
+				if err != nil {
+					return err
+				}
+				if g.Rank() != 0 {
+					if err := got.Release(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
 		}, func() error {
 			if td != nil {
 				return td.Release()

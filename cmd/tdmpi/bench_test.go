@@ -83,8 +83,8 @@ func TestSelectMethods(t *testing.T) {
 		list string
 		want []string
 	}{
-		{"", []string{"raw-p2p", "raw-bcast", "raw-allreduce", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "initremote-set", "broadcast", "send-consol", "send-leaves", "allreduce", "allreduce-cons"}},
-		{"all", []string{"raw-p2p", "raw-bcast", "raw-allreduce", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "initremote-set", "broadcast", "send-consol", "send-leaves", "allreduce", "allreduce-cons"}},
+		{"", []string{"raw-p2p", "raw-bcast", "raw-allreduce", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "initremote-set", "broadcast", "broadcast-one", "send-consol", "send-leaves", "allreduce", "allreduce-cons"}},
+		{"all", []string{"raw-p2p", "raw-bcast", "raw-allreduce", "raw-p2p-hp", "initremote", "initremote-bc", "initremote-re", "initremote-set", "broadcast", "broadcast-one", "send-consol", "send-leaves", "allreduce", "allreduce-cons"}},
 		{"initremote", []string{"raw-p2p", "initremote"}},
 		{"send-leaves, initremote-bc", []string{"raw-p2p", "raw-bcast", "initremote-bc", "send-leaves"}},
 		{"raw-bcast", []string{"raw-bcast"}},
