@@ -1227,3 +1227,70 @@ func TestIBroadcastInlineInParts(t *testing.T) {
 		collCheckSeed(t, got, 3, 1<<12)
 	}
 }
+
+// TestBroadcastSteady: broadcasts from the root of the last one start
+// without comparing the roots first (the steady state). Repeated from one
+// root, small and large, with Broadcast and IBroadcast, they deliver the
+// right values; every rank moving to another root starts again from the
+// root check; one rank, a receiver or the steady root, passing another
+// root fails every rank with ErrMismatch, leaving WithConsolidated
+// receivers' TensorDicts unwritten, and the broadcasts after it work.
+func TestBroadcastSteady(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	n, r := g.Size(), g.Rank()
+	mk := func(v float64, big int) *TensorDict {
+		td := collSeed(t, v)
+		if big > 0 {
+			require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, v, 2, big)))
+		}
+		tdc, err := td.Consolidate()
+		require.NoError(t, err)
+		return tdc
+	}
+	for _, big := range []int{0, 1 << 12} {
+		mpitest.Run(t, fmt.Sprintf("big %d", big), func(t *testing.T) {
+			mine := mk(-1, big) // a receiver's, received into in place
+			for k, src := range []int{0, 0, 0, n - 1, n - 1, n - 1} {
+				td := mine
+				if r == src {
+					td = mk(float64(10+k), big)
+				}
+				var got *TensorDict
+				var err error
+				if k%2 == 1 {
+					var p *Pending
+					got, p, err = td.IBroadcast(src, WithConsolidated())
+					if err == nil {
+						err = p.Wait()
+					}
+				} else {
+					got, err = td.Broadcast(src, WithConsolidated())
+				}
+				require.NoError(t, err, "call %d from %d", k, src)
+				collCheckSeed(t, got, float64(10+k), big)
+			}
+			for _, who := range []int{0, n - 1} { // a receiver, the steady root
+				td := mine
+				if r == n-1 {
+					td = mk(20, big)
+				}
+				_, err := td.Broadcast(n-1, WithConsolidated())
+				require.NoError(t, err, "before: from %d", n-1)
+				require.NoError(t, mine.Fill(-1))
+				src := n - 1
+				if r == who {
+					src = 0
+				}
+				_, err = td.Broadcast(src, WithConsolidated())
+				require.Error(t, err, "rank %d passed another root", who)
+				assert.ErrorIs(t, err, ErrMismatch)
+				x, err := mine.Get(K("a", "b"))
+				require.NoError(t, err)
+				collRequireAll(t, x, -1, "not written")
+				got, err := td.Broadcast(n-1, WithConsolidated())
+				require.NoError(t, err, "after: from %d", n-1)
+				collCheckSeed(t, got, 20, big)
+			}
+		})
+	}
+}

@@ -253,8 +253,9 @@ const initInlineMax = 64 << 10
 // source, dst is ignored, and every other rank calls FromRemoteInit with
 // WithBroadcast and this rank as src. The transfer is then the broadcast
 // of Broadcast, with its messages, checks and errors: the ranks compare
-// their roots first (ranks that name different ones all return an error
-// wrapping ErrMismatch that names the lowest and the highest), and a
+// their roots first, or, from the last broadcast's root, after its first
+// message (ranks that name different ones all return an error wrapping
+// ErrMismatch that names the lowest and the highest), and a
 // receiver that refuses the header (WithMaxBytes, the memory it has)
 // makes every rank return an error (a *PeerError naming it elsewhere)
 // before the storage moves.

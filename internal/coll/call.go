@@ -250,6 +250,33 @@ func (cl *Call) Conclude(local error) error {
 	return err
 }
 
+// ConcludeRoot is the agreement of a broadcast that started from steady,
+// the root of the last broadcast every rank agreed on, without CheckRoot:
+// the ranks compare the roots they passed (r, this rank's) as CheckRoot
+// does, and share failures as ShareFailure does, or, when last (nothing
+// follows), Conclude. Ranks that passed different roots all return an
+// error wrapping ErrMismatch. restart is true, on every rank, when all
+// passed the same root but not steady's, and none failed: the broadcast
+// from steady was not the one they meant, and they start again.
+func (cl *Call) ConcludeRoot(what string, r, steady int, local error, last bool) (restart bool, err error) {
+	if last && local == nil && cl.busy != nil && cl.busy() {
+		local = ErrBusy
+	}
+	lo, hi, fail, err := cl.AgreeRootMode(r, local != nil)
+	switch {
+	case err != nil:
+		return false, cl.Errorf("agreeing on the %s: %w", what, OutOfStep(errors.Join(err, local)))
+	case lo != hi:
+		return false, cl.Errorf("ranks passed different roots (%s %d and %d; this rank %d): %w", what, lo, hi, r, errors.Join(ErrMismatch, local))
+	case fail >= 0:
+		return false, cl.Spread(fail, local)
+	case lo != steady:
+		return true, nil
+	}
+	cl.closed = last
+	return false, nil
+}
+
 // Spread returns nil if r == size (nobody failed), else passes rank r's
 // error text to every rank, as ShareFailure does. r comes from the other
 // ranks, and is checked first (xfer.Step.CheckFailed).

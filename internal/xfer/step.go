@@ -369,6 +369,30 @@ func (s Step) AgreeRoot(root int, failed bool) (lo, hi, fail int, err error) {
 	return int(^v[1]), int(v[0]), int(v[2]), nil
 }
 
+// AgreeRootMode is AgreeRoot and Agree in one step: the ranks compare
+// their roots, learn the lowest failing rank (fail, -1 for none, as Agree
+// gives it), and agree on the mode of the steps after it. It is the step
+// of a broadcast that compares the roots after its first message (see
+// tensordict's steady broadcasts); every rank of the collective must call
+// it at that step.
+func (s Step) AgreeRootMode(root int, failed bool) (lo, hi, fail int, err error) {
+	size := s.Comm.Size()
+	f := int64(0) // size minus the failing rank: the lowest wins MAX
+	if failed {
+		f = int64(size - s.Comm.Rank())
+	}
+	v := []int64{int64(root), ^int64(root), f, int64(1 - s.Unbounded())}
+	if err := Combine(s, v, mpi.OpMax); err != nil {
+		return 0, 0, 0, err
+	}
+	s.Agreed(int32(1 - v[3]))
+	fail = -1
+	if v[2] != 0 {
+		fail = size - int(v[2])
+	}
+	return int(^v[1]), int(v[0]), fail, nil
+}
+
 // CheckFailed checks r, the failing rank that a combination across the
 // ranks named (size for none), against what this rank knows: failed says
 // whether it failed itself. A rank below zero or above the group's size,
