@@ -331,41 +331,46 @@ func prepareInitRemoteSet(g *group.Group, size int64, leaves int) (func() error,
 // released (TensorDict.Release) once the next broadcast has taken it.
 func prepareBroadcast(g *group.Group, size int64, leaves int) (func() error, func() error, error) {
 	opts := []tensordict.CollectiveOption{tensordict.WithGroup(g)}
-	var td *tensordict.TensorDict
-	if g.Rank() == 0 {
-		var err error
-		if td, err = benchTD(size, leaves); err != nil {
-			return nil, nil, err
-		}
+	td, release, err := bcastSource(g, size, leaves)
+	if err != nil {
+		return nil, nil, err
 	}
 	var got *tensordict.TensorDict // rank 1's result from rank 0, sent on
 	return func() error {
-			first, err := td.Broadcast(0, opts...)
-			if err != nil {
-				return err
-			}
-			if g.Rank() != 0 {
-				got = first
-			}
-			second, err := got.Broadcast(1, opts...)
-			if err != nil {
-				return err
-			}
-			var rerr error
-			if g.Rank() != 1 {
-				rerr = second.Release()
-			}
-			if g.Rank() != 0 {
-				rerr = errors.Join(rerr, got.Release())
-			}
-			got = nil
-			return rerr
-		}, func() error {
-			if td != nil {
-				return td.Release()
-			}
-			return nil
-		}, nil
+		first, err := td.Broadcast(0, opts...)
+		if err != nil {
+			return err
+		}
+		if g.Rank() != 0 {
+			got = first
+		}
+		second, err := got.Broadcast(1, opts...)
+		if err != nil {
+			return err
+		}
+		var rerr error
+		if g.Rank() != 1 {
+			rerr = second.Release()
+		}
+		if g.Rank() != 0 {
+			rerr = errors.Join(rerr, got.Release())
+		}
+		got = nil
+		return rerr
+	}, release, nil
+}
+
+// bcastSource returns the broadcasts' TensorDict, rank 0's (nil
+// elsewhere), and the function that releases it.
+func bcastSource(g *group.Group, size int64, leaves int) (*tensordict.TensorDict, func() error, error) {
+	if g.Rank() != 0 {
+		return nil, noop, nil
+	}
+	td, err := benchTD(size, leaves)
+	if err != nil {
+		return nil, nil, err
+	}
+	return td, td.Release, nil
 }
 
 // prepareBroadcastOne times Broadcast as a learner that sends its weights
@@ -373,32 +378,24 @@ func prepareBroadcast(g *group.Group, size int64, leaves int) (func() error, fun
 // twice a repetition; the others release each result.
 func prepareBroadcastOne(g *group.Group, size int64, leaves int) (func() error, func() error, error) {
 	opts := []tensordict.CollectiveOption{tensordict.WithGroup(g)}
-	var td *tensordict.TensorDict
-	if g.Rank() == 0 {
-		var err error
-		if td, err = benchTD(size, leaves); err != nil {
-			return nil, nil, err
-		}
+	td, release, err := bcastSource(g, size, leaves)
+	if err != nil {
+		return nil, nil, err
 	}
 	return func() error {
-			for range 2 {
-				got, err := td.Broadcast(0, opts...)
-				if err != nil {
+		for range 2 {
+			got, err := td.Broadcast(0, opts...)
+			if err != nil {
+				return err
+			}
+			if g.Rank() != 0 {
+				if err := got.Release(); err != nil {
 					return err
 				}
-				if g.Rank() != 0 {
-					if err := got.Release(); err != nil {
-						return err
-					}
-				}
 			}
-			return nil
-		}, func() error {
-			if td != nil {
-				return td.Release()
-			}
-			return nil
-		}, nil
+		}
+		return nil
+	}, release, nil
 }
 
 func prepareRawAllreduce(g *group.Group, size int64, _ int) (func() error, func() error, error) {

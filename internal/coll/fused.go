@@ -248,21 +248,13 @@ func foldInt[T int8 | uint8 | int16 | int32 | int64](x, y []T, op Op) {
 }
 
 // foldBool sets the bools (bytes 0 and 1) y to x op y, op as mpiOp maps
-// it for bool: a logical or, and or exclusive or.
+// it for bool: a logical or, and or exclusive or, bitwise on 0 and 1.
 func foldBool(x, y []byte, op Op) {
-	y = y[:len(x)]
 	switch op {
-	case Sum, Max, BitOr:
-		for i := range y {
-			y[i] |= x[i]
-		}
-	case Prod, Min, BitAnd:
-		for i := range y {
-			y[i] &= x[i]
-		}
-	case BitXor:
-		for i := range y {
-			y[i] ^= x[i]
-		}
+	case Sum, Max:
+		op = BitOr
+	case Prod, Min:
+		op = BitAnd
 	}
+	foldInt(x, y, op)
 }

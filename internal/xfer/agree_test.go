@@ -20,6 +20,16 @@ import (
 
 func TestMain(m *testing.M) { mpitest.Main(m) }
 
+// stepContexts are the two kinds of step: without a context (waits within
+// one call, ended by a rank leaving) and with one (nonblocking requests).
+var stepContexts = []struct {
+	name string
+	ctx  func(t *testing.T) context.Context
+}{
+	{"no context", func(*testing.T) context.Context { return context.Background() }},
+	{"context", func(t *testing.T) context.Context { return mpitest.Ctx(t, 30*time.Second) }},
+}
+
 // TestCombine combines values that differ on every rank with MIN and MAX,
 // with and without a context, several times in a row: every rank gets the
 // combination of all, whatever the number of ranks (a power of two or
@@ -27,13 +37,7 @@ func TestMain(m *testing.M) { mpitest.Main(m) }
 func TestCombine(t *testing.T) {
 	g := mpitest.Need(t, 1)
 	me, n := g.Rank(), g.Size()
-	for _, tc := range []struct {
-		name string
-		ctx  func(t *testing.T) context.Context
-	}{
-		{"no context", func(*testing.T) context.Context { return context.Background() }},
-		{"context", func(t *testing.T) context.Context { return mpitest.Ctx(t, 30*time.Second) }},
-	} {
+	for _, tc := range stepContexts {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			for round := range 3 {
 				s := NewStep(tc.ctx(t), g)
@@ -57,13 +61,7 @@ func TestCombine(t *testing.T) {
 func TestFold(t *testing.T) {
 	g := mpitest.Need(t, 1)
 	me, n := g.Rank(), g.Size()
-	for _, tc := range []struct {
-		name string
-		ctx  func(t *testing.T) context.Context
-	}{
-		{"no context", func(*testing.T) context.Context { return context.Background() }},
-		{"context", func(t *testing.T) context.Context { return mpitest.Ctx(t, 30*time.Second) }},
-	} {
+	for _, tc := range stepContexts {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
 			for round := range 3 {
 				buf, spare := make([]byte, 16), make([]byte, 16)
