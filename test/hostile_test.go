@@ -368,6 +368,7 @@ func TestHostileBroadcastRoot(t *testing.T) {
 	}
 	for _, tc := range cases {
 		mpitest.Run(t, tc.name, func(t *testing.T) {
+			rootsComparedNext(t, me, world.Size())
 			if me == 0 {
 				libAgreeRoot(t, world, 0)
 				tc.root(t)
@@ -425,6 +426,23 @@ func broadcastStillWorks(t *testing.T, me int, what string) {
 	}
 	got, err := src.Broadcast(0)
 	require.NoError(t, err, what)
+	assert.True(t, got.EqScalar(7).All())
+}
+
+// rootsComparedNext makes the next broadcast on the world compare its
+// roots before its first message, as the crafted roots here expect: the
+// last two broadcasts every rank took come from different roots, rank 0
+// and the last (a broadcast from the root of the last two starts at once,
+// and its roots are compared after the first message).
+func rootsComparedNext(t *testing.T, me, size int) {
+	t.Helper()
+	broadcastStillWorks(t, me, "before a crafted root")
+	var src *tensordict.TensorDict
+	if me == size-1 {
+		src = healthyTD(t)
+	}
+	got, err := src.Broadcast(size - 1)
+	require.NoError(t, err, "before a crafted root, from rank %d", size-1)
 	assert.True(t, got.EqScalar(7).All())
 }
 

@@ -98,6 +98,7 @@ func TestHostileBroadcastBeyondMemory(t *testing.T) {
 	bcastPrefix := wire.BcastPrefix
 	total := wire.MachineMaxTotal() // the default limit: accepted by it
 	mpitest.Run(t, "machine-sized storage", func(t *testing.T) {
+		rootsComparedNext(t, me, world.Size())
 		if me == 0 {
 			h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Leaves: 1, Total: total, Chunk: wire.MaxChunk}
 			f := frame(h, "", hostileMeta("uint8", "[16]", 0, 16), nil, nil)
