@@ -201,6 +201,17 @@ func (cl *Call) RootRange(what string, r int) error {
 // error when r is not a rank of the group.
 func (cl *Call) CheckRoot(what string, r int, local error) error {
 	lo, hi, fail, err := cl.AgreeRoot(r, local != nil)
+	if err := cl.rootsVerdict(what, r, local, lo, hi, fail, err); err != nil {
+		return err
+	}
+	return cl.Wrap(cl.RootRange(what, r))
+}
+
+// rootsVerdict is the error of every rank once the ranks combined their
+// roots (r, this rank's) and failures (local, this rank's) into lo, hi
+// and fail (-1: none), err being the combination's own error: nil when
+// all passed one root and none failed.
+func (cl *Call) rootsVerdict(what string, r int, local error, lo, hi, fail int, err error) error {
 	switch {
 	case err != nil:
 		return cl.Errorf("agreeing on the %s: %w", what, OutOfStep(errors.Join(err, local)))
@@ -209,7 +220,7 @@ func (cl *Call) CheckRoot(what string, r int, local error) error {
 	case fail >= 0:
 		return cl.Spread(fail, local)
 	}
-	return cl.Wrap(cl.RootRange(what, r))
+	return nil
 }
 
 // OutOfStep returns err, the error of an agreement step, also wrapping
@@ -263,14 +274,10 @@ func (cl *Call) ConcludeRoot(what string, r, steady int, local error, last bool)
 		local = ErrBusy
 	}
 	lo, hi, fail, err := cl.AgreeRootMode(r, local != nil)
-	switch {
-	case err != nil:
-		return false, cl.Errorf("agreeing on the %s: %w", what, OutOfStep(errors.Join(err, local)))
-	case lo != hi:
-		return false, cl.Errorf("ranks passed different roots (%s %d and %d; this rank %d): %w", what, lo, hi, r, errors.Join(ErrMismatch, local))
-	case fail >= 0:
-		return false, cl.Spread(fail, local)
-	case lo != steady:
+	if err := cl.rootsVerdict(what, r, local, lo, hi, fail, err); err != nil {
+		return false, err
+	}
+	if lo != steady {
 		return true, nil
 	}
 	cl.closed = last
