@@ -291,8 +291,16 @@ type bcastExtra struct {
 // or, on a receiver, the one WithConsolidated receives into.
 func (td *TensorDict) broadcast(src int, out **TensorDict, x bcastExtra) func(cl *coll.Call) error {
 	return func(cl *coll.Call) error {
-		if root := bcastFirsts.Of(cl.Group).takeSteady(); root >= 0 {
-			a := bcastAgree{steady: root, src: src, refused: x.refused}
+		root, a := src, bcastAgree{steady: -1}
+		if steady := bcastFirsts.Of(cl.Group).takeSteady(); steady >= 0 {
+			root, a = steady, bcastAgree{steady: steady, src: src, refused: x.refused}
+		}
+		for {
+			if a.steady < 0 {
+				if err := cl.CheckRoot("src", src, x.refused); err != nil {
+					return err
+				}
+			}
 			var restart bool
 			var err error
 			if cl.Rank == root {
@@ -303,17 +311,8 @@ func (td *TensorDict) broadcast(src int, out **TensorDict, x bcastExtra) func(cl
 			if !restart {
 				return err
 			}
+			root, a = src, bcastAgree{steady: -1} // every rank passed src
 		}
-		if err := cl.CheckRoot("src", src, x.refused); err != nil {
-			return err
-		}
-		var err error
-		if cl.Rank == src {
-			*out, _, err = bcastSend(cl, td, bcastAgree{steady: -1})
-		} else {
-			*out, _, err = bcastRecv(cl, td, src, x.storage, bcastAgree{steady: -1})
-		}
-		return err
 	}
 }
 
