@@ -2,25 +2,15 @@ package tensordict
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mem"
-	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/rawbytes"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/internal/xfer"
 	"github.com/tdmpi/tdmpi/tensor"
-)
-
-// The first message of a broadcast (wire.BcastFirst bytes, its prefix
-// wire.BcastPrefix).
-const (
-	bcastFirst  = wire.BcastFirst
-	bcastPrefix = wire.BcastPrefix
 )
 
 // Broadcast, IBroadcast and broadcast-mode InitRemote and FromRemoteInit
@@ -31,13 +21,11 @@ const (
 //     stops the call before it starts (coll.Call.CheckRoot), unless the
 //     last two broadcasts had one root (bcastAgree: the comparison moves
 //     to step 3);
-//  2. the source broadcasts the first message, bcastFirst bytes or as long
-//     as the last frame from this root (bcastFirstTable): a prefix
-//     (status: 0, or 1 when the source failed and its error text
-//     follows, up to wire.MaxReportedError bytes, zero-terminated when
-//     shorter; the frame's length; whether more messages follow), then
-//     the frame (wire header, class name, metadata and, up to
-//     initInlineMax bytes, the storage inline), or its first part;
+//  2. the source broadcasts the first message, wire.BcastFirst bytes or as
+//     long as the last frame from this root (coll.Firsts): a prefix
+//     (wire.BcastHead), then the frame (wire header, class name, metadata and, up to
+//     wire.InlineMax bytes, the storage inline), or its first part, or
+//     the source's error (wire.PutBcastStatus);
 //  3. every receiver checks the header against its limits and the memory
 //     it has, and, when the frame came whole, builds its result; the
 //     ranks agree that all could (coll.Call.Conclude when nothing
@@ -48,153 +36,6 @@ const (
 //
 // A source that failed takes no step after the first message, nor do
 // the receivers, which return its error (*PeerError).
-
-// bcastFirsts holds, for each group, the length of the next first message
-// of a broadcast from each root (bcastFirstTable).
-var bcastFirsts = proto.Slot[bcastFirstTable]{New: func() *bcastFirstTable { return &bcastFirstTable{first: map[int]int{}} }}
-
-// bcastFirstTable is a group's bcastFirsts. A broadcast's count must be
-// the same on every rank, and the receivers cannot know how long the next
-// frame is: every rank sets the length of the next first message from a
-// root once the ranks agreed that all took the last one (agreed), from
-// what all of them saw, so that all send and receive first messages of
-// the same length.
-type bcastFirstTable struct {
-	mu    sync.Mutex
-	first map[int]int // by root rank; absent: bcastFirst
-	// last is the root of the last broadcast every rank agreed on, plus
-	// one (0: none); steady is last when the one before had that root
-	// too: the next broadcast starts from it without comparing the roots
-	// first (see bcastAgree). A root that alternates never pays for a
-	// first message from the wrong root.
-	last, steady int
-}
-
-// takeSteady returns the root the next broadcast starts from (-1: none,
-// the ranks compare their roots first) and forgets it: only a broadcast
-// that succeeds sets it again (agreed), the same on every rank.
-func (t *bcastFirstTable) takeSteady() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r := t.steady - 1
-	t.steady = 0
-	return r
-}
-
-// of returns the length of the next first message from root.
-func (t *bcastFirstTable) of(root int) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return max(t.first[root], bcastFirst)
-}
-
-// agreed records that every rank took a first message of first bytes from
-// root, which started a frame of frameLen bytes.
-func (t *bcastFirstTable) agreed(root, first int, frameLen uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if next := nextFirst(first, frameLen); next != first {
-		t.first[root] = next
-	}
-	t.steady = 0
-	if t.last == root+1 {
-		t.steady = root + 1
-	}
-	t.last = root + 1
-}
-
-// bcastFirstMax bounds the first messages of a broadcast: a longer frame
-// (the header, class name, metadata and a storage of up to initInlineMax
-// bytes) is sent in parts.
-const bcastFirstMax = 2 * initInlineMax
-
-// nextFirst returns the length of the first message that follows one of
-// first bytes, which started a frame of frameLen bytes: the last frame's
-// length with the prefix, rounded up to 256 bytes (at most
-// bcastFirstMax), or first while the frame fits it and fills at least
-// half of it. A root that broadcasts frames of one length (one structure,
-// the steady state) then sends each whole in the first message, the call
-// two steps after the roots' check: that message and the agreement. A
-// frame of up to 2*bcastFirst bytes stays in parts (the first message of
-// bcastFirst, the agreement, the rest): on one node, two messages within
-// Open MPI's eager limit for shared memory (4 KiB), with the step between,
-// took less time than one message past it (16 leaves, np 2, tdmpi bench,
-// three alternating pairs: 4 KiB of storage, a frame of 6 KiB, 1.70-1.88x
-// raw in parts and 2.33-2.44x whole; 8 KiB 2.69-2.75x in parts and
-// 2.25-2.35x whole; 16-64 KiB 1.99-2.78x and 1.89-2.17x).
-func nextFirst(first int, frameLen uint64) int {
-	if frameLen > bcastFirstMax {
-		return bcastFirst
-	}
-	n := bcastPrefix + int(frameLen)
-	switch {
-	case n <= first && 2*n >= first:
-		return first
-	case n <= 2*bcastFirst || n > bcastFirstMax:
-		return bcastFirst
-	}
-	return min((n+255)&^255, bcastFirstMax)
-}
-
-// putBcastFailed writes into first, the first message, that the source
-// failed with err.
-func putBcastFailed(first []byte, err error) {
-	binary.LittleEndian.PutUint64(first, 1)
-	clear(first[8:])
-	copy(first[bcastPrefix:bcastPrefix+wire.MaxReportedError], err.Error())
-}
-
-// bcastMessageLen is the length of the messages that start a broadcast of
-// a frame of frameLen bytes: the first message (first bytes, the prefix
-// and the frame or its first part), then the rest of the frame.
-func bcastMessageLen(frameLen, first int) int { return max(bcastPrefix+frameLen, first) }
-
-// bcastFrameMessage writes into msg (bcastMessageLen bytes for the frame)
-// the messages that start a broadcast of the frame of h, class, meta and
-// inline storage (wire.AppendFrame): the prefix, the frame, zeros after a
-// frame shorter than the first message of first bytes. more says that
-// messages follow the frame (a separate storage). It returns msg.
-func bcastFrameMessage(msg []byte, h *wire.Header, class string, meta, inline []byte, more bool, first int) []byte {
-	frameLen := wire.Size + len(class) + len(meta) + len(inline)
-	binary.LittleEndian.PutUint64(msg, 0)
-	binary.LittleEndian.PutUint64(msg[8:], uint64(frameLen))
-	binary.LittleEndian.PutUint64(msg[16:], 0)
-	if more || bcastPrefix+frameLen > first {
-		binary.LittleEndian.PutUint64(msg[16:], 1)
-	}
-	clear(msg[bcastPrefix+frameLen:])
-	wire.AppendFrame(msg[bcastPrefix:bcastPrefix], h, class, meta, inline)
-	return msg
-}
-
-// bcastFrameLen returns the frame's length that msg, the messages that
-// start a broadcast, announces.
-func bcastFrameLen(msg []byte) uint64 { return binary.LittleEndian.Uint64(msg[8:]) }
-
-// parseBcastFirst reads a first message: a *PeerError naming src when the
-// source failed, else the frame's length and whether more messages follow.
-func parseBcastFirst(op string, src int, first []byte) (frameLen uint64, more bool, err error) {
-	if binary.LittleEndian.Uint64(first) != 0 {
-		return 0, false, &PeerError{Op: op, Rank: src, Msg: coll.NulTerminated(first[bcastPrefix : bcastPrefix+wire.MaxReportedError])}
-	}
-	return binary.LittleEndian.Uint64(first[8:]), binary.LittleEndian.Uint64(first[16:]) != 0, nil
-}
-
-// checkBcastFrame checks a parsed broadcast header h against the prefix of
-// its first message from src, of first bytes.
-func checkBcastFrame(h *wire.Header, src int, frameLen uint64, more bool, first int) error {
-	switch {
-	case h.Kind != wire.KindBroadcast:
-		return fmt.Errorf("rank %d sent a %v message, not a broadcast", src, h.Kind)
-	case uint64(wire.Size+h.Body()) != frameLen:
-		return fmt.Errorf("rank %d announced a frame of %d bytes, its header %d", src, frameLen, wire.Size+h.Body())
-	case !more && frameLen > uint64(first-bcastPrefix):
-		return fmt.Errorf("rank %d announced a frame of %d bytes in a first message of %d", src, frameLen, first-bcastPrefix)
-	case more && h.Flags&wire.FlagInline != 0 && frameLen <= uint64(first-bcastPrefix):
-		return fmt.Errorf("rank %d sent inline storage in a first message and more messages", src)
-	}
-	return nil
-}
 
 // Broadcast sends src's td to every rank of the group, like tensordict's
 // broadcast: every rank calls it, and every rank returns a consolidated
@@ -292,7 +133,7 @@ type bcastExtra struct {
 func (td *TensorDict) broadcast(src int, out **TensorDict, x bcastExtra) func(cl *coll.Call) error {
 	return func(cl *coll.Call) error {
 		root, a := src, bcastAgree{steady: -1}
-		if steady := bcastFirsts.Of(cl.Group).takeSteady(); steady >= 0 {
+		if steady := coll.FirstsOf(cl.Group).TakeSteady(); steady >= 0 {
 			root, a = steady, bcastAgree{steady: steady, src: src, refused: x.refused}
 		}
 		for {
@@ -323,7 +164,7 @@ func (td *TensorDict) broadcast(src int, out **TensorDict, x bcastExtra) func(cl
 // rank passed) are compared at that agreement instead (coll.Call.
 // ConcludeRoot), with refused, this rank's error that stops the call. A
 // steady root that was not passed as src sends a first message that says
-// so (bcastNotSent), and a receiver that passed another src builds
+// so (wire.BcastNotSent), and a receiver that passed another src builds
 // nothing. When every rank passed the same other root, the ranks start
 // again from the root check. steady is -1 for a broadcast whose roots
 // were compared first.
@@ -331,10 +172,6 @@ type bcastAgree struct {
 	steady, src int
 	refused     error
 }
-
-// bcastNotSent is the status of the first message of a steady root that
-// was not passed as src.
-const bcastNotSent = 2
 
 // conclude is the agreement after the first message: Conclude when
 // nothing follows (last), else ShareFailure, or, from a steady root,
@@ -358,12 +195,12 @@ func (a bcastAgree) differs() bool { return a.steady >= 0 && a.src != a.steady }
 
 // bcastSend is a broadcast on the source rank (or the steady root, a).
 func bcastSend(cl *coll.Call, td *TensorDict, a bcastAgree) (*TensorDict, bool, error) {
-	firsts := bcastFirsts.Of(cl.Group)
-	first := firsts.of(cl.Rank)
+	firsts := coll.FirstsOf(cl.Group)
+	first := firsts.Of(cl.Rank)
 	if a.differs() {
 		// The others wait for this rank's first message all the same.
 		msg := make([]byte, first)
-		binary.LittleEndian.PutUint64(msg, bcastNotSent)
+		wire.PutBcastStatus(msg, wire.BcastNotSent, "")
 		if err := xfer.Bcast(cl.Step, msg, cl.Rank); err != nil {
 			return nil, false, cl.Errorf("telling the other ranks that rank %d is not the source: %w", cl.Rank, err)
 		}
@@ -377,7 +214,7 @@ func bcastSend(cl *coll.Call, td *TensorDict, a bcastAgree) (*TensorDict, bool, 
 	if err != nil {
 		// Tell the receivers, which are waiting for the first message.
 		fail := make([]byte, first)
-		putBcastFailed(fail, err)
+		wire.PutBcastStatus(fail, wire.BcastFailed, err.Error())
 		if berr := xfer.Bcast(cl.Step, fail, cl.Rank); berr != nil {
 			return nil, false, cl.Errorf("%w (and telling the other ranks failed: %v)", err, berr)
 		}
@@ -389,20 +226,20 @@ func bcastSend(cl *coll.Call, td *TensorDict, a bcastAgree) (*TensorDict, bool, 
 	if err := xfer.Bcast(cl.Step, msg[:first], cl.Rank); err != nil {
 		return nil, false, cl.Errorf("broadcasting the header: %w", err)
 	}
-	frameLen := bcastFrameLen(msg)
+	frameLen := wire.ParseBcastHead(msg).FrameLen
 	if len(msg) == first && storage == nil {
 		xfer.PutMsgBuf(msg)
 		if _, err := a.conclude(cl, nil, true); err != nil {
 			return nil, false, err
 		}
-		firsts.agreed(cl.Rank, first, frameLen)
+		firsts.Agreed(cl.Rank, first, frameLen)
 		return tdc, false, nil
 	}
 	if _, err := a.conclude(cl, cl.Ready(), false); err != nil {
 		xfer.PutMsgBuf(msg)
 		return nil, false, err
 	}
-	firsts.agreed(cl.Rank, first, frameLen)
+	firsts.Agreed(cl.Rank, first, frameLen)
 	if err := cl.BcastChunks(msg[first:], cl.Rank); err != nil {
 		return nil, false, cl.Errorf("broadcasting the metadata: %w", err)
 	}
@@ -423,7 +260,7 @@ func bcastSend(cl *coll.Call, td *TensorDict, a bcastAgree) (*TensorDict, bool, 
 // bcastFrame consolidates td and lays out its frame (the header, class
 // name and metadata, with the storage inline when all of it fits in the
 // first message) in the messages that start the broadcast (see
-// bcastFrameMessage). It returns the storage to send separately, or nil.
+// wire.PutBcastFrame). It returns the storage to send separately, or nil.
 func bcastFrame(cl *coll.Call, td *TensorDict, first int) (tdc *TensorDict, msg, storage []byte, err error) {
 	if td == nil {
 		return nil, nil, nil, fmt.Errorf("nil tensordict on the source rank")
@@ -442,7 +279,7 @@ func bcastFrame(cl *coll.Call, td *TensorDict, first int) (tdc *TensorDict, msg,
 	}
 	h := wire.Header{Kind: wire.KindBroadcast, Flags: wire.FlagConsolidated, Leaves: int64(leaves)}
 	var inline []byte
-	if len(st) <= initInlineMax {
+	if len(st) <= wire.InlineMax {
 		inline = st
 		if inline == nil {
 			inline = []byte{}
@@ -454,8 +291,8 @@ func bcastFrame(cl *coll.Call, td *TensorDict, first int) (tdc *TensorDict, msg,
 		}
 		storage = st
 	}
-	msg = xfer.MsgBuf(bcastMessageLen(wire.Size+len(class)+len(meta)+len(inline), first)) // for bcastSend to give back
-	msg = bcastFrameMessage(msg, &h, class, meta, inline, storage != nil, first)
+	msg = xfer.MsgBuf(wire.BcastMessageLen(wire.Size+len(class)+len(meta)+len(inline), first)) // for bcastSend to give back
+	msg = wire.PutBcastFrame(msg, &h, class, meta, inline, storage != nil, first)
 	return tdc, msg, storage, nil
 }
 
@@ -535,28 +372,29 @@ func countTensorLeaves(td *TensorDict) int {
 // TensorDict, reused with WithConsolidated, and storage, if not nil,
 // makes the result's storage (see bcastExtra).
 func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byte, []byte) (*tensor.Storage, func(bool) error, error), a bcastAgree) (*TensorDict, bool, error) {
-	firsts := bcastFirsts.Of(cl.Group)
-	firstLen := firsts.of(src)
+	firsts := coll.FirstsOf(cl.Group)
+	firstLen := firsts.Of(src)
 	first := xfer.MsgBuf(firstLen) // written whole by the broadcast
 	if err := xfer.Bcast(cl.Step, first, src); err != nil {
 		// A step given up leaves first to MPI: it is not pooled again.
 		return nil, false, cl.Errorf("receiving the header from rank %d: %w", src, err)
 	}
 	defer xfer.PutMsgBuf(first) // what is built from it copies its bytes
-	body := first[bcastPrefix:]
-	if status := binary.LittleEndian.Uint64(first); status == bcastNotSent || status == 0 && a.differs() {
+	body := first[wire.BcastPrefix:]
+	p := wire.ParseBcastHead(first)
+	switch {
+	case p.Status == wire.BcastNotSent || p.Status == wire.BcastOK && a.differs():
 		// Not the broadcast the root, or this rank, meant: the agreement
-		// compares the roots. (A source that failed takes no more steps.)
-		restart, err := a.conclude(cl, nil, binary.LittleEndian.Uint64(first[16:]) == 0)
+		// compares the roots.
+		restart, err := a.conclude(cl, nil, !p.More)
 		return nil, restart, err
+	case p.Status != wire.BcastOK: // the source takes no more steps
+		return nil, false, cl.Errorf("%w", &PeerError{Op: cl.Op, Rank: src, Msg: wire.BcastFailure(first)})
 	}
-	frameLen, more, err := parseBcastFirst(cl.Op, src, first)
-	if err != nil {
-		return nil, false, cl.Errorf("%w", err) // the source takes no more steps
-	}
+	frameLen, more := p.FrameLen, p.More
 	h, err := wire.Parse(body, cl.Lim)
 	if err == nil {
-		err = checkBcastFrame(&h, src, frameLen, more, firstLen)
+		err = p.Check(&h, src, firstLen)
 	}
 	if err != nil {
 		err = fmt.Errorf("from rank %d: %w", src, err)
@@ -564,7 +402,7 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byt
 		err = cl.Ready()
 	}
 	if !more {
-		out, err := bcastRecvWhole(cl, td, src, body, frameLen, storage, err, a, func() { firsts.agreed(src, firstLen, frameLen) })
+		out, err := bcastRecvWhole(cl, td, src, body, frameLen, storage, err, a, func() { firsts.Agreed(src, firstLen, frameLen) })
 		return out, false, err
 	}
 	if err == nil {
@@ -573,7 +411,7 @@ func bcastRecv(cl *coll.Call, td *TensorDict, src int, storage func(int64, []byt
 	if _, err := a.conclude(cl, err, false); err != nil {
 		return nil, false, err
 	}
-	firsts.agreed(src, firstLen, frameLen)
+	firsts.Agreed(src, firstLen, frameLen)
 	frame := make([]byte, frameLen)
 	n := copy(frame, body)
 	if err := cl.BcastChunks(frame[n:], src); err != nil {

@@ -203,20 +203,6 @@ func (r *initRuns) pack(p *plan) error {
 	return nil
 }
 
-// initInlineMax is the largest storage InitRemote sends inside its header
-// message; larger ones follow in separate payload messages. A blocking
-// point-to-point InitRemote of a storage past the eager limit leaves it in
-// place and sends the two in two blocks (see storageTravel),
-// and the receiver takes a storage of splitRecvMin bytes or more apart
-// from the frame, in place, once it knows the layout (see recvInitFrame);
-// it copies a smaller one out of the frame. Sent so rather than as a frame
-// and a storage message, an InitRemote of 16-64 KiB took 9.9-12.1 us one
-// way against 12.8-18.6 (tdmpi bench, two alternating runs); at 4-8 KiB,
-// 0.80-0.93 of the time. Passing on each received 6 KiB TensorDict (the
-// first InitRemote of each) took 12.0-13.7 us one way against 15.6-19.1
-// (3 alternating runs).
-const initInlineMax = 64 << 10
-
 // InitRemote sends td to rank dst of the group, which builds a copy of it
 // with FromRemoteInit, as tensordict's init_remote. Options: WithGroup,
 // WithBroadcast, WithContext.
@@ -308,7 +294,7 @@ func initMessageName(i int) string {
 // and Recv keep with td (its state s), so that sending the same
 // TensorDict again encodes nothing: as a single message when the storage
 // travels inline, else as the header message and the storage (see
-// sendSplitInit). A storage over initInlineMax that is not a view of td's
+// sendSplitInit). A storage over wire.InlineMax that is not a view of td's
 // consolidated storage is left to the caller (sent false), which packs it
 // for this call alone rather than into a staging buffer kept with td. The
 // single message is built in a buffer of xfer.MsgBuf's pools, handed back
@@ -318,7 +304,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	if err != nil {
 		return false, l.Errorf("%w", err)
 	}
-	if s.total > initInlineMax && s.st == nil {
+	if s.total > wire.InlineMax && s.st == nil {
 		// A large storage that is not td's own would be packed into a
 		// staging buffer kept with td: the caller packs it for this call
 		// alone.
@@ -633,7 +619,7 @@ func (s *p2pState) initFrame(td *TensorDict, r initRef, head bool) ([]byte, erro
 
 // senderLimits checks what a sender puts in a header: the receiver's
 // limits are not known, so only the structural ones apply.
-var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: initInlineMax}
+var senderLimits = wire.Limits{MaxTotal: math.MaxInt64, MaxInline: wire.InlineMax}
 
 // FromRemoteInit receives the TensorDict that rank src of the group sends
 // with InitRemote, as tensordict's from_remote_init. Options: WithGroup,
@@ -711,7 +697,7 @@ func (l *link) recvInit() (*TensorDict, error) {
 		// receives whole.
 		spare = newSpare(last.tp)
 	}
-	frame, split, err := l.recvInitFrame(lim, lim.MaxFrame(initInlineMax), last)
+	frame, split, err := l.recvInitFrame(lim, lim.MaxFrame(wire.InlineMax), last)
 	if err != nil {
 		return nil, err
 	}
@@ -839,7 +825,7 @@ type splitInit struct {
 // xfer.MsgBuf, the storage into a new storage from the receive pool, which
 // the result then views (split). Received so, a storage of 16-64 KiB
 // needs no copy, and the sender can send it in the header message, in
-// place (initInlineMax). If the header does not announce that layout after
+// place (wire.InlineMax). If the header does not announce that layout after
 // all, the two parts are joined, as one message is received otherwise.
 //
 // Otherwise the whole message goes into a buffer from xfer.MsgBuf, and

@@ -115,11 +115,11 @@ func TestBroadcastModeSizes(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	const (
-		small   = 8                 // 64 bytes
-		mid     = 2048              // 16 KiB
-		midLess = 1500              // 12 KiB
-		large   = initInlineMax / 8 // 64 KiB
-		apart   = 2 * initInlineMax / 8
+		small   = 8                  // 64 bytes
+		mid     = 2048               // 16 KiB
+		midLess = 1500               // 12 KiB
+		large   = wire.InlineMax / 8 // 64 KiB
+		apart   = 2 * wire.InlineMax / 8
 	)
 	steps := []struct {
 		name     string

@@ -49,7 +49,7 @@ import (
 // keptFrameMax is the longest InitRemote header message that can ask to
 // be kept: a receiver that refuses a longer one (over its limits) reads
 // it whole all the same, to keep its structure (drainRefused).
-const keptFrameMax = wire.Size + wire.MaxKeptMeta + initInlineMax
+const keptFrameMax = wire.Size + wire.MaxKeptMeta + wire.InlineMax
 
 // keptWait bounds how long a receiver waits for a ref another goroutine
 // is keeping (see above).
@@ -148,14 +148,14 @@ func (r initRef) apply(h *wire.Header, class string, meta []byte) (string, []byt
 // layout reports how the storage of a point-to-point InitRemote frame of
 // class name class, metadata meta and total bytes of storage that travels
 // as r goes (storageTravel): apart from the header (split), in the header
-// message in two blocks (joined, up to initInlineMax bytes, only inPlace:
+// message in two blocks (joined, up to wire.InlineMax bytes, only inPlace:
 // for a blocking send whose storage stays readable where it lies), or
 // copied into the header message (neither).
 func (r initRef) layout(class string, meta []byte, total int, inPlace bool) (split, joined bool) {
 	if r.described {
 		class, meta = "", nil
 	}
-	copied, joined := storageTravel(wire.Size+len(class)+len(meta), total, initInlineMax)
+	copied, joined := storageTravel(wire.Size+len(class)+len(meta), total, wire.InlineMax)
 	joined = joined && inPlace
 	return !copied && !joined, joined
 }

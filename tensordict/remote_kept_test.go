@@ -52,7 +52,7 @@ func TestInitRemoteKept(t *testing.T) {
 	}
 	large := func() *TensorDict { // a separate payload
 		td := New(2)
-		require.NoError(t, td.Set(K("kept3"), tensor.Zeros(tensor.Float64, 2, initInlineMax/8)))
+		require.NoError(t, td.Set(K("kept3"), tensor.Zeros(tensor.Float64, 2, wire.InlineMax/8)))
 		return td
 	}
 	mid := func() *TensorDict { // past the eager limit: the storage joins the header

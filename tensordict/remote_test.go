@@ -19,6 +19,7 @@ import (
 
 	"github.com/tdmpi/tdmpi/group"
 	"github.com/tdmpi/tdmpi/internal/codec"
+	"github.com/tdmpi/tdmpi/internal/coll"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/internal/mpitest"
 	"github.com/tdmpi/tdmpi/internal/proto"
@@ -246,7 +247,7 @@ func TestInitRemoteJoined(t *testing.T) {
 	}
 	build := countedTD
 	// Float64 elements of "a": storages around each family's eager limit,
-	// around splitRecvMin, up to initInlineMax, and past it.
+	// around splitRecvMin, up to wire.InlineMax, and past it.
 	for _, n := range []int{300, 520, 760, 1020, 1100, 2040, 2500, 4000, 8180, 8200} {
 		t.Run(fmt.Sprintf("%d bytes", 8*n), func(t *testing.T) {
 			src := build(t, n, 0)
@@ -369,7 +370,7 @@ func TestInitRemotePassedOn(t *testing.T) {
 		{"after the header, past the templates", 2, 1 << 17, true}, // 2 MiB
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Greater(t, templateMaxBytes, initInlineMax)
+			require.Greater(t, templateMaxBytes, wire.InlineMax)
 			td := bigTD(t, tc.n, tc.m, 3)
 			if tc.consolidate {
 				var err error
@@ -462,8 +463,8 @@ func bcastPath(t testing.TB, g *group.Group, root int, td *TensorDict) string {
 	_, class, meta, st, _, err := bcastSource("InitRemote", td.Clone())
 	require.NoError(t, err)
 	head := wire.Size + len(class) + len(meta)
-	room := bcastFirsts.Of(g).of(root) - bcastPrefix
-	inline := len(st) <= initInlineMax
+	room := coll.FirstsOf(g).Of(root) - wire.BcastPrefix
+	inline := len(st) <= wire.InlineMax
 	switch {
 	case inline && head+len(st) <= room:
 		return "whole"

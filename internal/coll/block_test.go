@@ -104,10 +104,3 @@ func TestLayoutBlocks(t *testing.T) {
 	assert.Equal(t, int64(72), le.Value)
 	assert.ErrorIs(t, err, wire.ErrLimit)
 }
-
-// TestNulTerminated reads the error texts ranks pass each other.
-func TestNulTerminated(t *testing.T) {
-	assert.Equal(t, "ab", NulTerminated([]byte("ab\x00cd")))
-	assert.Equal(t, "abc", NulTerminated([]byte("abc")))
-	assert.Equal(t, "", NulTerminated(make([]byte, 8)))
-}

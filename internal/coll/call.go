@@ -1,27 +1,6 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-// Package coll runs the collectives of package tensordict (Broadcast,
-// AllReduce, Reduce, AllGather, Scatter, GatherAndStack and their
-// asynchronous forms) on byte spans, dtypes and shapes: the runner of a
-// call and its closing step, the agreements that make every rank return
-// the same error, the reduce kernels and the order of a reduction's steps,
-// the block layout of the gathers, and the explanation of a structure
-// mismatch. Package tensordict walks its TensorDicts and hands their
-// leaves and bytes to it.
-//
-// Each collective is called by every rank of a group, in the same order
-// on every rank, as MPI collectives are. Each runs on the group's library
-// communicator, holding the group's protocol lock (proto.Collective), so
-// collectives of several goroutines on one group never interleave.
-//
-// None of them hangs on a rank's bad input. Anything one rank finds wrong
-// before the payload moves (a leaf that cannot be reduced, a peer's header
-// over the limits, a context already done, a different structure) is made
-// known to every rank by a small agreement collective, and then every rank
-// returns an error. Every step is waited on with the call's context (see
-// xfer.Step): a rank whose peers never reach a step returns, and breaks
-// the group.
 package coll
 
 import (
@@ -304,17 +283,7 @@ func (cl *Call) Spread(r int, local error) error {
 	if local != nil {
 		return cl.Wrap(local)
 	}
-	return cl.Errorf("%w", cl.Errors.Peer(cl.Op, r, NulTerminated(msg)))
-}
-
-// NulTerminated returns b up to its first zero byte.
-func NulTerminated(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
+	return cl.Errorf("%w", cl.Errors.Peer(cl.Op, r, wire.ReportedError(msg)))
 }
 
 // Pending is an asynchronous collective whose steps are posted: what runs

@@ -52,5 +52,7 @@
 //	limits.go  Limits, DefaultLimits: the bounds a receiver enforces
 //	runs.go    Runs, Span, RunMin: the messages of an InitRemote payload
 //	           with FlagRuns, its large leaves read in place
+//	collective.go  BcastFirst, BcastHead, PutBcastFrame, NextBcastFirst:
+//	           the collectives' fixed messages and a broadcast's first one
 //	errors.go  ErrHeader, ErrLimit, HeaderError, LimitError
 package wire
