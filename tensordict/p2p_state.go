@@ -69,7 +69,7 @@ type p2pLeaf struct {
 // per group, not here: for each place, the metadata token last sent there
 // and the metadata last received from there (see place), of which the
 // state remembers the last it looked up (here), and InitRemote's kept
-// structures (keptInits).
+// structures (xfer.Kept).
 type p2pState struct {
 	mu sync.Mutex
 

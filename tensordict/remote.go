@@ -203,6 +203,34 @@ func (r *initRuns) pack(p *plan) error {
 	return nil
 }
 
+// initRef is how an InitRemote frame travels: its kept structure
+// (xfer.Kept), and how its storage goes.
+type initRef struct {
+	xfer.Kept
+	tag int // the payload's tag, when the storage travels apart
+	// joined: the storage travels in the header message but apart from
+	// the frame's buffer, the two sent in two blocks (see storageTravel).
+	joined bool
+	// runs, when the storage travels apart as runs (wire.FlagRuns): the
+	// payload messages, and the storages of the leaves read in place.
+	runs *initRuns
+}
+
+// layout reports how the storage of a point-to-point InitRemote frame of
+// class name class, metadata meta and total bytes of storage that travels
+// as r goes (storageTravel): apart from the header (split), in the header
+// message in two blocks (joined, up to wire.InlineMax bytes, only inPlace:
+// for a blocking send whose storage stays readable where it lies), or
+// copied into the header message (neither).
+func (r initRef) layout(class string, meta []byte, total int, inPlace bool) (split, joined bool) {
+	if r.Described {
+		class, meta = "", nil
+	}
+	copied, joined := storageTravel(wire.Size+len(class)+len(meta), total, wire.InlineMax)
+	joined = joined && inPlace
+	return !copied && !joined, joined
+}
+
 // InitRemote sends td to rank dst of the group, which builds a copy of it
 // with FromRemoteInit, as tensordict's init_remote. Options: WithGroup,
 // WithBroadcast, WithContext.
@@ -316,13 +344,13 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	_ = h.Add(s.st) // released, s was rebuilt without it (refresh)
 	defer func() { h.End(err) }()
 	blocking := l.Ctx.Done() == nil
-	r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
+	r := initRef{Kept: l.KeepRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))}
 	// A storage joined to the header message is read after s is unlocked:
 	// td's own consolidated storage, not s's staging buffer.
 	split, join := r.layout(td.class, s.meta[:s.metaLen], s.total, blocking && s.st != nil)
 	if split {
 		err := l.sendSplitInit(s, td, r)
-		l.initRefDone(r, err)
+		l.KeptSent(r.Kept, err)
 		return true, err
 	}
 	frame, err := s.initFrame(td, r, join)
@@ -334,7 +362,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	// (a Recv the peer waits for first, say) are not held up by it.
 	s.mu.Unlock()
 	if err != nil {
-		l.initRefDone(r, err)
+		l.KeptSent(r.Kept, err)
 		return true, l.Errorf("%w", err)
 	}
 	var gone bool
@@ -347,7 +375,7 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 	if !gone { // else MPI may still read frame
 		xfer.PutMsgBuf(frame)
 	}
-	l.initRefDone(r, err)
+	l.KeptSent(r.Kept, err)
 	if err != nil {
 		return true, l.Errorf("%w", err)
 	}
@@ -358,11 +386,11 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 // it), as the header message of an InitRemote without inline storage,
 // travelling as r, then its storage: a view of td's consolidated storage,
 // else a copy of the leaves made under the lock. The caller reports the
-// outcome to l.initRefDone.
+// outcome to l.KeptSent.
 func (l *link) sendSplitInit(s *p2pState, td *TensorDict, r initRef) error {
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: s.consHash, Leaves: int64(len(s.leaves)),
 		Total: int64(s.total), Chunk: wire.MaxChunk, PayloadTag: proto.PayloadTag(l.Group)}
-	class, meta := r.apply(&h, td.class, s.meta[:s.metaLen])
+	class, meta := r.Apply(&h, td.class, s.meta[:s.metaLen])
 	frame := wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
 	var payload, copied []byte
 	// The storage may be a mapping of a file another process truncated.
@@ -431,7 +459,7 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 		for _, st := range r.runs.held {
 			if err := h.Add(st); err != nil {
 				xfer.PutMsgBuf(frame)
-				l.initRefDone(r, err)
+				l.KeptSent(r.Kept, err)
 				return l.Errorf("%w", err)
 			}
 		}
@@ -450,7 +478,7 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 	if !gone {
 		xfer.PutMsgBuf(frame) // MPI no longer reads it
 	}
-	l.initRefDone(r, err)
+	l.KeptSent(r.Kept, err)
 	return err
 }
 
@@ -506,8 +534,8 @@ func firstInitFrame(op string, td *TensorDict, l *link, passedOn bool) (frame, p
 	class, meta := enc.class, enc.meta
 	split := false
 	if l != nil {
-		r = l.initRef(class, meta, h.Hash, h.Leaves, int64(total))
-		class, meta = r.apply(&h, class, meta)
+		r = initRef{Kept: l.KeepRef(class, meta, h.Hash, h.Leaves, int64(total))}
+		class, meta = r.Apply(&h, class, meta)
 		split, r.joined = r.layout(class, meta, total, l.Ctx.Done() == nil)
 		switch {
 		case r.joined:
@@ -552,7 +580,7 @@ func firstInitFrame(op string, td *TensorDict, l *link, passedOn bool) (frame, p
 	if err != nil {
 		xfer.PutMsgBuf(frame)
 		if l != nil {
-			l.initRefDone(r, err)
+			l.KeptSent(r.Kept, err)
 		}
 		return nil, nil, initRef{}, err
 	}
@@ -587,7 +615,7 @@ func sendEncoding(op string, td *TensorDict) (enc *initEncoding, sp *sendPlan, e
 func (s *p2pState) initFrame(td *TensorDict, r initRef, head bool) ([]byte, error) {
 	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated | wire.FlagInline, Total: int64(s.total),
 		Hash: s.consHash, Leaves: int64(len(s.leaves))}
-	class, meta := r.apply(&h, td.class, s.meta[:s.metaLen])
+	class, meta := r.Apply(&h, td.class, s.meta[:s.metaLen])
 	pad := (8 - (wire.Size+len(class)+len(meta))%8) % 8
 	h.MetaLen, h.ClassLen = int64(len(meta)+pad), len(class)
 	n := wire.Size + len(class) + len(meta) + pad
@@ -725,10 +753,10 @@ func (l *link) recvInit() (*TensorDict, error) {
 		return fail(fmt.Errorf("header of a %v message, want %v", f.Kind, wire.KindInit))
 	}
 	if f.Flags&wire.FlagKeep != 0 {
-		l.keepInit(&f)
+		l.Keep(&f)
 	}
 	if f.Flags&wire.FlagDescribed != 0 {
-		if err := l.describeInit(&f, lim); err != nil {
+		if err := l.Describe(&f, lim); err != nil {
 			return fail(errors.Join(err, l.drainPayload(&f.Header)))
 		}
 	}
@@ -864,7 +892,7 @@ func (l *link) recvInitFrame(lim wire.Limits, maxFrame int64, last initLayout) (
 	if !apart && last.n > 0 && int64(last.n) <= maxFrame {
 		guess = xfer.MsgBuf(last.n)
 	}
-	frame, inGuess, err := l.RecvSized(xfer.InitHeaderTag, maxFrame, keptFrameMax, guess, buffer,
+	frame, inGuess, err := l.RecvSized(xfer.InitHeaderTag, maxFrame, xfer.KeptFrameMax, guess, buffer,
 		func(head []byte, n int64) error { return l.refuseOversized(head, n, maxFrame) })
 	if !inGuess {
 		xfer.PutMsgBuf(guess) // a blocking receive, or none: MPI is done with it
@@ -1024,7 +1052,7 @@ func (l *link) drainRefused(frame []byte) error {
 	}
 	if h.Flags&wire.FlagKeep != 0 && int64(len(frame)) == wire.Size+h.Body() {
 		f := wire.FrameOf(h, frame[wire.Size:])
-		l.keepInit(&f)
+		l.Keep(&f)
 	}
 	return l.drainPayload(&h)
 }

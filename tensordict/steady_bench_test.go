@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tdmpi/tdmpi/internal/wire"
+	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // BenchmarkRemoteSteadyParts times, on rank 0 alone, the steps of a
@@ -81,7 +82,7 @@ func BenchmarkRemoteSteadyParts(b *testing.B) {
 		}},
 		{"InitRefLookup", func() error {
 			s.mu.Lock()
-			r := l.initRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
+			r := l.KeepRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))
 			s.mu.Unlock()
 			return keptOrDescribed(l, r)
 		}},
@@ -131,12 +132,12 @@ func steadyRecvLink(opts []RecvOption) error {
 	return lv.init("Recv", 1, "from")
 }
 
-// keptOrDescribed completes r as a sent frame would (initRefDone), so that
-// the next InitRemote of its structure is described by it, and says
-// whether r was described.
-func keptOrDescribed(l *link, r initRef) error {
-	l.initRefDone(r, nil)
-	if !r.described && r.ref == 0 {
+// keptOrDescribed completes r as a sent frame would (xfer.Link.KeptSent),
+// so that the next InitRemote of its structure is described by it, and
+// says whether r was described.
+func keptOrDescribed(l *link, r xfer.Kept) error {
+	l.KeptSent(r, nil)
+	if !r.Described && r.Ref == 0 {
 		return errors.New("neither kept nor described")
 	}
 	return nil

@@ -28,12 +28,14 @@
 // background.go (the queues of background receives, IRecv's, and the
 // stepping that moves them without a goroutine), tags.go (the header tag, per-leaf tag
 // plans, Python tensordict's IntGenerator), locks.go (the per-group tag
-// locks that keep concurrent transfers on the same tags apart), step.go
+// locks that keep concurrent transfers on the same tags apart), kept.go
+// (the structures InitRemote's receivers keep, so that the next frames of
+// a structure travel without their metadata), step.go
 // (collective steps: blocking or nonblocking as the ranks agreed,
 // deferred for asynchronous collectives, given up after StepGrace, and
 // breaking the group when given up or failed), log.go (one start line and
 // one error line per operation, through internal/log).
 //
-// Per-group state (the tag locks) is a proto.Slot: it goes away with the
+// Per-group state (the tag locks, the kept structures) is a proto.Slot: it goes away with the
 // group.
 package xfer

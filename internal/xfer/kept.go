@@ -1,7 +1,7 @@
 // Copyright ©2025 The tdmpi Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style license.
 
-package tensordict
+package xfer
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
-	"github.com/tdmpi/tdmpi/internal/xfer"
 )
 
 // Kept structures of point-to-point InitRemote.
@@ -34,28 +33,38 @@ import (
 // increasing order and describes a frame by a ref only after the frame that
 // keeps it was sent; MPI delivers the frames of one sender on one tag in
 // order, so the receiver has kept (or is keeping) what a described frame
-// refers to, even when it refused that frame (drainRefused). A receiver
+// refers to, even when it refused that frame (tensordict's drainRefused). A receiver
 // whose kept slot holds another ref (another
 // goroutine still keeping it) waits up to keptWait for it, then refuses
 // the frame: a receive that failed before keeping (given up while MPI was
 // writing the frame), a sender that lies. A sender asks to keep a
 // structure again, with its metadata, once it has described frames by its
-// ref for keptRenew, so that a receiver that lost one recovers by then.
+// ref for KeptRenew, so that a receiver that lost one recovers by then.
 // (The receiver does not tell the sender: a message the sender might never
 // receive would stay queued on the communicator, and Open MPI matches such
 // a message against the next communicator that reuses its context once it
 // is freed, which stalls that communicator's traffic.)
 
-// keptFrameMax is the longest InitRemote header message that can ask to
+// KeptFrameMax is the longest InitRemote header message that can ask to
 // be kept: a receiver that refuses a longer one (over its limits) reads
-// it whole all the same, to keep its structure (drainRefused).
-const keptFrameMax = wire.Size + wire.MaxKeptMeta + wire.InlineMax
+// it whole all the same, to keep its structure.
+const KeptFrameMax = wire.Size + wire.MaxKeptMeta + wire.InlineMax
 
 // keptWait bounds how long a receiver waits for a ref another goroutine
 // is keeping (see above).
 const keptWait = 50 * time.Millisecond
 
-// keptInits holds each group's kept structures (keptPlaces).
+// KeptRenew is how long a sender describes frames by a ref before it
+// asks to keep the structure again, under a new ref, with its metadata: a
+// receiver that lost the frame that kept it (a receive given up while MPI
+// was writing the frame) refuses the frames described by it until then.
+// 250 ms bounds that outage to a fraction of a second, while the renewals
+// cost one frame with metadata per structure and peer four times a
+// second at most, nothing beside a loop that sends thousands of frames a
+// second (a judgment, not measured).
+const KeptRenew = 250 * time.Millisecond
+
+// keptInits holds each group's kept structures.
 var keptInits = proto.Slot[keptPlaces]{New: func() *keptPlaces { return &keptPlaces{} }}
 
 // keptPlaces is a group's kept structures, by peer rank: those this rank
@@ -71,16 +80,6 @@ type keptPeer struct {
 	last uint64 // the sender's last ref given
 	recs [wire.KeptRefs]keptRec
 }
-
-// keptRenew is how long a sender describes frames by a ref before it
-// asks to keep the structure again, under a new ref, with its metadata: a
-// receiver that lost the frame that kept it (a receive given up while MPI
-// was writing the frame) refuses the frames described by it until then.
-// 250 ms bounds that outage to a fraction of a second, while the renewals
-// cost one frame with metadata per structure and peer four times a
-// second at most, nothing beside a loop that sends thousands of frames a
-// second (a judgment, not measured).
-const keptRenew = 250 * time.Millisecond
 
 // keptPeerOf returns what *m holds for rank, made if missing.
 func keptPeerOf(m *map[int]*keptPeer, rank int) *keptPeer {
@@ -109,65 +108,44 @@ type keptRec struct {
 }
 
 // current reports whether a sender's kept structure r, whose keeping
-// frame was sent, still describes frames: until keptRenew after that
+// frame was sent, still describes frames: until KeptRenew after that
 // frame, when it is kept again.
-func (r *keptRec) current() bool { return time.Since(r.sentAt) < keptRenew }
+func (r *keptRec) current() bool { return time.Since(r.sentAt) < KeptRenew }
 
 func (r *keptRec) matches(class string, meta []byte, hash uint64, leaves, total int64) bool {
 	return r.ref != 0 && r.hash == hash && r.leaves == leaves && r.total == total && string(r.class) == class && bytes.Equal(r.meta, meta)
 }
 
-// initRef is how an InitRemote frame travels: with its metadata (ref 0),
-// with its metadata to keep under ref, or described by ref.
-type initRef struct {
-	ref       uint64
-	described bool
-	tag       int // the payload's tag, when the storage travels apart
-	// joined: the storage travels in the header message but apart from
-	// the frame's buffer, the two sent in two blocks (see storageTravel).
-	joined bool
-	// runs, when the storage travels apart as runs (wire.FlagRuns): the
-	// payload messages, and the storages of the leaves read in place.
-	runs *initRuns
+// Kept is how an InitRemote frame travels: with its metadata (Ref 0),
+// with its metadata to keep under Ref, or described by Ref.
+type Kept struct {
+	Ref       uint64
+	Described bool
 }
 
-// apply sets h's flags and ref for r, and returns the class name and
+// Apply sets h's flags and ref for k, and returns the class name and
 // metadata the frame carries: class and meta, or none when described.
-func (r initRef) apply(h *wire.Header, class string, meta []byte) (string, []byte) {
-	h.Ref = r.ref
+func (k Kept) Apply(h *wire.Header, class string, meta []byte) (string, []byte) {
+	h.Ref = k.Ref
 	switch {
-	case r.described:
+	case k.Described:
 		h.Flags |= wire.FlagDescribed
 		return "", nil
-	case r.ref != 0:
+	case k.Ref != 0:
 		h.Flags |= wire.FlagKeep
 	}
 	return class, meta
 }
 
-// layout reports how the storage of a point-to-point InitRemote frame of
-// class name class, metadata meta and total bytes of storage that travels
-// as r goes (storageTravel): apart from the header (split), in the header
-// message in two blocks (joined, up to wire.InlineMax bytes, only inPlace:
-// for a blocking send whose storage stays readable where it lies), or
-// copied into the header message (neither).
-func (r initRef) layout(class string, meta []byte, total int, inPlace bool) (split, joined bool) {
-	if r.described {
-		class, meta = "", nil
-	}
-	copied, joined := storageTravel(wire.Size+len(class)+len(meta), total, wire.InlineMax)
-	joined = joined && inPlace
-	return !copied && !joined, joined
-}
-
-// initRef returns how a point-to-point InitRemote frame of class name
-// class, metadata meta, structure hash, leaf count and storage size travels to l.Peer: described
-// by the ref of a structure it kept there, else to be kept under a new ref
-// when the metadata is small enough, else with its metadata alone. A frame
-// to keep must be followed by l.initRefDone with the outcome of its send.
-func (l *link) initRef(class string, meta []byte, hash uint64, leaves, total int64) initRef {
+// KeepRef returns how a point-to-point InitRemote frame of class name
+// class, metadata meta, structure hash, leaf count and storage size
+// travels to l.Peer: described by the ref of a structure it kept there,
+// else to be kept under a new ref when the metadata is small enough, else
+// with its metadata alone. A frame to keep must be followed by l.KeptSent
+// with the outcome of its send.
+func (l *Link) KeepRef(class string, meta []byte, hash uint64, leaves, total int64) Kept {
 	if len(meta)+len(class) > wire.MaxKeptMeta {
-		return initRef{}
+		return Kept{}
 	}
 	// The JSON with or without the spaces that align what follows it.
 	meta = bytes.TrimRight(meta, " ")
@@ -181,10 +159,10 @@ func (l *link) initRef(class string, meta []byte, hash uint64, leaves, total int
 			continue
 		}
 		if !r.sent {
-			return initRef{} // another goroutine is sending the frame that keeps it
+			return Kept{} // another goroutine is sending the frame that keeps it
 		}
 		if r.current() {
-			return initRef{ref: r.ref, described: true}
+			return Kept{Ref: r.ref, Described: true}
 		}
 		r.ref = 0 // keep it again, under a new ref
 		break
@@ -192,32 +170,32 @@ func (l *link) initRef(class string, meta []byte, hash uint64, leaves, total int
 	p.last++
 	r := &p.recs[p.last%wire.KeptRefs]
 	*r = keptRec{ref: p.last, hash: hash, leaves: leaves, total: total, class: append(r.class[:0], class...), meta: append(r.meta[:0], meta...)}
-	return initRef{ref: p.last}
+	return Kept{Ref: p.last}
 }
 
-// initRefDone records the outcome of the frame that keeps r's structure at
+// KeptSent records the outcome of the frame that keeps k's structure at
 // l.Peer: sent (err nil), the next frames of that structure are described
 // by it; else it is forgotten, and the next frame of the structure asks
 // to keep it again (under a new ref: the receiver may still get this one).
-func (l *link) initRefDone(r initRef, err error) {
-	if r.ref == 0 || r.described {
+func (l *Link) KeptSent(k Kept, err error) {
+	if k.Ref == 0 || k.Described {
 		return
 	}
-	k := keptInits.Of(l.Group)
-	k.mu.Lock()
-	if rec := &k.to[l.Peer].recs[r.ref%wire.KeptRefs]; rec.ref == r.ref {
+	places := keptInits.Of(l.Group)
+	places.mu.Lock()
+	if rec := &places.to[l.Peer].recs[k.Ref%wire.KeptRefs]; rec.ref == k.Ref {
 		if err == nil {
 			rec.sent, rec.sentAt = true, time.Now()
 		} else {
 			rec.ref = 0
 		}
 	}
-	k.mu.Unlock()
+	places.mu.Unlock()
 }
 
-// keepInit keeps the class name and metadata of f, an InitRemote frame
-// from l.Peer with wire.FlagKeep.
-func (l *link) keepInit(f *wire.Frame) {
+// Keep keeps the class name and metadata of f, an InitRemote frame from
+// l.Peer with wire.FlagKeep.
+func (l *Link) Keep(f *wire.Frame) {
 	k := keptInits.Of(l.Group)
 	rec := keptRec{ref: f.Ref, hash: f.Hash, leaves: f.Leaves, total: f.Total, class: bytes.Clone(f.Class), meta: bytes.Clone(f.Meta)}
 	k.mu.Lock()
@@ -226,15 +204,15 @@ func (l *link) keepInit(f *wire.Frame) {
 	k.mu.Unlock()
 }
 
-// describeInit sets the class name and metadata of f, an InitRemote frame
+// Describe sets the class name and metadata of f, an InitRemote frame
 // from l.Peer with wire.FlagDescribed, to those kept under its ref, after
 // checking that its header is the kept frame's and that they are within
 // lim, this receive's limits.
-func (l *link) describeInit(f *wire.Frame, lim wire.Limits) error {
+func (l *Link) Describe(f *wire.Frame, lim wire.Limits) error {
 	k := keptInits.Of(l.Group)
 	var deadline time.Time
 	var found error
-	err := xfer.Poll(l.Ctx, func() (bool, error) {
+	err := Poll(l.Ctx, func() (bool, error) {
 		k.mu.Lock()
 		var rec keptRec
 		if p := k.from[l.Peer]; p != nil {
