@@ -512,14 +512,14 @@ func (l *link) refuseIncoming() error {
 	if err != nil || h.Kind != wire.KindSend {
 		return nil // announces nothing that can be trusted
 	}
-	if err := lc.drainSend(&h, tag0, frame == nil && h.Body() > 0, 0); err != nil {
+	if err := lc.DrainSend(&h, tag0, frame == nil && h.Body() > 0, 0); err != nil {
 		return fmt.Errorf("refusing the incoming transfer: %w", err)
 	}
 	return nil
 }
 
 // drainUnlessDone drains what the sender of h still sends after the first
-// from payload messages (see drainSend), unless l's context has ended: then
+// from payload messages (see xfer.Link.DrainSend), unless l's context has ended: then
 // the receive gives up at once, and the rest of the transfer stays queued
 // on tags that no later transfer of this structure will take as its own
 // (the sender is expected to give up by its own deadline).
@@ -527,7 +527,7 @@ func (l *link) drainUnlessDone(h *wire.Header, tag0 int, from int64) error {
 	if l.Ctx.Err() != nil {
 		return nil
 	}
-	return l.drainSend(h, tag0, false, from)
+	return l.DrainSend(h, tag0, false, from)
 }
 
 // parseHeader parses the fixed-size header received into s.hdr. A header
@@ -539,7 +539,7 @@ func (s *p2pState) parseHeader(l *link, body bool) (wire.Header, error) {
 		// A header over this side's limits still tells what the sender
 		// sends after it; one that cannot be read at all tells nothing.
 		if all, perr := wire.Parse(s.hdr, wire.Limits{MaxTotal: math.MaxInt64}); perr == nil && all.Kind == wire.KindSend {
-			err = errors.Join(err, l.drainSend(&all, s.tag0, body && all.Body() > 0, 0))
+			err = errors.Join(err, l.DrainSend(&all, s.tag0, body && all.Body() > 0, 0))
 		} else if perr != nil {
 			err = fmt.Errorf("%w (%s)", err, l.notHeader(s.tag0))
 		}
@@ -598,37 +598,6 @@ func (s *p2pState) mismatch(td *TensorDict, meta []byte, h *wire.Header, sorted 
 		return fmt.Errorf("%w: sender vs receiver: %w", ErrMismatch, err)
 	}
 	return fmt.Errorf("%w: same keys, dtypes and shapes, but the consolidated layouts differ (%d bytes sent, %d here)", ErrMismatch, h.Total, s.total)
-}
-
-// drainSend consumes what a Send transfer this side refused still owes,
-// exactly as its header h announces, so that the sender does not hang and
-// no message of it is left for a later Recv: the metadata message on tag0
-// when body is true (it was not received), then the storage chunks
-// (consolidated) or the per-leaf messages from the from-th on, on the
-// sender's tags (see xfer.DrainMessages).
-func (l *link) drainSend(h *wire.Header, tag0 int, body bool, from int64) error {
-	if body {
-		if err := xfer.DrainChunks(l.Comm, l.Peer, tag0, 1); err != nil {
-			return err
-		}
-	}
-	if h.Flags&wire.FlagPerLeaf == 0 {
-		return xfer.DrainChunks(l.Comm, l.Peer, tag0, h.Chunks())
-	}
-	pseudo := h.Flags&wire.FlagPseudoRandTags != 0
-	tag := h.PayloadTag - 1
-	next := func() int {
-		if pseudo {
-			tag = xfer.IntGenerator(tag + 1)
-		} else {
-			tag++
-		}
-		return tag
-	}
-	for range min(from, h.Leaves) {
-		next()
-	}
-	return xfer.DrainMessages(l.Comm, l.Peer, h.Leaves-min(from, h.Leaves), func(int64) int { return next() })
 }
 
 // recvPhase is the next message a receive takes.
@@ -827,7 +796,7 @@ func (l *link) recvHeaderMessage(tag int, hdr []byte, scratch *[]byte) (frame []
 func (l *link) refuseHeaderMessage(head []byte, tag int, n, most int64) error {
 	err := fmt.Errorf("header message of %d bytes, outside [%d, %d]: %w (%s)", n, wire.Size, most, wire.ErrLimit, l.notHeader(tag))
 	if h, herr := wire.Parse(head, wire.Limits{MaxTotal: math.MaxInt64}); herr == nil && h.Kind == wire.KindSend && n >= wire.Size {
-		err = errors.Join(err, l.drainSend(&h, tag, false, 0))
+		err = errors.Join(err, l.DrainSend(&h, tag, false, 0))
 	}
 	return err
 }
@@ -870,7 +839,7 @@ func (l *link) tagOptions() string {
 func (r *recvOp) gotBody(body []byte) (done bool, err error) {
 	l, s, h := r.l, r.s, &r.h
 	if err := s.check(l, r.td, h, body); err != nil {
-		return true, errors.Join(err, l.drainSend(h, s.tag0, false, 0))
+		return true, errors.Join(err, l.DrainSend(h, s.tag0, false, 0))
 	}
 	if h.MetaLen > 0 {
 		s.noteValues(l, h, body[h.ClassLen:int64(h.ClassLen)+h.MetaLen])
@@ -901,14 +870,14 @@ func (r *recvOp) gotBody(body []byte) (done bool, err error) {
 // drainRest consumes and discards what the sender still sends of a
 // transfer whose header has arrived, exactly as the header announces and
 // as a refused transfer is drained: each message is awaited at most
-// drainIdle.
+// xfer.DrainIdle.
 func (r *recvOp) drainRest() error {
 	l, s, h := r.l, r.s, &r.h
 	switch r.phase {
 	case phaseBody:
-		return l.drainSend(h, s.tag0, true, 0)
+		return l.DrainSend(h, s.tag0, true, 0)
 	case phaseLeaves:
-		return l.drainSend(h, s.tag0, false, int64(r.i))
+		return l.DrainSend(h, s.tag0, false, int64(r.i))
 	case phaseChunks:
 		return xfer.DrainChunks(l.Comm, l.Peer, s.tag0, int64((len(r.dst)-r.i+wire.MaxChunk-1)/wire.MaxChunk))
 	}

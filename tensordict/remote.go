@@ -738,7 +738,7 @@ func (l *link) recvInit() (*TensorDict, error) {
 		f, err = wire.ParseFrame(frame, lim)
 	}
 	if err != nil {
-		return nil, l.Errorf("%w", errors.Join(err, l.drainRefused(frame)))
+		return nil, l.Errorf("%w", errors.Join(err, l.DrainInit(frame)))
 	}
 	// fail gives back a storage received apart that no result holds.
 	fail := func(err error) (*TensorDict, error) {
@@ -757,12 +757,12 @@ func (l *link) recvInit() (*TensorDict, error) {
 	}
 	if f.Flags&wire.FlagDescribed != 0 {
 		if err := l.Describe(&f, lim); err != nil {
-			return fail(errors.Join(err, l.drainPayload(&f.Header)))
+			return fail(errors.Join(err, l.DrainPayload(&f.Header)))
 		}
 	}
 	td, stor, finish, tp, err := l.buildInit(&f, true, apart, spare)
 	if err != nil {
-		return fail(errors.Join(err, l.drainPayload(&f.Header)))
+		return fail(errors.Join(err, l.DrainPayload(&f.Header)))
 	}
 	if tp != last.tp {
 		sizes.noteTemplate(l.Peer, tp)
@@ -1034,33 +1034,7 @@ func (l *link) refuseOversized(head []byte, n, maxFrame int64) error {
 		return fmt.Errorf("header message of %d bytes is shorter than a header: %w", n, wire.ErrHeader)
 	}
 	err := fmt.Errorf("header message of %d bytes is outside [%d, %d]: %w", n, wire.Size, maxFrame, wire.ErrLimit)
-	return errors.Join(err, l.drainRefused(head))
-}
-
-// drainRefused drains the payload announced by an InitRemote header this
-// side refused (over its limits, say), so that a well-behaved sender is
-// not left blocked: exactly the chunks the header announces, read with no
-// size limit. A header that cannot be read even so, or that is not
-// InitRemote's, announces nothing that can be trusted, and nothing is
-// drained. When frame is a whole frame that asks to be kept
-// (wire.FlagKeep), its structure is kept all the same: the sender
-// describes the next frames of it by its ref.
-func (l *link) drainRefused(frame []byte) error {
-	h, err := wire.Parse(frame, wire.Limits{MaxTotal: math.MaxInt64})
-	if err != nil || h.Kind != wire.KindInit {
-		return nil
-	}
-	if h.Flags&wire.FlagKeep != 0 && int64(len(frame)) == wire.Size+h.Body() {
-		f := wire.FrameOf(h, frame[wire.Size:])
-		l.Keep(&f)
-	}
-	return l.drainPayload(&h)
-}
-
-// drainPayload drains the separate payload of a header: h.Chunks()
-// messages on its payload tag.
-func (l *link) drainPayload(h *wire.Header) error {
-	return xfer.DrainChunks(l.Comm, l.Peer, h.PayloadTag, h.Chunks())
+	return errors.Join(err, l.DrainInit(head))
 }
 
 // storageFor returns the storage a received TensorDict of total bytes

@@ -23,18 +23,30 @@
 // of a message MPI does not send eagerly (EagerSendMax) is given up with
 // such an error, and a collective step breaks the group.
 //
-// Files: link.go (Link, the sends of a point-to-point transfer, frame
-// alignment), recv.go (probes, exact receives, chunks, drains),
-// background.go (the queues of background receives, IRecv's, and the
-// stepping that moves them without a goroutine), tags.go (the header tag, per-leaf tag
-// plans, Python tensordict's IntGenerator), locks.go (the per-group tag
-// locks that keep concurrent transfers on the same tags apart), kept.go
-// (the structures InitRemote's receivers keep, so that the next frames of
-// a structure travel without their metadata), step.go
-// (collective steps: blocking or nonblocking as the ranks agreed,
-// deferred for asynchronous collectives, given up after StepGrace, and
-// breaking the group when given up or failed), log.go (one start line and
-// one error line per operation, through internal/log).
+// Files:
+//
+//	link.go        Link, the sends of a point-to-point transfer, frame
+//	               alignment
+//	recv.go        probes, exact receives, chunks
+//	drain.go       the drains of refused transfers: Discard,
+//	               DrainMessages, DrainSend, DrainInit
+//	background.go  the queues of background receives (IRecv's), and the
+//	               stepping that moves them without a goroutine
+//	tags.go        the header tag, per-leaf tag plans, Python
+//	               tensordict's IntGenerator
+//	locks.go       the per-group tag locks that keep concurrent transfers
+//	               on the same tags apart
+//	kept.go        the structures InitRemote's receivers keep, so that
+//	               the next frames of a structure travel without their
+//	               metadata
+//	step.go        collective steps: blocking or nonblocking as the ranks
+//	               agreed, deferred for asynchronous collectives, given up
+//	               after StepGrace, and breaking the group when given up
+//	               or failed
+//	agree.go       the agreements' combines (Combine, Fold)
+//	any.go         receives from any source
+//	log.go         one start line and one error line per operation,
+//	               through internal/log
 //
 // Per-group state (the tag locks, the kept structures) is a proto.Slot: it goes away with the
 // group.

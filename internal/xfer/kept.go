@@ -33,9 +33,9 @@ import (
 // increasing order and describes a frame by a ref only after the frame that
 // keeps it was sent; MPI delivers the frames of one sender on one tag in
 // order, so the receiver has kept (or is keeping) what a described frame
-// refers to, even when it refused that frame (tensordict's drainRefused). A receiver
-// whose kept slot holds another ref (another
-// goroutine still keeping it) waits up to keptWait for it, then refuses
+// refers to, even when it refused that frame (DrainInit). A receiver
+// whose kept slot holds another ref (another goroutine still keeping it)
+// waits up to keptWait for it, then refuses
 // the frame: a receive that failed before keeping (given up while MPI was
 // writing the frame), a sender that lies. A sender asks to keep a
 // structure again, with its metadata, once it has described frames by its

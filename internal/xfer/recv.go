@@ -7,13 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/tdmpi/tdmpi/internal/mpix"
 	"github.com/tdmpi/tdmpi/internal/proto"
 	"github.com/tdmpi/tdmpi/internal/wire"
 	"github.com/tdmpi/tdmpi/mpi"
-	"golang.org/x/sys/unix"
 )
 
 // Probe matches the next message from src with tag on c into *m,
@@ -150,68 +148,6 @@ func Poll(ctx context.Context, try func() (done bool, err error)) error {
 		}
 		p.Pause()
 	}
-}
-
-// Discard receives the matched message m of n bytes and throws it away.
-// The receive is exact, never truncated: Open MPI's single-copy path does
-// not bound a truncated rendezvous receive by the buffer size. Small
-// messages land on the stack, larger ones in a scratch anonymous mapping
-// that is unmapped at once. head, if not nil, gets the message's first
-// bytes.
-func Discard(m *mpi.Message, n int64, head []byte) error {
-	if n <= 0 {
-		_, err := mpi.Mrecv(m, []byte(nil))
-		return err
-	}
-	if n <= 4096 {
-		var sink [4096]byte
-		_, err := mpi.Mrecv(m, sink[:n])
-		copy(head, sink[:n])
-		return err
-	}
-	buf, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
-	if err != nil {
-		return fmt.Errorf("mapping %d bytes to Discard a message: %w", n, err)
-	}
-	_, err = mpi.Mrecv(m, buf)
-	copy(head, buf)
-	return errors.Join(err, unix.Munmap(buf))
-}
-
-// DrainIdle is how long a drain waits for each message it was told to
-// expect before giving up on the rest.
-const DrainIdle = 2 * time.Second
-
-// DrainMessages consumes, in order, n messages from src, the i-th on tag
-// tagOf(i): exactly the messages a refused transfer still owes, so that
-// its sender is not left blocked and nothing of it stays queued for a
-// later receive to take. A header can announce messages that never come
-// (a faulty or hostile sender), so DrainMessages waits at most DrainIdle
-// for each and then gives up with an error saying so; it never takes more
-// than n messages.
-func DrainMessages(c *mpi.Comm, src int, n int64, tagOf func(i int64) int) error {
-	for i := range n {
-		tag := tagOf(i)
-		ctx, cancel := context.WithTimeout(context.Background(), DrainIdle)
-		var m mpi.Message
-		st, err := Probe(ctx, c, src, tag, &m)
-		cancel()
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d) did not come within %v", i+1, n, tag, DrainIdle)
-			}
-			return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d): %w", i+1, n, tag, err)
-		}
-		if err := Discard(&m, st.Bytes(), nil); err != nil {
-			return fmt.Errorf("draining the refused transfer: message %d of %d (tag %d): %w", i+1, n, tag, err)
-		}
-	}
-	return nil
-}
-
-// DrainChunks consumes the n payload messages on tag (see DrainMessages).
-func DrainChunks(c *mpi.Comm, src, tag int, n int64) error {
-	return DrainMessages(c, src, n, func(int64) int { return tag })
 }
 
 // AppendChunks appends to msgs the messages of at most wire.MaxChunk
