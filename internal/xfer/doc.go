@@ -44,7 +44,8 @@
 //	               after StepGrace, and breaking the group when given up
 //	               or failed
 //	agree.go       the agreements' combines (Combine, Fold)
-//	any.go         receives from any source
+//	any.go         SendAny, RecvAny: []int64 or []byte messages, sent
+//	               or broadcast as torch's ranks do
 //	log.go         one start line and one error line per operation,
 //	               through internal/log
 //
