@@ -244,13 +244,7 @@ func bcastSend(cl *coll.Call, td *TensorDict, a bcastAgree) (*TensorDict, bool, 
 		return nil, false, cl.Errorf("broadcasting the metadata: %w", err)
 	}
 	xfer.PutMsgBuf(msg)
-	if storage == nil {
-		// Inline: the receivers close at once, as this rank must, in the
-		// same mode (an IBroadcast that deferred nothing here waited for
-		// its nonblocking close while they closed blocking: a hang).
-		return tdc, false, nil
-	}
-	cl.Defer() // IBroadcast: the storage is left to Wait
+	cl.Defer() // IBroadcast: the storage (none when inline) is left to Wait
 	if err := cl.BcastChunks(storage, cl.Rank); err != nil {
 		return nil, false, cl.Errorf("broadcasting the storage: %w", err)
 	}

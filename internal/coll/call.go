@@ -322,13 +322,19 @@ func (cl *Call) Defer() {
 // it posts the closing step after the deferred ones and returns the
 // Pending that completes them. If this rank failed after posting some
 // steps, it completes them, as the other ranks do, and closes as a
-// blocking collective does; nothing posted returns a nil Pending.
+// blocking collective does; nothing posted (no Defer, or no step after
+// it) returns a nil Pending, closed blocking: every rank posts the same
+// steps, so all close alike (a blocking collective never matches a
+// nonblocking one).
 func (cl *Call) closeDeferred(busy func() bool, err error) (*Pending, error) {
 	q := cl.Deferred
 	cl.Deferred = nil
-	if err != nil || q == nil {
+	if err != nil || q == nil || len(q.Reqs) == 0 {
 		if q != nil {
 			err = errors.Join(err, completeSteps(cl.Op, cl.Step, q))
+		}
+		for i := 0; err == nil && q != nil && i < len(q.After); i++ {
+			err = q.After[i]() // what follows no step
 		}
 		if !cl.closed {
 			err = Close(cl.Step, busy, err, cl.Errorf)
