@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/tdmpi/tdmpi/internal/bytesize"
 	"github.com/tdmpi/tdmpi/internal/mem"
 	"github.com/tdmpi/tdmpi/mpi"
+	"github.com/tdmpi/tdmpi/tensordict"
 )
 
 // maxBenchSize bounds -max: every rank holds several buffers of this size.
@@ -59,7 +61,9 @@ Bench measures, in one run, for payloads from -min to -max bytes (each size
 	allreduce-cons AllReduce (sum) of a consolidated TensorDict (one call)
 
 The TensorDicts hold -leaves uint8 leaves (fewer for payloads of fewer
-bytes) that share the payload, in one storage but for allreduce's. The methods of one size are timed in rounds,
+bytes) that share the payload, in one storage but for allreduce's and
+initremote-set's. Many leaves (-leaves 65536 -methods initremote-set)
+show what a TensorDict's size in leaves costs a transfer. The methods of one size are timed in rounds,
 one repetition of each method in turn, so that noise from other processes
 hits a method and its baseline alike; before each repetition the ranks
 wait for the collections the receive pool started in the method before
@@ -141,8 +145,8 @@ func (c *benchConfig) check() error {
 		return fmt.Errorf("-max %v: want at most %s", &c.max, bytesize.Format(maxBenchSize))
 	case c.factor < 2:
 		return fmt.Errorf("-factor %d: want 2 or more", c.factor)
-	case c.leaves < 1 || c.leaves > 4096:
-		return fmt.Errorf("-leaves %d: want 1 to 4096", c.leaves)
+	case c.leaves < 1 || c.leaves > maxBenchLeaves:
+		return fmt.Errorf("-leaves %d: want 1 to %d", c.leaves, maxBenchLeaves)
 	case c.iters < 1:
 		return fmt.Errorf("-iters %d: want 1 or more", c.iters)
 	case c.time < 0:
@@ -154,8 +158,16 @@ func (c *benchConfig) check() error {
 	}
 	c.ms = ms
 	c.sizes = sizeSeries(int64(c.min), int64(c.max), int64(c.factor))
+	if c.leaves > tensordict.MaxUserTag && slices.ContainsFunc(ms, func(m *method) bool { return m.name == "send-leaves" }) {
+		return fmt.Errorf("-leaves %d: send-leaves sends a message per leaf, each on a tag of its own below %d: leave it out of -methods",
+			c.leaves, tensordict.MaxUserTag)
+	}
 	return nil
 }
+
+// maxBenchLeaves bounds -leaves: a TensorDict of 1Mi leaves takes about
+// a second to build, and as long to send.
+const maxBenchLeaves = 1 << 20
 
 // sizeSeries returns lo, lo*factor, lo*factor^2, ... up to hi, and hi.
 func sizeSeries(lo, hi, factor int64) []int64 {

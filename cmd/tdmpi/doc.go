@@ -94,8 +94,9 @@
 //	               of their own, as a model's gradients (in buckets below 256 KiB)
 //	allreduce-cons AllReduce (sum) of a consolidated TensorDict (one call)
 //
-// The TensorDicts hold -leaves uint8 leaves sharing the size's bytes, in
-// one storage but for allreduce's. The
+// The TensorDicts hold -leaves uint8 leaves (up to 1Mi; send-leaves takes
+// at most 28672) sharing the size's bytes, in one storage but for
+// allreduce's and initremote-set's. The
 // methods of one size are timed in interleaved rounds, so that noise hits a
 // method and its baseline alike. Each figure is the median of a method's
 // repetitions (at least -iters, for at least -time per method and size),
