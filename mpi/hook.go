@@ -16,6 +16,7 @@ func init() {
 	hook.Yield = yield
 	hook.SendCopy = sendCopy
 	hook.SendConcat = sendConcat
+	hook.SendBlocksUntil = sendBlocksUntil
 	hook.SendUntil = sendUntil
 	hook.SendConcatUntil = sendConcatUntil
 	hook.MprobeUntil = func(m Message, c *Comm, src, tag int, done <-chan struct{}) (Message, Status, bool, error) {

@@ -310,6 +310,10 @@ func Send[T Scalar](c *Comm, buf []T, dest, tag int) error { return ErrNoMPI }
 // sendConcat returns ErrNoMPI: this build has no MPI.
 func sendConcat(c *Comm, a, b []byte, dest, tag int) error { return ErrNoMPI }
 
+func sendBlocksUntil(c *Comm, blocks [][]byte, dest, tag int, done <-chan struct{}) (bool, error) {
+	return false, ErrNoMPI
+}
+
 // sendUntil returns ErrNoMPI: this build has no MPI.
 func sendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (bool, error) {
 	return false, ErrNoMPI

@@ -26,6 +26,7 @@ import "C"
 
 import (
 	"math"
+	"runtime"
 	"unsafe"
 )
 
@@ -269,6 +270,73 @@ func sendUntil(c *Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended 
 		return ended, err
 	}
 	return false, newError(op, rc)
+}
+
+// sendBlocksUntil sends the bytes of blocks, one after the other, to rank
+// dest of c as one message, as Send of their concatenation would, without
+// building it: MPI reads each block where it lies, through a datatype of
+// as many blocks built for the send. It returns once the send has
+// completed, or once done is closed (nil: never) with ended true; the send
+// is then abandoned, the blocks pinned until it completes, and the caller
+// must change none of them. Empty blocks are left out; the message must
+// hold at most 2^31-1 bytes (ErrCount otherwise).
+func sendBlocksUntil(c *Comm, blocks [][]byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
+	const op = "MPI_Isend"
+	var two [2][]byte
+	n, total := 0, 0
+	for _, b := range blocks {
+		if len(b) > 0 {
+			if n < 2 {
+				two[n] = b
+			}
+			n, total = n+1, total+len(b)
+		}
+	}
+	if total > math.MaxInt32 {
+		return false, argError(op, C.MPI_ERR_COUNT, "blocks of %d bytes in all: at most %d", total, math.MaxInt32)
+	}
+	if n <= 2 {
+		return sendConcatUntil(c, two[0], two[1], dest, tag, done)
+	}
+	w, err := c.sendArgs(op, dest, tag)
+	if err != nil {
+		return false, err
+	}
+	lens := make([]C.int, 0, n)
+	addrs := make([]C.MPI_Aint, 0, n) // no Go pointer: MPI copies them into the type
+	ptrs := make([]unsafe.Pointer, 0, n)
+	var pin runtime.Pinner // MPI reads the blocks between the slices of the wait
+	defer pin.Unpin()
+	for _, b := range blocks {
+		if len(b) > 0 {
+			p := unsafe.Pointer(unsafe.SliceData(b))
+			pin.Pin(p)
+			lens, addrs, ptrs = append(lens, C.int(len(b))), append(addrs, C.MPI_Aint(uintptr(p))), append(ptrs, p)
+		}
+	}
+	defer callWait.enter().leave()
+	s := C.tdmpi_isend_blocks_start(C.int(n), &lens[0], &addrs[0], C.int(dest), C.int(tag), w)
+	if err := newError(op, s.rc); err != nil {
+		return false, err
+	}
+	q := s.q
+	var cst C.tdmpi_status
+	// Not paused: Open MPI copies a message that is not contiguous through
+	// shared-memory fragments that the sender fills as it progresses.
+	rc, ended := waitingUntil(done, func() C.int { return C.tdmpi_wait_req(&q, &cst, cbool(false)) })
+	if !ended {
+		return false, newError(op, rc)
+	}
+	var flag C.int
+	if rc = C.MPI_Test(&q, &flag, &cst.st); rc != C.MPI_SUCCESS || flag != 0 {
+		return false, newError(op, rc) // it completed (or failed) as done closed
+	}
+	b := bufOf(two[0])
+	f := newInflight(op, b.k, b.size, false, C.longlong(total), ptrs...) // pinned anew: the wait's own pin goes on return
+	f.hs = []C.MPI_Request{q}
+	register(f)
+	orphan(f) // reap completes it
+	return true, nil
 }
 
 // sendConcatUntil is sendConcat as sendUntil: it sends the bytes of a

@@ -237,6 +237,22 @@ static inline int tdmpi_send_bytes(const tdmpi_mem *a, int na, const tdmpi_mem *
 	return tdmpi_send_pair(a, na, b, nb, MPI_BYTE, dest, tag, TDMPI_COMM(c));
 }
 
+// tdmpi_isend_blocks_start is MPI_Isend of the n blocks of bytes at
+// addrs, of lens bytes each, as one message (SendBlocksUntil): an hindexed
+// type addressed from MPI_BOTTOM, which MPI keeps until the send
+// completes.
+static inline tdmpi_started tdmpi_isend_blocks_start(int n, const int *lens, const MPI_Aint *addrs, int dest, int tag, tdmpi_word c) {
+	tdmpi_started s;
+	MPI_Datatype t;
+	s.q = MPI_REQUEST_NULL;
+	s.rc = MPI_Type_create_hindexed(n, lens, addrs, MPI_BYTE, &t);
+	if (s.rc != MPI_SUCCESS) return s;
+	s.rc = MPI_Type_commit(&t);
+	if (s.rc == MPI_SUCCESS) s.rc = MPI_Isend(MPI_BOTTOM, 1, t, dest, tag, TDMPI_COMM(c), &s.q);
+	MPI_Type_free(&t);
+	return s;
+}
+
 // tdmpi_type_big builds a committed datatype describing n consecutive
 // elements of base, for n beyond INT_MAX (the BigMPI recipe): q blocks of
 // chunk elements (at most INT_MAX) followed by r leftover elements, joined

@@ -187,17 +187,18 @@
 // the storage. InitRemote's first frame of a structure to a rank asks the
 // receiver to keep its class name and metadata under a number, and the
 // later frames with the same metadata carry that number instead
-// (remote_kept.go); a receiver that refused such a frame keeps it all the
+// (internal/xfer/kept.go); a receiver that refused such a frame keeps it all the
 // same, so nothing depends on every receive succeeding. The storage of
 // an InitRemote travels inside the header message up to about 4000 bytes
 // (Open MPI's eager size), else as a message of its own, sent from the
 // TensorDict's storage and received straight into the result's. A
 // TensorDict that is not consolidated is not packed into one buffer
-// first when it has leaves of 16 KiB or more: each of those travels as a
-// message of its own from where it lies, the smaller leaves between them
-// packed into messages of their own (wire.Runs); the receiver, which
-// knows the layout from the metadata, takes each into its place in the
-// result's storage. Past the
+// first when it has leaves of 16 KiB or more: MPI reads those where they
+// lie, the smaller leaves between them packed into buffers (wire.Runs),
+// all in one message up to 512 KiB (a datatype of their blocks), which
+// the receiver takes as any storage; past that, each run is a message of
+// its own, which the receiver, knowing the layout from the metadata,
+// takes into its place in the result's storage. Past the
 // eager size, a header message with a storage after it (a consolidated
 // Send's of up to 16 KiB, 128 KiB to a rank on another node, where each
 // message costs a network latency; an InitRemote's of up to 64 KiB) is

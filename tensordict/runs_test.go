@@ -75,7 +75,8 @@ func TestInitRuns(t *testing.T) {
 }
 
 // TestInitRemoteRuns: InitRemote of TensorDicts whose large leaves travel
-// in place (wire.FlagRuns), set one by one, with small leaves, a
+// in place, in one message from blocks (xfer.Link.SendBlocks) or, past
+// blocksMax, as runs (wire.FlagRuns), set one by one, with small leaves, a
 // non-tensor value and a complex128 leaf between them: each result equals
 // the sender's TensorDict, into memory of its own, a memory-mapped file
 // and an allocator's storage, with and without a context; a receiver
@@ -86,16 +87,20 @@ func TestInitRemoteRuns(t *testing.T) {
 	if g.Rank() > 1 {
 		return
 	}
-	build := func(base float64) *TensorDict {
+	sized := func(base float64, big int) *TensorDict {
 		td := New(2)
 		require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Uint8, base, 2, 3)))
-		require.NoError(t, td.Set(K("n", "big"), tensor.Full(tensor.Float32, base+1, 2, wire.RunMin/8+3)))
+		require.NoError(t, td.Set(K("n", "big"), tensor.Full(tensor.Float32, base+1, 2, big/8+3)))
 		require.NoError(t, td.Set(K("n", "c"), tensor.Full(tensor.Complex128, base+2, 2)))
 		require.NoError(t, td.SetNonTensor(K("n", "note"), "runs"))
-		require.NoError(t, td.Set(K("big2"), tensor.Full(tensor.Int64, base+3, 2, wire.RunMin/16)))
+		require.NoError(t, td.Set(K("big2"), tensor.Full(tensor.Int64, base+3, 2, big/16)))
 		require.NoError(t, td.Set(K("z"), tensor.Full(tensor.Int8, base+4, 2, 1)))
 		return td
 	}
+	// build's storage is sent as one message from blocks, large's as
+	// runs, one message each (blocksMax).
+	build := func(base float64) *TensorDict { return sized(base, wire.RunMin) }
+	large := func(base float64) *TensorDict { return sized(base, blocksMax) }
 	strided := func(base float64) *TensorDict {
 		td := New()
 		x, err := tensor.Full(tensor.Float32, base, 4, wire.RunMin).Transpose(0, 1)
@@ -121,6 +126,10 @@ func TestInitRemoteRuns(t *testing.T) {
 		{name: "refused", td: build, limit: true},
 		{name: "after the refusal", td: build},
 		{name: "not contiguous", td: strided},
+		{name: "runs", td: large},
+		{name: "runs, context", td: large, opts: []RemoteOption{testCtx(t)}},
+		{name: "runs refused", td: large, limit: true},
+		{name: "runs after the refusal", td: large},
 	}
 	for i, c := range cases {
 		base := float64(10 * i)

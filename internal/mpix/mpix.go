@@ -20,6 +20,7 @@ var (
 	yield           = hook.Yield.(func() bool)
 	sendCopy        = hook.SendCopy.(func(*mpi.Comm, []byte, int, int) (bool, error))
 	sendConcat      = hook.SendConcat.(func(*mpi.Comm, []byte, []byte, int, int) error)
+	sendBlocksUntil = hook.SendBlocksUntil.(func(*mpi.Comm, [][]byte, int, int, <-chan struct{}) (bool, error))
 	sendUntil       = hook.SendUntil.(func(*mpi.Comm, []byte, int, int, <-chan struct{}) (bool, error))
 	sendConcatUntil = hook.SendConcatUntil.(func(*mpi.Comm, []byte, []byte, int, int, <-chan struct{}) (bool, error))
 	mprobeUntil     = hook.MprobeUntil.(func(mpi.Message, *mpi.Comm, int, int, <-chan struct{}) (mpi.Message, mpi.Status, bool, error))
@@ -91,6 +92,17 @@ func SendConcat(c *mpi.Comm, a, b []byte, dest, tag int) error {
 // in time: no allocation.
 func SendUntil(c *mpi.Comm, buf []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
 	return sendUntil(c, buf, dest, tag, done)
+}
+
+// SendBlocksUntil sends the bytes of blocks, one after the other, to rank
+// dest of c as one message, as mpi.Send of their concatenation would,
+// reading each where it lies (an hindexed datatype built for the send),
+// and returns once the send has completed, or once done is closed with
+// ended true: the send is then abandoned, the blocks pinned until it
+// completes, and the caller must change none of them. Empty blocks are
+// left out; the message holds at most 2^31-1 bytes.
+func SendBlocksUntil(c *mpi.Comm, blocks [][]byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
+	return sendBlocksUntil(c, blocks, dest, tag, done)
 }
 
 // SendConcatUntil is SendConcat as SendUntil: it sends the bytes of a

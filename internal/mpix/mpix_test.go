@@ -133,6 +133,69 @@ func TestSendCopyRecvExact(t *testing.T) {
 	}
 }
 
+// TestSendBlocksUntil sends blocks (empty ones among them, two blocks in
+// one allocation) from rank 0 to rank 1 as one message, which rank 1
+// receives whole: their concatenation. A send rank 1 takes only after
+// done closed is abandoned (ended) and still delivered, its blocks intact.
+func TestSendBlocksUntil(t *testing.T) {
+	g := mpitest.Need(t, 2)
+	if g.Rank() > 1 {
+		return
+	}
+	c := g.Comm()
+	const tag = 73
+	big := bytes.Repeat([]byte{1, 2, 3}, 40000)
+	shared := bytes.Repeat([]byte("shared"), 2000)
+	blocks := [][]byte{[]byte("first"), nil, big, shared[:100], {}, shared[5000:], []byte("last")}
+	cases := []struct {
+		name   string
+		blocks [][]byte
+		late   bool // rank 1 receives after done closed
+	}{
+		{"blocks", blocks, false},
+		{"one block", [][]byte{nil, big}, false},
+		{"abandoned", blocks, true},
+	}
+	for _, tc := range cases {
+		var w []byte
+		for _, b := range tc.blocks {
+			w = append(w, b...)
+		}
+		switch g.Rank() {
+		case 0:
+			done := make(chan struct{})
+			if tc.late {
+				close(done)
+			}
+			ended, err := mpix.SendBlocksUntil(c, tc.blocks, 1, tag, done)
+			require.NoError(t, err, tc.name)
+			if tc.late {
+				assert.True(t, ended, "%s: given up before rank 1 received", tc.name)
+			} else {
+				assert.False(t, ended, tc.name)
+			}
+			require.NoError(t, c.Barrier())
+		case 1:
+			if tc.late {
+				require.NoError(t, c.Barrier()) // rank 0 has given up
+			}
+			got := make([]byte, len(w))
+			st, err := mpi.Recv(c, got, 0, tag)
+			require.NoError(t, err, tc.name)
+			assert.EqualValues(t, len(w), st.Bytes(), tc.name)
+			assert.Equal(t, w, got, tc.name)
+			if !tc.late {
+				require.NoError(t, c.Barrier())
+			}
+		}
+	}
+	if g.Rank() == 0 {
+		n, err := mpix.WaitCopies(10 * time.Second)
+		assert.NoError(t, err)
+		assert.Zero(t, n)
+	}
+}
+
 // TestUntilEnds: a probe for a message that never comes returns ended
 // once done is closed, having matched nothing.
 func TestUntilEnds(t *testing.T) {

@@ -235,6 +235,31 @@ func (l *Link) SendJoined(head, tail []byte, tag int, name func(int) string) (go
 	return false, nil
 }
 
+// SendBlocks sends the bytes of blocks, one after the other, to l's peer
+// on tag as one message, MPI reading each where it lies
+// (mpix.SendBlocksUntil), and returns when all may be reused (gone false).
+// It waits until the send completes, l's context ends or, without a
+// context that can end, the peer leaves l's group: then gone is true, the
+// blocks stay MPI's, and the error wraps the context's or
+// group.ErrPeerLeft. The message holds at most wire.MaxChunk bytes.
+func (l *Link) SendBlocks(blocks [][]byte, tag int) (gone bool, err error) {
+	done := l.Ctx.Done()
+	if done == nil {
+		if err := l.PeerGone(); err != nil {
+			return false, err
+		}
+		done = proto.Gone(l.Group, l.Peer)
+	}
+	ended, err := mpix.SendBlocksUntil(l.Comm, blocks, l.Peer, tag, done)
+	switch {
+	case !ended:
+		return false, err
+	case l.Ctx.Err() != nil:
+		return true, fmt.Errorf("given up as the context ended, incomplete (MPI delivers it if the receiver receives): %w", l.Ctx.Err())
+	}
+	return true, l.leftDuring()
+}
+
 // PeerGone returns an error wrapping group.ErrPeerLeft if l's peer has
 // left l's group, and nil otherwise: at the cost of an atomic load while
 // no rank of any group has left (proto.Departures).

@@ -30,6 +30,7 @@ var (
 
 	SendCopy        any
 	SendConcat      any
+	SendBlocksUntil any
 	SendUntil       any
 	SendConcatUntil any
 	MprobeUntil     any
