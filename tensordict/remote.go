@@ -469,13 +469,7 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 	if err != nil {
 		return l.Errorf("%w", err)
 	}
-	var gone bool
-	switch {
-	case r.joined:
-		if gone, err = l.SendJoined(frame, payload, xfer.InitHeaderTag, initMessageName); err != nil {
-			err = l.Errorf("%w", err)
-		}
-	case r.runs != nil && r.runs.total() <= blocksMax:
+	if r.runs != nil {
 		for _, st := range r.runs.held {
 			if err := h.Add(st); err != nil {
 				xfer.PutMsgBuf(frame)
@@ -483,6 +477,14 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 				return l.Errorf("%w", err)
 			}
 		}
+	}
+	var gone bool
+	switch {
+	case r.joined:
+		if gone, err = l.SendJoined(frame, payload, xfer.InitHeaderTag, initMessageName); err != nil {
+			err = l.Errorf("%w", err)
+		}
+	case r.runs != nil && r.runs.total() <= blocksMax:
 		msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
 		if gone, err = l.SendMessages(msgs[:], tags[:], initMessageName); err == nil {
 			if _, err = l.SendBlocks(r.runs.msgs, r.tag); err != nil {
@@ -493,13 +495,6 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 			err = l.Errorf("%w", err)
 		}
 	case r.runs != nil:
-		for _, st := range r.runs.held {
-			if err := h.Add(st); err != nil {
-				xfer.PutMsgBuf(frame)
-				l.KeptSent(r.Kept, err)
-				return l.Errorf("%w", err)
-			}
-		}
 		msgs := append(make([][]byte, 0, 1+len(r.runs.msgs)), frame)
 		tags := make([]int, 1, 1+len(r.runs.msgs))
 		tags[0] = xfer.InitHeaderTag
