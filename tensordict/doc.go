@@ -198,7 +198,8 @@
 // all in one message up to 512 KiB (a datatype of their blocks), which
 // the receiver takes as any storage; past that, each run is a message of
 // its own, which the receiver, knowing the layout from the metadata,
-// takes into its place in the result's storage. Past the
+// takes into its place in the result's storage; a TensorDict sent again
+// is not laid out or encoded again (its Send/Recv state). Past the
 // eager size, a header message with a storage after it (a consolidated
 // Send's of up to 16 KiB, 128 KiB to a rank on another node, where each
 // message costs a network latency; an InitRemote's of up to 64 KiB) is

@@ -126,17 +126,6 @@ func (sp *sendPlan) bytes() ([]byte, error) {
 	return buf, nil
 }
 
-// initRuns is the payload of an InitRemote whose storage travels as runs
-// (wire.Runs): msgs[i] holds run spans[i], a piece of a large leaf read
-// in place or a buffer its smaller neighbours were packed into; held are
-// the storages of the leaves read in place, which the send holds.
-type initRuns struct {
-	spans []wire.Span
-	place []bool // spans[i] is a piece of a leaf
-	msgs  [][]byte
-	held  []*tensor.Storage
-}
-
 // blocksMax is the largest storage of leaves apart that an InitRemote
 // sends as one message from its runs (xfer.Link.SendBlocks: MPI reads the
 // large leaves where they lie, the small ones from the buffers they were
@@ -149,80 +138,6 @@ type initRuns struct {
 // shared-memory fragments that the sender must progress.
 const blocksMax = 512 << 10
 
-// total returns the bytes of r's runs.
-func (r *initRuns) total() int64 {
-	if len(r.spans) == 0 {
-		return 0
-	}
-	return r.spans[len(r.spans)-1].End()
-}
-
-// runs returns how sp's storage travels as runs, or nil when it has no
-// leaf of wire.RunMin bytes or more, or one of those is not contiguous
-// (packed as a whole, it then travels in chunks).
-func (sp *sendPlan) runs() *initRuns {
-	leaves := sp.p.flatten()
-	spans := make([]wire.Span, len(leaves))
-	for i := range leaves {
-		l := &leaves[i]
-		spans[i] = wire.Span{Start: int64(l.start), Len: int64(l.nbytes)}
-		if l.nbytes >= wire.RunMin && !l.t.IsContiguous() {
-			return nil
-		}
-	}
-	if !wire.HasRuns(spans) {
-		return nil
-	}
-	r := new(initRuns)
-	r.spans, r.place = wire.Runs(nil, []bool{}, spans, int64(sp.total))
-	return r
-}
-
-// pack fills r.msgs from p, the plan the runs were made from: each
-// piece of a large leaf is a view of its bytes, each other run a new
-// buffer holding the leaves, pads and gaps in it.
-func (r *initRuns) pack(p *plan) error {
-	leaves := p.flatten()
-	li := 0 // the first leaf that does not end before the run
-	r.msgs = make([][]byte, len(r.spans))
-	for i, s := range r.spans {
-		start, end := int(s.Start), int(s.End())
-		for li < len(leaves) && leaves[li].start+leaves[li].nbytes <= start {
-			li++
-		}
-		if r.place[i] {
-			l := &leaves[li]
-			b, err := l.t.Bytes()
-			if err != nil {
-				return fmt.Errorf("key %q: %w", l.name, err)
-			}
-			if len(r.held) == 0 || r.held[len(r.held)-1] != l.t.Storage() {
-				r.held = append(r.held, l.t.Storage())
-			}
-			piece := b[start-l.start : end-l.start]
-			if err := mem.Readable(piece); err != nil {
-				return err
-			}
-			r.msgs[i] = piece
-			continue
-		}
-		// The leaves within [start, end), shifted to a buffer of the run.
-		sub := plan{total: end - start}
-		for j := li; j < len(leaves) && leaves[j].start < end; j++ {
-			if l := leaves[j]; l.nbytes > 0 && l.start >= start {
-				l.start -= start
-				sub.leaves = append(sub.leaves, l)
-			}
-		}
-		buf := make([]byte, end-start) // zero: pads and gaps stay so
-		if err := pack(buf, &sub, false); err != nil {
-			return err
-		}
-		r.msgs[i] = buf
-	}
-	return nil
-}
-
 // initRef is how an InitRemote frame travels: its kept structure
 // (xfer.Kept), and how its storage goes.
 type initRef struct {
@@ -231,9 +146,6 @@ type initRef struct {
 	// joined: the storage travels in the header message but apart from
 	// the frame's buffer, the two sent in two blocks (see storageTravel).
 	joined bool
-	// runs, when the storage travels apart as runs (wire.FlagRuns): the
-	// payload messages, and the storages of the leaves read in place.
-	runs *initRuns
 }
 
 // layout reports how the storage of a point-to-point InitRemote frame of
@@ -316,11 +228,13 @@ func (td *TensorDict) initRemote(dst int, opts []RemoteOption) error {
 	if err := l.NotStarted(); err != nil {
 		return err
 	}
-	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) {
+	if td != nil && td.p2p.Load() == nil && !td.initSent.Swap(true) && (td.cons != nil || tensorBytes(td) <= wire.InlineMax) {
 		// The first InitRemote of a TensorDict that Send and Recv never
 		// saw (a result being passed on, say) encodes what it sends
 		// without building their state; the next one builds it, and the
-		// calls after reuse it.
+		// calls after reuse it. One whose leaves lie apart in more than
+		// wire.InlineMax bytes builds it at once, to send them where they
+		// lie (sendStateRuns).
 		return l.sendInitOnce(td)
 	}
 	if sent, err := l.sendStateInit(td); err != nil || sent {
@@ -353,6 +267,9 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 		return false, l.Errorf("%w", err)
 	}
 	if s.total > wire.InlineMax && s.st == nil {
+		if s.contiguous == nil {
+			return true, l.sendStateRuns(s, td)
+		}
 		// A large storage that is not td's own would be packed into a
 		// staging buffer kept with td: the caller packs it for this call
 		// alone.
@@ -400,6 +317,114 @@ func (l *link) sendStateInit(td *TensorDict) (sent bool, err error) {
 		return true, l.Errorf("%w", err)
 	}
 	return true, nil
+}
+
+// sendStateRuns sends td, whose state s is locked (sendStateRuns unlocks
+// it), whose contiguous leaves lie apart: the header message, described
+// by a structure kept at l.Peer when it can be, then the storage from its
+// runs (stateRuns): up to blocksMax bytes as one message from their
+// blocks (xfer.Link.SendBlocks), past it each run a message of its own
+// (wire.FlagRuns). A TensorDict sent again and again is neither laid out
+// nor encoded again, and its large leaves are read where they lie.
+func (l *link) sendStateRuns(s *p2pState, td *TensorDict) (err error) {
+	var held holds
+	defer func() { held.End(err) }()
+	r := initRef{Kept: l.KeepRef(td.class, s.meta[:s.metaLen], s.consHash, int64(len(s.leaves)), int64(s.total))}
+	h := wire.Header{Kind: wire.KindInit, Flags: wire.FlagConsolidated, Hash: s.consHash, Leaves: int64(len(s.leaves)),
+		Total: int64(s.total), Chunk: wire.MaxChunk, PayloadTag: proto.PayloadTag(l.Group)}
+	var runs [][]byte
+	err = s.guard(func() (err error) { runs, err = s.stateRuns(&held); return err })
+	if s.total > blocksMax {
+		h.Flags, h.Chunk = h.Flags|wire.FlagRuns, int64(len(runs))
+	}
+	class, meta := r.Apply(&h, td.class, s.meta[:s.metaLen])
+	frame := wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
+	s.mu.Unlock()
+	if err == nil {
+		err = h.Check(senderLimits)
+	}
+	if err != nil {
+		xfer.PutMsgBuf(frame)
+		l.KeptSent(r.Kept, err)
+		return l.Errorf("%w", err)
+	}
+	var gone bool
+	if h.Flags&wire.FlagRuns != 0 {
+		msgs := append(make([][]byte, 0, 1+len(runs)), frame)
+		tags := make([]int, 1, 1+len(runs))
+		tags[0] = xfer.InitHeaderTag
+		for _, m := range runs {
+			msgs, tags = append(msgs, m), append(tags, h.PayloadTag)
+		}
+		gone, err = l.SendMessages(msgs, tags, initMessageName)
+	} else {
+		msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
+		if gone, err = l.SendMessages(msgs[:], tags[:], initMessageName); err == nil {
+			if _, err = l.SendBlocks(runs, h.PayloadTag); err != nil {
+				err = fmt.Errorf("sending %s: %w", initMessageName(1), err)
+			}
+		}
+	}
+	if !gone {
+		xfer.PutMsgBuf(frame)
+	}
+	l.KeptSent(r.Kept, err)
+	if err != nil {
+		return l.Errorf("%w", err)
+	}
+	return nil
+}
+
+// stateRuns returns the consolidated storage of s, whose leaves are
+// contiguous, as the blocks of its runs (wire.Runs): the
+// large leaves where they lie, each held in held, and new buffers that
+// the others are copied into with the pads and gaps between them, zero.
+func (s *p2pState) stateRuns(held *holds) ([][]byte, error) {
+	spans := make([]wire.Span, len(s.leaves))
+	for i, l := range s.leaves {
+		spans[i] = wire.Span{Start: int64(l.off), Len: int64(l.n)}
+	}
+	runs, place := wire.Runs(nil, []bool{}, spans, int64(s.total))
+	blocks := make([][]byte, len(runs))
+	li := 0 // the first leaf that does not end before the run
+	for i, r := range runs {
+		start, end := int(r.Start), int(r.End())
+		for li < len(s.leaves) && s.leaves[li].off+s.leaves[li].n <= start {
+			li++
+		}
+		var buf []byte
+		pos := start // packed up to here
+		if !place[i] {
+			buf = mem.AllocUninit(end - start) // every byte written below
+		}
+		for j := li; j < len(s.leaves) && s.leaves[j].off < end; j++ {
+			l := &s.leaves[j]
+			if l.n == 0 {
+				continue
+			}
+			b, err := l.t.Bytes()
+			if err == nil {
+				err = s.readable(b)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("key %v: %w", l.key, err)
+			}
+			if !place[i] {
+				clear(buf[pos-start : l.off-start]) // a pad or gap
+				pos = l.off + copy(buf[l.off-start:], b)
+				continue
+			}
+			if err := held.Add(l.t.Storage()); err != nil {
+				return nil, fmt.Errorf("key %v: %w", l.key, err)
+			}
+			buf = b[start-l.off : end-l.off]
+		}
+		if !place[i] {
+			clear(buf[pos-start:])
+		}
+		blocks[i] = buf
+	}
+	return blocks, nil
 }
 
 // sendSplitInit sends td, whose state s is locked (sendSplitInit unlocks
@@ -469,39 +494,10 @@ func (l *link) sendInitOnce(td *TensorDict) (err error) {
 	if err != nil {
 		return l.Errorf("%w", err)
 	}
-	if r.runs != nil {
-		for _, st := range r.runs.held {
-			if err := h.Add(st); err != nil {
-				xfer.PutMsgBuf(frame)
-				l.KeptSent(r.Kept, err)
-				return l.Errorf("%w", err)
-			}
-		}
-	}
 	var gone bool
 	switch {
 	case r.joined:
 		if gone, err = l.SendJoined(frame, payload, xfer.InitHeaderTag, initMessageName); err != nil {
-			err = l.Errorf("%w", err)
-		}
-	case r.runs != nil && r.runs.total() <= blocksMax:
-		msgs, tags := [1][]byte{frame}, [1]int{xfer.InitHeaderTag}
-		if gone, err = l.SendMessages(msgs[:], tags[:], initMessageName); err == nil {
-			if _, err = l.SendBlocks(r.runs.msgs, r.tag); err != nil {
-				err = fmt.Errorf("sending %s: %w", initMessageName(1), err)
-			}
-		}
-		if err != nil {
-			err = l.Errorf("%w", err)
-		}
-	case r.runs != nil:
-		msgs := append(make([][]byte, 0, 1+len(r.runs.msgs)), frame)
-		tags := make([]int, 1, 1+len(r.runs.msgs))
-		tags[0] = xfer.InitHeaderTag
-		for _, m := range r.runs.msgs {
-			msgs, tags = append(msgs, m), append(tags, r.tag)
-		}
-		if gone, err = l.SendMessages(msgs, tags, initMessageName); err != nil {
 			err = l.Errorf("%w", err)
 		}
 	default:
@@ -575,24 +571,10 @@ func firstInitFrame(op string, td *TensorDict, l *link, passedOn bool) (frame, p
 		case split:
 			h.Total, h.Chunk, h.PayloadTag = int64(total), wire.MaxChunk, proto.PayloadTag(l.Group)
 			r.tag = h.PayloadTag
-			if sp != nil && sp.storage == nil {
-				// Packing would copy it first: its large leaves travel in
-				// place instead, when it has some.
-				if runs := sp.runs(); runs != nil {
-					if total > blocksMax {
-						h.Flags, h.Chunk = h.Flags|wire.FlagRuns, int64(len(runs.spans))
-					}
-					r.runs = runs
-				}
-			}
 		}
 	}
 	// The storage may be a mapping of a file another process truncated.
 	err = mem.CatchFault(func() error {
-		if r.runs != nil {
-			frame = wire.AppendFrame(xfer.MsgBuf(wire.Size + len(class) + len(meta))[:0], &h, class, meta, nil)
-			return r.runs.pack(sp.p)
-		}
 		p, err := storage()
 		if err != nil {
 			return err

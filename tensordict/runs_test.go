@@ -14,12 +14,11 @@ import (
 	"github.com/tdmpi/tdmpi/tensor"
 )
 
-// TestInitRuns: the runs of a TensorDict whose large leaves travel in
-// place (wire.FlagRuns), put end to end, are its consolidated storage,
-// pads and gaps zero; the large leaves' runs are views of their bytes;
-// a TensorDict without a large leaf, or with a large leaf that is not
-// contiguous, has no runs.
-func TestInitRuns(t *testing.T) {
+// TestStateRuns: the runs of a TensorDict whose leaves lie apart
+// (stateRuns), put end to end, are its consolidated storage, pads and
+// gaps zero; the large leaves' runs are views of their bytes, their
+// storages held.
+func TestStateRuns(t *testing.T) {
 	big := wire.RunMin / 4 // float32 elements
 	td := New()
 	require.NoError(t, td.Set(K("a"), tensor.Full(tensor.Uint8, 1, 3)))
@@ -28,50 +27,33 @@ func TestInitRuns(t *testing.T) {
 	require.NoError(t, td.Set(K("empty"), tensor.Zeros(tensor.Int64, 0)))
 	require.NoError(t, td.Set(K("big2"), tensor.Full(tensor.Int16, 4, wire.RunMin/2+3)))
 	require.NoError(t, td.Set(K("z"), tensor.Full(tensor.Int8, 5, 5)))
-	sp, err := planSend("test", td)
+	cons, err := td.Consolidate()
 	require.NoError(t, err)
-	require.Nil(t, sp.storage)
-	want, err := sp.bytes()
-	require.NoError(t, err)
+	want := cons.ConsolidatedStorage().Bytes()
 
-	r := sp.runs()
-	require.NotNil(t, r)
-	require.NoError(t, r.pack(sp.p))
-	require.Len(t, r.msgs, len(r.spans))
+	s, err := p2pStateOf("test", td)
+	require.NoError(t, err)
+	defer s.mu.Unlock()
+	require.Nil(t, s.st)
+	var held holds
+	runs, err := s.stateRuns(&held)
+	held.End(nil)
+	require.NoError(t, err)
 	var got []byte
-	inPlace := 0
-	for i, m := range r.msgs {
-		require.Equal(t, int(r.spans[i].Len), len(m), "run %d", i)
-		got = append(got, m...)
-		if r.place[i] {
-			inPlace++
-		}
+	for _, r := range runs {
+		got = append(got, r...)
 	}
 	assert.Equal(t, want, got, "the runs end to end are the consolidated storage")
-	assert.Equal(t, 2, inPlace)
 	bigBytes, err := mustGet(t, td, K("n", "big")).Bytes()
 	require.NoError(t, err)
-	for i, m := range r.msgs {
-		if r.place[i] && len(m) == len(bigBytes) {
-			assert.Same(t, &bigBytes[0], &m[0], "a large leaf's run is a view of its bytes")
+	views := 0
+	for _, r := range runs {
+		if len(r) > 0 && &r[0] == &bigBytes[0] {
+			views++
 		}
 	}
-	assert.Len(t, r.held, 2)
-
-	small := New()
-	require.NoError(t, small.Set(K("a"), tensor.Full(tensor.Float32, 1, 100)))
-	sp, err = planSend("test", small)
-	require.NoError(t, err)
-	assert.Nil(t, sp.runs(), "no leaf of RunMin bytes")
-
-	strided := New()
-	x := tensor.Full(tensor.Float32, 1, 2, big)
-	xt, err := x.Transpose(0, 1)
-	require.NoError(t, err)
-	require.NoError(t, strided.Set(K("t"), xt))
-	sp, err = planSend("test", strided)
-	require.NoError(t, err)
-	assert.Nil(t, sp.runs(), "a large leaf that is not contiguous")
+	assert.Equal(t, 1, views, "a large leaf's run is a view of its bytes")
+	assert.Greater(t, len(runs), 2)
 }
 
 // TestInitRemoteRuns: InitRemote of TensorDicts whose large leaves travel
@@ -101,6 +83,23 @@ func TestInitRemoteRuns(t *testing.T) {
 	// runs, one message each (blocksMax).
 	build := func(base float64) *TensorDict { return sized(base, wire.RunMin) }
 	large := func(base float64) *TensorDict { return sized(base, blocksMax) }
+	// The same TensorDict sent again and again: its state's layout and
+	// metadata (described by a kept structure), its values filled anew.
+	var same, sameLarge *TensorDict
+	again := func(base float64) *TensorDict {
+		if same == nil {
+			same = build(0)
+		}
+		fill(t, same, base)
+		return same
+	}
+	againLarge := func(base float64) *TensorDict {
+		if sameLarge == nil {
+			sameLarge = large(0)
+		}
+		fill(t, sameLarge, base)
+		return sameLarge
+	}
 	strided := func(base float64) *TensorDict {
 		td := New()
 		x, err := tensor.Full(tensor.Float32, base, 4, wire.RunMin).Transpose(0, 1)
@@ -126,13 +125,18 @@ func TestInitRemoteRuns(t *testing.T) {
 		{name: "refused", td: build, limit: true},
 		{name: "after the refusal", td: build},
 		{name: "not contiguous", td: strided},
+		{name: "same", td: again},
+		{name: "same again", td: again},
+		{name: "same, context", td: again, opts: []RemoteOption{testCtx(t)}},
 		{name: "runs", td: large},
 		{name: "runs, context", td: large, opts: []RemoteOption{testCtx(t)}},
 		{name: "runs refused", td: large, limit: true},
 		{name: "runs after the refusal", td: large},
+		{name: "same large", td: againLarge},
+		{name: "same large again", td: againLarge},
 	}
 	for i, c := range cases {
-		base := float64(10 * i)
+		base := float64(5 * i) // within int8 for "z"
 		if g.Rank() == 0 {
 			require.NoError(t, c.td(base).InitRemote(1), c.name)
 			continue
