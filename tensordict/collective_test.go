@@ -106,6 +106,20 @@ func collSeed(t testing.TB, v float64) *TensorDict {
 	return td
 }
 
+// consolidatedSeed is collSeed(t, v), with a float32 leaf "big" of 2 x
+// big elements when big > 0 (a storage past the first message),
+// consolidated.
+func consolidatedSeed(t testing.TB, v float64, big int) *TensorDict {
+	t.Helper()
+	td := collSeed(t, v)
+	if big > 0 {
+		require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, v, 2, big)))
+	}
+	tdc, err := td.Consolidate()
+	require.NoError(t, err)
+	return tdc
+}
+
 func collCheckSeed(t testing.TB, td *TensorDict, v float64, n int) {
 	t.Helper()
 	require.NotNil(t, td)
@@ -794,15 +808,7 @@ func TestCollectiveBroadcastReuse(t *testing.T) {
 	r := g.Rank()
 	for _, big := range []int{0, 1 << 12} { // inline, and storage apart
 		mpitest.Run(t, fmt.Sprintf("big%d", big), func(t *testing.T) {
-			mk := func(v float64) *TensorDict {
-				td := collSeed(t, v)
-				if big > 0 {
-					require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, v, 2, big)))
-				}
-				c, err := td.Consolidate()
-				require.NoError(t, err)
-				return c
-			}
+			mk := func(v float64) *TensorDict { return consolidatedSeed(t, v, big) }
 			var src *TensorDict
 			if r == 0 {
 				src = mk(1)
@@ -1238,15 +1244,7 @@ func TestIBroadcastInlineInParts(t *testing.T) {
 func TestBroadcastSteady(t *testing.T) {
 	g := mpitest.Need(t, 2)
 	n, r := g.Size(), g.Rank()
-	mk := func(v float64, big int) *TensorDict {
-		td := collSeed(t, v)
-		if big > 0 {
-			require.NoError(t, td.Set(K("big"), tensor.Full(tensor.Float32, v, 2, big)))
-		}
-		tdc, err := td.Consolidate()
-		require.NoError(t, err)
-		return tdc
-	}
+	mk := func(v float64, big int) *TensorDict { return consolidatedSeed(t, v, big) }
 	for _, big := range []int{0, 1 << 12} {
 		mpitest.Run(t, fmt.Sprintf("big %d", big), func(t *testing.T) {
 			mine := mk(-1, big) // a receiver's, received into in place
