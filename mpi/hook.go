@@ -18,7 +18,6 @@ func init() {
 	hook.SendConcat = sendConcat
 	hook.SendBlocksUntil = sendBlocksUntil
 	hook.SendUntil = sendUntil
-	hook.SendConcatUntil = sendConcatUntil
 	hook.MprobeUntil = func(m Message, c *Comm, src, tag int, done <-chan struct{}) (Message, Status, bool, error) {
 		st, ended, err := mprobeUntil(&m, c, src, tag, done)
 		return m, st, ended, err

@@ -22,7 +22,6 @@ var (
 	sendConcat      = hook.SendConcat.(func(*mpi.Comm, []byte, []byte, int, int) error)
 	sendBlocksUntil = hook.SendBlocksUntil.(func(*mpi.Comm, [][]byte, int, int, <-chan struct{}) (bool, error))
 	sendUntil       = hook.SendUntil.(func(*mpi.Comm, []byte, int, int, <-chan struct{}) (bool, error))
-	sendConcatUntil = hook.SendConcatUntil.(func(*mpi.Comm, []byte, []byte, int, int, <-chan struct{}) (bool, error))
 	mprobeUntil     = hook.MprobeUntil.(func(mpi.Message, *mpi.Comm, int, int, <-chan struct{}) (mpi.Message, mpi.Status, bool, error))
 	mrecvUntil      = hook.MrecvUntil.(func(mpi.Message, []byte, <-chan struct{}) (mpi.Message, mpi.Status, bool, error))
 	mrecvConcat     = hook.MrecvConcat.(func(mpi.Message, []byte, []byte) (mpi.Message, mpi.Status, error))
@@ -103,15 +102,6 @@ func SendUntil(c *mpi.Comm, buf []byte, dest, tag int, done <-chan struct{}) (en
 // left out; the message holds at most 2^31-1 bytes.
 func SendBlocksUntil(c *mpi.Comm, blocks [][]byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
 	return sendBlocksUntil(c, blocks, dest, tag, done)
-}
-
-// SendConcatUntil is SendConcat as SendUntil: it sends the bytes of a
-// followed by those of b to rank dest of c as one message, and returns
-// once the send has completed, or once done is closed (nil: never) with
-// ended true; the send is then abandoned, a and b pinned until it
-// completes, and the caller must change neither.
-func SendConcatUntil(c *mpi.Comm, a, b []byte, dest, tag int, done <-chan struct{}) (ended bool, err error) {
-	return sendConcatUntil(c, a, b, dest, tag, done)
 }
 
 // MprobeUntil is mpi.MprobeInto whose wait ends once done is closed (nil:

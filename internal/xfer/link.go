@@ -215,19 +215,15 @@ func (l *Link) Send(b []byte, tag int) (gone bool, err error) {
 // SendJoined sends head followed by tail to l's peer on tag as one
 // message, MPI reading both where they lie (mpix.SendConcat), blocking,
 // and returns when both may be reused (gone false); an error names the
-// message name(0), as SendMessages does. As Send does, a message longer
-// than EagerSendMax waits until it completes or the peer leaves l's
-// group (mpix.SendConcatUntil): then gone is true, head and tail stay
-// MPI's, and the error wraps group.ErrPeerLeft.
+// message name(0), as SendMessages does. A message longer than
+// EagerSendMax is sent as SendBlocks sends it: gone true, when given up,
+// leaves head and tail MPI's.
 func (l *Link) SendJoined(head, tail []byte, tag int, name func(int) string) (gone bool, err error) {
 	if len(head)+len(tail) <= EagerSendMax() {
 		err = mpix.SendConcat(l.Comm, head, tail, l.Peer, tag)
-	} else if err = l.PeerGone(); err == nil {
-		var ended bool
-		ended, err = mpix.SendConcatUntil(l.Comm, head, tail, l.Peer, tag, proto.Gone(l.Group, l.Peer))
-		if ended {
-			gone, err = true, l.leftDuring()
-		}
+	} else {
+		blocks := [2][]byte{head, tail}
+		gone, err = l.SendBlocks(blocks[:], tag)
 	}
 	if err != nil {
 		return gone, fmt.Errorf("sending %s: %w", name(0), err)

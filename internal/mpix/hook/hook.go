@@ -32,7 +32,6 @@ var (
 	SendConcat      any
 	SendBlocksUntil any
 	SendUntil       any
-	SendConcatUntil any
 	MprobeUntil     any
 	MrecvUntil      any
 	MrecvConcat     any
